@@ -1,0 +1,372 @@
+"""The Jelly-Patch decoder: a sans-I/O state machine from bytes to events.
+
+Feed it bytes with :meth:`PatchDecoder.feed`, say :meth:`PatchDecoder.close` when the input
+is complete, and take events with :meth:`PatchDecoder.next_event` (h11 style: it answers
+``NEED_DATA`` when it holds no complete frame, ``END`` when the closed stream is done) or
+by iterating, which yields every event available now.
+
+Rules checked here, besides the term rules in :mod:`.term_decoder` (all from
+``specs/jelly-patch-spec.txt``):
+
+* the options row comes first, is valid, and every repetition is identical;
+* each row has exactly one field set; punctuation only in PUNCTUATED streams;
+* ``TC``/``TA`` follow a ``TX``, ``TX`` does not follow an open ``TX``;
+* a transaction ends inside its patch (a FRAME frame, a PUNCTUATED patch, the stream);
+* header values are always set; ``PA`` has a value; TRIPLES rows ignore the graph.
+
+A frame is decoded whole when it arrives, but its events are handed out before an error
+found later in the same frame is raised, so a consumer can act on the complete units that
+precede a bad row (DESIGN §2). After an error the decoder stays failed.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator
+from typing import Any, Final, Generic, TypeVar
+
+from google.protobuf.message import DecodeError as ProtobufDecodeError
+
+from .._proto import patch_pb2
+from ..errors import DecodeError
+from ..events import (
+    Add,
+    Delete,
+    Event,
+    Header,
+    Options,
+    PatchEnd,
+    PrefixAdd,
+    PrefixDelete,
+    TxAbort,
+    TxCommit,
+    TxStart,
+)
+from ..options import PATCH_VERSION, Limits, PatchOptions, StatementType, StreamType
+from ..terms import TermAdapter
+from .framing import Framer
+from .term_decoder import RuleViolation, TermDecoder
+
+T = TypeVar("T")
+
+
+class _Signal:
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+#: ``next_event`` holds no complete frame: feed more bytes.
+NEED_DATA: Final = _Signal("NEED_DATA")
+#: ``next_event`` has handed out everything of a closed stream.
+END: Final = _Signal("END")
+
+_CONTENT_ROWS = frozenset(
+    {
+        "statement_add",
+        "statement_delete",
+        "namespace_add",
+        "namespace_delete",
+        "transaction_start",
+        "transaction_commit",
+        "transaction_abort",
+        "header",
+    }
+)
+
+
+def _default_adapter() -> TermAdapter[Any]:
+    # Imported lazily so that the codec itself never imports rdflib.
+    from ..rdflib_terms import RdflibTerms
+
+    return RdflibTerms()
+
+
+def options_from_message(msg: Any, limits: Limits) -> PatchOptions:
+    """Validate an ``RdfPatchOptions`` message; raises :class:`RuleViolation`."""
+    if msg.statement_type not in (1, 2):
+        raise RuleViolation(
+            f"statement_type is {msg.statement_type} (it MUST be set to a defined value other than UNSPECIFIED)"
+        )
+    if msg.stream_type not in (1, 2, 3):
+        raise RuleViolation(f"stream_type is {msg.stream_type} (it MUST be set to a defined value other than UNSPECIFIED)")
+    if msg.version == 0:
+        raise RuleViolation("version tag is 0 (the version tag MUST be greater than 0)")
+    if msg.version > PATCH_VERSION:
+        raise RuleViolation(
+            f"version tag {msg.version} is newer than the supported version {PATCH_VERSION} "
+            "(consumers SHOULD reject versions greater than their own)"
+        )
+    if msg.max_name_table_size < 8:
+        raise RuleViolation(f"max_name_table_size is {msg.max_name_table_size} (it MUST be at least 8)")
+    for field, limit in (
+        ("max_name_table_size", limits.max_name_table_size),
+        ("max_prefix_table_size", limits.max_prefix_table_size),
+        ("max_datatype_table_size", limits.max_datatype_table_size),
+    ):
+        value = getattr(msg, field)
+        if value > limit:
+            raise RuleViolation(f"{field} {value} exceeds this reader's limit of {limit} (lookup size too large)")
+    return PatchOptions(
+        stream_type=StreamType(msg.stream_type),
+        statement_type=StatementType(msg.statement_type),
+        generalized_statements=msg.generalized_statements,
+        rdf_star=msg.rdf_star,
+        max_name_table_size=msg.max_name_table_size,
+        max_prefix_table_size=msg.max_prefix_table_size,
+        max_datatype_table_size=msg.max_datatype_table_size,
+        version=msg.version,
+    )
+
+
+class PatchDecoder(Generic[T]):
+    """Decodes a Jelly-Patch byte stream into :mod:`patchsync.events`.
+
+    ``adapter`` builds the terms (rdflib terms when omitted). ``source`` names the input
+    in errors. ``framing`` is ``"auto"``, ``"delimited"`` or ``"single"``.
+    """
+
+    def __init__(
+        self,
+        adapter: TermAdapter[T] | None = None,
+        *,
+        source: str = "<stream>",
+        limits: Limits | None = None,
+        framing: str = "auto",
+    ) -> None:
+        self.adapter: TermAdapter[T] = adapter if adapter is not None else _default_adapter()
+        self.source = source
+        self.limits = limits or Limits()
+        self._framer = Framer(source=source, max_frame_bytes=self.limits.max_frame_bytes, framing=framing)
+        self.options: PatchOptions | None = None
+        self._options_msg: Any = None
+        self._terms: TermDecoder[T] | None = None
+        self._quads = False
+        self._stream_type: StreamType | None = None
+        self._in_tx = False
+        self._tx_seen = False
+        self._patch_open = False  # content rows since the last patch end
+        self._queue: deque[Event] = deque()
+        self._pending_error: DecodeError | None = None
+        self._failed: DecodeError | None = None
+        self._finished = False
+        self.frames = 0
+        self.patches = 0
+
+    # -- input ------------------------------------------------------------------------
+
+    def feed(self, data: bytes | bytearray | memoryview) -> None:
+        """Give the decoder more bytes of the stream."""
+        self._framer.feed(data)
+
+    def close(self) -> None:
+        """Say that the stream is complete; a trailing partial frame is then an error."""
+        self._framer.close()
+
+    @property
+    def offset(self) -> int:
+        """Byte offset just past the last frame taken from the input."""
+        return self._framer.offset
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._in_tx
+
+    # -- output -----------------------------------------------------------------------
+
+    def next_event(self) -> Event | _Signal:
+        """The next event, ``NEED_DATA`` or ``END``; raises ``DecodeError`` on bad input."""
+        while True:
+            if self._queue:
+                return self._queue.popleft()
+            if self._failed is not None:
+                raise self._failed
+            if self._pending_error is not None:
+                self._failed, self._pending_error = self._pending_error, None
+                raise self._failed
+            if self._finished:
+                return END
+            try:
+                frame = self._framer.next_frame()
+            except DecodeError as exc:
+                self._failed = exc
+                raise
+            if frame is None:
+                if not self._framer.closed:
+                    return NEED_DATA
+                self._finish()
+                continue
+            self._decode_frame(*frame)
+
+    def __iter__(self) -> Iterator[Event]:
+        """Every event available now; stops at ``NEED_DATA`` or ``END``."""
+        while True:
+            event = self.next_event()
+            if isinstance(event, _Signal):
+                return
+            yield event
+
+    # -- decoding ---------------------------------------------------------------------
+
+    def _error(self, rule: str, offset: int, row: int | None) -> DecodeError:
+        return DecodeError(rule, source=self.source, offset=offset, frame=self.frames, row=row)
+
+    def _finish(self) -> None:
+        self._finished = True
+        end = self._framer.offset
+        if self._in_tx:
+            self._pending_error = self._error(
+                "stream ends inside a transaction (a transaction MUST start and commit/abort within one patch)",
+                end,
+                None,
+            )
+        elif self._stream_type is StreamType.FLAT:
+            self._queue.append(PatchEnd(end, self.frames, 0))
+            self.patches += 1
+        elif self._stream_type is StreamType.PUNCTUATED and self._patch_open:
+            self._pending_error = self._error(
+                "stream ends inside a patch (in PUNCTUATED streams a punctuation mark MUST end every patch)",
+                end,
+                None,
+            )
+
+    def _decode_frame(self, offset: int, payload: bytes) -> None:
+        frame_index = self.frames
+        try:
+            frame = patch_pb2.RdfPatchFrame.FromString(payload)
+        except ProtobufDecodeError:
+            self._pending_error = self._error(
+                "frame is not a valid RdfPatchFrame (malformed protobuf or invalid UTF-8)", offset, None
+            )
+            self.frames += 1
+            return
+        rows = frame.rows
+        index: int | None = 0
+        try:
+            for index, row in enumerate(rows):
+                self._row(row, offset, frame_index, index)
+            index = None
+            if self._stream_type is StreamType.FRAME:
+                if self._in_tx:
+                    raise RuleViolation(
+                        "transaction not closed at the end of the frame "
+                        "(in FRAME streams transactions MUST NOT span multiple frames)"
+                    )
+                self._queue.append(PatchEnd(offset, frame_index, len(rows)))
+                self._patch_open = False
+                self.patches += 1
+        except RuleViolation as exc:
+            self._pending_error = self._error(exc.rule, offset, index)
+        self.frames += 1
+
+    def _row(self, row: Any, offset: int, frame: int, index: int) -> None:
+        kind = row.WhichOneof("row")
+        terms = self._terms
+        if terms is None:
+            if kind != "options":
+                raise RuleViolation(
+                    "the first row is not the options row (the patch stream options MUST be the first row in the stream)"
+                    if kind is not None
+                    else "row has no field set (a row MUST have exactly one field set)"
+                )
+            self._set_options(row.options, offset, frame, index)
+            return
+        queue = self._queue
+        if kind == "statement_add" or kind == "statement_delete":
+            msg = getattr(row, kind)
+            s, p, o = terms.spo(msg)
+            g = terms.graph(msg) if self._quads else None
+            queue.append((Add if kind == "statement_add" else Delete)(s, p, o, g, offset, frame, index))
+            self._patch_open = True
+        elif kind == "name":
+            entry = row.name
+            terms.name_entry(entry.id, entry.value)
+        elif kind == "prefix":
+            entry = row.prefix
+            terms.prefix_entry(entry.id, entry.value)
+        elif kind == "datatype":
+            entry = row.datatype
+            terms.datatype_entry(entry.id, entry.value)
+        elif kind == "namespace_add" or kind == "namespace_delete":
+            self._namespace(kind, getattr(row, kind), terms, offset, frame, index)
+        elif kind == "header":
+            header = row.header
+            field = header.WhichOneof("value")
+            if field is None:
+                raise RuleViolation(
+                    "header row without a value (the value oneof MUST be set; no repeated terms in headers)"
+                )
+            value = terms.term(field, getattr(header, field))
+            queue.append(Header(header.key, value, offset, frame, index))
+            self._patch_open = True
+        elif kind == "transaction_start":
+            if self._in_tx:
+                raise RuleViolation(
+                    "TX while a transaction is open (the previous transaction operation MUST NOT be a transaction start)"
+                )
+            self._in_tx = self._tx_seen = True
+            self._patch_open = True
+            queue.append(TxStart(offset, frame, index))
+        elif kind == "transaction_commit" or kind == "transaction_abort":
+            if not self._in_tx:
+                word = "TC" if kind == "transaction_commit" else "TA"
+                raise RuleViolation(
+                    f"{word} without an open transaction (the previous transaction operation MUST be a transaction start)"
+                )
+            self._in_tx = False
+            self._patch_open = True
+            queue.append((TxCommit if kind == "transaction_commit" else TxAbort)(offset, frame, index))
+        elif kind == "punctuation":
+            if self._stream_type is not StreamType.PUNCTUATED:
+                raise RuleViolation(
+                    "punctuation row in a stream that is not PUNCTUATED (punctuation MUST NOT appear in other stream types)"
+                )
+            if self._in_tx:
+                raise RuleViolation(
+                    "punctuation inside a transaction (PUNCTUATED transactions MUST NOT contain punctuation marks)"
+                )
+            queue.append(PatchEnd(offset, frame, index))
+            self._patch_open = False
+            self.patches += 1
+        elif kind == "options":
+            if row.options != self._options_msg:
+                raise RuleViolation(
+                    "options row differs from the first one (repeated options MUST be identical to previous occurrences)"
+                )
+        else:
+            raise RuleViolation("row has no field set (a row MUST have exactly one field set)")
+
+    def _namespace(self, kind: str, ns: Any, terms: TermDecoder[T], offset: int, frame: int, index: int) -> None:
+        # The value IRI is processed before the graph term (Jelly-Patch, "RDF terms").
+        iri = terms.iri(ns.value) if ns.HasField("value") else None
+        g = terms.graph(ns) if self._quads else None
+        if kind == "namespace_add":
+            if iri is None:
+                raise RuleViolation("PA row without a namespace IRI (value is REQUIRED for the namespace add operation)")
+            self._queue.append(PrefixAdd(ns.name, iri, g, offset, frame, index))
+        else:
+            self._queue.append(PrefixDelete(ns.name, iri, g, offset, frame, index))
+        self._patch_open = True
+
+    def _set_options(self, msg: Any, offset: int, frame: int, index: int) -> None:
+        options = options_from_message(msg, self.limits)
+        self.options = options
+        # A copy, so that holding it does not keep the whole first frame alive.
+        self._options_msg = patch_pb2.RdfPatchOptions()
+        self._options_msg.CopyFrom(msg)
+        self._quads = options.statement_type is StatementType.QUADS
+        self._stream_type = options.stream_type
+        self._terms = TermDecoder(
+            self.adapter,
+            max_names=options.max_name_table_size,
+            max_prefixes=options.max_prefix_table_size,
+            max_datatypes=options.max_datatype_table_size,
+            generalized=options.generalized_statements,
+            rdf_star=options.rdf_star,
+            max_nesting=self.limits.max_nesting,
+        )
+        self._queue.append(Options(options, offset, frame, index))

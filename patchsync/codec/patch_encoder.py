@@ -1,0 +1,291 @@
+"""The Jelly-Patch encoder: events or method calls in, delimited frame bytes out.
+
+Sans-I/O like the decoder: every call appends to an internal buffer and
+:meth:`PatchEncoder.take` hands over the bytes completed so far, each frame whole, so an
+adapter can write every frame with a single ``write`` (DESIGN §6).
+
+Frames end at a patch end in FRAME and PUNCTUATED streams (so a tailing reader sees each
+patch as soon as it is committed), when ``max_frame_rows`` or ``max_frame_bytes`` is
+reached in PUNCTUATED and FLAT streams, and at :meth:`PatchEncoder.finish`. The encoder
+refuses to write an invalid stream: transaction misuse, a named graph in a TRIPLES
+stream, or a feature the options do not declare raise :class:`EncodeError`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Generic, TypeVar
+
+from .._proto import patch_pb2
+from ..errors import EncodeError
+from ..events import (
+    Add,
+    Delete,
+    Event,
+    Header,
+    Options,
+    PatchEnd,
+    PrefixAdd,
+    PrefixDelete,
+    TxAbort,
+    TxCommit,
+    TxStart,
+)
+from ..options import PatchOptions, StatementType, StreamType
+from ..terms import DEFAULT_GRAPH, IRI, TermAdapter
+from . import wire
+from .term_encoder import TermEncoder
+
+T = TypeVar("T")
+
+DEFAULT_FRAME_ROWS = 1024
+DEFAULT_FRAME_BYTES = 1 << 20
+
+
+def options_message(options: PatchOptions) -> Any:
+    """The ``RdfPatchOptions`` protobuf message for ``options``."""
+    return patch_pb2.RdfPatchOptions(
+        statement_type=int(options.statement_type),
+        stream_type=int(options.stream_type),
+        generalized_statements=options.generalized_statements,
+        rdf_star=options.rdf_star,
+        max_name_table_size=options.max_name_table_size,
+        max_prefix_table_size=options.max_prefix_table_size,
+        max_datatype_table_size=options.max_datatype_table_size,
+        version=options.version,
+    )
+
+
+def _default_adapter() -> TermAdapter[Any]:
+    from ..rdflib_terms import RdflibTerms
+
+    return RdflibTerms()
+
+
+class PatchEncoder(Generic[T]):
+    """Writes a Jelly-Patch stream.
+
+    ``append=True`` starts a stream that continues an existing log (DESIGN §6): the
+    options row is repeated and nothing is written relative to the earlier lookup or
+    repeated-term state, so the concatenated file still decodes.
+    """
+
+    def __init__(
+        self,
+        options: PatchOptions | None = None,
+        adapter: TermAdapter[T] | None = None,
+        *,
+        max_frame_rows: int = DEFAULT_FRAME_ROWS,
+        max_frame_bytes: int = DEFAULT_FRAME_BYTES,
+        delimited: bool = True,
+        append: bool = False,
+    ) -> None:
+        self.options = options or PatchOptions()
+        if max_frame_rows < 1:
+            raise EncodeError("max_frame_rows must be at least 1")
+        self.adapter: TermAdapter[T] = adapter if adapter is not None else _default_adapter()
+        self.max_frame_rows = max_frame_rows
+        self.max_frame_bytes = max_frame_bytes
+        self.delimited = delimited
+        self._quads = self.options.statement_type is StatementType.QUADS
+        self._stream_type = self.options.stream_type
+        self._rows: list[bytes] = []
+        self._frame_bytes = 0
+        self._out = bytearray()
+        self._terms: TermEncoder[T] = TermEncoder(
+            self.adapter,
+            self._emit_row,
+            entry_tags=(wire.ROW_NAME, wire.ROW_PREFIX, wire.ROW_DATATYPE),
+            max_names=self.options.max_name_table_size,
+            max_prefixes=self.options.max_prefix_table_size,
+            max_datatypes=self.options.max_datatype_table_size,
+            generalized=self.options.generalized_statements,
+            rdf_star=self.options.rdf_star,
+            fresh=not append,
+        )
+        self._in_tx = False
+        self._patch_rows = 0  # content rows in the current patch
+        self._frames_written = 0
+        self._finished = False
+        self.rows_written = 0
+        self.patches_written = 0
+        self._emit_row(wire.ld(wire.ROW_OPTIONS, options_message(self.options).SerializeToString()))
+
+    # -- output -------------------------------------------------------------------------
+
+    def take(self) -> bytes:
+        """The bytes of all frames completed since the last call."""
+        out = bytes(self._out)
+        self._out.clear()
+        return out
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._in_tx
+
+    # -- content ------------------------------------------------------------------------
+
+    def header(self, key: str, value: T) -> None:
+        """``H key value``."""
+        self._begin()
+        t = self._terms
+        body = wire.ld_str(wire.HEADER_KEY, key) if key else b""
+        body += t.term(value, wire.H_TAGS, "h")
+        self._content(wire.ld(wire.ROW_HEADER, body))
+
+    def tx_start(self) -> None:
+        """``TX``."""
+        self._begin()
+        if self._in_tx:
+            raise EncodeError("TX while a transaction is open")
+        self._in_tx = True
+        self._content(wire.ROW_TX_START)
+
+    def tx_commit(self) -> None:
+        """``TC``."""
+        self._begin()
+        if not self._in_tx:
+            raise EncodeError("TC without an open transaction")
+        self._in_tx = False
+        self._content(wire.ROW_TX_COMMIT)
+
+    def tx_abort(self) -> None:
+        """``TA``."""
+        self._begin()
+        if not self._in_tx:
+            raise EncodeError("TA without an open transaction")
+        self._in_tx = False
+        self._content(wire.ROW_TX_ABORT)
+
+    def add(self, s: T, p: T, o: T, g: T | None = None) -> None:
+        """``A s p o [g]``."""
+        self._begin()
+        self._content(wire.ld(wire.ROW_ADD, self._terms.statement(s, p, o, self._graph(g), self._quads)))
+
+    def delete(self, s: T, p: T, o: T, g: T | None = None) -> None:
+        """``D s p o [g]``."""
+        self._begin()
+        self._content(wire.ld(wire.ROW_DELETE, self._terms.statement(s, p, o, self._graph(g), self._quads)))
+
+    def prefix_add(self, name: str, iri: T, g: T | None = None) -> None:
+        """``PA name iri [g]``."""
+        self._namespace(wire.ROW_NS_ADD, name, iri, g)
+
+    def prefix_delete(self, name: str, iri: T | None = None, g: T | None = None) -> None:
+        """``PD name [iri] [g]``."""
+        self._namespace(wire.ROW_NS_DELETE, name, iri, g)
+
+    def end_patch(self) -> None:
+        """End the current patch (a no-op in FLAT streams, which are one patch)."""
+        if self._finished:
+            raise EncodeError("end_patch() after finish()")
+        if self._stream_type is StreamType.FLAT:
+            return
+        if self._in_tx:
+            raise EncodeError("a patch cannot end inside a transaction")
+        if self._stream_type is StreamType.PUNCTUATED:
+            self._emit_row(wire.ROW_PUNCTUATION)
+        self._flush_frame()
+        self._patch_rows = 0
+        self.patches_written += 1
+
+    def finish(self) -> None:
+        """End the stream: flush the last frame. Required for FLAT streams."""
+        if self._finished:
+            return
+        if self._in_tx:
+            raise EncodeError("the stream cannot end inside a transaction")
+        if self._stream_type is StreamType.FLAT:
+            self.patches_written += 1
+            self._flush_frame()
+        elif self._patch_rows:
+            raise EncodeError("the stream ends inside a patch: call end_patch() first")
+        elif self._rows and self._frames_written == 0 and self._stream_type is StreamType.PUNCTUATED:
+            # An empty PUNCTUATED stream still carries its options.
+            self._flush_frame()
+        self._finished = True
+
+    def send(self, event: Event) -> None:
+        """Encode one event (positions are ignored; options must match this encoder's)."""
+        kind = type(event)
+        if kind is Add:
+            self.add(event.s, event.p, event.o, event.g)  # type: ignore[union-attr]
+        elif kind is Delete:
+            self.delete(event.s, event.p, event.o, event.g)  # type: ignore[union-attr]
+        elif kind is Header:
+            self.header(event.key, event.value)  # type: ignore[union-attr]
+        elif kind is TxStart:
+            self.tx_start()
+        elif kind is TxCommit:
+            self.tx_commit()
+        elif kind is TxAbort:
+            self.tx_abort()
+        elif kind is PrefixAdd:
+            self.prefix_add(event.name, event.iri, event.g)  # type: ignore[union-attr]
+        elif kind is PrefixDelete:
+            self.prefix_delete(event.name, event.iri, event.g)  # type: ignore[union-attr]
+        elif kind is PatchEnd:
+            self.end_patch()
+        elif kind is Options:
+            pass  # the encoder writes its own options row
+        else:
+            raise EncodeError(f"not a patch event: {event!r}")
+
+    # -- internals ----------------------------------------------------------------------
+
+    def _begin(self) -> None:
+        if self._finished:
+            raise EncodeError("write after finish()")
+        self._terms.begin_row()
+
+    def _graph(self, g: T | None) -> T | None:
+        if not self._quads:
+            if g is not None and self._terms.unpack(g)[0] != DEFAULT_GRAPH:
+                raise EncodeError("a TRIPLES stream cannot carry a statement in a named graph")
+            return None
+        if g is None:
+            return self.adapter.default_graph()
+        return g
+
+    def _namespace(self, row_tag: bytes, name: str, iri: T | None, g: T | None) -> None:
+        self._begin()
+        t = self._terms
+        body = wire.ld_str(wire.NS_NAME, name) if name else b""
+        if iri is not None:
+            u = t.unpack(iri)
+            if u[0] != IRI:
+                raise EncodeError(f"namespace {name!r} must be an IRI, not {iri!r}")
+            body += wire.ld(wire.NS_VALUE, t.iri(u[1]))
+        elif row_tag == wire.ROW_NS_ADD:
+            raise EncodeError(f"PA {name!r} needs a namespace IRI")
+        graph = self._graph(g)
+        if graph is not None:
+            body += t.graph_field(graph, wire.NS_G_TAGS)
+        self._content(wire.ld(row_tag, body))
+
+    def _content(self, row: bytes) -> None:
+        self._patch_rows += 1
+        self._emit_row(row)
+        if self._stream_type is not StreamType.FRAME and (
+            len(self._rows) >= self.max_frame_rows or self._frame_bytes >= self.max_frame_bytes
+        ):
+            # Lookup entries stay valid across frames, so any row boundary will do.
+            self._flush_frame()
+
+    def _emit_row(self, row: bytes) -> None:
+        self._rows.append(row)
+        self._frame_bytes += len(row)
+        self.rows_written += 1
+
+    def _flush_frame(self) -> None:
+        if not self._rows and self._stream_type is not StreamType.FRAME:
+            return
+        tag = wire.FRAME_ROW
+        frame = b"".join([wire.ld(tag, r) for r in self._rows])
+        self._rows.clear()
+        self._frame_bytes = 0
+        if self.delimited:
+            self._out += wire.varint(len(frame))
+        elif self._frames_written:
+            raise EncodeError("a non-delimited stream holds exactly one frame")
+        self._out += frame
+        self._frames_written += 1

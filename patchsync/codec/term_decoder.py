@@ -1,0 +1,287 @@
+"""Lookups and term decoding shared by the Jelly-Patch and Jelly-RDF decoders.
+
+This module holds the rules of the Jelly-RDF specification sections "Prefix, name, and
+datatype lookup entries", "Repeated terms" and "RDF terms and graph nodes", which
+Jelly-Patch adopts unchanged. A rule broken here raises :class:`RuleViolation` with the
+rule's text; the stream decoder adds the position and turns it into a ``DecodeError``.
+
+Hot path notes: every protobuf field access costs a C call, so each term is classified
+with one ``WhichOneof`` and built through small caches keyed by the decoded string, which
+spares the adapter (rdflib's constructors validate and are slow) for repeated terms.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Generic, TypeVar
+
+from ..terms import TermAdapter
+
+T = TypeVar("T")
+
+_CACHE_LIMIT = 1 << 16
+
+# Oneof field name -> (position kind, needs generalized, needs rdf-star).
+# Kinds: 0 IRI, 1 blank node, 2 literal, 3 quoted triple, 4 default graph.
+_FIELDS: dict[str, tuple[int, bool, bool]] = {
+    "s_iri": (0, False, False),
+    "s_bnode": (1, False, False),
+    "s_literal": (2, True, False),
+    "s_triple_term": (3, False, True),
+    "p_iri": (0, False, False),
+    "p_bnode": (1, True, False),
+    "p_literal": (2, True, False),
+    "p_triple_term": (3, True, True),
+    "o_iri": (0, False, False),
+    "o_bnode": (1, False, False),
+    "o_literal": (2, False, False),
+    "o_triple_term": (3, False, True),
+    "g_iri": (0, False, False),
+    "g_bnode": (1, False, False),
+    "g_default_graph": (4, False, False),
+    "g_literal": (2, True, False),
+    "h_iri": (0, False, False),
+    "h_bnode": (1, False, False),
+    "h_literal": (2, False, False),
+    "h_triple_term": (3, False, True),
+}
+
+
+class RuleViolation(Exception):
+    """A broken format rule, before the decoder has attached a position."""
+
+    def __init__(self, rule: str) -> None:
+        super().__init__(rule)
+        self.rule = rule
+
+
+class Lookup:
+    """One lookup table with the 0-id rule for its entries (Jelly-RDF "lookup entries")."""
+
+    __slots__ = ("kind", "size", "values", "last_id")
+
+    def __init__(self, kind: str, size: int) -> None:
+        self.kind = kind
+        self.size = size
+        self.values: list[str | None] = [None] * (size + 1)
+        self.last_id = 0
+
+    def set(self, entry_id: int, value: str) -> bool:
+        """Store an entry; ``True`` if it replaced an earlier value."""
+        if self.size == 0:
+            raise RuleViolation(
+                f"{self.kind} entry in a stream whose max_{self.kind}_table_size is 0 "
+                f"(the {self.kind} lookup MUST NOT be used)"
+            )
+        if entry_id == 0:
+            entry_id = self.last_id + 1
+        if entry_id > self.size:
+            raise RuleViolation(
+                f"{self.kind} entry id {entry_id} exceeds max_{self.kind}_table_size {self.size} "
+                "(the producer MUST NOT exceed the maximum size of the lookup)"
+            )
+        self.last_id = entry_id
+        replaced = self.values[entry_id] is not None
+        self.values[entry_id] = value
+        return replaced
+
+    def get(self, ref: int) -> str:
+        if ref > self.size or ref < 1:
+            raise RuleViolation(
+                f"{self.kind} id {ref} is outside the lookup of size {self.size} (lookup reference out of bounds)"
+            )
+        value = self.values[ref]
+        if value is None:
+            raise RuleViolation(
+                f"{self.kind} id {ref} used before it was defined "
+                "(the first use of a lookup element MUST be after it is defined)"
+            )
+        return value
+
+
+class TermDecoder(Generic[T]):
+    """Decoding state of one stream: lookups, IRI 0-id state, repeated terms, caches."""
+
+    def __init__(
+        self,
+        adapter: TermAdapter[T],
+        *,
+        max_names: int,
+        max_prefixes: int,
+        max_datatypes: int,
+        generalized: bool,
+        rdf_star: bool,
+        max_nesting: int,
+    ) -> None:
+        self.adapter = adapter
+        self.names = Lookup("name", max_names)
+        self.prefixes = Lookup("prefix", max_prefixes)
+        self.datatypes = Lookup("datatype", max_datatypes)
+        self.generalized = generalized
+        self.rdf_star = rdf_star
+        self.max_nesting = max_nesting
+        # IRI 0-rules: last explicit prefix id (0 = empty prefix) and last name id.
+        self.last_prefix = 0
+        self.last_name = 0
+        # Repeated-term state; the graph slot is shared with namespace rows (Jelly-Patch).
+        self.last_s: Any = None
+        self.last_p: Any = None
+        self.last_o: Any = None
+        self.last_g: Any = None
+        self._iris: dict[str, T] = {}
+        self._bnodes: dict[str, T] = {}
+        self._literals: dict[Any, T] = {}
+        self._default_graph = adapter.default_graph()
+
+    # -- lookup entries -------------------------------------------------------------
+
+    def name_entry(self, entry_id: int, value: str) -> None:
+        # The IRI cache is keyed by the full IRI string, so replacing an entry can never
+        # serve a stale term and needs no invalidation.
+        self.names.set(entry_id, value)
+
+    def prefix_entry(self, entry_id: int, value: str) -> None:
+        self.prefixes.set(entry_id, value)
+
+    def datatype_entry(self, entry_id: int, value: str) -> None:
+        self.datatypes.set(entry_id, value)
+
+    # -- terms ----------------------------------------------------------------------
+
+    def iri_string(self, msg: Any) -> str:
+        """The IRI an ``RdfIri`` message stands for, applying both 0-id rules."""
+        pid = msg.prefix_id
+        nid = msg.name_id
+        if pid == 0:
+            pid = self.last_prefix
+        else:
+            self.last_prefix = pid
+        if nid == 0:
+            nid = self.last_name + 1
+        self.last_name = nid
+        names = self.names
+        if nid > names.size:
+            raise RuleViolation(
+                f"name id {nid} is outside the lookup of size {names.size}"
+                + (" (a 0 name_id means previous + 1)" if msg.name_id == 0 else "")
+            )
+        name = names.values[nid]
+        if name is None:
+            raise RuleViolation(
+                f"name id {nid} used before it was defined (the first use of a lookup element MUST be after it is defined)"
+            )
+        if pid == 0:
+            return name
+        return self.prefixes.get(pid) + name
+
+    def iri(self, msg: Any) -> T:
+        value = self.iri_string(msg)
+        term = self._iris.get(value)
+        if term is None:
+            if len(self._iris) >= _CACHE_LIMIT:
+                self._iris.clear()
+            term = self._iris[value] = self.adapter.iri(value)
+        return term
+
+    def bnode(self, label: str) -> T:
+        term = self._bnodes.get(label)
+        if term is None:
+            if len(self._bnodes) >= _CACHE_LIMIT:
+                self._bnodes.clear()
+            term = self._bnodes[label] = self.adapter.bnode(label)
+        return term
+
+    def literal(self, msg: Any) -> T:
+        lex = msg.lex
+        kind = msg.WhichOneof("literalKind")
+        if kind is None:
+            key: Any = lex
+            lang = dt = None
+        elif kind == "langtag":
+            lang = msg.langtag
+            dt = None
+            key = (lex, "@", lang)
+        else:
+            ref = msg.datatype
+            if ref == 0:
+                raise RuleViolation("literal datatype id is 0 (the datatype field MUST be greater than 0)")
+            dt = self.datatypes.get(ref)
+            lang = None
+            key = (lex, "^", dt)
+        term = self._literals.get(key)
+        if term is None:
+            if len(self._literals) >= _CACHE_LIMIT:
+                self._literals.clear()
+            term = self._literals[key] = self.adapter.literal(lex, lang, dt)
+        return term
+
+    def term(self, field: str, value: Any, depth: int = 0) -> T:
+        """Decode the set field ``field`` of a term oneof whose value is ``value``."""
+        kind, needs_generalized, needs_star = _FIELDS[field]
+        if needs_generalized and not self.generalized:
+            raise RuleViolation(
+                f"{field} in a stream whose generalized_statements option is false "
+                "(generalized_statements MUST be true if the stream contains generalized statements)"
+            )
+        if needs_star and not self.rdf_star:
+            raise RuleViolation(
+                f"{field} in a stream whose rdf_star option is false (rdf_star MUST be true if the stream uses RDF-star)"
+            )
+        if kind == 0:
+            return self.iri(value)
+        if kind == 1:
+            return self.bnode(value)
+        if kind == 2:
+            return self.literal(value)
+        if kind == 4:
+            return self._default_graph
+        return self.quoted(value, depth + 1)
+
+    def quoted(self, msg: Any, depth: int) -> T:
+        """An RDF-star quoted triple: no repeated terms, bounded nesting."""
+        if depth > self.max_nesting:
+            raise RuleViolation(f"quoted triples nested deeper than the limit of {self.max_nesting}")
+        ks = msg.WhichOneof("subject")
+        kp = msg.WhichOneof("predicate")
+        ko = msg.WhichOneof("object")
+        if ks is None or kp is None or ko is None:
+            raise RuleViolation("repeated term inside a quoted triple (repeated terms MUST NOT occur in quoted triples)")
+        s = self.term(ks, getattr(msg, ks), depth)
+        p = self.term(kp, getattr(msg, kp), depth)
+        o = self.term(ko, getattr(msg, ko), depth)
+        return self.adapter.triple(s, p, o)
+
+    def spo(self, msg: Any) -> tuple[T, T, T]:
+        """Subject, predicate and object of a statement, resolving repeated terms."""
+        k = msg.WhichOneof("subject")
+        if k is None:
+            s = self.last_s
+            if s is None:
+                raise RuleViolation("repeated subject in the first statement (repeated terms MUST NOT occur in the first statement row)")
+        else:
+            s = self.last_s = self.term(k, getattr(msg, k))
+        k = msg.WhichOneof("predicate")
+        if k is None:
+            p = self.last_p
+            if p is None:
+                raise RuleViolation("repeated predicate in the first statement (repeated terms MUST NOT occur in the first statement row)")
+        else:
+            p = self.last_p = self.term(k, getattr(msg, k))
+        k = msg.WhichOneof("object")
+        if k is None:
+            o = self.last_o
+            if o is None:
+                raise RuleViolation("repeated object in the first statement (repeated terms MUST NOT occur in the first statement row)")
+        else:
+            o = self.last_o = self.term(k, getattr(msg, k))
+        return s, p, o
+
+    def graph(self, msg: Any) -> T:
+        """The graph oneof of a quad or namespace row, resolving a repeated graph."""
+        k = msg.WhichOneof("graph")
+        if k is None:
+            g = self.last_g
+            if g is None:
+                raise RuleViolation("repeated graph before any graph was given (repeated terms MUST NOT occur in the first statement row)")
+            return g  # type: ignore[no-any-return]
+        g = self.last_g = self.term(k, getattr(msg, k))
+        return g

@@ -1,0 +1,236 @@
+"""Lookups and term encoding shared by the Jelly-Patch and Jelly-RDF encoders.
+
+The producer side of the Jelly-RDF lookup mechanism: IRIs are split into prefix and name,
+each kept in an LRU table bounded by the stream options; a new or evicted entry emits an
+entry row before the row that uses it. Ids and references are written as 0 wherever the
+0-rules make that legal, since a 0 costs no bytes on the wire.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+from ..errors import EncodeError
+from ..terms import BNODE, DEFAULT_GRAPH, IRI, KIND_NAMES, LITERAL, TRIPLE, TermAdapter, Unpacked
+from . import wire
+
+T = TypeVar("T")
+
+_CACHE_LIMIT = 1 << 16
+
+# A value no id equals: after an append to an existing log the decoder's 0-rule state is
+# unknown to us, so nothing may be written relative to it (DESIGN §6).
+UNKNOWN = -2
+
+
+def split_iri(iri: str) -> tuple[str, str]:
+    """Split after the last ``#`` or ``/`` (the usual Jelly producer strategy)."""
+    i = max(iri.rfind("#"), iri.rfind("/"))
+    if i < 0:
+        return "", iri
+    return iri[: i + 1], iri[i + 1 :]
+
+
+class LruLookup:
+    """Producer-side lookup: value -> id, evicting the least recently used entry."""
+
+    __slots__ = ("kind", "row_tag", "size", "ids", "last_id", "row_keys")
+
+    def __init__(self, kind: str, row_tag: bytes, size: int, *, fresh: bool = True) -> None:
+        self.kind = kind
+        self.row_tag = row_tag
+        self.size = size
+        self.ids: OrderedDict[str, int] = OrderedDict()
+        self.last_id = 0 if fresh else UNKNOWN
+        # Values used by the row being built: they must not be evicted before it is written.
+        self.row_keys: list[str] = []
+
+    def id_for(self, value: str, emit: Callable[[bytes], None]) -> int:
+        ids = self.ids
+        found = ids.get(value)
+        self.row_keys.append(value)
+        if found is not None:
+            ids.move_to_end(value)
+            return found
+        if len(ids) < self.size:
+            new_id = len(ids) + 1
+        else:
+            victim, new_id = ids.popitem(last=False)
+            if len(self.row_keys) > self.size and victim in self.row_keys:
+                raise EncodeError(
+                    f"one row needs more distinct {self.kind}s than max_{self.kind}_table_size {self.size} allows"
+                )
+        ids[value] = new_id
+        payload = (b"" if new_id == self.last_id + 1 else wire.ENTRY_ID + wire.varint(new_id)) + wire.ld_str(
+            wire.ENTRY_VALUE, value
+        )
+        self.last_id = new_id
+        emit(wire.ld(self.row_tag, payload))
+        return new_id
+
+
+class TermEncoder(Generic[T]):
+    """Encoder state of one stream: LRU lookups, IRI 0-rule state, repeated terms.
+
+    ``emit`` receives each lookup-entry row (the bytes of the row message's field, i.e.
+    a serialized ``RdfPatchRow``/``RdfStreamRow`` body) the moment it becomes necessary.
+    ``entry_tags`` gives the row tags for (name, prefix, datatype) entries. ``fresh``
+    False starts in append mode: no id is written relative to unknown earlier state.
+    """
+
+    def __init__(
+        self,
+        adapter: TermAdapter[T],
+        emit: Callable[[bytes], None],
+        *,
+        entry_tags: tuple[bytes, bytes, bytes],
+        max_names: int,
+        max_prefixes: int,
+        max_datatypes: int,
+        generalized: bool,
+        rdf_star: bool,
+        fresh: bool = True,
+    ) -> None:
+        self.adapter = adapter
+        self.emit = emit
+        self.names = LruLookup("name", entry_tags[0], max_names, fresh=fresh)
+        self.prefixes = LruLookup("prefix", entry_tags[1], max_prefixes, fresh=fresh) if max_prefixes else None
+        self.datatypes = LruLookup("datatype", entry_tags[2], max_datatypes, fresh=fresh) if max_datatypes else None
+        self.generalized = generalized
+        self.rdf_star = rdf_star
+        self.last_prefix = 0 if fresh else UNKNOWN
+        self.last_name = 0 if fresh else UNKNOWN
+        self.last_s: Any = None
+        self.last_p: Any = None
+        self.last_o: Any = None
+        self.last_g: Any = None
+        self._splits: dict[str, tuple[str, str]] = {}
+        self._unpacked: dict[Any, Unpacked] = {}
+        self.used_generalized = False
+        self.used_rdf_star = False
+
+    def begin_row(self) -> None:
+        """Forget which entries the previous row used (see :class:`LruLookup`)."""
+        self.names.row_keys.clear()
+        if self.prefixes is not None:
+            self.prefixes.row_keys.clear()
+        if self.datatypes is not None:
+            self.datatypes.row_keys.clear()
+
+    def unpack(self, term: T) -> Unpacked:
+        try:
+            found = self._unpacked.get(term)
+        except TypeError:
+            raise EncodeError(f"not an RDF term: {term!r}") from None
+        if found is None:
+            if len(self._unpacked) >= _CACHE_LIMIT:
+                self._unpacked.clear()
+            found = self._unpacked[term] = self.adapter.unpack(term)
+        return found
+
+    def iri(self, iri: str) -> bytes:
+        """The body of an ``RdfIri`` message for ``iri``."""
+        if self.prefixes is None:
+            prefix_id = 0
+            name_id = self.names.id_for(iri, self.emit)
+            pid_bytes = b""
+        else:
+            split = self._splits.get(iri)
+            if split is None:
+                if len(self._splits) >= _CACHE_LIMIT:
+                    self._splits.clear()
+                split = self._splits[iri] = split_iri(iri)
+            prefix_id = self.prefixes.id_for(split[0], self.emit)
+            name_id = self.names.id_for(split[1], self.emit)
+            if prefix_id == self.last_prefix:
+                pid_bytes = b""
+            else:
+                pid_bytes = wire.IRI_PREFIX + wire.varint(prefix_id)
+                self.last_prefix = prefix_id
+        if name_id == self.last_name + 1:
+            body = pid_bytes
+        else:
+            body = pid_bytes + wire.IRI_NAME + wire.varint(name_id)
+        self.last_name = name_id
+        return body
+
+    def literal(self, lex: str, lang: str | None, datatype: str | None) -> bytes:
+        """The body of an ``RdfLiteral`` message."""
+        body = wire.ld_str(wire.LIT_LEX, lex) if lex else b""
+        if lang:
+            return body + wire.ld_str(wire.LIT_LANG, lang)
+        if datatype is not None:
+            if self.datatypes is None:
+                raise EncodeError(
+                    f"typed literal with datatype <{datatype}> in a stream whose max_datatype_table_size is 0"
+                )
+            dt_id = self.datatypes.id_for(datatype, self.emit)
+            return body + wire.LIT_DATATYPE + wire.varint(dt_id)
+        return body
+
+    def term(self, term: T, tags: tuple[bytes, bytes, bytes, bytes], position: str, depth: int = 0) -> bytes:
+        """The oneof field (tag, length, body) for ``term`` in ``position`` (s, p, o, g, h)."""
+        u = self.unpack(term)
+        kind = u[0]
+        if kind == IRI:
+            return wire.ld(tags[0], self.iri(u[1]))
+        if kind == BNODE:
+            if position == "p":
+                self._generalized("a blank node predicate")
+            return wire.ld_str(tags[1], u[1])
+        if kind == LITERAL:
+            if position in "spg":
+                self._generalized(f"a literal in {position} position")
+            return wire.ld(tags[2], self.literal(u[1], u[2], u[3]))
+        if kind == TRIPLE:
+            if position == "g":
+                raise EncodeError("a quoted triple cannot name a graph")
+            if not self.rdf_star:
+                raise EncodeError("quoted triple in a stream whose rdf_star option is false")
+            if position == "p":
+                self._generalized("a quoted triple predicate")
+            if depth >= 64:
+                raise EncodeError("quoted triples nested deeper than 64 levels")
+            self.used_rdf_star = True
+            body = (
+                self.term(u[1], wire.S_TAGS, "s", depth + 1)
+                + self.term(u[2], wire.P_TAGS, "p", depth + 1)
+                + self.term(u[3], wire.O_TAGS, "o", depth + 1)
+            )
+            return wire.ld(tags[3], body)
+        if kind == DEFAULT_GRAPH:
+            if position != "g":
+                raise EncodeError(f"the default graph cannot stand in {position} position")
+            return wire.ld(tags[3], b"")
+        raise EncodeError(f"unknown term kind {kind!r} ({KIND_NAMES})")
+
+    def _generalized(self, what: str) -> None:
+        if not self.generalized:
+            raise EncodeError(f"{what} needs the generalized_statements option")
+        self.used_generalized = True
+
+    def statement(self, s: T, p: T, o: T, g: T | None, quads: bool) -> bytes:
+        """The body of an ``RdfQuad`` with repeated-term compression."""
+        parts = []
+        if s != self.last_s or self.last_s is None:
+            parts.append(self.term(s, wire.S_TAGS, "s"))
+            self.last_s = s
+        if p != self.last_p or self.last_p is None:
+            parts.append(self.term(p, wire.P_TAGS, "p"))
+            self.last_p = p
+        if o != self.last_o or self.last_o is None:
+            parts.append(self.term(o, wire.O_TAGS, "o"))
+            self.last_o = o
+        if quads and (g != self.last_g or self.last_g is None):
+            parts.append(self.term(g, wire.G_TAGS, "g"))  # type: ignore[arg-type]
+            self.last_g = g
+        return b"".join(parts)
+
+    def graph_field(self, g: T, tags: tuple[bytes, bytes, bytes, bytes]) -> bytes:
+        """A graph oneof outside a quad (namespace rows), sharing the repeated graph."""
+        if g == self.last_g and self.last_g is not None:
+            return b""
+        self.last_g = g
+        return self.term(g, tags, "g")

@@ -1,0 +1,85 @@
+"""The patchsync exception tree.
+
+Every error patchsync raises on purpose derives from :class:`PatchsyncError`, so a caller
+(and the CLI) can catch one type. Third-party exceptions (protobuf, rdflib, SQLAlchemy,
+OS errors) are translated at the boundary where they occur::
+
+    PatchsyncError
+    ├── DecodeError        the input broke a rule of its format (the peer's fault)
+    ├── EncodeError        the caller asked the writer for something the format forbids
+    ├── UsageError         bad arguments or an unsupported combination of options
+    └── FormatError        a file format could not be chosen or is not supported
+"""
+
+from __future__ import annotations
+
+
+class PatchsyncError(Exception):
+    """Root of all errors raised by patchsync."""
+
+
+class UsageError(PatchsyncError):
+    """The caller passed arguments that cannot work together."""
+
+
+class FormatError(PatchsyncError):
+    """A file's format is unknown or unsupported for the requested operation."""
+
+
+class EncodeError(PatchsyncError):
+    """A writer was asked to produce something its format or options forbid."""
+
+
+class DecodeError(PatchsyncError):
+    """Input that breaks a rule of its format.
+
+    ``source`` names the input (a path or ``<stdin>``), ``offset`` is the byte offset of
+    the frame (Jelly) or line start (text) where the problem was found, ``frame`` and
+    ``row`` locate the row inside binary streams (``line`` for text) and ``rule`` quotes
+    the rule that was broken. ``str(error)`` is a single line suitable for users.
+    """
+
+    def __init__(
+        self,
+        rule: str,
+        *,
+        source: str = "<stream>",
+        offset: int | None = None,
+        frame: int | None = None,
+        row: int | None = None,
+        line: int | None = None,
+    ) -> None:
+        self.rule = rule
+        self.source = source
+        self.offset = offset
+        self.frame = frame
+        self.row = row
+        self.line = line
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = [self.source]
+        if self.offset is not None:
+            where.append(f"byte {self.offset}")
+        if self.frame is not None:
+            where.append(f"frame {self.frame}")
+        if self.row is not None:
+            where.append(f"row {self.row}")
+        if self.line is not None:
+            where.append(f"line {self.line}")
+        return f"{', '.join(where)}: {self.rule}"
+
+    def __reduce__(self) -> tuple[object, ...]:
+        # Keyword-only arguments need help to survive pickling (Spark ships errors).
+        return (_rebuild_decode_error, (self.rule, self.source, self.offset, self.frame, self.row, self.line))
+
+
+def _rebuild_decode_error(
+    rule: str,
+    source: str,
+    offset: int | None,
+    frame: int | None,
+    row: int | None,
+    line: int | None,
+) -> DecodeError:
+    return DecodeError(rule, source=source, offset=offset, frame=frame, row=row, line=line)

@@ -1,0 +1,69 @@
+"""Stream options and decoder limits, validated up front.
+
+:class:`PatchOptions` mirrors the ``RdfPatchOptions`` row (Jelly-Patch spec, "Patch stream
+options"); :class:`Limits` holds what a consumer is willing to accept (DESIGN §1).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from .errors import UsageError
+
+#: Highest Jelly-Patch version tag this implementation reads and writes.
+PATCH_VERSION = 1
+
+
+class StreamType(enum.IntEnum):
+    """Jelly-Patch ``PatchStreamType``: where patches end."""
+
+    FRAME = 1
+    FLAT = 2
+    PUNCTUATED = 3
+
+
+class StatementType(enum.IntEnum):
+    """Jelly-Patch ``PatchStatementType``: triples (no graph) or quads."""
+
+    TRIPLES = 1
+    QUADS = 2
+
+
+@dataclass(frozen=True, slots=True)
+class PatchOptions:
+    """The options row of a Jelly-Patch stream.
+
+    The defaults are the writer defaults of DESIGN §6 (PUNCTUATED, QUADS, LRU lookups of
+    4000 names, 150 prefixes and 32 datatypes).
+    """
+
+    stream_type: StreamType = StreamType.PUNCTUATED
+    statement_type: StatementType = StatementType.QUADS
+    generalized_statements: bool = False
+    rdf_star: bool = False
+    max_name_table_size: int = 4000
+    max_prefix_table_size: int = 150
+    max_datatype_table_size: int = 32
+    version: int = PATCH_VERSION
+
+    def __post_init__(self) -> None:
+        # Writers validate here; readers validate the wire values in the decoder, where
+        # the error can name the offending byte offset.
+        if self.max_name_table_size < 8:
+            raise UsageError("max_name_table_size must be at least 8 (Jelly spec, stream options)")
+        if self.max_prefix_table_size < 0 or self.max_datatype_table_size < 0:
+            raise UsageError("lookup sizes cannot be negative")
+        if self.version < 1:
+            raise UsageError("the version tag must be greater than 0")
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Resource limits a decoder enforces before allocating (DESIGN §1)."""
+
+    max_frame_bytes: int = 16 * 1024 * 1024
+    max_name_table_size: int = 4096
+    max_prefix_table_size: int = 1024
+    max_datatype_table_size: int = 256
+    max_nesting: int = 64
