@@ -12,7 +12,7 @@ default-graph term for the default graph of a QUADS stream.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Union
+from typing import Any, NamedTuple
 
 from .options import PatchOptions
 
@@ -122,7 +122,7 @@ class PatchEnd(NamedTuple):
     row: int = 0
 
 
-Event = Union[Options, Header, TxStart, TxCommit, TxAbort, Add, Delete, PrefixAdd, PrefixDelete, PatchEnd]
+Event = Options | Header | TxStart | TxCommit | TxAbort | Add | Delete | PrefixAdd | PrefixDelete | PatchEnd
 
 #: Events that carry patch content (what the RDF Patch text format has rows for).
 CONTENT_EVENTS = (Header, TxStart, TxCommit, TxAbort, Add, Delete, PrefixAdd, PrefixDelete)

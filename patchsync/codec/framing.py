@@ -119,14 +119,18 @@ class Framer:
         return self._delimited()
 
     def _error(self, rule: str, offset: int | None = None) -> DecodeError:
-        return DecodeError(rule, source=self.source, offset=self.offset if offset is None else offset, frame=self._frames)
+        return DecodeError(
+            rule, source=self.source, offset=self.offset if offset is None else offset, frame=self._frames
+        )
 
     def _detect(self) -> str | None:
         # Delimited: [len][0x0A rows tag][row len][0x0A options tag] ...
         # Bare:      [0x0A rows tag][row len][0x0A options tag] ...
-        buf, pos, end = self._buf, self._pos, len(self._buf)
+        pos, end = self._pos, len(self._buf)
         if pos == end:
             return "delimited" if self._closed else None
+        if self._buf[pos] != 0x0A:
+            return "delimited"  # a bare frame must start with the rows tag
         try:
             delimited_ok = self._starts_with_row(pos, skip_length=True)
             bare_ok = self._starts_with_row(pos, skip_length=False)

@@ -93,7 +93,9 @@ def options_from_message(msg: Any, limits: Limits) -> PatchOptions:
             f"statement_type is {msg.statement_type} (it MUST be set to a defined value other than UNSPECIFIED)"
         )
     if msg.stream_type not in (1, 2, 3):
-        raise RuleViolation(f"stream_type is {msg.stream_type} (it MUST be set to a defined value other than UNSPECIFIED)")
+        raise RuleViolation(
+            f"stream_type is {msg.stream_type} (it MUST be set to a defined value other than UNSPECIFIED)"
+        )
     if msg.version == 0:
         raise RuleViolation("version tag is 0 (the version tag MUST be greater than 0)")
     if msg.version > PATCH_VERSION:
@@ -346,7 +348,9 @@ class PatchDecoder(Generic[T]):
         g = terms.graph(ns) if self._quads else None
         if kind == "namespace_add":
             if iri is None:
-                raise RuleViolation("PA row without a namespace IRI (value is REQUIRED for the namespace add operation)")
+                raise RuleViolation(
+                    "PA row without a namespace IRI (value is REQUIRED for the namespace add operation)"
+                )
             self._queue.append(PrefixAdd(ns.name, iri, g, offset, frame, index))
         else:
             self._queue.append(PrefixDelete(ns.name, iri, g, offset, frame, index))

@@ -44,8 +44,8 @@ DEFAULT_FRAME_BYTES = 1 << 20
 def options_message(options: PatchOptions) -> Any:
     """The ``RdfPatchOptions`` protobuf message for ``options``."""
     return patch_pb2.RdfPatchOptions(
-        statement_type=int(options.statement_type),
-        stream_type=int(options.stream_type),
+        statement_type=int(options.statement_type),  # type: ignore[arg-type]
+        stream_type=int(options.stream_type),  # type: ignore[arg-type]
         generalized_statements=options.generalized_statements,
         rdf_star=options.rdf_star,
         max_name_table_size=options.max_name_table_size,

@@ -57,7 +57,7 @@ class RuleViolation(Exception):
 class Lookup:
     """One lookup table with the 0-id rule for its entries (Jelly-RDF "lookup entries")."""
 
-    __slots__ = ("kind", "size", "values", "last_id")
+    __slots__ = ("kind", "last_id", "size", "values")
 
     def __init__(self, kind: str, size: int) -> None:
         self.kind = kind
@@ -149,8 +149,8 @@ class TermDecoder(Generic[T]):
 
     def iri_string(self, msg: Any) -> str:
         """The IRI an ``RdfIri`` message stands for, applying both 0-id rules."""
-        pid = msg.prefix_id
-        nid = msg.name_id
+        pid: int = msg.prefix_id
+        nid: int = msg.name_id
         if pid == 0:
             pid = self.last_prefix
         else:
@@ -164,7 +164,7 @@ class TermDecoder(Generic[T]):
                 f"name id {nid} is outside the lookup of size {names.size}"
                 + (" (a 0 name_id means previous + 1)" if msg.name_id == 0 else "")
             )
-        name = names.values[nid]
+        name: str | None = names.values[nid]
         if name is None:
             raise RuleViolation(
                 f"name id {nid} used before it was defined (the first use of a lookup element MUST be after it is defined)"
@@ -211,7 +211,11 @@ class TermDecoder(Generic[T]):
         if term is None:
             if len(self._literals) >= _CACHE_LIMIT:
                 self._literals.clear()
-            term = self._literals[key] = self.adapter.literal(lex, lang, dt)
+            try:
+                term = self._literals[key] = self.adapter.literal(lex, lang, dt)
+            except ValueError as exc:
+                # rdflib refuses language tags that are not BCP 47 (a SHOULD in the spec).
+                raise RuleViolation(f"literal rejected by the term adapter: {exc}") from None
         return term
 
     def term(self, field: str, value: Any, depth: int = 0) -> T:
@@ -244,7 +248,9 @@ class TermDecoder(Generic[T]):
         kp = msg.WhichOneof("predicate")
         ko = msg.WhichOneof("object")
         if ks is None or kp is None or ko is None:
-            raise RuleViolation("repeated term inside a quoted triple (repeated terms MUST NOT occur in quoted triples)")
+            raise RuleViolation(
+                "repeated term inside a quoted triple (repeated terms MUST NOT occur in quoted triples)"
+            )
         s = self.term(ks, getattr(msg, ks), depth)
         p = self.term(kp, getattr(msg, kp), depth)
         o = self.term(ko, getattr(msg, ko), depth)
@@ -256,21 +262,27 @@ class TermDecoder(Generic[T]):
         if k is None:
             s = self.last_s
             if s is None:
-                raise RuleViolation("repeated subject in the first statement (repeated terms MUST NOT occur in the first statement row)")
+                raise RuleViolation(
+                    "repeated subject in the first statement (repeated terms MUST NOT occur in the first statement row)"
+                )
         else:
             s = self.last_s = self.term(k, getattr(msg, k))
         k = msg.WhichOneof("predicate")
         if k is None:
             p = self.last_p
             if p is None:
-                raise RuleViolation("repeated predicate in the first statement (repeated terms MUST NOT occur in the first statement row)")
+                raise RuleViolation(
+                    "repeated predicate in the first statement (repeated terms MUST NOT occur in the first statement row)"
+                )
         else:
             p = self.last_p = self.term(k, getattr(msg, k))
         k = msg.WhichOneof("object")
         if k is None:
             o = self.last_o
             if o is None:
-                raise RuleViolation("repeated object in the first statement (repeated terms MUST NOT occur in the first statement row)")
+                raise RuleViolation(
+                    "repeated object in the first statement (repeated terms MUST NOT occur in the first statement row)"
+                )
         else:
             o = self.last_o = self.term(k, getattr(msg, k))
         return s, p, o
@@ -281,7 +293,9 @@ class TermDecoder(Generic[T]):
         if k is None:
             g = self.last_g
             if g is None:
-                raise RuleViolation("repeated graph before any graph was given (repeated terms MUST NOT occur in the first statement row)")
+                raise RuleViolation(
+                    "repeated graph before any graph was given (repeated terms MUST NOT occur in the first statement row)"
+                )
             return g  # type: ignore[no-any-return]
         g = self.last_g = self.term(k, getattr(msg, k))
         return g

@@ -36,7 +36,7 @@ def split_iri(iri: str) -> tuple[str, str]:
 class LruLookup:
     """Producer-side lookup: value -> id, evicting the least recently used entry."""
 
-    __slots__ = ("kind", "row_tag", "size", "ids", "last_id", "row_keys")
+    __slots__ = ("ids", "kind", "last_id", "row_keys", "row_tag", "size")
 
     def __init__(self, kind: str, row_tag: bytes, size: int, *, fresh: bool = True) -> None:
         self.kind = kind
@@ -149,10 +149,7 @@ class TermEncoder(Generic[T]):
             else:
                 pid_bytes = wire.IRI_PREFIX + wire.varint(prefix_id)
                 self.last_prefix = prefix_id
-        if name_id == self.last_name + 1:
-            body = pid_bytes
-        else:
-            body = pid_bytes + wire.IRI_NAME + wire.varint(name_id)
+        body = pid_bytes if name_id == self.last_name + 1 else pid_bytes + wire.IRI_NAME + wire.varint(name_id)
         self.last_name = name_id
         return body
 

@@ -8,6 +8,7 @@ a mismatch cannot go unnoticed.
 
 from __future__ import annotations
 
+from ..errors import EncodeError
 from .framing import encode_varint
 
 _SMALL = [encode_varint(i) for i in range(1 << 14)]
@@ -31,7 +32,12 @@ def ld(tag_bytes: bytes, payload: bytes) -> bytes:
 
 
 def ld_str(tag_bytes: bytes, text: str) -> bytes:
-    return ld(tag_bytes, text.encode("utf-8"))
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        # Lone surrogates cannot be written: protobuf strings must be valid UTF-8.
+        raise EncodeError(f"string is not valid Unicode text ({exc.reason}): {text[:60]!r}") from None
+    return ld(tag_bytes, data)
 
 
 # Term oneof tags by position: (iri, bnode, literal, quoted triple or default graph).

@@ -1,0 +1,54 @@
+"""Shared test helpers: encode/decode pipes and event comparison."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from patchsync.codec.patch_decoder import PatchDecoder
+from patchsync.codec.patch_encoder import PatchEncoder
+from patchsync.events import Event, Options, PatchEnd, strip_position
+from patchsync.options import PatchOptions
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+if not SHARED.exists():  # CI clones main with shared/ beside it
+    SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+JVM_PATCHES = SHARED / "testdata" / "jvm-patch"
+
+
+def encode(events: Iterable[Event], options: PatchOptions, adapter: Any = None, **kwargs: Any) -> bytes:
+    encoder = PatchEncoder(options, adapter, **kwargs)
+    for event in events:
+        encoder.send(event)
+    encoder.finish()
+    return encoder.take()
+
+
+def decode(data: bytes, adapter: Any = None, **kwargs: Any) -> list[Event]:
+    decoder = PatchDecoder(adapter, **kwargs)
+    decoder.feed(data)
+    decoder.close()
+    return list(decoder)
+
+
+def content(events: Iterable[Event]) -> list[Event]:
+    """Events without options and positions."""
+    return [strip_position(e) for e in events if type(e) is not Options]
+
+
+def patches(events: Iterable[Event]) -> list[list[Event]]:
+    """Content events split at patch ends (the trailing empty group dropped)."""
+    out: list[list[Event]] = [[]]
+    for e in content(events):
+        if type(e) is PatchEnd:
+            out.append([])
+        else:
+            out[-1].append(e)
+    if not out[-1]:
+        out.pop()
+    return out
+
+
+def flatten(groups: Sequence[Sequence[Event]]) -> list[Event]:
+    return [e for g in groups for e in g]
