@@ -1,0 +1,108 @@
+"""The command line as a user meets it: real processes, exit codes, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from patchsync.events import Add, Delete, Header, PatchEnd
+from patchsync.files import read_events
+
+from .helpers import JVM_PATCHES, patches
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "library.rdfp"
+
+
+def run(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "patchsync", *args], input=stdin, capture_output=True, cwd=ROOT, timeout=120
+    )
+
+
+def assert_one_line_error(proc: subprocess.CompletedProcess[bytes], *needles: str) -> None:
+    err = proc.stderr.decode()
+    assert proc.returncode != 0
+    assert err.count("\n") == 1 and err.startswith("patchsync: "), err
+    assert "Traceback" not in err
+    for needle in needles:
+        assert needle in err, err
+
+
+def test_example_round_trips_through_jelly_patch(tmp_path: Path) -> None:
+    jelly, text = tmp_path / "lib.jellyp", tmp_path / "lib.rdfp"
+    assert run("convert", str(EXAMPLE), str(jelly)).returncode == 0
+    assert run("convert", str(jelly), str(text)).returncode == 0
+    original = patches(read_events(EXAMPLE))
+    assert len(original) == 3
+    assert patches(read_events(jelly)) == original
+    assert patches(read_events(text)) == original
+    assert jelly.stat().st_size < EXAMPLE.stat().st_size / 2
+
+
+@pytest.mark.parametrize("fixture", sorted(p.name for p in JVM_PATCHES.glob("*.rdfp")))
+@pytest.mark.parametrize("stream_type", ["frame", "flat", "punctuated"])
+def test_jvm_fixtures_convert_with_every_stream_type(tmp_path: Path, fixture: str, stream_type: str) -> None:
+    out = tmp_path / "out.jellyp"
+    proc = run("convert", str(JVM_PATCHES / fixture), str(out), "--stream-type", stream_type, "--frame-size", "7")
+    assert proc.returncode == 0, proc.stderr.decode()
+    want = [e for group in patches(read_events(JVM_PATCHES / fixture)) for e in group]
+    got = [e for group in patches(read_events(out)) for e in group]
+    assert got == want
+
+
+def test_pipes_need_and_use_explicit_formats(tmp_path: Path) -> None:
+    assert_one_line_error(run("convert", "-", str(tmp_path / "x.jellyp")), "--from")
+    proc = run("convert", "-", "-", "--from", "rdfp", "--to", "jellyp", stdin=EXAMPLE.read_bytes())
+    assert proc.returncode == 0
+    back = run("convert", "-", "-", "--from", "jellyp", "--to", "rdfp", stdin=proc.stdout)
+    assert back.returncode == 0
+    assert b"Z ." in back.stdout and b"Stanis\xc5\x82aw Lem" in back.stdout
+
+
+def test_triples_output_refuses_named_graphs_and_leaves_no_file(tmp_path: Path) -> None:
+    out = tmp_path / "x.jellyp"
+    proc = run("convert", str(EXAMPLE), str(out), "--statements", "triples")
+    assert_one_line_error(proc, "TRIPLES stream cannot carry")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_truncated_input_names_file_offset_and_rule(tmp_path: Path) -> None:
+    good = tmp_path / "good.jellyp"
+    assert run("convert", str(EXAMPLE), str(good)).returncode == 0
+    cut = tmp_path / "cut.jellyp"
+    cut.write_bytes(good.read_bytes()[:-5])
+    proc = run("convert", str(cut), str(tmp_path / "out.rdfp"))
+    assert_one_line_error(proc, str(cut), "byte 0", "truncated frame")
+    assert not (tmp_path / "out.rdfp").exists()
+
+
+def test_bad_text_input_names_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.rdfp"
+    bad.write_text("TX .\nA <http://x/s> <http://x/p> .\n")
+    assert_one_line_error(run("inspect", str(bad)), str(bad), "line 2")
+
+
+def test_missing_file_and_unknown_extension() -> None:
+    assert_one_line_error(run("inspect", "nope.jellyp"), "nope.jellyp", "No such file")
+    assert_one_line_error(run("inspect", "README.md"), "cannot tell the format")
+
+
+def test_inspect_json_reports_counts(tmp_path: Path) -> None:
+    jelly = tmp_path / "lib.jellyp"
+    assert run("convert", str(EXAMPLE), str(jelly), "--frame-size", "4").returncode == 0
+    proc = run("inspect", str(jelly), "--json")
+    assert proc.returncode == 0
+    summary = json.loads(proc.stdout)
+    events = list(read_events(EXAMPLE))
+    assert summary["patches"] == sum(type(e) is PatchEnd for e in events) == 3
+    assert summary["rows"]["A"] == sum(type(e) is Add for e in events)
+    assert summary["rows"]["D"] == sum(type(e) is Delete for e in events)
+    assert summary["rows"]["H"] == sum(type(e) is Header for e in events)
+    assert summary["options"]["stream_type"] == "PUNCTUATED" and summary["options"]["rdf_star"] is True
+    assert summary["frames"] >= 4
+    assert summary["lookups"]["names"]["entries"] > 0
