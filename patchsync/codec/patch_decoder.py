@@ -49,6 +49,8 @@ from .term_decoder import RuleViolation, TermDecoder
 
 T = TypeVar("T")
 
+_new_tuple = tuple.__new__
+
 
 class _Signal:
     __slots__ = ("name",)
@@ -282,7 +284,8 @@ class PatchDecoder(Generic[T]):
             msg = getattr(row, kind)
             s, p, o = terms.spo(msg)
             g = terms.graph(msg) if self._quads else None
-            queue.append((Add if kind == "statement_add" else Delete)(s, p, o, g, offset, frame, index))
+            # tuple.__new__ skips the named tuple's Python-level constructor (hot path).
+            queue.append(_new_tuple(Add if kind == "statement_add" else Delete, (s, p, o, g, offset, frame, index)))
             self._patch_open = True
         elif kind == "name":
             entry = row.name
@@ -302,7 +305,7 @@ class PatchDecoder(Generic[T]):
                 raise RuleViolation(
                     "header row without a value (the value oneof MUST be set; no repeated terms in headers)"
                 )
-            value = terms.term(field, getattr(header, field))
+            value = terms.handlers[field](getattr(header, field))
             queue.append(Header(header.key, value, offset, frame, index))
             self._patch_open = True
         elif kind == "transaction_start":

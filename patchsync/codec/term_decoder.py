@@ -12,6 +12,8 @@ spares the adapter (rdflib's constructors validate and are slow) for repeated te
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any, Generic, TypeVar
 
 from ..terms import TermAdapter
@@ -127,20 +129,42 @@ class TermDecoder(Generic[T]):
         self.last_p: Any = None
         self.last_o: Any = None
         self.last_g: Any = None
-        self._iris: dict[str, T] = {}
+        # IRI terms cached per name id, then per prefix id. Replacing a name entry drops
+        # its slot; replacing a prefix entry (rare) drops everything. New entries need no
+        # invalidation: nothing can have been cached for an id that was undefined.
+        self._by_name: list[dict[int, T] | None] = [None] * (max_names + 1)
         self._bnodes: dict[str, T] = {}
         self._literals: dict[Any, T] = {}
         self._default_graph = adapter.default_graph()
+        # Oneof field name -> builder for terms outside quoted triples. Fields the options
+        # forbid map to a builder that raises, so the hot path needs no feature checks.
+        self.handlers: dict[str, Callable[[Any], T]] = {}
+        for field, (kind, needs_generalized, needs_star) in _FIELDS.items():
+            if (needs_generalized and not generalized) or (needs_star and not rdf_star):
+                self.handlers[field] = partial(self.term, field)
+            elif kind == 0:
+                self.handlers[field] = self.iri
+            elif kind == 1:
+                self.handlers[field] = self.bnode
+            elif kind == 2:
+                self.handlers[field] = self.literal
+            elif kind == 4:
+                self.handlers[field] = self._default_graph_term
+            else:
+                self.handlers[field] = partial(self.quoted, depth=1)
+
+    def _default_graph_term(self, _value: Any) -> T:
+        return self._default_graph
 
     # -- lookup entries -------------------------------------------------------------
 
     def name_entry(self, entry_id: int, value: str) -> None:
-        # The IRI cache is keyed by the full IRI string, so replacing an entry can never
-        # serve a stale term and needs no invalidation.
-        self.names.set(entry_id, value)
+        if self.names.set(entry_id, value):
+            self._by_name[self.names.last_id] = None
 
     def prefix_entry(self, entry_id: int, value: str) -> None:
-        self.prefixes.set(entry_id, value)
+        if self.prefixes.set(entry_id, value):
+            self._by_name = [None] * (self.names.size + 1)
 
     def datatype_entry(self, entry_id: int, value: str) -> None:
         self.datatypes.set(entry_id, value)
@@ -174,12 +198,25 @@ class TermDecoder(Generic[T]):
         return self.prefixes.get(pid) + name
 
     def iri(self, msg: Any) -> T:
-        value = self.iri_string(msg)
-        term = self._iris.get(value)
-        if term is None:
-            if len(self._iris) >= _CACHE_LIMIT:
-                self._iris.clear()
-            term = self._iris[value] = self.adapter.iri(value)
+        pid: int = msg.prefix_id
+        nid: int = msg.name_id
+        # Fast path: both ids resolved by the 0-rules and the term already built.
+        rp = self.last_prefix if pid == 0 else pid
+        rn = self.last_name + 1 if nid == 0 else nid
+        if rn <= self.names.size:
+            slot = self._by_name[rn]
+            if slot is not None:
+                term = slot.get(rp)
+                if term is not None:
+                    self.last_prefix = rp
+                    self.last_name = rn
+                    return term
+        value = self.iri_string(msg)  # applies the rules again and validates the ids
+        term = self.adapter.iri(value)
+        slot = self._by_name[rn]
+        if slot is None:
+            slot = self._by_name[rn] = {}
+        slot[rp] = term
         return term
 
     def bnode(self, label: str) -> T:
@@ -266,7 +303,7 @@ class TermDecoder(Generic[T]):
                     "repeated subject in the first statement (repeated terms MUST NOT occur in the first statement row)"
                 )
         else:
-            s = self.last_s = self.term(k, getattr(msg, k))
+            s = self.last_s = self.handlers[k](getattr(msg, k))
         k = msg.WhichOneof("predicate")
         if k is None:
             p = self.last_p
@@ -275,7 +312,7 @@ class TermDecoder(Generic[T]):
                     "repeated predicate in the first statement (repeated terms MUST NOT occur in the first statement row)"
                 )
         else:
-            p = self.last_p = self.term(k, getattr(msg, k))
+            p = self.last_p = self.handlers[k](getattr(msg, k))
         k = msg.WhichOneof("object")
         if k is None:
             o = self.last_o
@@ -284,7 +321,7 @@ class TermDecoder(Generic[T]):
                     "repeated object in the first statement (repeated terms MUST NOT occur in the first statement row)"
                 )
         else:
-            o = self.last_o = self.term(k, getattr(msg, k))
+            o = self.last_o = self.handlers[k](getattr(msg, k))
         return s, p, o
 
     def graph(self, msg: Any) -> T:
@@ -297,5 +334,5 @@ class TermDecoder(Generic[T]):
                     "repeated graph before any graph was given (repeated terms MUST NOT occur in the first statement row)"
                 )
             return g  # type: ignore[no-any-return]
-        g = self.last_g = self.term(k, getattr(msg, k))
+        g = self.last_g = self.handlers[k](getattr(msg, k))
         return g
