@@ -285,7 +285,9 @@ class PatchDecoder(Generic[T]):
             s, p, o = terms.spo(msg)
             g = terms.graph(msg) if self._quads else None
             # tuple.__new__ skips the named tuple's Python-level constructor (hot path).
-            queue.append(_new_tuple(Add if kind == "statement_add" else Delete, (s, p, o, g, offset, frame, index)))
+            queue.append(
+                _new_tuple(Add if kind == "statement_add" else Delete, (s, p, o, g, offset, frame, index))  # type: ignore[arg-type]
+            )
             self._patch_open = True
         elif kind == "name":
             entry = row.name
