@@ -1,6 +1,6 @@
 """Round trips of the Jelly-JVM RDF Patch fixtures through our encoder and decoder.
 
-Every fixture × stream type × statement type × lookup preset. The fixtures are RDF Patch
+Every fixture by stream type by statement type by lookup preset. The fixtures are RDF Patch
 text read with our text reader; the comparison is row by row, blank node labels included.
 """
 
