@@ -61,18 +61,19 @@ _PN_CHARS_BASE = (
 )
 _PN_CHARS_U = _PN_CHARS_BASE + "_"
 _PN_CHARS = _PN_CHARS_U + "\\-0-9\u00b7\u0300-\u036f\u203f-\u2040"
-_LABEL = "[" + _PN_CHARS_U + "0-9](?:[" + _PN_CHARS + ".]*[" + _PN_CHARS + "])?"
+#: Regex source of N-Triples ``BLANK_NODE_LABEL`` without the ``_:``.
+BNODE_LABEL = "[" + _PN_CHARS_U + "0-9](?:[" + _PN_CHARS + ".]*[" + _PN_CHARS + "])?"
 
 #: Turtle ``PN_PREFIX``: what an unquoted RDF Patch keyword (header key, prefix name) is.
 PN_PREFIX = re.compile("[" + _PN_CHARS_BASE + "](?:[" + _PN_CHARS + ".]*[" + _PN_CHARS + "])?")
-_BNODE_LABEL = re.compile(_LABEL)
-_BNODE = re.compile("_:(" + _LABEL + ")")
+_BNODE_LABEL = re.compile(BNODE_LABEL)
+_BNODE = re.compile("_:(" + BNODE_LABEL + ")")
 
-# Characters IRIREF excludes; they are only written as \u escapes.
-_IRI_EXCLUDED = '\\x00-\\x20<>"{}|^`\\\\'
-_IRI_PLAIN = re.compile("<([^" + _IRI_EXCLUDED + "]*)>")
-_IRI_ESCAPED = re.compile("<((?:[^" + _IRI_EXCLUDED + "]|\\\\u[0-9A-Fa-f]{4}|\\\\U[0-9A-Fa-f]{8})*)>")
-_IRI_NEEDS_ESCAPE = re.compile("[" + _IRI_EXCLUDED + "\\ud800-\\udfff]")
+#: Regex class body of the characters IRIREF excludes (only written as ``\u`` escapes).
+IRI_EXCLUDED = '\\x00-\\x20<>"{}|^`\\\\'
+_IRI_PLAIN = re.compile("<([^" + IRI_EXCLUDED + "]*)>")
+_IRI_ESCAPED = re.compile("<((?:[^" + IRI_EXCLUDED + "]|\\\\u[0-9A-Fa-f]{4}|\\\\U[0-9A-Fa-f]{8})*)>")
+_IRI_NEEDS_ESCAPE = re.compile("[" + IRI_EXCLUDED + "\\ud800-\\udfff]")
 _STRING_NEEDS_ESCAPE = re.compile('[\\x00-\\x1f"\\\\\\x7f\\ud800-\\udfff]')
 
 # STRING_LITERAL_QUOTE, unrolled so that it runs without backtracking.
@@ -92,6 +93,7 @@ _ESCAPE = re.compile(
     r"|u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|([tbnrf\"'\\])|(.?))",
     re.DOTALL,
 )
+_UCHAR = re.compile(r"\\u[0-9A-Fa-f]{4}|\\U[0-9A-Fa-f]{8}")
 _ECHAR = {"t": "\t", "b": "\b", "n": "\n", "r": "\r", "f": "\f", '"': '"', "'": "'", "\\": "\\"}
 _ECHAR_OUT = {"\t": "\\t", "\b": "\\b", "\n": "\\n", "\r": "\\r", "\f": "\\f", '"': '\\"', "\\": "\\\\"}
 
@@ -253,9 +255,10 @@ def _iri_error(line: str, pos: int) -> TermSyntaxError:
         if ch == ">":
             break
         if ch == "\\":
-            if _ESCAPE.match(line, i) is None or line[i + 1 : i + 2] not in ("u", "U"):
+            m = _UCHAR.match(line, i)
+            if m is None:
                 return TermSyntaxError("bad escape in IRI (only \\uXXXX and \\UXXXXXXXX are allowed)", i)
-            i += 6 if line[i + 1] == "u" else 10
+            i = m.end()
             continue
         if ch <= " " or ch in '<"{}|^`':
             return TermSyntaxError(f"character U+{ord(ch):04X} is not allowed in an IRI", i)
@@ -373,10 +376,10 @@ def scan_triple(line: str, pos: int, adapter: TermAdapter[T], depth_left: int = 
 # -- the string adapter ---------------------------------------------------------------
 
 # Fast paths for unpack: the shapes the format_* functions produce without escapes.
-_PLAIN_IRI_TERM = re.compile("<(?!_:)([^" + _IRI_EXCLUDED + "]*)>")
-_PLAIN_BNODE_TERM = re.compile("_:(" + _LABEL + ")")
+_PLAIN_IRI_TERM = re.compile("<(?!_:)([^" + IRI_EXCLUDED + "]*)>")
+_PLAIN_BNODE_TERM = re.compile("_:(" + BNODE_LABEL + ")")
 _PLAIN_LITERAL_TERM = re.compile(
-    r'"([^"\\\r\n]*)"(?:@([a-zA-Z]+(?:-[a-zA-Z0-9]+)*)|\^\^<(?!_:)([^' + _IRI_EXCLUDED + "]*)>)?"
+    r'"([^"\\\r\n]*)"(?:@([a-zA-Z]+(?:-[a-zA-Z0-9]+)*)|\^\^<(?!_:)([^' + IRI_EXCLUDED + "]*)>)?"
 )
 
 

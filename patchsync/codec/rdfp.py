@@ -1,0 +1,493 @@
+"""RDF Patch text (``.rdfp``): a sans-I/O reader and a writer (``specs/rdf-patch-text.md``).
+
+The reader has the shape of :class:`~patchsync.codec.patch_decoder.PatchDecoder`: feed it
+bytes, close it, and take events with ``next_event`` (``NEED_DATA`` / ``END``) or by
+iterating. Rows are::
+
+    H key value .            key: a keyword or a quoted string; value: any term
+    TX .   TC .   TA .       transactions (``TB`` is read as ``TX``, as Jena does)
+    PA name ns [g] .         name: keyword or quoted string; ns: <iri> or a quoted string
+    PD name [g] .
+    A s p o [g] .   D s p o [g] .
+    Z .                      end of a patch (Jena's RDFChanges.segment())
+
+Decisions where the spec is open, following what Apache Jena's reader accepts:
+
+* The terminating ``.`` is required on every row (Jena's reader requires it too).
+* The reader is line based: one row per line, as the spec's preferred style and every
+  known writer produce. Jena's tokenizer would also let a row span lines; we do not.
+  A comment may follow the dot. Blank lines and ``#`` comment lines are skipped, CRLF
+  line ends and a leading UTF-8 byte order mark are accepted, a stray CR is an error.
+* Terms may be in any position (generalized statements), as in Jena; the text format
+  has no options row to say otherwise, so a target that cannot store them decides.
+* Rows outside a transaction are allowed (DESIGN §2: they form an implicit transaction).
+* A ``Z`` row ends a patch; at the end of the stream, content after the last ``Z`` forms
+  a final patch. So the writer's ``Z`` after every patch, the last one included, reads
+  back as exactly the patches written, and a Jena file without any ``Z`` is one patch.
+
+Positions: ``offset`` is the byte offset of the row's line, ``frame`` is 0 and ``row`` is
+the 1-based line number. The final ``PatchEnd`` (and an error found at the end of the
+stream) points just past the input: the stream length and the next line number.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from collections.abc import Iterable, Iterator
+from typing import Any, Generic, TypeVar
+
+from ..errors import DecodeError, EncodeError, UsageError
+from ..events import (
+    Add,
+    Delete,
+    Event,
+    Header,
+    Options,
+    PatchEnd,
+    PrefixAdd,
+    PrefixDelete,
+    TxAbort,
+    TxCommit,
+    TxStart,
+)
+from ..options import Limits
+from ..terms import DEFAULT_GRAPH, IRI, TermAdapter
+from .ntriples import (
+    BNODE_LABEL,
+    IRI_EXCLUDED,
+    PN_PREFIX,
+    TermSyntaxError,
+    format_iri,
+    format_string,
+    format_term,
+    scan_iriref,
+    scan_string,
+    scan_term,
+    skip_ws,
+)
+from .patch_decoder import END, NEED_DATA, _Signal
+
+T = TypeVar("T")
+
+_BOM = b"\xef\xbb\xbf"
+_IRI_CACHE_LIMIT = 4096
+
+# The fast path: an A or D row of unescaped IRIs, blank nodes and literals, spaced the
+# preferred way, which is nearly every row real writers produce. Anything else (escapes,
+# quoted triples, comments, odd spacing, errors) takes the general scanner.
+_PLAIN_TERM = (
+    "(?:<(?!_:)([^" + IRI_EXCLUDED + "]*)>|_:(" + BNODE_LABEL + ')|"([^"\\\\\r\n]*)"'
+    "(?:@([a-zA-Z]+(?:-[a-zA-Z0-9]+)*)|\\^\\^<(?!_:)([^" + IRI_EXCLUDED + "]*)>)?)"
+)
+_PLAIN_STATEMENT = re.compile(
+    "[ \\t]*([AD])[ \\t]+" + "[ \\t]+".join([_PLAIN_TERM] * 3) + "(?:[ \\t]+" + _PLAIN_TERM + ")?[ \\t]*\\.[ \\t]*"
+)
+# Row codes (PatchCodes in Jena); TB is Jena's alternative spelling of TX.
+_CODES = frozenset({"H", "TX", "TB", "TC", "TA", "PA", "PD", "A", "D", "Z"})
+
+
+def _default_adapter() -> TermAdapter[Any]:
+    # Imported lazily so that the codec itself never imports rdflib.
+    from ..rdflib_terms import RdflibTerms
+
+    return RdflibTerms()
+
+
+class RdfPatchTextReader(Generic[T]):
+    """Reads RDF Patch text into :mod:`patchsync.events` (see the module docstring).
+
+    ``adapter`` builds the terms (rdflib terms when omitted); ``source`` names the input
+    in errors. ``limits.max_frame_bytes`` caps the length of one line and
+    ``limits.max_nesting`` the quoted-triple depth. After a ``DecodeError`` the reader
+    stays failed and raises it again.
+    """
+
+    def __init__(
+        self,
+        adapter: TermAdapter[T] | None = None,
+        *,
+        source: str = "<stream>",
+        limits: Limits | None = None,
+    ) -> None:
+        self.adapter: TermAdapter[T] = adapter if adapter is not None else _default_adapter()
+        self.source = source
+        self.limits = limits or Limits()
+        self._buf = bytearray()
+        self._start = 0  # index in _buf of the next unread line
+        self._scan = 0  # index in _buf from which to look for the next newline
+        self._base = 0  # stream offset of _buf[0]
+        self._line = 1  # number of the next line
+        self._closed = False
+        self._finished = False
+        self._in_tx = False
+        self._tx_line = 0
+        self._patch_open = False  # content rows since the last Z
+        self._queue: deque[Event] = deque()
+        self._failed: DecodeError | None = None
+        self._iris: dict[str, T] = {}
+        self.patches = 0
+
+    # -- input ------------------------------------------------------------------------
+
+    def feed(self, data: bytes | bytearray | memoryview) -> None:
+        """Give the reader more bytes of the stream."""
+        if self._closed:
+            raise UsageError("feed() after close()")
+        self._buf += data
+
+    def close(self) -> None:
+        """Say that the stream is complete; a last line without a newline is then read."""
+        self._closed = True
+
+    @property
+    def offset(self) -> int:
+        """Byte offset just past the last line taken from the input."""
+        return self._base + self._start
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._in_tx
+
+    # -- output -----------------------------------------------------------------------
+
+    def next_event(self) -> Event | _Signal:
+        """The next event, ``NEED_DATA`` or ``END``; raises ``DecodeError`` on bad input."""
+        while True:
+            if self._queue:
+                return self._queue.popleft()
+            if self._failed is not None:
+                raise self._failed
+            if self._finished:
+                return END
+            try:
+                line = self._next_line()
+                if line is None:
+                    if not self._closed:
+                        return NEED_DATA
+                    self._finish()
+                    continue
+                event = self._row(*line)
+            except DecodeError as exc:
+                self._failed = exc
+                raise
+            if event is not None:
+                return event
+
+    def __iter__(self) -> Iterator[Event]:
+        """Every event available now; stops at ``NEED_DATA`` or ``END``."""
+        while True:
+            event = self.next_event()
+            if isinstance(event, _Signal):
+                return
+            yield event
+
+    # -- lines ------------------------------------------------------------------------
+
+    def _error(self, rule: str, offset: int, line: int) -> DecodeError:
+        return DecodeError(rule, source=self.source, offset=offset, line=line)
+
+    def _next_line(self) -> tuple[str, int, int] | None:
+        """(text without its line end, stream offset, line number) of the next line."""
+        buf = self._buf
+        start = self._start
+        nl = buf.find(b"\n", self._scan)
+        if nl < 0:
+            end = len(buf)
+            if end - start > self.limits.max_frame_bytes:
+                raise self._error(
+                    f"line longer than the limit of {self.limits.max_frame_bytes} bytes", self._base + start, self._line
+                )
+            if not self._closed or end == start:
+                self._scan = end
+                return None
+            stop = after = end
+        else:
+            stop, after = nl, nl + 1
+        offset = self._base + start
+        number = self._line
+        raw = buf[start:stop]
+        self._start = self._scan = after
+        self._line += 1
+        if after > 1 << 16 and after * 2 > len(buf):
+            # Drop consumed lines so that a long stream does not keep its whole prefix.
+            del buf[:after]
+            self._base += after
+            self._start = self._scan = 0
+        if offset == 0 and raw.startswith(_BOM):
+            raw = raw[3:]
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise self._error(f"invalid UTF-8 at byte {exc.start} of the line", offset, number) from None
+        if text.endswith("\r"):
+            text = text[:-1]
+        return text, offset, number
+
+    def _finish(self) -> None:
+        self._finished = True
+        end = self._base + self._start
+        if self._in_tx:
+            raise self._error(
+                f"stream ends inside the transaction opened on line {self._tx_line} "
+                "(each TX needs a TC or TA; a transaction cannot span patches)",
+                end,
+                self._line,
+            )
+        if self._patch_open:
+            self._queue.append(PatchEnd(end, 0, self._line))
+            self._patch_open = False
+            self.patches += 1
+
+    # -- rows -------------------------------------------------------------------------
+
+    def _row(self, text: str, offset: int, number: int) -> Event | None:
+        try:
+            return self._parse(text, offset, number)
+        except TermSyntaxError as exc:
+            raise self._error(f"{exc.message} (column {exc.pos + 1})", offset, number) from None
+        except (ValueError, RecursionError) as exc:
+            # The adapter refused a term (rdflib rejects some language tags, for one).
+            raise self._error(f"term rejected by the term adapter: {exc}", offset, number) from None
+
+    def _parse(self, line: str, offset: int, number: int) -> Event | None:
+        m = _PLAIN_STATEMENT.fullmatch(line)
+        if m is not None:
+            return self._plain_statement(m, offset, number)
+        pos = skip_ws(line, 0)
+        n = len(line)
+        if pos == n or line[pos] == "#":
+            return None
+        end = pos
+        while end < n and line[end].isascii() and line[end].isalpha():
+            end += 1
+        code = line[pos:end]
+        if not code or (end < n and (line[end].isalnum() or line[end] in "_-:")):
+            word = line[pos:].split(None, 1)[0][:20]
+            raise TermSyntaxError(f"a row starts with a row code (H, TX, TC, TA, PA, PD, A, D, Z), not {word!r}", pos)
+        if code not in _CODES:
+            raise TermSyntaxError(f"unknown row code {code!r}", pos)
+        if code == "A" or code == "D":
+            terms, _ = self._terms(line, end, 3, 4, code)
+            g = terms[3] if len(terms) == 4 else None
+            self._patch_open = True
+            return (Add if code == "A" else Delete)(terms[0], terms[1], terms[2], g, offset, 0, number)
+        if code == "H":
+            pos = skip_ws(line, end)
+            key, pos = self._keyword(line, pos, "a header key")
+            terms, _ = self._terms(line, pos, 1, 1, "H")
+            self._patch_open = True
+            return Header(key, terms[0], offset, 0, number)
+        if code == "PA" or code == "PD":
+            pos = skip_ws(line, end)
+            name, pos = self._keyword(line, pos, "a prefix name")
+            if code == "PD":
+                terms, _ = self._terms(line, pos, 0, 1, code)
+                self._patch_open = True
+                return PrefixDelete(name, None, terms[0] if terms else None, offset, 0, number)
+            iri, pos = self._namespace(line, skip_ws(line, pos))
+            terms, _ = self._terms(line, pos, 0, 1, code)
+            self._patch_open = True
+            return PrefixAdd(name, iri, terms[0] if terms else None, offset, 0, number)
+        self._terms(line, end, 0, 0, code)
+        return self._control(code, offset, number)
+
+    def _plain_statement(self, m: re.Match[str], offset: int, number: int) -> Event:
+        # Groups per term: IRI, blank node label, lexical form, language, datatype.
+        groups = m.groups()
+        adapter = self.adapter
+        iris = self._iris
+        terms: list[T | None] = []
+        for i in range(1, 21, 5):
+            iri, label, lex, lang, dt = groups[i : i + 5]
+            if iri is not None:
+                term = iris.get(iri)
+                if term is None:
+                    if len(iris) >= _IRI_CACHE_LIMIT:
+                        iris.clear()
+                    term = iris[iri] = adapter.iri(iri)
+                terms.append(term)
+            elif label is not None:
+                terms.append(adapter.bnode(label))
+            elif lex is not None:
+                terms.append(adapter.literal(lex, lang, dt))
+            else:
+                terms.append(None)  # the optional graph
+        self._patch_open = True
+        kind = Add if groups[0] == "A" else Delete
+        return kind(terms[0], terms[1], terms[2], terms[3], offset, 0, number)
+
+    def _control(self, code: str, offset: int, number: int) -> Event:
+        # The transaction rules of Jelly-Patch, which RDF Patch text shares.
+        if code == "TX" or code == "TB":
+            if self._in_tx:
+                raise self._error(
+                    f"TX while the transaction opened on line {self._tx_line} is open "
+                    "(a transaction cannot start inside another)",
+                    offset,
+                    number,
+                )
+            self._in_tx = True
+            self._tx_line = number
+            self._patch_open = True
+            return TxStart(offset, 0, number)
+        if code == "TC" or code == "TA":
+            if not self._in_tx:
+                raise self._error(f"{code} without an open transaction (it must follow a TX)", offset, number)
+            self._in_tx = False
+            self._patch_open = True
+            return (TxCommit if code == "TC" else TxAbort)(offset, 0, number)
+        # Z
+        if self._in_tx:
+            raise self._error(
+                f"Z (end of patch) inside the transaction opened on line {self._tx_line} "
+                "(a transaction must end inside its patch)",
+                offset,
+                number,
+            )
+        self._patch_open = False
+        self.patches += 1
+        return PatchEnd(offset, 0, number)
+
+    def _terms(self, line: str, pos: int, low: int, high: int, what: str) -> tuple[list[T], int]:
+        """Read ``low`` to ``high`` terms, then the terminating dot and the line's end."""
+        terms: list[T] = []
+        n = len(line)
+        max_nesting = self.limits.max_nesting
+        while True:
+            pos = skip_ws(line, pos)
+            if pos >= n or line[pos] == "#":
+                raise TermSyntaxError("missing '.' at the end of the row (every row ends with a DOT)", pos)
+            if line[pos] == "." and not line[pos + 1 : pos + 2].isdigit():
+                break
+            if len(terms) == high:
+                raise TermSyntaxError(f"{what} row has too many terms (expected {_arity(low, high)})", pos)
+            term, pos = scan_term(line, pos, self.adapter, max_nesting=max_nesting)
+            terms.append(term)
+        if len(terms) < low:
+            raise TermSyntaxError(f"{what} row has {len(terms)} terms (expected {_arity(low, high)})", pos)
+        pos = skip_ws(line, pos + 1)
+        if pos < n and line[pos] != "#":
+            raise TermSyntaxError("unexpected text after the row's final '.' (one row per line)", pos)
+        return terms, pos
+
+    def _keyword(self, line: str, pos: int, what: str) -> tuple[str, int]:
+        if line.startswith('"', pos):
+            return scan_string(line, pos)
+        m = PN_PREFIX.match(line, pos)
+        if m is None:
+            raise TermSyntaxError(f"expected {what}: a keyword or a quoted string", pos)
+        return m.group(), m.end()
+
+    def _namespace(self, line: str, pos: int) -> tuple[T, int]:
+        # Jena writes the namespace as a quoted string; the spec's other example uses <iri>.
+        if line.startswith('"', pos):
+            value, pos = scan_string(line, pos)
+        elif line.startswith("<", pos) and not line.startswith("<<", pos):
+            value, pos, is_bnode = scan_iriref(line, pos)
+            if is_bnode:
+                raise TermSyntaxError("a PA namespace must be an IRI, not a blank node", pos)
+        else:
+            raise TermSyntaxError("expected the PA namespace as <iri> or a quoted string", pos)
+        return self.adapter.iri(value), pos
+
+
+def _arity(low: int, high: int) -> str:
+    return str(low) if low == high else f"{low} or {high}"
+
+
+def read_rdfp(data: bytes | str, adapter: TermAdapter[Any] | None = None, *, source: str = "<stream>") -> list[Event]:
+    """All events of a complete RDF Patch text; raises ``DecodeError`` on bad input."""
+    if isinstance(data, str):
+        # surrogatepass: a lone surrogate becomes invalid UTF-8, reported as a DecodeError.
+        data = data.encode("utf-8", "surrogatepass")
+    reader: RdfPatchTextReader[Any] = RdfPatchTextReader(adapter, source=source)
+    reader.feed(data)
+    reader.close()
+    return list(reader)
+
+
+class RdfPatchTextWriter(Generic[T]):
+    """Writes events as RDF Patch text in the spec's preferred style.
+
+    One row per line, single spaces, `` .`` terminator, prefix names quoted and namespaces
+    as ``<iri>`` (as in the Jena-made test files), header keys bare when they are
+    keywords. ``segments=True`` writes ``Z .`` at every ``PatchEnd``, the last one included,
+    so that a tailing reader sees each patch end at once and the text reads back as the
+    same list of patches; ``segments=False`` writes one flat patch (``PatchEnd`` writes
+    nothing). The text format has no slot for the IRI a Jelly-Patch ``PD`` may carry, so
+    it is dropped; a default-graph term is written by omitting the graph. ``Options``
+    events are ignored. Transaction misuse raises :class:`EncodeError`, so the output
+    always reads back.
+    """
+
+    def __init__(self, adapter: TermAdapter[T] | None = None, *, segments: bool = True) -> None:
+        self.adapter: TermAdapter[T] = adapter if adapter is not None else _default_adapter()
+        self.segments = segments
+        self._out: list[str] = []
+        self._in_tx = False
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._in_tx
+
+    def take(self) -> str:
+        """The text produced since the previous ``take``."""
+        text = "".join(self._out)
+        self._out.clear()
+        return text
+
+    def send(self, event: Event) -> None:
+        """Write one event."""
+        out = self._out
+        if isinstance(event, (Add, Delete)):
+            code = "A " if type(event) is Add else "D "
+            s, p, o = self._term(event.s), self._term(event.p), self._term(event.o)
+            out.append(code + s + " " + p + " " + o + self._graph(event.g) + " .\n")
+        elif isinstance(event, Header):
+            key = event.key if PN_PREFIX.fullmatch(event.key) else format_string(event.key)
+            out.append("H " + key + " " + self._term(event.value) + " .\n")
+        elif isinstance(event, PrefixAdd):
+            u = self.adapter.unpack(event.iri) if event.iri is not None else None
+            if u is None or u[0] != IRI:
+                raise EncodeError(f"PA {event.name!r} needs a namespace IRI, not {event.iri!r}")
+            out.append("PA " + format_string(event.name) + " " + format_iri(u[1]) + self._graph(event.g) + " .\n")
+        elif isinstance(event, PrefixDelete):
+            out.append("PD " + format_string(event.name) + self._graph(event.g) + " .\n")
+        elif isinstance(event, TxStart):
+            if self._in_tx:
+                raise EncodeError("TX while a transaction is open")
+            self._in_tx = True
+            out.append("TX .\n")
+        elif isinstance(event, (TxCommit, TxAbort)):
+            code = "TC" if type(event) is TxCommit else "TA"
+            if not self._in_tx:
+                raise EncodeError(f"{code} without an open transaction")
+            self._in_tx = False
+            out.append(code + " .\n")
+        elif isinstance(event, PatchEnd):
+            if self._in_tx:
+                raise EncodeError("a patch cannot end inside a transaction")
+            if self.segments:
+                out.append("Z .\n")
+        elif not isinstance(event, Options):
+            raise EncodeError(f"not a patch event: {event!r}")
+
+    def _term(self, term: T) -> str:
+        return format_term(self.adapter, term)
+
+    def _graph(self, g: T | None) -> str:
+        if g is None:
+            return ""
+        u = self.adapter.unpack(g)
+        if u[0] == DEFAULT_GRAPH:
+            return ""
+        return " " + format_term(self.adapter, g)
+
+
+def write_rdfp(events: Iterable[Event], adapter: TermAdapter[Any] | None = None, *, segments: bool = True) -> str:
+    """RDF Patch text for ``events`` (see :class:`RdfPatchTextWriter`)."""
+    writer: RdfPatchTextWriter[Any] = RdfPatchTextWriter(adapter, segments=segments)
+    for event in events:
+        writer.send(event)
+    return writer.take()
