@@ -292,3 +292,16 @@ def test_incomplete_patch_at_end_of_input_is_reported_after_its_events() -> None
 def test_content_helper_ignores_positions() -> None:
     events = decode(encode([Add(ex("s"), ex("p"), ex("o")), PatchEnd()], PatchOptions()))
     assert content(events)[0] == Add(ex("s"), ex("p"), ex("o"), DATASET_DEFAULT_GRAPH_ID)
+
+
+def test_row_needing_more_prefixes_than_the_lookup_holds_is_written_unsplit() -> None:
+    """JR leaves IRI splitting to the producer: a row that needs more distinct prefixes than
+    max_prefix_table_size is re-encoded with whole IRIs, and later rows still decode
+    (regression: the LRU once evicted an entry before refusing the split)."""
+    options = PatchOptions(statement_type=StatementType.TRIPLES, max_prefix_table_size=2)
+    rows = [
+        Add(ex("a"), URIRef("urn:x"), URIRef("http://r.example/")),
+        Add(ex("a"), ex("a"), ex("a")),
+        Add(ex("b"), URIRef("urn:y"), URIRef("http://r.example/z")),
+    ]
+    assert patches(decode(encode([*rows, PatchEnd()], options))) == [rows]

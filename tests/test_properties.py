@@ -95,7 +95,7 @@ def stream_case(draw: st.DrawFn) -> tuple[PatchOptions, list[list[object]], int]
         statement_type=statement_type,
         rdf_star=True,
         max_name_table_size=draw(st.sampled_from([16, 64, 4000])),
-        max_prefix_table_size=draw(st.sampled_from([0, 8, 150])),
+        max_prefix_table_size=draw(st.sampled_from([0, 1, 2, 8, 150])),
         max_datatype_table_size=draw(st.sampled_from([4, 32])),
     )
     groups = draw(patch_stream(statement_type is StatementType.QUADS))

@@ -129,7 +129,7 @@ class PatchEncoder(Generic[T]):
         self._begin()
         t = self._terms
         body = wire.ld_str(wire.HEADER_KEY, key) if key else b""
-        body += t.term(value, wire.H_TAGS, "h")
+        body += t.guarded(lambda: t.term(value, wire.H_TAGS, "h"))
         self._content(wire.ld(wire.ROW_HEADER, body))
 
     def tx_start(self) -> None:
@@ -158,13 +158,21 @@ class PatchEncoder(Generic[T]):
 
     def add(self, s: T, p: T, o: T, g: T | None = None) -> None:
         """``A s p o [g]``."""
-        self._begin()
-        self._content(wire.ld(wire.ROW_ADD, self._terms.statement(s, p, o, self._graph(g), self._quads)))
+        self._statement(wire.ROW_ADD, s, p, o, g)
 
     def delete(self, s: T, p: T, o: T, g: T | None = None) -> None:
         """``D s p o [g]``."""
+        self._statement(wire.ROW_DELETE, s, p, o, g)
+
+    def _statement(self, row_tag: bytes, s: T, p: T, o: T, g: T | None) -> None:
         self._begin()
-        self._content(wire.ld(wire.ROW_DELETE, self._terms.statement(s, p, o, self._graph(g), self._quads)))
+        t = self._terms
+        graph = self._graph(g)
+        if t.may_overflow:
+            body = t.guarded(lambda: t.statement(s, p, o, graph, self._quads))
+        else:
+            body = t.statement(s, p, o, graph, self._quads)
+        self._content(wire.ld(row_tag, body))
 
     def prefix_add(self, name: str, iri: T, g: T | None = None) -> None:
         """``PA name iri [g]``."""
@@ -249,18 +257,25 @@ class PatchEncoder(Generic[T]):
     def _namespace(self, row_tag: bytes, name: str, iri: T | None, g: T | None) -> None:
         self._begin()
         t = self._terms
-        body = wire.ld_str(wire.NS_NAME, name) if name else b""
+        head = wire.ld_str(wire.NS_NAME, name) if name else b""
+        value: str | None = None
         if iri is not None:
             u = t.unpack(iri)
             if u[0] != IRI:
                 raise EncodeError(f"namespace {name!r} must be an IRI, not {iri!r}")
-            body += wire.ld(wire.NS_VALUE, t.iri(u[1]))
+            value = u[1]
         elif row_tag == wire.ROW_NS_ADD:
             raise EncodeError(f"PA {name!r} needs a namespace IRI")
         graph = self._graph(g)
-        if graph is not None:
-            body += t.graph_field(graph, wire.NS_G_TAGS)
-        self._content(wire.ld(row_tag, body))
+
+        def build() -> bytes:
+            # The value IRI is written (and its lookups updated) before the graph.
+            body = b"" if value is None else wire.ld(wire.NS_VALUE, t.iri(value))
+            if graph is not None:
+                body += t.graph_field(graph, wire.NS_G_TAGS)
+            return body
+
+        self._content(wire.ld(row_tag, head + t.guarded(build)))
 
     def _content(self, row: bytes) -> None:
         self._patch_rows += 1

@@ -25,6 +25,13 @@ _CACHE_LIMIT = 1 << 16
 UNKNOWN = -2
 
 
+_PLURAL = {"name": "names", "prefix": "prefixes", "datatype": "datatypes"}
+
+
+class PrefixOverflow(EncodeError):
+    """A row needs more distinct prefixes than the prefix lookup holds (see ``guarded``)."""
+
+
 def split_iri(iri: str) -> tuple[str, str]:
     """Split after the last ``#`` or ``/`` (the usual Jelly producer strategy)."""
     i = max(iri.rfind("#"), iri.rfind("/"))
@@ -57,11 +64,15 @@ class LruLookup:
         if len(ids) < self.size:
             new_id = len(ids) + 1
         else:
-            victim, new_id = ids.popitem(last=False)
+            victim = next(iter(ids))
             if len(self.row_keys) > self.size and victim in self.row_keys:
-                raise EncodeError(
-                    f"one row needs more distinct {self.kind}s than max_{self.kind}_table_size {self.size} allows"
+                # Checked before evicting: the table must stay as the decoder sees it.
+                error = PrefixOverflow if self.kind == "prefix" else EncodeError
+                raise error(
+                    f"one row needs more distinct {_PLURAL[self.kind]} than "
+                    f"max_{self.kind}_table_size {self.size} allows"
                 )
+            new_id = ids.pop(victim)
         ids[value] = new_id
         payload = (b"" if new_id == self.last_id + 1 else wire.ENTRY_ID + wire.varint(new_id)) + wire.ld_str(
             wire.ENTRY_VALUE, value
@@ -110,6 +121,28 @@ class TermEncoder(Generic[T]):
         self._unpacked: dict[Any, Unpacked] = {}
         self.used_generalized = False
         self.used_rdf_star = False
+        # Set while a row is re-encoded with unsplit IRIs (see ``guarded``).
+        self.no_split = False
+        # Whether a row can need more distinct prefixes than the lookup holds: a quad
+        # has at most four IRIs, so only tiny lookups or quoted triples can overflow.
+        self.may_overflow = self.prefixes is not None and (max_prefixes < 4 or rdf_star)
+
+    def guarded(self, build: Callable[[], bytes]) -> bytes:
+        """Build a row; if its IRIs need more distinct prefixes than the lookup holds,
+        build it again with every IRI unsplit (empty prefix, whole IRI as the name), so
+        that a single prefix entry serves the whole row. Entry rows emitted by the first
+        attempt stay valid; the 0-id and repeated-term state is rolled back."""
+        saved = (self.last_prefix, self.last_name, self.last_s, self.last_p, self.last_o, self.last_g)
+        try:
+            return build()
+        except PrefixOverflow:
+            self.last_prefix, self.last_name, self.last_s, self.last_p, self.last_o, self.last_g = saved
+            self.begin_row()
+            self.no_split = True
+            try:
+                return build()
+            finally:
+                self.no_split = False
 
     def begin_row(self) -> None:
         """Forget which entries the previous row used (see :class:`LruLookup`)."""
@@ -137,7 +170,7 @@ class TermEncoder(Generic[T]):
             name_id = self.names.id_for(iri, self.emit)
             pid_bytes = b""
         else:
-            split = self._splits.get(iri)
+            split = ("", iri) if self.no_split else self._splits.get(iri)
             if split is None:
                 if len(self._splits) >= _CACHE_LIMIT:
                     self._splits.clear()
