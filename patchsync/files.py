@@ -48,7 +48,7 @@ def _reader(fmt: str, adapter: TermAdapter[Any] | None, source: str, limits: Lim
         return PatchDecoder(adapter, source=source, limits=limits)
     from .codec.rdfp import RdfPatchTextReader
 
-    return RdfPatchTextReader(adapter, source=source)
+    return RdfPatchTextReader(adapter, source=source, limits=limits)
 
 
 def iter_stream_events(

@@ -52,3 +52,12 @@ def patches(events: Iterable[Event]) -> list[list[Event]]:
 
 def flatten(groups: Sequence[Sequence[Event]]) -> list[Event]:
     return [e for g in groups for e in g]
+
+
+def in_default_graph(groups: Sequence[Sequence[Event]], default: Any = None) -> list[list[Event]]:
+    """Triples as quads in the default graph, as a QUADS stream carries them."""
+    if default is None:
+        from patchsync.rdflib_terms import RdflibTerms
+
+        default = RdflibTerms().default_graph()
+    return [[e._replace(g=default) if getattr(e, "g", 0) is None else e for e in group] for group in groups]

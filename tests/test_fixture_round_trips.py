@@ -7,7 +7,6 @@ text read with our text reader; the comparison is row by row, blank node labels 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -16,7 +15,7 @@ from patchsync.codec.ntriples import NTriplesTerms
 from patchsync.files import read_events
 from patchsync.rdflib_terms import RdflibTerms
 
-from .helpers import JVM_PATCHES, decode, encode, flatten, patches
+from .helpers import JVM_PATCHES, decode, encode, flatten, in_default_graph, patches
 
 FIXTURES = sorted(JVM_PATCHES.glob("*.rdfp"))
 PRESETS = {
@@ -61,18 +60,11 @@ def test_fixture_round_trip(
     got = patches(decode(data, terms))
     if statement_type is StatementType.QUADS:
         # In a QUADS stream a triple is a quad in the default graph.
-        default = (terms or RdflibTerms()).default_graph()
-        original = [[_in_default_graph(e, default) for e in group] for group in original]
+        original = in_default_graph(original, (terms or RdflibTerms()).default_graph())
     if stream_type is StreamType.FLAT:
         assert got == [flatten(original)]
     else:
         assert got == original
-
-
-def _in_default_graph(event: Any, default: Any) -> Any:
-    if hasattr(event, "g") and event.g is None:
-        return event._replace(g=default)
-    return event
 
 
 def _end() -> object:

@@ -212,7 +212,10 @@ class TermDecoder(Generic[T]):
                     self.last_name = rn
                     return term
         value = self.iri_string(msg)  # applies the rules again and validates the ids
-        term = self.adapter.iri(value)
+        try:
+            term = self.adapter.iri(value)
+        except ValueError as exc:
+            raise RuleViolation(f"IRI rejected by the term adapter: {exc}") from None
         slot = self._by_name[rn]
         if slot is None:
             slot = self._by_name[rn] = {}
@@ -224,7 +227,10 @@ class TermDecoder(Generic[T]):
         if term is None:
             if len(self._bnodes) >= _CACHE_LIMIT:
                 self._bnodes.clear()
-            term = self._bnodes[label] = self.adapter.bnode(label)
+            try:
+                term = self._bnodes[label] = self.adapter.bnode(label)
+            except ValueError as exc:
+                raise RuleViolation(f"blank node rejected by the term adapter: {exc}") from None
         return term
 
     def literal(self, msg: Any) -> T:
