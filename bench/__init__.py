@@ -1,0 +1,1 @@
+"""Benchmarks for patchsync (see bench/README.md)."""
