@@ -208,7 +208,11 @@ class PatchDecoder(Generic[T]):
 
     def __iter__(self) -> Iterator[Event]:
         """Every event available now; stops at ``NEED_DATA`` or ``END``."""
+        queue = self._queue
         while True:
+            # Drain decoded events directly; next_event() only to decode the next frame.
+            while queue:
+                yield queue.popleft()
             event = self.next_event()
             if isinstance(event, _Signal):
                 return
@@ -250,9 +254,26 @@ class PatchDecoder(Generic[T]):
             return
         rows = frame.rows
         index: int | None = 0
+        terms = self._terms
+        append = self._queue.append
+        quads = self._quads
         try:
             for index, row in enumerate(rows):
-                self._row(row, offset, frame_index, index)
+                kind = row.WhichOneof("row")
+                # Statements are nearly every row: decoded inline, the rest in _row().
+                if (kind == "statement_add" or kind == "statement_delete") and terms is not None:
+                    msg = getattr(row, kind)
+                    s, p, o = terms.spo(msg)
+                    g = terms.graph(msg) if quads else None
+                    # tuple.__new__ skips the named tuple's Python-level constructor.
+                    append(
+                        _new_tuple(Add if kind == "statement_add" else Delete, (s, p, o, g, offset, frame_index, index))  # type: ignore[arg-type]
+                    )
+                    self._patch_open = True
+                else:
+                    self._row(row, kind, offset, frame_index, index)
+                    terms = self._terms
+                    quads = self._quads
             index = None
             if self._stream_type is StreamType.FRAME:
                 if self._in_tx:
@@ -267,8 +288,7 @@ class PatchDecoder(Generic[T]):
             self._pending_error = self._error(exc.rule, offset, index)
         self.frames += 1
 
-    def _row(self, row: Any, offset: int, frame: int, index: int) -> None:
-        kind = row.WhichOneof("row")
+    def _row(self, row: Any, kind: str | None, offset: int, frame: int, index: int) -> None:
         terms = self._terms
         if terms is None:
             if kind != "options":
@@ -280,16 +300,7 @@ class PatchDecoder(Generic[T]):
             self._set_options(row.options, offset, frame, index)
             return
         queue = self._queue
-        if kind == "statement_add" or kind == "statement_delete":
-            msg = getattr(row, kind)
-            s, p, o = terms.spo(msg)
-            g = terms.graph(msg) if self._quads else None
-            # tuple.__new__ skips the named tuple's Python-level constructor (hot path).
-            queue.append(
-                _new_tuple(Add if kind == "statement_add" else Delete, (s, p, o, g, offset, frame, index))  # type: ignore[arg-type]
-            )
-            self._patch_open = True
-        elif kind == "name":
+        if kind == "name":
             entry = row.name
             terms.name_entry(entry.id, entry.value)
         elif kind == "prefix":

@@ -129,12 +129,16 @@ class TermDecoder(Generic[T]):
         self.last_p: Any = None
         self.last_o: Any = None
         self.last_g: Any = None
-        # IRI terms cached per name id, then per prefix id. Replacing a name entry drops
-        # its slot; replacing a prefix entry (rare) drops everything. New entries need no
-        # invalidation: nothing can have been cached for an id that was undefined.
-        self._by_name: list[dict[int, T] | None] = [None] * (max_names + 1)
+        # IRI terms cached per name id, then per prefix id, each with the prefix string it
+        # was built from. Replacing a name entry drops its slot; a replaced prefix is
+        # noticed by identity (the new string is a new object), so prefix churn costs no
+        # sweep. New entries need no invalidation: nothing was cached for an undefined id.
+        self._by_name: list[dict[int, tuple[str | None, T]] | None] = [None] * (max_names + 1)
         self._bnodes: dict[str, T] = {}
-        self._literals: dict[Any, T] = {}
+        # Literal terms by lexical form: simple ones, and per language tag / datatype IRI.
+        self._simple: dict[str, T] = {}
+        self._by_lang: dict[str, dict[str, T]] = {}
+        self._by_datatype: dict[str, dict[str, T]] = {}
         self._default_graph = adapter.default_graph()
         # Oneof field name -> builder for terms outside quoted triples. Fields the options
         # forbid map to a builder that raises, so the hot path needs no feature checks.
@@ -163,8 +167,7 @@ class TermDecoder(Generic[T]):
             self._by_name[self.names.last_id] = None
 
     def prefix_entry(self, entry_id: int, value: str) -> None:
-        if self.prefixes.set(entry_id, value):
-            self._by_name = [None] * (self.names.size + 1)
+        self.prefixes.set(entry_id, value)
 
     def datatype_entry(self, entry_id: int, value: str) -> None:
         self.datatypes.set(entry_id, value)
@@ -206,11 +209,12 @@ class TermDecoder(Generic[T]):
         if rn <= self.names.size:
             slot = self._by_name[rn]
             if slot is not None:
-                term = slot.get(rp)
-                if term is not None:
+                hit = slot.get(rp)
+                # Index 0 of the prefix values is always None: the empty prefix.
+                if hit is not None and hit[0] is self.prefixes.values[rp]:
                     self.last_prefix = rp
                     self.last_name = rn
-                    return term
+                    return hit[1]
         value = self.iri_string(msg)  # applies the rules again and validates the ids
         try:
             term = self.adapter.iri(value)
@@ -219,7 +223,7 @@ class TermDecoder(Generic[T]):
         slot = self._by_name[rn]
         if slot is None:
             slot = self._by_name[rn] = {}
-        slot[rp] = term
+        slot[rp] = (self.prefixes.values[rp] if rp else None, term)
         return term
 
     def bnode(self, label: str) -> T:
@@ -234,28 +238,28 @@ class TermDecoder(Generic[T]):
         return term
 
     def literal(self, msg: Any) -> T:
-        lex = msg.lex
+        lex: str = msg.lex
         kind = msg.WhichOneof("literalKind")
+        lang = dt = None
         if kind is None:
-            key: Any = lex
-            lang = dt = None
+            cache = self._simple
         elif kind == "langtag":
             lang = msg.langtag
-            dt = None
-            key = (lex, "@", lang)
+            found = self._by_lang.get(lang)
+            cache = found if found is not None else self._by_lang.setdefault(lang, {})
         else:
             ref = msg.datatype
             if ref == 0:
                 raise RuleViolation("literal datatype id is 0 (the datatype field MUST be greater than 0)")
             dt = self.datatypes.get(ref)
-            lang = None
-            key = (lex, "^", dt)
-        term = self._literals.get(key)
+            found = self._by_datatype.get(dt)
+            cache = found if found is not None else self._by_datatype.setdefault(dt, {})
+        term = cache.get(lex)
         if term is None:
-            if len(self._literals) >= _CACHE_LIMIT:
-                self._literals.clear()
+            if len(cache) >= _CACHE_LIMIT:
+                cache.clear()
             try:
-                term = self._literals[key] = self.adapter.literal(lex, lang, dt)
+                term = cache[lex] = self.adapter.literal(lex, lang, dt)
             except ValueError as exc:
                 # rdflib refuses language tags that are not BCP 47 (a SHOULD in the spec).
                 raise RuleViolation(f"literal rejected by the term adapter: {exc}") from None
