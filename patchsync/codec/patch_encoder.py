@@ -102,6 +102,7 @@ class PatchEncoder(Generic[T]):
             rdf_star=self.options.rdf_star,
             fresh=not append,
         )
+        self._default_graph = self.adapter.default_graph()
         self._in_tx = False
         self._patch_rows = 0  # content rows in the current patch
         self._frames_written = 0
@@ -251,7 +252,7 @@ class PatchEncoder(Generic[T]):
                 raise EncodeError("a TRIPLES stream cannot carry a statement in a named graph")
             return None
         if g is None:
-            return self.adapter.default_graph()
+            return self._default_graph
         return g
 
     def _namespace(self, row_tag: bytes, name: str, iri: T | None, g: T | None) -> None:
@@ -287,15 +288,16 @@ class PatchEncoder(Generic[T]):
             self._flush_frame()
 
     def _emit_row(self, row: bytes) -> None:
-        self._rows.append(row)
-        self._frame_bytes += len(row)
+        # Framed as a field of RdfPatchFrame right away, so a flush is one join.
+        framed = wire.ld(wire.FRAME_ROW, row)
+        self._rows.append(framed)
+        self._frame_bytes += len(framed)
         self.rows_written += 1
 
     def _flush_frame(self) -> None:
         if not self._rows and self._stream_type is not StreamType.FRAME:
             return
-        tag = wire.FRAME_ROW
-        frame = b"".join([wire.ld(tag, r) for r in self._rows])
+        frame = b"".join(self._rows)
         self._rows.clear()
         self._frame_bytes = 0
         if self.delimited:

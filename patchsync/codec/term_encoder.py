@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
 from ..errors import EncodeError
-from ..terms import BNODE, DEFAULT_GRAPH, IRI, KIND_NAMES, LITERAL, TRIPLE, TermAdapter, Unpacked
+from ..terms import BNODE, DEFAULT_GRAPH, IRI, KIND_NAMES, LITERAL, TRIPLE, XSD_STRING, TermAdapter, Unpacked
 from . import wire
 
 T = TypeVar("T")
@@ -119,6 +119,10 @@ class TermEncoder(Generic[T]):
         self.last_g: Any = None
         self._splits: dict[str, tuple[str, str]] = {}
         self._unpacked: dict[Any, Unpacked] = {}
+        self._by_id: dict[int, tuple[Any, Unpacked]] = {}
+        # The RdfIri fields for every possible id, precomputed (ids are bounded by the options).
+        self._prefix_fields = [wire.IRI_PREFIX + wire.varint(i) for i in range(max_prefixes + 1)]
+        self._name_fields = [wire.IRI_NAME + wire.varint(i) for i in range(max_names + 1)]
         self.used_generalized = False
         self.used_rdf_star = False
         # Set while a row is re-encoded with unsplit IRIs (see ``guarded``).
@@ -153,6 +157,11 @@ class TermEncoder(Generic[T]):
             self.datatypes.row_keys.clear()
 
     def unpack(self, term: T) -> Unpacked:
+        # Keyed by identity first: hashing an rdflib term runs Python code. The entry
+        # holds the term, so its id cannot be reused while the entry exists.
+        hit = self._by_id.get(id(term))
+        if hit is not None and hit[0] is term:
+            return hit[1]
         try:
             found = self._unpacked.get(term)
         except TypeError:
@@ -161,6 +170,9 @@ class TermEncoder(Generic[T]):
             if len(self._unpacked) >= _CACHE_LIMIT:
                 self._unpacked.clear()
             found = self._unpacked[term] = self.adapter.unpack(term)
+        if len(self._by_id) >= _CACHE_LIMIT:
+            self._by_id.clear()
+        self._by_id[id(term)] = (term, found)
         return found
 
     def iri(self, iri: str) -> bytes:
@@ -180,9 +192,9 @@ class TermEncoder(Generic[T]):
             if prefix_id == self.last_prefix:
                 pid_bytes = b""
             else:
-                pid_bytes = wire.IRI_PREFIX + wire.varint(prefix_id)
+                pid_bytes = self._prefix_fields[prefix_id]
                 self.last_prefix = prefix_id
-        body = pid_bytes if name_id == self.last_name + 1 else pid_bytes + wire.IRI_NAME + wire.varint(name_id)
+        body = pid_bytes if name_id == self.last_name + 1 else pid_bytes + self._name_fields[name_id]
         self.last_name = name_id
         return body
 
@@ -191,7 +203,8 @@ class TermEncoder(Generic[T]):
         body = wire.ld_str(wire.LIT_LEX, lex) if lex else b""
         if lang:
             return body + wire.ld_str(wire.LIT_LANG, lang)
-        if datatype is not None:
+        # RDF 1.1: a simple literal is an xsd:string literal; Jelly has one form for both.
+        if datatype is not None and datatype != XSD_STRING:
             if self.datatypes is None:
                 raise EncodeError(
                     f"typed literal with datatype <{datatype}> in a stream whose max_datatype_table_size is 0"
@@ -243,19 +256,26 @@ class TermEncoder(Generic[T]):
 
     def statement(self, s: T, p: T, o: T, g: T | None, quads: bool) -> bytes:
         """The body of an ``RdfQuad`` with repeated-term compression."""
+        # Identity first: equal terms are often the same object, and rdflib's __eq__ is
+        # Python code.
         parts = []
-        if s != self.last_s or self.last_s is None:
+        last = self.last_s
+        if s is not last and (last is None or s != last):
             parts.append(self.term(s, wire.S_TAGS, "s"))
             self.last_s = s
-        if p != self.last_p or self.last_p is None:
+        last = self.last_p
+        if p is not last and (last is None or p != last):
             parts.append(self.term(p, wire.P_TAGS, "p"))
             self.last_p = p
-        if o != self.last_o or self.last_o is None:
+        last = self.last_o
+        if o is not last and (last is None or o != last):
             parts.append(self.term(o, wire.O_TAGS, "o"))
             self.last_o = o
-        if quads and (g != self.last_g or self.last_g is None):
-            parts.append(self.term(g, wire.G_TAGS, "g"))  # type: ignore[arg-type]
-            self.last_g = g
+        if quads:
+            last = self.last_g
+            if g is not last and (last is None or g != last):
+                parts.append(self.term(g, wire.G_TAGS, "g"))  # type: ignore[arg-type]
+                self.last_g = g
         return b"".join(parts)
 
     def graph_field(self, g: T, tags: tuple[bytes, bytes, bytes, bytes]) -> bytes:
