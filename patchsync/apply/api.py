@@ -1,0 +1,180 @@
+"""One-call entry points: apply a file, a byte stream or events to a target; open targets by name."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import IO, Any
+
+from ..codec.framing import Framer
+from ..errors import DecodeError, UsageError
+from ..events import Event
+from ..files import CHUNK_SIZE, format_of, iter_stream_events
+from ..options import Limits
+from .core import DEFAULT_BATCH_ROWS, Applier, ApplyResult
+from .target import Target
+
+#: Bytes read up front to fingerprint a log (its first frame or line, cut at this size).
+FINGERPRINT_BYTES = CHUNK_SIZE
+
+
+def fingerprint(head: bytes, fmt: str) -> str:
+    """A log's identity (DESIGN §3): the hash of its first frame (Jelly) or first line (text).
+
+    ``head`` is the start of the log. Appending to a log keeps its fingerprint; replacing
+    it with another log changes it.
+    """
+    first = head
+    if fmt == "jellyp":
+        framer = Framer(max_frame_bytes=1 << 62)
+        framer.feed(head)
+        try:
+            if framer.next_frame() is not None:
+                first = head[: framer.offset]
+        except DecodeError:
+            pass
+    else:
+        end = head.find(b"\n")
+        if end >= 0:
+            first = head[: end + 1]
+    return hashlib.sha256(first).hexdigest()
+
+
+def apply_events(
+    events: Iterable[Event],
+    target: Target,
+    *,
+    source: str = "<events>",
+    fingerprint: str | None = None,
+    chain: str = "strict",
+    reset: bool = False,
+    batch_rows: int = DEFAULT_BATCH_ROWS,
+    progress: Callable[[ApplyResult, int], None] | None = None,
+) -> ApplyResult:
+    """Apply decoded events (built with ``target.adapter``) to ``target``; returns the counts.
+
+    The complete units are applied, each atomically with the checkpoint of ``source``;
+    re-running with the same source applies nothing twice.
+    """
+    applier = Applier(
+        target,
+        source=source,
+        fingerprint=fingerprint,
+        chain=chain,
+        reset=reset,
+        batch_rows=batch_rows,
+        progress=progress,
+    )
+    return applier.apply(events)
+
+
+def apply_stream(
+    stream: IO[bytes],
+    target: Target,
+    fmt: str,
+    *,
+    source: str = "<stream>",
+    chain: str = "strict",
+    reset: bool = False,
+    limits: Limits | None = None,
+    batch_rows: int = DEFAULT_BATCH_ROWS,
+    progress: Callable[[ApplyResult, int], None] | None = None,
+) -> ApplyResult:
+    """Decode a ``jellyp`` or ``rdfp`` byte stream and apply it to ``target``."""
+    if fmt not in ("jellyp", "rdfp"):
+        raise UsageError(f"unknown patch format {fmt!r} (expected jellyp or rdfp)")
+    head = stream.read(FINGERPRINT_BYTES)
+    whole: Any = _Prepended(head, stream)
+    events = iter_stream_events(whole, fmt, adapter=target.adapter, source=source, limits=limits)
+    return apply_events(
+        events,
+        target,
+        source=source,
+        fingerprint=fingerprint(head, fmt),
+        chain=chain,
+        reset=reset,
+        batch_rows=batch_rows,
+        progress=progress,
+    )
+
+
+def apply_file(
+    path: str | os.PathLike[str],
+    target: Target,
+    *,
+    fmt: str | None = None,
+    source: str | None = None,
+    chain: str = "strict",
+    reset: bool = False,
+    limits: Limits | None = None,
+    batch_rows: int = DEFAULT_BATCH_ROWS,
+    progress: Callable[[ApplyResult, int], None] | None = None,
+) -> ApplyResult:
+    """Apply a ``.jellyp`` or ``.rdfp`` log file to ``target``.
+
+    The source name defaults to the file's absolute path, so re-running on the same file
+    resumes at its checkpoint.
+    """
+    fmt = format_of(path, fmt)
+    name = source or str(Path(path).resolve())
+    with open(path, "rb") as f:
+        return apply_stream(
+            f,
+            target,
+            fmt,
+            source=name,
+            chain=chain,
+            reset=reset,
+            limits=limits,
+            batch_rows=batch_rows,
+            progress=progress,
+        )
+
+
+class _Prepended(io.RawIOBase):
+    """A stream that first returns ``head`` and then the rest of ``rest``."""
+
+    def __init__(self, head: bytes, rest: IO[bytes]) -> None:
+        self._head = head
+        self._rest = rest
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        if self._head:
+            data, self._head = self._head, b""
+            return data
+        return self._rest.read(size)
+
+
+def open_target(spec: str, **options: Any) -> Any:
+    """Open a target named on the command line.
+
+    ``file:PATH`` (``.trig``, ``.nq``, ``.ttl``, ``.nt``) is an rdflib file target,
+    ``oxigraph:DIR`` a pyoxigraph store, ``memory:`` a fresh in-memory target and anything
+    else a SQLAlchemy URL (``sqlite:///state.db``, ``postgresql+psycopg://…``).
+    """
+    if spec.startswith("file:"):
+        from .file_target import FileTarget
+
+        return FileTarget(spec[len("file:") :], **options)
+    if spec.startswith("oxigraph:"):
+        from .oxigraph_target import OxigraphTarget
+
+        return OxigraphTarget(spec[len("oxigraph:") :], **options)
+    if spec == "memory:":
+        from .memory import MemoryTarget
+
+        return MemoryTarget()
+    if "://" in spec:
+        from .sql import SqlTarget
+
+        return SqlTarget(spec, **options)
+    raise UsageError(
+        f"unknown target {spec!r}: use a SQLAlchemy URL (sqlite:///state.db, postgresql+psycopg://...), "
+        "file:PATH.trig|.nq|.ttl|.nt or oxigraph:DIR"
+    )

@@ -1,0 +1,61 @@
+"""Writing a target's current state: N-Quads natively, other RDF formats through rdflib."""
+
+from __future__ import annotations
+
+from typing import IO, Any
+
+from ..errors import FormatError
+from .target import DumpableTarget
+
+#: Output formats of ``patchsync dump`` and the rdflib serializer each one uses.
+DUMP_FORMATS: dict[str, str | None] = {"nq": None, "nt": None, "trig": "trig", "ttl": "turtle"}
+
+
+def write_dump(target: DumpableTarget, fmt: str, out: IO[bytes]) -> int:
+    """Write every quad of ``target`` to ``out`` in ``fmt``; returns the number of quads.
+
+    ``nq`` and ``nt`` are written straight from the stored N-Triples text (any term,
+    including RDF-star quoted triples). ``nt`` and ``ttl`` hold one graph, so a target
+    with quads in named graphs fails with :class:`FormatError` rather than merging them.
+    """
+    if fmt not in DUMP_FORMATS:
+        raise FormatError(f"unknown dump format {fmt!r} (expected one of: {', '.join(DUMP_FORMATS)})")
+    single_graph = fmt in ("nt", "ttl")
+    if DUMP_FORMATS[fmt] is None:
+        n = 0
+        for s, p, o, g in target.quads():
+            if g and single_graph:
+                raise FormatError(f"the target has quads in the named graph {g}; dump it as nq or trig")
+            out.write(f"{s} {p} {o} {g} .\n".encode() if g else f"{s} {p} {o} .\n".encode())
+            n += 1
+        return n
+    return _via_rdflib(target, fmt, out)
+
+
+def _via_rdflib(target: DumpableTarget, fmt: str, out: IO[bytes]) -> int:
+    from rdflib import Dataset
+    from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
+
+    from ..codec.ntriples import NTriplesTerms, scan_term
+    from ..rdflib_terms import RdflibTerms
+
+    nt = NTriplesTerms()
+    rd: Any = RdflibTerms()
+    ds = Dataset()
+    n = 0
+    for s, p, o, g in target.quads():
+        if g and fmt == "ttl":
+            raise FormatError(f"the target has quads in the named graph {g}; dump it as nq or trig")
+        if s.startswith("<<") or o.startswith("<<"):
+            raise FormatError(f"{fmt} output through rdflib cannot hold RDF-star quoted triples; dump as nq")
+        terms: list[Any] = [scan_term(t, 0, rd)[0] for t in (s, p, o)]
+        graph: Any = scan_term(g, 0, rd)[0] if g else DATASET_DEFAULT_GRAPH_ID
+        ds.add((terms[0], terms[1], terms[2], graph))
+        n += 1
+    for (graph, prefix), iri in sorted(target.namespaces().items()):
+        if not graph:
+            u = nt.unpack(iri)
+            ds.bind(prefix, u[1], override=True, replace=True)
+    data = ds.serialize(format=DUMP_FORMATS[fmt] or fmt)
+    out.write(data.encode("utf-8") if isinstance(data, str) else data)
+    return n

@@ -1,0 +1,140 @@
+"""The contract between the applier state machine and the stores it writes to.
+
+The applier (:mod:`.core`) owns every rule of units, chains and checkpoints; a target only
+stores. It is driven in this order for each unit of atomicity (DESIGN §2)::
+
+    begin()  (add(batch) | delete(batch) | add_prefix(...) | delete_prefix(...))*  commit(...) | rollback()
+
+and ``flush()`` makes every committed unit durable. A target may group several committed
+units in one storage transaction for throughput, as long as the checkpoint written with
+them is the one of the last unit in the group (DESIGN §2, §3): a crash then loses a
+suffix of whole units and the checkpoint still names exactly what the store holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from ..terms import TermAdapter
+
+#: ``(s, p, o, g)`` in the target's adapter terms; ``g`` is ``None`` in TRIPLES streams.
+Quad = tuple[Any, Any, Any, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """Where applying one source log stopped (DESIGN §3).
+
+    ``offset``/``frame``/``row`` are the position of the last event of the last applied
+    unit (a frame offset and row index for Jelly-Patch, a line offset and number for
+    text); resuming skips every event at or before it. ``patches`` counts the patches of
+    the source passed so far (applied or skipped as re-delivered), ``last_id`` is the id
+    of the last of them that had one.
+    """
+
+    offset: int
+    frame: int
+    row: int
+    patches: int = 0
+    last_id: str | None = None
+    fingerprint: str | None = None
+    updated_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PatchRecord:
+    """One applied patch, kept for audit (DESIGN §4): chain ids, position, counts, headers."""
+
+    patch_id: str | None
+    prev: str | None
+    source: str
+    offset: int
+    frame: int
+    row: int
+    added: int
+    deleted: int
+    noop: int
+    applied_at: float
+    headers: tuple[tuple[str, str], ...] = field(default=())
+
+
+@dataclass(frozen=True, slots=True)
+class SourceStatus:
+    """What ``patchsync status`` shows for one source."""
+
+    source: str
+    checkpoint: Checkpoint
+
+
+@runtime_checkable
+class Target(Protocol):
+    """A store the applier writes to. See the module docstring for the call order."""
+
+    #: The term adapter the target wants events decoded with.
+    adapter: TermAdapter[Any]
+
+    def checkpoint(self, source: str) -> Checkpoint | None:
+        """The stored checkpoint of ``source``, or ``None`` if it was never applied."""
+        ...
+
+    def head(self) -> str | None:
+        """The id of the last patch applied to this target (from any source)."""
+        ...
+
+    def has_patch(self, patch_id: str) -> bool:
+        """Whether a patch with this id was applied (re-delivery detection)."""
+        ...
+
+    def begin(self) -> None:
+        """Start a unit."""
+        ...
+
+    def add(self, quads: Sequence[Quad]) -> int:
+        """Add quads in order; returns how many were absent (the others are no-ops)."""
+        ...
+
+    def delete(self, quads: Sequence[Quad]) -> int:
+        """Delete quads in order; returns how many were present."""
+        ...
+
+    def add_prefix(self, graph: Any, name: str, iri: Any) -> None:
+        """Bind ``name`` to ``iri`` (replacing any binding of ``name``)."""
+        ...
+
+    def delete_prefix(self, graph: Any, name: str) -> None:
+        """Remove the binding of ``name`` whatever its IRI (DESIGN §5)."""
+        ...
+
+    def commit(self, source: str, checkpoint: Checkpoint, records: Sequence[PatchRecord]) -> None:
+        """End the unit: its changes, the checkpoint and patch records become one atomic step."""
+        ...
+
+    def rollback(self) -> None:
+        """Undo everything since :meth:`begin`."""
+        ...
+
+    def flush(self) -> None:
+        """Make every committed unit durable."""
+        ...
+
+    def close(self) -> None:
+        """Flush and release the target's resources and locks."""
+        ...
+
+
+class DumpableTarget(Target, Protocol):
+    """A target whose state can be read back (``patchsync dump`` and ``status``)."""
+
+    def quads(self) -> Iterator[tuple[str, str, str, str]]:
+        """Every quad as N-Triples term strings; the default graph is ``""``."""
+        ...
+
+    def namespaces(self) -> dict[tuple[str, str], str]:
+        """``(graph, prefix) -> iri`` with graph and IRI as N-Triples strings (``""`` default)."""
+        ...
+
+    def sources(self) -> list[SourceStatus]:
+        """Every source applied to this target with its checkpoint."""
+        ...

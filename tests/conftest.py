@@ -1,0 +1,77 @@
+"""Shared fixtures: a PostgreSQL database for the whole run and a fresh schema per test.
+
+The run creates its own database on the server at ``PATCHSYNC_PG_URL`` (default
+``postgresql+psycopg://postgres@127.0.0.1:5432/postgres``) and drops it at the end. Tests
+that need PostgreSQL are skipped when the server is unreachable, unless
+``PATCHSYNC_REQUIRE_PG=1``, which turns that into a failure (CI sets it).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+PG_ADMIN_URL = os.environ.get("PATCHSYNC_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+_schemas = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def pg_database() -> Iterator[str]:
+    """URL of a database created for this test run (dropped afterwards)."""
+    try:
+        import psycopg
+        from sqlalchemy.engine import make_url
+    except ImportError as exc:  # pragma: no cover - the postgres extra is missing
+        if os.environ.get("PATCHSYNC_REQUIRE_PG") == "1":
+            pytest.fail(f"PATCHSYNC_REQUIRE_PG=1 but psycopg is not installed: {exc}")
+        pytest.skip("psycopg not installed")
+    url = make_url(PG_ADMIN_URL)
+    name = f"patchsync_test_{os.getpid()}"
+    conninfo = dict(host=url.host, port=url.port or 5432, user=url.username, dbname=url.database, autocommit=True)
+    if url.password:
+        conninfo["password"] = url.password
+    try:
+        admin = psycopg.connect(**conninfo, connect_timeout=3)  # type: ignore[arg-type]
+    except psycopg.OperationalError as exc:
+        if os.environ.get("PATCHSYNC_REQUIRE_PG") == "1":
+            pytest.fail(f"PATCHSYNC_REQUIRE_PG=1 but PostgreSQL is unreachable at {url.host}: {exc}")
+        pytest.skip(f"PostgreSQL unreachable: {exc}")
+    with admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        admin.execute(f'CREATE DATABASE "{name}"')
+        try:
+            yield url.set(database=name).render_as_string(hide_password=False)
+        finally:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def pg_url(pg_database: str) -> str:
+    """A PostgreSQL URL whose search path is a schema of its own (a clean database per test)."""
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    url = make_url(pg_database)
+    schema = f"t{next(_schemas)}"
+    with psycopg.connect(
+        host=url.host, port=url.port or 5432, user=url.username, dbname=url.database, autocommit=True
+    ) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    return url.update_query_dict({"options": f"-csearch_path={schema}"}).render_as_string(hide_password=False)
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Any) -> str:
+    return f"sqlite:///{tmp_path / 'state.db'}"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def sql_url(request: pytest.FixtureRequest) -> str:
+    """Each SQL database in turn."""
+    if request.param == "sqlite":
+        return str(request.getfixturevalue("sqlite_url"))
+    return str(request.getfixturevalue("pg_url"))

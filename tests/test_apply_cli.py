@@ -1,0 +1,102 @@
+"""``patchsync apply``, ``dump``, ``status`` and ``db upgrade`` as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from patchsync.apply import MemoryTarget, apply_file
+
+from .apply_helpers import state
+
+ROOT = Path(__file__).resolve().parents[1]
+LOGS = [ROOT / "examples" / "library.rdfp", ROOT / "examples" / "library-more.rdfp"]
+
+
+def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([sys.executable, "-m", "patchsync", *args], capture_output=True, cwd=cwd, timeout=120)
+
+
+def reference_nquads() -> set[str]:
+    ref = MemoryTarget()
+    for log in LOGS:
+        apply_file(log, ref)
+    return {f"{s} {p} {o} {g} ." if g else f"{s} {p} {o} ." for s, p, o, g in state(ref)[0]}
+
+
+@pytest.mark.parametrize("fmt", ["rdfp", "jellyp"])
+def test_apply_then_dump_is_the_committed_state(sql_url: str, tmp_path: Path, fmt: str) -> None:
+    logs = [str(p) for p in LOGS]
+    if fmt == "jellyp":
+        logs = []
+        for p in LOGS:
+            out = tmp_path / (p.stem + ".jellyp")
+            assert run("convert", str(p), str(out)).returncode == 0
+            logs.append(str(out))
+    proc = run("apply", *logs, "--target", sql_url)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout.decode()
+    assert "total: 5 patches applied" in out and "1 aborted" in out
+    dump = run("dump", "--target", sql_url)
+    assert dump.returncode == 0, dump.stderr
+    assert set(dump.stdout.decode().splitlines()) == reference_nquads()
+    again = run("apply", *logs, "--target", sql_url)
+    assert again.returncode == 0
+    assert "total: 0 patches applied, 0 units" in again.stdout.decode()
+    assert run("dump", "--target", sql_url).stdout == dump.stdout
+    status = run("status", "--target", sql_url, "--json")
+    assert status.returncode == 0
+    sources = json.loads(status.stdout)["sources"]
+    assert [s["patches"] for s in sources] == [3, 2] or [s["patches"] for s in sources] == [2, 3]
+    assert {s["last_id"] for s in sources} == {
+        "uuid:7c1b2a52-3f1e-4d55-9a0e-0c3f0c1f9a03",
+        "uuid:7c1b2a52-3f1e-4d55-9a0e-0c3f0c1f9a05",
+    }
+
+
+def test_default_target_is_an_embedded_sqlite_file(tmp_path: Path) -> None:
+    proc = run("apply", *map(str, LOGS), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "patchsync.db").exists()
+    text = run("status", cwd=tmp_path).stdout.decode()
+    assert "library-more.rdfp" in text and "2 patches" in text
+    trig = run("dump", "--format", "trig", cwd=tmp_path)
+    assert trig.returncode != 0 and b"RDF-star" in trig.stderr  # the example holds a quoted triple
+
+
+def test_chain_error_is_one_line_and_applies_nothing_more(sqlite_url: str) -> None:
+    # library-more.rdfp alone: its first patch follows a patch the target never saw.
+    proc = run("apply", str(LOGS[1]), "--target", sqlite_url)
+    err = proc.stderr.decode()
+    assert proc.returncode == 1
+    assert err.count("\n") == 1 and err.startswith("patchsync: ") and "Traceback" not in err
+    assert "9a04" in err and "9a03" in err
+    assert run("dump", "--target", sqlite_url).stdout == b""
+    ok = run("apply", str(LOGS[1]), "--target", sqlite_url, "--chain", "ignore")
+    assert ok.returncode == 0, ok.stderr
+
+
+def test_truncated_log_applies_complete_units_then_fails(tmp_path: Path, sqlite_url: str) -> None:
+    data = LOGS[0].read_text()
+    cut = tmp_path / "cut.rdfp"
+    cut.write_text(data[: data.index("TC .", data.index("9a02> ."))])  # inside patch 2's transaction
+    proc = run("apply", str(cut), "--target", sqlite_url)
+    assert proc.returncode == 1
+    err = proc.stderr.decode()
+    assert err.count("\n") == 1 and "cut.rdfp" in err and "byte" in err
+    status = json.loads(run("status", "--target", sqlite_url, "--json").stdout)
+    assert status["sources"][0]["patches"] == 1
+
+
+def test_db_upgrade_and_bad_targets(sqlite_url: str) -> None:
+    proc = run("db", "upgrade", sqlite_url)
+    assert proc.returncode == 0 and b"upgraded from empty" in proc.stdout
+    assert b"already at revision" in run("db", "upgrade", sqlite_url).stdout
+    bad = run("apply", str(LOGS[0]), "--target", "nonsense")
+    assert bad.returncode == 2 and bad.stderr.decode().count("\n") == 1
+    missing = run("apply", "nope.rdfp", "--target", sqlite_url)
+    assert missing.returncode == 2 and b"no such file" in missing.stderr
