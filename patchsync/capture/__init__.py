@@ -1,0 +1,10 @@
+"""Change capture for rdflib: every change made through rdflib's API becomes RDF Patch.
+
+:class:`Recorder` (or :func:`record`) wraps a ``Graph``/``Dataset``; its ``graph`` is used
+like the original and every real change reaches a patch log written by :class:`LogWriter`.
+"""
+
+from ._log import LogWriter, segment_files
+from ._recorder import Recorder, RecordingStore, record, unbind_prefix
+
+__all__ = ["LogWriter", "Recorder", "RecordingStore", "record", "segment_files", "unbind_prefix"]

@@ -1,0 +1,517 @@
+"""Recording every change made to an rdflib graph as RDF Patch.
+
+Theory of operation. The interception point is the rdflib *store*: :class:`RecordingStore`
+wraps the graph's store and every write rdflib makes, whatever API path led there
+(``add``, ``addN``, ``remove`` with a pattern, ``set``, ``+=``, ``parse``, SPARQL
+``update``, ``remove_graph``, ``bind``), reaches one of its methods. Each write is checked
+against the inner store so that only real changes are recorded: an add of a present quad
+or a delete of an absent one records nothing, and a pattern delete records the concrete
+quads it removed. That makes every recorded log reversible (:func:`patchsync.diff.reverse`).
+
+Grouping. Changes made inside :meth:`Recorder.transaction` form one patch ``H id``,
+``H prev``, user headers, ``TX`` … ``TC``; when the block raises, the patch ends in ``TA``
+and the store is rolled back by applying the block's inverse changes to the inner store.
+Changes outside a block accumulate into an implicit patch of the same shape, committed by
+:meth:`Recorder.flush`, by :meth:`Recorder.close`, before the next transaction starts, or
+automatically once it holds ``autocommit`` changes (the autocommit policy; ``None``, the
+default, means only explicitly). A patch's bytes reach the log only when it is committed
+(see :mod:`patchsync.capture._log`), so a reader of the log never sees a partial patch.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import IO, Any
+
+from rdflib import ConjunctiveGraph, Dataset, Graph, URIRef
+from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
+from rdflib.plugins.stores.memory import Memory, SimpleMemory
+from rdflib.store import Store
+
+from ..errors import UsageError
+from ..options import PatchOptions, StatementType
+from ._log import LogWriter
+
+# Change kinds kept for rolling back an aborted transaction.
+_ADD, _DELETE, _PREFIX = 0, 1, 2
+
+
+def unbind_prefix(store: Store, prefix: str) -> None:
+    """Remove a namespace binding from an rdflib store.
+
+    rdflib has no API for this (``bind`` can only add or rebind), but ``PD`` must be
+    replayable and a rolled-back ``bind`` must be undone, so the two in-memory stores are
+    edited directly. Other stores raise :class:`UsageError`.
+    """
+    if isinstance(store, RecordingStore):
+        store.unbind(prefix)
+        return
+    if isinstance(store, Memory):
+        namespaces, prefixes = store._Memory__namespace, store._Memory__prefix  # type: ignore[attr-defined]
+    elif isinstance(store, SimpleMemory):
+        namespaces, prefixes = store._SimpleMemory__namespace, store._SimpleMemory__prefix  # type: ignore[attr-defined]
+    else:
+        raise UsageError(f"cannot remove a namespace binding from a {type(store).__name__} store")
+    ns = namespaces.pop(prefix, None)
+    if ns is not None and prefixes.get(ns) == prefix:
+        del prefixes[ns]
+
+
+class RecordingStore(Store):
+    """An rdflib store that forwards to ``inner`` and reports real changes to a recorder."""
+
+    def __init__(self, inner: Store, recorder: Recorder) -> None:
+        super().__init__()
+        self.inner = inner
+        self._recorder = recorder
+        self.context_aware = inner.context_aware
+        self.formula_aware = inner.formula_aware
+        self.graph_aware = inner.graph_aware
+        self.transaction_aware = False
+        # Memory and SimpleMemory count a context's triples in O(1), so "did the size
+        # change" is the cheapest presence test; other stores are asked with triples().
+        self._counts = isinstance(inner, (Memory, SimpleMemory))
+        # Bound once: this is the hot path of every recorded add.
+        self._count = inner.__len__
+        self._inner_add = inner.add
+        # Memory's subject-predicate-object index (a private attribute, so looked up
+        # defensively) tells in three dict lookups that a triple is in no graph at all.
+        spo = getattr(inner, "_Memory__spo", None) if type(inner) is Memory else None
+        self._spo: dict[Any, Any] | None = spo if isinstance(spo, dict) else None
+
+    # -- writes -------------------------------------------------------------------------
+
+    def add(self, triple: Any, context: Any, quoted: bool = False) -> None:
+        if quoted:
+            raise UsageError("formulae (quoted graphs) cannot be recorded as RDF Patch")
+        spo = self._spo
+        if spo is not None:
+            s, p, o = triple
+            po = spo.get(s)
+            objects = None if po is None else po.get(p)
+            if objects is None or o not in objects:
+                # Absent from every graph, so certainly a change: the common case costs
+                # three dict lookups.
+                self._inner_add(triple, context, quoted)
+            else:
+                # Present in some graph: a change only if this graph's size grows.
+                count = self._count
+                before = count(context)
+                self._inner_add(triple, context, quoted)
+                if count(context) == before:
+                    return
+        elif self._counts:
+            count = self._count
+            before = count(context)
+            self._inner_add(triple, context, quoted)
+            if count(context) == before:
+                return
+        else:
+            for _ in self.inner.triples(triple, context):
+                return
+            self._inner_add(triple, context, quoted)
+        try:
+            self._recorder._added(triple, context)
+        except BaseException:
+            # Not in the log, so not in the store either: the two never disagree.
+            self.inner.remove(triple, context)
+            raise
+
+    def addN(self, quads: Iterable[Any]) -> None:
+        add = self.add
+        for s, p, o, c in quads:
+            add((s, p, o), c)
+
+    def remove(self, triple: Any, context: Any = None) -> None:
+        inner = self.inner
+        removed: list[tuple[Any, Any]] = []
+        for t, contexts in inner.triples(triple, context):
+            if context is not None:
+                removed.append((t, context))
+            else:
+                removed.extend((t, c) for c in contexts)
+        inner.remove(triple, context)
+        self._report_deleted(removed)
+
+    def _report_deleted(self, removed: list[tuple[Any, Any]]) -> None:
+        deleted = self._recorder._deleted
+        try:
+            for t, c in removed:
+                deleted(t, c)
+        except BaseException:
+            for t, c in removed:
+                self.inner.add(t, c)
+            raise
+
+    def remove_graph(self, graph: Any) -> None:
+        removed = [t for t, _ in self.inner.triples((None, None, None), graph)]
+        self.inner.remove_graph(graph)
+        self._report_deleted([(t, graph) for t in removed])
+
+    def add_graph(self, graph: Any) -> None:
+        # An empty graph has no RDF Patch form; its triples are recorded as they arrive.
+        self.inner.add_graph(graph)
+
+    def bind(self, prefix: str, namespace: URIRef, override: bool = True) -> None:
+        before = dict(self.inner.namespaces())
+        self.inner.bind(prefix, namespace, override=override)
+        after = dict(self.inner.namespaces())
+        if before != after:
+            self._report_namespaces(before, after)
+
+    def _report_namespaces(self, before: dict[str, URIRef], after: dict[str, URIRef]) -> None:
+        try:
+            self._recorder._namespaces_changed(before, after)
+        except BaseException:
+            _restore_namespaces(self.inner, before, after)
+            raise
+
+    def unbind(self, prefix: str) -> None:
+        """Remove the binding of ``prefix`` (rdflib has no API for it), recording ``PD``."""
+        before = dict(self.inner.namespaces())
+        if prefix not in before:
+            return
+        unbind_prefix(self.inner, prefix)
+        self._report_namespaces(before, dict(self.inner.namespaces()))
+
+    # -- reads and the rest: forwarded ---------------------------------------------------
+
+    def triples(self, triple_pattern: Any, context: Any = None) -> Iterator[Any]:
+        return self.inner.triples(triple_pattern, context)
+
+    def triples_choices(self, triple: Any, context: Any = None) -> Any:
+        return self.inner.triples_choices(triple, context)
+
+    def __len__(self, context: Any = None) -> int:
+        return self.inner.__len__(context)
+
+    def contexts(self, triple: Any = None) -> Any:
+        return self.inner.contexts(triple)
+
+    def namespace(self, prefix: str) -> URIRef | None:
+        return self.inner.namespace(prefix)
+
+    def prefix(self, namespace: URIRef) -> str | None:
+        return self.inner.prefix(namespace)
+
+    def namespaces(self) -> Iterator[tuple[str, URIRef]]:
+        return self.inner.namespaces()
+
+    def query(self, *args: Any, **kwargs: Any) -> Any:
+        # rdflib's own SPARQL engine then evaluates over the graph, so every write of an
+        # update comes back through add/remove here.
+        raise NotImplementedError
+
+    def update(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+    def open(self, configuration: Any, create: bool = False) -> Any:
+        return self.inner.open(configuration, create)
+
+    def close(self, commit_pending_transaction: bool = False) -> None:
+        self.inner.close(commit_pending_transaction)
+
+    def commit(self) -> None:
+        self.inner.commit()
+
+    def rollback(self) -> None:
+        self.inner.rollback()
+
+    def gc(self) -> None:
+        self.inner.gc()
+
+
+class Recorder:
+    """Records every change made through :attr:`graph` into a patch log.
+
+    ``graph`` is an rdflib ``Graph``, ``ConjunctiveGraph`` or ``Dataset``; the recorder
+    builds :attr:`graph`, a graph of the same kind and identifier over a
+    :class:`RecordingStore` wrapping the original's store. Make changes through
+    :attr:`graph` (changes made through the original object bypass the recorder).
+
+    ``log`` is a :class:`LogWriter` or anything it accepts as target (a ``.jellyp`` or
+    ``.rdfp`` path, a directory of segments, a binary stream). Datasets are recorded as
+    QUADS and plain graphs as TRIPLES unless ``options`` say otherwise; ``fmt``
+    (``jellyp``/``rdfp``) names the format of a stream or directory target. ``headers``
+    are added to every patch. See the module docstring for transactions and ``autocommit``.
+    """
+
+    def __init__(
+        self,
+        graph: Graph,
+        log: LogWriter | str | os.PathLike[str] | IO[bytes],
+        *,
+        options: PatchOptions | None = None,
+        fmt: str | None = None,
+        headers: Mapping[str, Any] | None = None,
+        autocommit: int | None = None,
+        fsync: bool = False,
+        max_segment_bytes: int | None = None,
+        max_segment_patches: int | None = None,
+    ) -> None:
+        if autocommit is not None and autocommit < 1:
+            raise UsageError("autocommit must be at least 1 change (or None)")
+        quads = isinstance(graph, ConjunctiveGraph)
+        if options is None:
+            options = PatchOptions(statement_type=StatementType.QUADS if quads else StatementType.TRIPLES)
+        if isinstance(log, LogWriter):
+            self.log = log
+        else:
+            self.log = LogWriter(
+                log,
+                options,
+                fmt=fmt,
+                fsync=fsync,
+                max_segment_bytes=max_segment_bytes,
+                max_segment_patches=max_segment_patches,
+            )
+        self._quads = self.log.options.statement_type is StatementType.QUADS
+        self.headers = dict(headers or {})
+        self.autocommit = autocommit
+        self.store = RecordingStore(graph.store, self)
+        self.graph: Graph = _rewrap(graph, self.store)
+        # Graph identifiers that stand for the default graph: a ConjunctiveGraph's default
+        # context has a random identifier, a Dataset's is DATASET_DEFAULT_GRAPH_ID.
+        self._default_ids = {DATASET_DEFAULT_GRAPH_ID}
+        if isinstance(graph, ConjunctiveGraph) and not isinstance(graph, Dataset):
+            self._default_ids.add(graph.default_context.identifier)
+        self._map_default = not isinstance(graph, Dataset)
+        self._sink_add: Callable[..., None] = self.log.sink.add
+        self._patch_headers: dict[str, Any] | None = None  # headers of the patch to start
+        self._open = False  # a patch has been started in the encoder (TX written)
+        self._patch_id: URIRef | None = None
+        self._changes = 0  # changes in the open patch
+        self._in_tx = False
+        self._undo: list[tuple[Any, ...]] = []
+        self._closed = False
+        self._broken: BaseException | None = None
+        self.changes_recorded = 0
+
+    # -- public API ---------------------------------------------------------------------
+
+    @contextmanager
+    def transaction(self, **headers: Any) -> Iterator[Graph]:
+        """A block whose changes are one patch, or an aborted one if the block raises.
+
+        On an exception the patch ends with ``TA``, the store is rolled back to its state
+        before the block and the exception propagates. Keyword arguments are extra
+        headers of this patch (values: rdflib terms, or strings taken as literals).
+        """
+        if self._in_tx:
+            raise UsageError("transactions do not nest")
+        self._check_open()
+        self.flush()
+        self._in_tx = True
+        self._patch_headers = headers
+        self._undo = []
+        try:
+            yield self.graph
+        except BaseException:
+            try:
+                self._rollback()
+            finally:
+                self._in_tx = False
+                if self._open:
+                    self.log.sink.tx_abort()
+                    self._end_patch()
+            raise
+        else:
+            self._in_tx = False
+            if self._open:
+                self.log.sink.tx_commit()
+                self._end_patch()
+        finally:
+            self._patch_headers = None
+            self._undo = []
+
+    def flush(self) -> None:
+        """Commit the changes made outside any transaction as one patch (if there are any)."""
+        if self._in_tx:
+            raise UsageError("flush() inside a transaction; the block commits when it ends")
+        if self._open:
+            self.log.sink.tx_commit()
+            self._end_patch()
+
+    def unbind(self, prefix: str) -> None:
+        """Remove a namespace binding (rdflib has no API for this), recorded as ``PD``."""
+        self.store.unbind(prefix)
+
+    @property
+    def head(self) -> str | None:
+        """The id of the last patch written to the log (the next patch's ``prev``)."""
+        return self.log.head
+
+    def close(self) -> None:
+        """Commit pending changes and close the log."""
+        if self._closed:
+            return
+        if self._broken is not None:
+            self._closed = True
+            self.log.abandon()
+            return
+        if self._in_tx:
+            raise UsageError("close() inside a transaction")
+        self.flush()
+        self._closed = True
+        self.log.close()
+
+    def __enter__(self) -> Recorder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the store's callbacks ----------------------------------------------------------
+
+    def _graph_term(self, context: Any) -> Any:
+        if not self._quads:
+            return None
+        g = context.identifier if isinstance(context, Graph) else context
+        # A Dataset's default graph already is DATASET_DEFAULT_GRAPH_ID; only a
+        # ConjunctiveGraph's random default identifier needs mapping.
+        if self._map_default and (g is None or g in self._default_ids):
+            return DATASET_DEFAULT_GRAPH_ID
+        return g
+
+    def _begin(self) -> None:
+        self._check_open()
+        sink = self.log.sink
+        self._patch_id = URIRef(uuid.uuid4().urn)
+        sink.header("id", self._patch_id)
+        if self.log.head is not None:
+            sink.header("prev", URIRef(self.log.head))
+        for key, value in {**self.headers, **(self._patch_headers or {})}.items():
+            sink.header(key, _header_term(value))
+        sink.tx_start()
+        self._sink_add = sink.add  # the sink only changes between patches (rotation)
+        self._open = True
+        self._changes = 0
+
+    def _after_change(self) -> None:
+        self._changes += 1
+        self.changes_recorded += 1
+        if not self._in_tx and self.autocommit is not None and self._changes >= self.autocommit:
+            self.flush()
+
+    def _added(self, triple: Any, context: Any) -> None:
+        if not self._open:
+            self._begin()
+        s, p, o = triple
+        try:
+            self._sink_add(s, p, o, self._graph_term(context))
+        except BaseException as exc:
+            self._fail(exc)
+            raise
+        self._undo.append((_ADD, triple, context))
+        # _after_change, inlined: this runs once per recorded add.
+        self._changes += 1
+        self.changes_recorded += 1
+        if self.autocommit is not None and not self._in_tx and self._changes >= self.autocommit:
+            self.flush()
+
+    def _deleted(self, triple: Any, context: Any) -> None:
+        if not self._open:
+            self._begin()
+        s, p, o = triple
+        try:
+            self.log.sink.delete(s, p, o, self._graph_term(context))
+        except BaseException as exc:
+            self._fail(exc)
+            raise
+        self._undo.append((_DELETE, triple, context))
+        self._after_change()
+
+    def _namespaces_changed(self, before: dict[str, URIRef], after: dict[str, URIRef]) -> None:
+        if not self._open:
+            self._begin()
+        sink = self.log.sink
+        try:
+            # Deletions first: a replica applying PD then PA ends with exactly ``after``.
+            for name, ns in before.items():
+                if after.get(name) != ns:
+                    sink.prefix_delete(name, ns)
+            for name, ns in after.items():
+                if before.get(name) != ns:
+                    sink.prefix_add(name, ns)
+        except BaseException as exc:
+            self._fail(exc)
+            raise
+        self._undo.append((_PREFIX, before, after))
+        self._after_change()
+
+    # -- internals ----------------------------------------------------------------------
+
+    def _end_patch(self) -> None:
+        self.log.sink.end_patch()
+        self._open = False
+        self._undo = []
+        self.log.commit(str(self._patch_id))
+
+    def _rollback(self) -> None:
+        inner = self.store.inner
+        for change in reversed(self._undo):
+            kind = change[0]
+            if kind == _ADD:
+                inner.remove(change[1], change[2])
+            elif kind == _DELETE:
+                inner.add(change[1], change[2])
+            else:
+                _restore_namespaces(inner, change[1], change[2])
+
+    def _fail(self, exc: BaseException) -> None:
+        # The encoder may hold half a row (its repeated-term state included), so the
+        # patch can never be finished: it is dropped unwritten and the recorder stops,
+        # as a failed protocol state machine does.
+        self._broken = exc
+        self._open = False
+        self._rollback()
+        self._undo = []
+
+    def _check_open(self) -> None:
+        if self._broken is not None:
+            raise UsageError(f"the recorder stopped after an error: {self._broken}")
+        if self._closed:
+            raise UsageError("the recorder is closed")
+
+
+def _restore_namespaces(store: Store, before: dict[str, URIRef], after: dict[str, URIRef]) -> None:
+    """Undo a namespace change of ``store`` from ``before`` to ``after``."""
+    for name, ns in after.items():
+        if before.get(name) != ns:
+            unbind_prefix(store, name)
+    for name, ns in before.items():
+        if after.get(name) != ns:
+            store.bind(name, ns, override=True)
+
+
+def _header_term(value: Any) -> Any:
+    from rdflib import Literal
+    from rdflib.term import Node
+
+    return value if isinstance(value, Node) else Literal(str(value))
+
+
+def _rewrap(graph: Graph, store: RecordingStore) -> Graph:
+    """A graph like ``graph`` (kind, identifier, namespace policy) over ``store``."""
+    new: Graph
+    if isinstance(graph, Dataset):
+        new = Dataset(store=store, default_union=graph.default_union)
+    elif isinstance(graph, ConjunctiveGraph):
+        new = ConjunctiveGraph(store=store, identifier=graph.default_context.identifier)
+    else:
+        new = Graph(store=store, identifier=graph.identifier)
+    # Dataset's constructor does not take the namespace policy, so it is copied over.
+    new._bind_namespaces = getattr(graph, "_bind_namespaces", new._bind_namespaces)
+    return new
+
+
+def record(
+    graph: Graph,
+    log: LogWriter | str | os.PathLike[str] | IO[bytes],
+    **kwargs: Any,
+) -> Recorder:
+    """Start recording changes to ``graph`` into ``log`` (see :class:`Recorder`)."""
+    return Recorder(graph, log, **kwargs)
