@@ -14,24 +14,32 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 
+# The main job: replay the example patch logs into the embedded SQLite default, show
+# where each log stands and dump the replicated state. Running it again applies nothing.
 run: $(STAMP)
 	mkdir -p out
-	$(BIN)/patchsync convert examples/library.rdfp out/library.jellyp
-	$(BIN)/patchsync inspect out/library.jellyp
-	$(BIN)/patchsync convert out/library.jellyp out/library.rdfp
-	@echo "round trip: examples/library.rdfp -> out/library.jellyp -> out/library.rdfp"
+	$(BIN)/patchsync apply examples/library.rdfp examples/library-more.rdfp --target sqlite:///out/library.db
+	$(BIN)/patchsync status --target sqlite:///out/library.db
+	$(BIN)/patchsync dump --target sqlite:///out/library.db
 
 lint: $(STAMP)
 	$(BIN)/ruff check patchsync tests bench scripts
 	$(BIN)/ruff format --check patchsync tests bench scripts
 	$(BIN)/mypy
 
+# The upstream Jelly-RDF suite lives in the project's shared material beside the checkout.
+RDF_SUITE := ../shared/conformance/rdf
+
 test: lint
 	$(BIN)/patchsync conformance tests/conformance/patch/from_jelly/manifest.ttl tests/conformance/patch/to_jelly/manifest.ttl
+	$(BIN)/patchsync conformance $(RDF_SUITE)/from_jelly/manifest.ttl $(RDF_SUITE)/to_jelly/manifest.ttl
 	$(BIN)/pytest -p no:cacheprovider
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.codec_bench
+	$(BIN)/python -m bench.rdf_bench
+	$(BIN)/python -m bench.apply_bench
+	$(BIN)/python -m bench.capture_bench
 
 proto: $(STAMP)
 	$(BIN)/python scripts/gen_proto.py

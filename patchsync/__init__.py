@@ -4,9 +4,34 @@ The public API lives here; modules whose names start with ``_`` and names not li
 ``__all__`` are internal.
 """
 
+from typing import TYPE_CHECKING
+
+from .apply import (
+    Applier,
+    ApplyResult,
+    Checkpoint,
+    MemoryTarget,
+    PatchRecord,
+    Target,
+    apply_events,
+    apply_file,
+    apply_stream,
+    open_target,
+)
 from .codec.patch_decoder import END, NEED_DATA, PatchDecoder
 from .codec.patch_encoder import PatchEncoder
-from .errors import DecodeError, EncodeError, FormatError, PatchsyncError, UsageError
+from .codec.rdf_decoder import RdfDecoder
+from .codec.rdf_encoder import RdfEncoder, encode_statements
+from .errors import (
+    ApplyError,
+    ChainError,
+    CheckpointError,
+    DecodeError,
+    EncodeError,
+    FormatError,
+    PatchsyncError,
+    UsageError,
+)
 from .events import (
     Add,
     Delete,
@@ -22,6 +47,18 @@ from .events import (
     TxStart,
 )
 from .options import Limits, PatchOptions, StatementType, StreamType
+from .rdf_events import (
+    FrameEnd,
+    GraphEnd,
+    GraphStart,
+    LogicalType,
+    Namespace,
+    PhysicalType,
+    RdfEvent,
+    RdfOptions,
+    Statement,
+    StreamOptions,
+)
 from .terms import TermAdapter, TripleTerm
 
 __version__ = "0.1.0"
@@ -30,29 +67,73 @@ __all__ = [
     "END",
     "NEED_DATA",
     "Add",
+    "Applier",
+    "ApplyError",
+    "ApplyResult",
+    "ChainError",
+    "Checkpoint",
+    "CheckpointError",
     "DecodeError",
     "Delete",
     "EncodeError",
     "Event",
     "FormatError",
+    "FrameEnd",
+    "GraphEnd",
+    "GraphStart",
     "Header",
     "Limits",
+    "LogWriter",
+    "LogicalType",
+    "MemoryTarget",
+    "Namespace",
     "Options",
     "PatchDecoder",
     "PatchEncoder",
     "PatchEnd",
     "PatchOptions",
+    "PatchRecord",
     "PatchsyncError",
+    "PhysicalType",
     "Position",
     "PrefixAdd",
     "PrefixDelete",
+    "RdfDecoder",
+    "RdfEncoder",
+    "RdfEvent",
+    "RdfOptions",
+    "Recorder",
+    "RecordingStore",
+    "Statement",
     "StatementType",
+    "StreamOptions",
     "StreamType",
+    "Target",
     "TermAdapter",
     "TripleTerm",
     "TxAbort",
     "TxCommit",
     "TxStart",
     "UsageError",
+    "apply_events",
+    "apply_file",
+    "apply_stream",
+    "encode_statements",
+    "open_target",
+    "record",
     "__version__",
 ]
+
+# The rdflib change recorder is exported lazily, so that ``import patchsync`` does not
+# import rdflib (the codec does not need it).
+_CAPTURE = frozenset({"LogWriter", "Recorder", "RecordingStore", "record"})
+if TYPE_CHECKING:
+    from .capture import LogWriter, Recorder, RecordingStore, record
+
+
+def __getattr__(name: str) -> object:
+    if name in _CAPTURE:
+        from . import capture
+
+        return getattr(capture, name)
+    raise AttributeError(f"module 'patchsync' has no attribute {name!r}")

@@ -28,6 +28,10 @@ EXIT_ERROR = 1
 EXIT_USAGE = 2
 
 
+# Patch formats, then the RDF dataset formats of patchsync.rdf_files (.jelly and text).
+_FORMATS = ["jellyp", "rdfp", "jelly", "nt", "nq", "ttl", "trig"]
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="patchsync", description="RDF Patch replication engine.")
     parser.add_argument("--version", action="version", version=f"patchsync {__version__}")
@@ -41,8 +45,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     convert.add_argument("input", help="input file, or - for standard input")
     convert.add_argument("output", help="output file, or - for standard output")
-    convert.add_argument("--from", dest="from_format", choices=["jellyp", "rdfp"], help="input format")
-    convert.add_argument("--to", dest="to_format", choices=["jellyp", "rdfp"], help="output format")
+    convert.add_argument("--from", dest="from_format", choices=_FORMATS, help="input format")
+    convert.add_argument("--to", dest="to_format", choices=_FORMATS, help="output format")
+    convert.add_argument(
+        "--physical",
+        choices=["triples", "quads", "graphs"],
+        help="Jelly-RDF physical stream type (default: the input's, else quads if it names graphs, else triples)",
+    )
     convert.add_argument(
         "--stream-type",
         choices=["frame", "flat", "punctuated"],
@@ -57,7 +66,7 @@ def _parser() -> argparse.ArgumentParser:
         "inspect", help="summarize a patch file", description="Validate a patch file and summarize it."
     )
     inspect.add_argument("file", help="a .jellyp or .rdfp file, or - with --from")
-    inspect.add_argument("--from", dest="from_format", choices=["jellyp", "rdfp"], help="input format")
+    inspect.add_argument("--from", dest="from_format", choices=_FORMATS, help="input format")
     inspect.add_argument("--json", action="store_true", help="print the summary as JSON")
 
     conformance = sub.add_parser(
@@ -67,6 +76,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     conformance.add_argument("manifests", nargs="+", help="manifest.ttl files")
     conformance.add_argument("-v", "--verbose", action="store_true", help="list every case, not only failures")
+    _add_apply_parsers(sub)
+    _add_diff_parsers(sub)
     return parser
 
 
@@ -76,7 +87,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.getLogger("rdflib").setLevel(logging.ERROR)
     parser = _parser()
     args = parser.parse_args(argv)
-    handlers = {"convert": _convert, "inspect": _inspect, "conformance": _conformance}
+    handlers = {
+        "convert": _convert,
+        "inspect": _inspect,
+        "conformance": _conformance,
+        "apply": _apply,
+        "dump": _dump,
+        "status": _status,
+        "db": _db,
+        "diff": _diff,
+        "reverse": _reverse,
+    }
     try:
         return handlers[args.command](args)
     except UsageError as exc:
@@ -163,7 +184,11 @@ def _scan_features(data: bytes, fmt: str, source: str) -> tuple[PatchOptions | N
 
 def _convert(args: argparse.Namespace) -> int:
     from .files import write_events
+    from .rdf_files import rdf_format_of
 
+    rdf_in, rdf_out = rdf_format_of(args.input, args.from_format), rdf_format_of(args.output, args.to_format)
+    if rdf_in or rdf_out:
+        return _convert_rdf(args, rdf_in, rdf_out)
     in_fmt = _input_format(args.input, args.from_format)
     out_fmt = _output_format(args.output, args.to_format)
     if args.frame_size is not None and args.frame_size < 1:
@@ -230,6 +255,10 @@ _ROW_CODES = {
 
 
 def _inspect(args: argparse.Namespace) -> int:
+    from .rdf_files import rdf_format_of
+
+    if rdf_format_of(args.file, args.from_format) == "jelly":
+        return _inspect_jelly(args)
     fmt = _input_format(args.file, args.from_format)
     source = "<stdin>" if args.file == "-" else args.file
     data = _read_all(args.file)
@@ -291,6 +320,127 @@ def _print_summary(summary: dict[str, Any]) -> None:
             )
 
 
+# -- RDF datasets (.jelly, .nt, .nq, .ttl, .trig) ----------------------------------------
+
+
+def _convert_rdf(args: argparse.Namespace, in_fmt: str | None, out_fmt: str | None) -> int:
+    from .rdf_files import convert_rdf
+
+    if in_fmt is None or out_fmt is None:
+        raise UsageError(
+            "convert works between patch formats (.jellyp, .rdfp) or between RDF formats "
+            "(.jelly, .nt, .nq, .ttl, .trig), not from one kind to the other"
+        )
+    if args.input == "-" and not args.from_format:
+        raise UsageError("reading standard input needs --from")
+    if args.output == "-" and not args.to_format:
+        raise UsageError("writing standard output needs --to")
+    if args.frame_size is not None and args.frame_size < 1:
+        raise UsageError("--frame-size must be at least 1")
+    data = _read_all(args.input)
+    with _output(args.output) as out:
+        convert_rdf(
+            data,
+            in_fmt,
+            out,
+            out_fmt,
+            source="<stdin>" if args.input == "-" else args.input,
+            physical=args.physical,
+            frame_rows=args.frame_size,
+        )
+    return 0
+
+
+def _inspect_jelly(args: argparse.Namespace) -> int:
+    from .rdf_files import jelly_summary
+
+    summary = jelly_summary(_read_all(args.file), "<stdin>" if args.file == "-" else args.file)
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return 0
+    print(f"file:       {summary['file']} (jelly, {summary['bytes']} bytes)")
+    if "options" in summary:
+        o = summary["options"]
+        print(
+            f"options:    {o['physical_type']}, logical type {o['logical_type']}, version {o['version']}, "
+            f"rdf_star={o['rdf_star']}, generalized={o['generalized_statements']}"
+        )
+    print(f"frames:     {summary['frames']}")
+    print(f"statements: {summary['statements']}")
+    print("rows:       " + ", ".join(f"{k} {v}" for k, v in summary["rows"].items()))
+    return 0
+
+
+# -- diff and reverse ----------------------------------------------------------------
+
+
+def _add_diff_parsers(sub: Any) -> None:
+    diff = sub.add_parser(
+        "diff",
+        help="the patch turning one RDF file into another",
+        description="Write the minimal patch turning OLD into NEW. Inputs: .nt .nq .ttl .trig .n3 .jsonld .rdf; "
+        "blank nodes are matched by label (N-Triples/N-Quads keep labels), or by structure with --canonical.",
+    )
+    diff.add_argument("old", metavar="OLD", help="the RDF file the patch applies to")
+    diff.add_argument("new", metavar="NEW", help="the RDF file the patch produces")
+    diff.add_argument("-o", "--output", required=True, help="the patch (.jellyp or .rdfp, or - with --to)")
+    diff.add_argument("--to", dest="to_format", choices=["jellyp", "rdfp"], help="output format")
+    diff.add_argument("--canonical", action="store_true", help="match blank nodes by rdflib's canonicalization")
+    diff.add_argument("--prefixes", action="store_true", help="also write PA/PD rows for changed prefixes")
+
+    reverse = sub.add_parser(
+        "reverse",
+        help="the inverse of a recorded log",
+        description="Write the patches that undo a log of real changes (as patchsync.capture records), "
+        "last patch first.",
+    )
+    reverse.add_argument("log", metavar="PATCH", help="a .jellyp or .rdfp log, or - with --from")
+    reverse.add_argument("-o", "--output", required=True, help="output file (.jellyp or .rdfp, or - with --to)")
+    reverse.add_argument("--from", dest="from_format", choices=["jellyp", "rdfp"], help="input format")
+    reverse.add_argument("--to", dest="to_format", choices=["jellyp", "rdfp"], help="output format")
+
+
+def _diff(args: argparse.Namespace) -> int:
+    from .diff import diff, read_dataset
+    from .files import write_events
+    from .rdflib_terms import RdflibTerms
+
+    out_fmt = _output_format(args.output, args.to_format)
+    old, new = read_dataset(args.old), read_dataset(args.new)
+    events = diff(old, new, canonical=args.canonical, prefixes=args.prefixes)
+    with _output(args.output) as out:
+        write_events(events, out, out_fmt, options=PatchOptions(), adapter=RdflibTerms())
+    return 0
+
+
+def _reverse(args: argparse.Namespace) -> int:
+    import io
+
+    from .diff import reverse
+    from .events import Options
+    from .files import iter_stream_events, write_events
+    from .rdflib_terms import RdflibTerms
+
+    in_fmt = _input_format(args.log, args.from_format)
+    out_fmt = _output_format(args.output, args.to_format)
+    source = "<stdin>" if args.log == "-" else args.log
+    data = _read_all(args.log)
+    # Reversing needs the whole log (the last patch comes first), so it is decoded and
+    # checked completely before anything is written.
+    events = list(iter_stream_events(io.BytesIO(data), in_fmt, adapter=RdflibTerms(), source=source))
+    found = next((e.options for e in events if type(e) is Options), None)
+    if found is not None and found.stream_type is StreamType.FLAT:
+        found = PatchOptions(**{**_options_dict(found), "stream_type": StreamType.PUNCTUATED})
+    inverse = list(reverse(events))
+    with _output(args.output) as out:
+        write_events(inverse, out, out_fmt, options=found or PatchOptions(), adapter=RdflibTerms())
+    return 0
+
+
+def _options_dict(options: PatchOptions) -> dict[str, Any]:
+    return {name: getattr(options, name) for name in PatchOptions.__slots__}
+
+
 # -- conformance ---------------------------------------------------------------------
 
 
@@ -310,6 +460,207 @@ def _conformance(args: argparse.Namespace) -> int:
         line += f", {report.skipped} skipped"
     print(line)
     return 0 if report.failed == 0 else EXIT_ERROR
+
+
+# -- apply, dump, status, db ---------------------------------------------------------
+
+DEFAULT_TARGET = "sqlite:///patchsync.db"
+
+
+def _add_apply_parsers(sub: Any) -> None:
+    target_help = (
+        "a SQLAlchemy URL (sqlite:///state.db, postgresql+psycopg://user@host/db), "
+        f"file:PATH.trig|.nq|.ttl|.nt or oxigraph:DIR (default {DEFAULT_TARGET})"
+    )
+    apply = sub.add_parser(
+        "apply",
+        help="apply patch logs to a target",
+        description="Apply .jellyp/.rdfp patch logs to a target. Each unit (transaction) is applied atomically "
+        "with the log's checkpoint, so re-running resumes where the last run stopped and applies nothing twice.",
+    )
+    apply.add_argument("logs", nargs="+", metavar="LOG", help="patch logs, applied in the order given")
+    apply.add_argument("--target", default=DEFAULT_TARGET, help=target_help)
+    apply.add_argument(
+        "--chain",
+        choices=["strict", "ignore"],
+        default="strict",
+        help="strict (default): a patch's prev must be the target's last patch id, re-delivered ids are skipped",
+    )
+    apply.add_argument("--reset", action="store_true", help="start a log over when its checkpoint no longer matches it")
+    apply.add_argument("--from", dest="from_format", choices=["jellyp", "rdfp"], help="log format")
+    apply.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
+
+    dump = sub.add_parser("dump", help="write a target's current state", description="Write a target's quads.")
+    dump.add_argument("--target", default=DEFAULT_TARGET, help=target_help)
+    dump.add_argument("--format", default=None, choices=["nq", "nt", "trig", "ttl"], help="output format (default nq)")
+    dump.add_argument("-o", "--output", default="-", help="output file (default: standard output)")
+
+    status = sub.add_parser(
+        "status",
+        help="show per-log checkpoints of a target",
+        description="Per source log: position, patches, last id, time.",
+    )
+    status.add_argument("--target", default=DEFAULT_TARGET, help=target_help)
+    status.add_argument("--json", action="store_true", help="print JSON")
+
+    db = sub.add_parser("db", help="manage a SQL target's schema", description="Manage a SQL target's schema.")
+    db_sub = db.add_subparsers(dest="db_command", required=True, metavar="ACTION")
+    upgrade = db_sub.add_parser("upgrade", help="upgrade the schema to the newest revision")
+    upgrade.add_argument("target", metavar="TARGET", help="a SQLAlchemy URL")
+
+
+def _open_target(spec: str) -> Any:
+    from .apply.api import open_target
+
+    return open_target(spec)
+
+
+class _Progress:
+    """A one-line progress bar on stderr, only when stderr is a terminal."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled and sys.stderr.isatty()
+        self.name = ""
+        self.size = 0
+        self.start = 0.0
+
+    def begin(self, name: str, size: int) -> None:
+        import time
+
+        self.name, self.size, self.start = name, size, time.monotonic()
+
+    def __call__(self, result: Any, offset: int) -> None:
+        import time
+
+        if not self.enabled:
+            return
+        fraction = min(1.0, offset / self.size) if self.size else 0.0
+        width = 24
+        bar = "#" * int(fraction * width)
+        rate = result.rows / max(time.monotonic() - self.start, 1e-9)
+        sys.stderr.write(f"\r{self.name} [{bar:<{width}}] {fraction:4.0%} {result.rows:,} rows {rate:,.0f} rows/s ")
+        sys.stderr.flush()
+
+    def end(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+
+
+def _apply(args: argparse.Namespace) -> int:
+    import time
+
+    from .apply.api import apply_file
+    from .apply.core import ApplyResult
+
+    for log in args.logs:
+        _input_format(log, args.from_format)
+        if not Path(log).is_file():
+            raise UsageError(f"{log}: no such file")
+    target = _open_target(args.target)
+    total = ApplyResult(source="total")
+    progress = _Progress(not args.no_progress)
+    started = time.monotonic()
+    try:
+        for log in args.logs:
+            progress.begin(log, Path(log).stat().st_size)
+            try:
+                result = apply_file(
+                    log, target, fmt=args.from_format, chain=args.chain, reset=args.reset, progress=progress
+                )
+            finally:
+                progress.end()
+            total.merge(result)
+            print(f"{log}: {_result_line(result)}")
+        target.close()
+    except BaseException:
+        discard = getattr(target, "discard", None)
+        (discard or target.close)()
+        raise
+    elapsed = time.monotonic() - started
+    rate = total.rows / elapsed if elapsed > 0 else 0.0
+    print(f"total: {_result_line(total)} in {elapsed:.2f}s ({rate:,.0f} rows/s)")
+    return 0
+
+
+def _result_line(r: Any) -> str:
+    line = f"{r.patches} patches applied, {r.units} units ({r.added} added, {r.deleted} deleted, {r.noop} no-op)"
+    if r.aborted:
+        line += f", {r.aborted} aborted"
+    if r.skipped:
+        line += f", {r.skipped} re-delivered skipped"
+    if r.replayed:
+        line += f", {r.replayed} events already applied"
+    return line
+
+
+def _dump(args: argparse.Namespace) -> int:
+    from .apply.dump import write_dump
+
+    fmt = args.format
+    if fmt is None:
+        suffix = Path(args.output).suffix.lstrip(".") if args.output != "-" else ""
+        fmt = suffix if suffix in ("nq", "nt", "trig", "ttl") else "nq"
+    target = _open_target(args.target)
+    try:
+        with _output(args.output) as out:
+            write_dump(target, fmt, out)
+    finally:
+        target.close()
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    import datetime
+
+    target = _open_target(args.target)
+    try:
+        sources = target.sources()
+    finally:
+        target.close()
+    rows = []
+    for st in sources:
+        cp = st.checkpoint
+        when = (
+            datetime.datetime.fromtimestamp(cp.updated_at, datetime.UTC).isoformat(timespec="seconds")
+            if cp.updated_at
+            else None
+        )
+        rows.append(
+            {
+                "source": st.source,
+                "position": {"offset": cp.offset, "frame": cp.frame, "row": cp.row},
+                "patches": cp.patches,
+                "last_id": cp.last_id,
+                "updated_at": when,
+                "fingerprint": cp.fingerprint,
+            }
+        )
+    if args.json:
+        print(json.dumps({"target": args.target, "sources": rows}, indent=2))
+        return 0
+    if not rows:
+        print("no logs applied")
+    for r in rows:
+        pos = r["position"]
+        print(
+            f"{r['source']}: byte {pos['offset']}, frame {pos['frame']}, row {pos['row']}; "
+            f"{r['patches']} patches; last id {r['last_id'] or '-'}; at {r['updated_at'] or '-'}"
+        )
+    return 0
+
+
+def _db(args: argparse.Namespace) -> int:
+    from .apply.sql import upgrade_database
+
+    if "://" not in args.target:
+        raise UsageError(f"db upgrade needs a SQLAlchemy URL, not {args.target!r}")
+    before, after = upgrade_database(args.target)
+    if before == after:
+        print(f"schema already at revision {after}")
+    else:
+        print(f"schema upgraded from {before or 'empty'} to {after}")
+    return 0
 
 
 if __name__ == "__main__":

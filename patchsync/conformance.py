@@ -480,19 +480,22 @@ def run_patch_to_jelly(case: TestCase) -> str:
 # -- Jelly-RDF -----------------------------------------------------------------------------------
 
 
-def _not_implemented(reason: str) -> Runner:
+def _jelly_rdf(name: str) -> Runner:
+    # Imported when a case runs: patchsync.rdf_conformance imports this module.
     def runner(case: TestCase) -> str:
-        raise CaseSkipped(reason)
+        from . import rdf_conformance
 
+        result: str = getattr(rdf_conformance, name)(case)
+        return result
+
+    runner.__name__ = name
     return runner
 
-
-_JELLY_RDF_PENDING = _not_implemented("Jelly-RDF codec not implemented yet")
 
 #: Runners by test class IRI.
 RUNNERS: dict[str, Runner] = {
     str(JELLYT.TestPatchFromJelly): run_patch_from_jelly,
     str(JELLYT.TestPatchToJelly): run_patch_to_jelly,
-    str(JELLYT.TestRdfFromJelly): _JELLY_RDF_PENDING,
-    str(JELLYT.TestRdfToJelly): _JELLY_RDF_PENDING,
+    str(JELLYT.TestRdfFromJelly): _jelly_rdf("run_rdf_from_jelly"),
+    str(JELLYT.TestRdfToJelly): _jelly_rdf("run_rdf_to_jelly"),
 }

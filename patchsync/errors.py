@@ -8,7 +8,10 @@ OS errors) are translated at the boundary where they occur::
     ├── DecodeError        the input broke a rule of its format (the peer's fault)
     ├── EncodeError        the caller asked the writer for something the format forbids
     ├── UsageError         bad arguments or an unsupported combination of options
-    └── FormatError        a file format could not be chosen or is not supported
+    ├── FormatError        a file format could not be chosen or is not supported
+    └── ApplyError         a patch could not be applied to a target (nothing half-applied)
+        ├── ChainError       a patch's ``prev`` does not follow the target's last patch
+        └── CheckpointError  a target's checkpoint does not match the log (replaced log)
 """
 
 from __future__ import annotations
@@ -83,3 +86,15 @@ def _rebuild_decode_error(
     line: int | None,
 ) -> DecodeError:
     return DecodeError(rule, source=source, offset=offset, frame=frame, row=row, line=line)
+
+
+class ApplyError(PatchsyncError):
+    """Applying patches to a target failed; the target keeps its last committed unit."""
+
+
+class ChainError(ApplyError):
+    """A patch's ``prev`` header differs from the target's last applied patch id (gap or fork)."""
+
+
+class CheckpointError(ApplyError):
+    """A target's checkpoint for a source does not match the log (the log was replaced)."""

@@ -227,6 +227,10 @@ class LogAppender:
         finally:
             self._file.close()
 
+    def abandon(self) -> None:
+        """Release the lock without writing what the encoder still holds (a failed patch)."""
+        self._file.close()
+
     def __enter__(self) -> LogAppender:
         return self
 

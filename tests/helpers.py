@@ -11,9 +11,8 @@ from patchsync.codec.patch_encoder import PatchEncoder
 from patchsync.events import Event, Options, PatchEnd, strip_position
 from patchsync.options import PatchOptions
 
+# The project's shared material sits beside the checkout (CI clones main next to it too).
 SHARED = Path(__file__).resolve().parents[2] / "shared"
-if not SHARED.exists():  # CI clones main with shared/ beside it
-    SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 JVM_PATCHES = SHARED / "testdata" / "jvm-patch"
 
 
