@@ -23,8 +23,8 @@ run: $(STAMP)
 	$(BIN)/patchsync dump --target sqlite:///out/library.db
 
 lint: $(STAMP)
-	$(BIN)/ruff check patchsync tests bench scripts
-	$(BIN)/ruff format --check patchsync tests bench scripts
+	$(BIN)/ruff check patchsync tests bench scripts migrations
+	$(BIN)/ruff format --check patchsync tests bench scripts migrations
 	$(BIN)/mypy
 
 # The upstream Jelly-RDF suite lives in the project's shared material beside the checkout.

@@ -1,7 +1,8 @@
 """Schema management through Alembic, configured in code (no ``alembic.ini``).
 
-The migration scripts ship inside the package (``patchsync/apply/sql/migrations``) so an
-installed patchsync can upgrade a database without the source tree.
+The migration scripts live in the top-level ``migrations/`` folder and ship inside the
+package as ``patchsync/apply/sql/migrations`` (a symbolic link to it, followed by wheel and
+editable builds), so an installed patchsync can upgrade a database without the source tree.
 """
 
 from __future__ import annotations
