@@ -21,9 +21,7 @@ precede a bad row (DESIGN §2). After an error the decoder stays failed.
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Iterator
-from typing import Any, Final, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from google.protobuf.message import DecodeError as ProtobufDecodeError
 
@@ -44,28 +42,16 @@ from ..events import (
 )
 from ..options import PATCH_VERSION, Limits, PatchOptions, StatementType, StreamType
 from ..terms import TermAdapter
+from .driver import END, NEED_DATA, EventSource
 from .framing import Framer
 from .term_decoder import RuleViolation, TermDecoder
+
+__all__ = ["END", "NEED_DATA", "PatchDecoder", "options_from_message"]
 
 T = TypeVar("T")
 
 _new_tuple = tuple.__new__
 
-
-class _Signal:
-    __slots__ = ("name",)
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __repr__(self) -> str:
-        return self.name
-
-
-#: ``next_event`` holds no complete frame: feed more bytes.
-NEED_DATA: Final = _Signal("NEED_DATA")
-#: ``next_event`` has handed out everything of a closed stream.
-END: Final = _Signal("END")
 
 _CONTENT_ROWS = frozenset(
     {
@@ -127,7 +113,7 @@ def options_from_message(msg: Any, limits: Limits) -> PatchOptions:
     )
 
 
-class PatchDecoder(Generic[T]):
+class PatchDecoder(EventSource[Event], Generic[T]):
     """Decodes a Jelly-Patch byte stream into :mod:`patchsync.events`.
 
     ``adapter`` builds the terms (rdflib terms when omitted). ``source`` names the input
@@ -154,10 +140,7 @@ class PatchDecoder(Generic[T]):
         self._in_tx = False
         self._tx_seen = False
         self._patch_open = False  # content rows since the last patch end
-        self._queue: deque[Event] = deque()
-        self._pending_error: DecodeError | None = None
-        self._failed: DecodeError | None = None
-        self._finished = False
+        super().__init__()
         self.frames = 0
         self.patches = 0
 
@@ -182,41 +165,15 @@ class PatchDecoder(Generic[T]):
 
     # -- output -----------------------------------------------------------------------
 
-    def next_event(self) -> Event | _Signal:
-        """The next event, ``NEED_DATA`` or ``END``; raises ``DecodeError`` on bad input."""
-        while True:
-            if self._queue:
-                return self._queue.popleft()
-            if self._failed is not None:
-                raise self._failed
-            if self._pending_error is not None:
-                self._failed, self._pending_error = self._pending_error, None
-                raise self._failed
-            if self._finished:
-                return END
-            try:
-                frame = self._framer.next_frame()
-            except DecodeError as exc:
-                self._failed = exc
-                raise
-            if frame is None:
-                if not self._framer.closed:
-                    return NEED_DATA
-                self._finish()
-                continue
+    def _advance(self) -> bool:
+        frame = self._framer.next_frame()
+        if frame is None:
+            if not self._framer.closed:
+                return False
+            self._finish()
+        else:
             self._decode_frame(*frame)
-
-    def __iter__(self) -> Iterator[Event]:
-        """Every event available now; stops at ``NEED_DATA`` or ``END``."""
-        queue = self._queue
-        while True:
-            # Drain decoded events directly; next_event() only to decode the next frame.
-            while queue:
-                yield queue.popleft()
-            event = self.next_event()
-            if isinstance(event, _Signal):
-                return
-            yield event
+        return True
 
     # -- decoding ---------------------------------------------------------------------
 

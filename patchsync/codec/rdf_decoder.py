@@ -28,7 +28,6 @@ out before the error is raised; after an error the decoder stays failed.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Iterable, Iterator
 from typing import Any, Generic, TypeVar
 
@@ -51,8 +50,8 @@ from ..rdf_events import (
     base_logical_type,
 )
 from ..terms import TermAdapter
+from .driver import END, NEED_DATA, EventSource
 from .framing import Framer
-from .patch_decoder import END, NEED_DATA, _Signal
 from .term_decoder import RuleViolation, TermDecoder
 
 __all__ = ["END", "NEED_DATA", "RdfDecoder", "messages", "options_from_message"]
@@ -152,7 +151,7 @@ def messages(events: Iterable[RdfEvent]) -> Iterator[list[Statement]]:
             current = []
 
 
-class RdfDecoder(Generic[T]):
+class RdfDecoder(EventSource[RdfEvent], Generic[T]):
     """Decodes a Jelly-RDF byte stream into :mod:`patchsync.rdf_events`.
 
     ``adapter`` builds the terms (rdflib terms when omitted). ``source`` names the input
@@ -178,10 +177,7 @@ class RdfDecoder(Generic[T]):
         self._forbidden: dict[str, str] = {}
         self._graph: Any = None  # the open graph of a GRAPHS stream
         self._in_graph = False
-        self._queue: deque[RdfEvent] = deque()
-        self._pending_error: DecodeError | None = None
-        self._failed: DecodeError | None = None
-        self._finished = False
+        super().__init__()
         self.frames = 0
 
     # -- input ------------------------------------------------------------------------
@@ -201,37 +197,15 @@ class RdfDecoder(Generic[T]):
 
     # -- output -----------------------------------------------------------------------
 
-    def next_event(self) -> RdfEvent | _Signal:
-        """The next event, ``NEED_DATA`` or ``END``; raises ``DecodeError`` on bad input."""
-        while True:
-            if self._queue:
-                return self._queue.popleft()
-            if self._failed is not None:
-                raise self._failed
-            if self._pending_error is not None:
-                self._failed, self._pending_error = self._pending_error, None
-                raise self._failed
-            if self._finished:
-                return END
-            try:
-                frame = self._framer.next_frame()
-            except DecodeError as exc:
-                self._failed = exc
-                raise
-            if frame is None:
-                if not self._framer.closed:
-                    return NEED_DATA
-                self._finished = True
-                continue
+    def _advance(self) -> bool:
+        frame = self._framer.next_frame()
+        if frame is None:
+            if not self._framer.closed:
+                return False
+            self._finished = True
+        else:
             self._decode_frame(*frame)
-
-    def __iter__(self) -> Iterator[RdfEvent]:
-        """Every event available now; stops at ``NEED_DATA`` or ``END``."""
-        while True:
-            event = self.next_event()
-            if isinstance(event, _Signal):
-                return
-            yield event
+        return True
 
     # -- decoding ---------------------------------------------------------------------
 

@@ -33,8 +33,7 @@ stream) points just past the input: the stream length and the next line number.
 from __future__ import annotations
 
 import re
-from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any, Generic, TypeVar
 
 from ..errors import DecodeError, EncodeError, UsageError
@@ -53,6 +52,7 @@ from ..events import (
 )
 from ..options import Limits
 from ..terms import DEFAULT_GRAPH, IRI, TermAdapter
+from .driver import EventSource
 from .ntriples import (
     BNODE_LABEL,
     IRI_EXCLUDED,
@@ -66,7 +66,6 @@ from .ntriples import (
     scan_term,
     skip_ws,
 )
-from .patch_decoder import END, NEED_DATA, _Signal
 
 T = TypeVar("T")
 
@@ -94,7 +93,7 @@ def _default_adapter() -> TermAdapter[Any]:
     return RdflibTerms()
 
 
-class RdfPatchTextReader(Generic[T]):
+class RdfPatchTextReader(EventSource[Event], Generic[T]):
     """Reads RDF Patch text into :mod:`patchsync.events` (see the module docstring).
 
     ``adapter`` builds the terms (rdflib terms when omitted); ``source`` names the input
@@ -110,6 +109,7 @@ class RdfPatchTextReader(Generic[T]):
         source: str = "<stream>",
         limits: Limits | None = None,
     ) -> None:
+        super().__init__()
         self.adapter: TermAdapter[T] = adapter if adapter is not None else _default_adapter()
         self.source = source
         self.limits = limits or Limits()
@@ -119,12 +119,9 @@ class RdfPatchTextReader(Generic[T]):
         self._base = 0  # stream offset of _buf[0]
         self._line = 1  # number of the next line
         self._closed = False
-        self._finished = False
         self._in_tx = False
         self._tx_line = 0
         self._patch_open = False  # content rows since the last Z
-        self._queue: deque[Event] = deque()
-        self._failed: DecodeError | None = None
         self._iris: dict[str, T] = {}
         self.patches = 0
 
@@ -151,36 +148,17 @@ class RdfPatchTextReader(Generic[T]):
 
     # -- output -----------------------------------------------------------------------
 
-    def next_event(self) -> Event | _Signal:
-        """The next event, ``NEED_DATA`` or ``END``; raises ``DecodeError`` on bad input."""
-        while True:
-            if self._queue:
-                return self._queue.popleft()
-            if self._failed is not None:
-                raise self._failed
-            if self._finished:
-                return END
-            try:
-                line = self._next_line()
-                if line is None:
-                    if not self._closed:
-                        return NEED_DATA
-                    self._finish()
-                    continue
-                event = self._row(*line)
-            except DecodeError as exc:
-                self._failed = exc
-                raise
-            if event is not None:
-                return event
-
-    def __iter__(self) -> Iterator[Event]:
-        """Every event available now; stops at ``NEED_DATA`` or ``END``."""
-        while True:
-            event = self.next_event()
-            if isinstance(event, _Signal):
-                return
-            yield event
+    def _advance(self) -> bool:
+        line = self._next_line()
+        if line is None:
+            if not self._closed:
+                return False
+            self._finish()
+            return True
+        event = self._row(*line)
+        if event is not None:
+            self._queue.append(event)
+        return True
 
     # -- lines ------------------------------------------------------------------------
 

@@ -1,0 +1,92 @@
+"""The pull side shared by every sans-I/O decoder (Jelly-Patch, Jelly-RDF, RDF Patch text).
+
+A decoder subclass only knows how to turn the next chunk of input it holds (a frame, a
+line) into events: :meth:`EventSource._advance`. This class owns the rest of the contract,
+h11 style:
+
+* :meth:`next_event` answers an event, ``NEED_DATA`` (feed more bytes) or ``END`` (the
+  closed input is exhausted);
+* an error found while decoding a chunk is raised only after the events decoded before it
+  have been handed out, so a consumer can act on the complete units preceding a bad row
+  (DESIGN §2);
+* after an error the decoder stays failed and raises the same error again.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator
+from typing import Final, Generic, TypeVar
+
+from ..errors import DecodeError
+
+E = TypeVar("E")
+
+
+class Signal:
+    """A sentinel answered by ``next_event`` instead of an event."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+#: ``next_event`` holds no complete frame or line: feed more bytes.
+NEED_DATA: Final = Signal("NEED_DATA")
+#: ``next_event`` has handed out everything of a closed stream.
+END: Final = Signal("END")
+
+
+class EventSource(Generic[E]):
+    """Queue, deferred errors and iteration for a decoder; subclasses implement ``_advance``."""
+
+    def __init__(self) -> None:
+        self._queue: deque[E] = deque()
+        self._pending_error: DecodeError | None = None
+        self._failed: DecodeError | None = None
+        self._finished = False
+
+    def _advance(self) -> bool:
+        """Decode the next chunk into the queue.
+
+        Return False when more input is needed; at the end of closed input, do the
+        end-of-stream checks, set ``_finished`` and return True. Raise ``DecodeError`` for an
+        error that is not preceded by events, or store it in ``_pending_error``.
+        """
+        raise NotImplementedError
+
+    def next_event(self) -> E | Signal:
+        """The next event, ``NEED_DATA`` or ``END``; raises ``DecodeError`` on bad input."""
+        while True:
+            if self._queue:
+                return self._queue.popleft()
+            if self._failed is not None:
+                raise self._failed
+            if self._pending_error is not None:
+                self._failed, self._pending_error = self._pending_error, None
+                raise self._failed
+            if self._finished:
+                return END
+            try:
+                progressed = self._advance()
+            except DecodeError as exc:
+                self._failed = exc
+                raise
+            if not progressed:
+                return NEED_DATA
+
+    def __iter__(self) -> Iterator[E]:
+        """Every event available now; stops at ``NEED_DATA`` or ``END``."""
+        queue = self._queue
+        while True:
+            # Drain decoded events directly; next_event() only to decode more.
+            while queue:
+                yield queue.popleft()
+            event = self.next_event()
+            if isinstance(event, Signal):
+                return
+            yield event
