@@ -25,6 +25,8 @@ _CACHE_LIMIT = 1 << 16
 UNKNOWN = -2
 
 
+_LENGTH_BYTE = [bytes((n,)) for n in range(128)]
+
 _PLURAL = {"name": "names", "prefix": "prefixes", "datatype": "datatypes"}
 
 
@@ -218,7 +220,9 @@ class TermEncoder(Generic[T]):
         u = self.unpack(term)
         kind = u[0]
         if kind == IRI:
-            return wire.ld(tags[0], self.iri(u[1]))
+            body = self.iri(u[1])
+            # An RdfIri body is at most 12 bytes: its length is a single varint byte.
+            return tags[0] + _LENGTH_BYTE[len(body)] + body
         if kind == BNODE:
             if position == "p":
                 self._generalized("a blank node predicate")
