@@ -31,7 +31,7 @@ import contextlib
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from ..codec.ntriples import format_term
 from ..errors import ApplyError, ChainError, CheckpointError, DecodeError, PatchsyncError
@@ -337,17 +337,52 @@ class Applier:
                 raise ApplyError(f"{self.source}{where}: the events end inside a unit; it was not applied")
             self.target.flush()
         except BaseException as exc:
-            self._fail(exc)
-            if isinstance(exc, (DecodeError, ChainError, CheckpointError)) or not isinstance(exc, Exception):
-                raise
-            at = self._at
-            where = f"{self.source}, byte {at.offset}" if at is not None else self.source
-            if isinstance(exc, PatchsyncError):
-                if str(exc).startswith(self.source):
-                    raise
-                raise ApplyError(f"{where}: {exc}") from exc
-            raise ApplyError(f"{where}: the target failed: {exc}") from exc
+            self._reraise(exc)
         return self.result
+
+    def feed(self, events: Iterable[Event]) -> None:
+        """Apply the next events of a log that is still growing (the tail daemon).
+
+        Complete units are committed as in :meth:`apply`; a unit still open when the
+        events run out stays open for the next call. Call :meth:`pause` when the input
+        pauses. On an error the open unit is rolled back and the error raised as by
+        :meth:`apply`; the applier must not be fed again.
+        """
+        try:
+            self._run_events(events)
+        except BaseException as exc:
+            self._reraise(exc)
+
+    def pause(self) -> bool:
+        """The input paused: commit a held ``TC`` and, if no unit is open, flush the target.
+
+        Returns whether the target was flushed (every complete unit so far is durable).
+        """
+        try:
+            if self._resume is not None:
+                # Still passing over applied events: nothing is open (see apply()).
+                self.target.flush()
+                return True
+            if self._held is not None:
+                self._release_held(None)
+            if self._state != _IDLE:
+                return False
+            self.target.flush()
+        except BaseException as exc:
+            self._reraise(exc)
+        return True
+
+    def _reraise(self, exc: BaseException) -> NoReturn:
+        self._fail(exc)
+        if isinstance(exc, (DecodeError, ChainError, CheckpointError)) or not isinstance(exc, Exception):
+            raise exc
+        at = self._at
+        where = f"{self.source}, byte {at.offset}" if at is not None else self.source
+        if isinstance(exc, PatchsyncError):
+            if str(exc).startswith(self.source):
+                raise exc
+            raise ApplyError(f"{where}: {exc}") from exc
+        raise ApplyError(f"{where}: the target failed: {exc}") from exc
 
     def _fail(self, exc: BaseException) -> None:
         # A decode error comes after every complete unit before it: keep those (DESIGN §2).

@@ -1,0 +1,825 @@
+"""The tail daemon: keeps a target in step with ``.jellyp`` logs while producers append to them.
+
+Theory of operation. Each log file is a *source* with one live :class:`PatchDecoder` and
+one :class:`Applier` for the life of the daemon, so bytes appended to the file are decoded
+once, incrementally. The daemon cuts whole frames out of the bytes it reads (a varint
+length and that many bytes) and feeds the decoder only whole frames. A partial frame at
+the end of the file is not kept: it is read again on the next pass, because a writer that
+crashed mid-frame leaves it to be truncated by the next writer (:class:`LogAppender` cuts
+a trailing partial frame before appending) and other bytes take its place. The decoder is
+never closed while the file can grow; it is closed when the file is finished, i.e. a later
+file of its directory exists (DESIGN §6).
+
+Units reach the applier whole: decoded events are held back after the last unit boundary
+(``TC``, ``TA``, patch end), so a transaction still being written never keeps the
+database transaction open while the daemon waits, and every complete unit is committed
+(and flushed, DESIGN §2/§3) as soon as the input pauses. A transaction larger than
+``hold_events`` is passed through anyway and stays open in the applier until its end
+arrives; only then is the target flushed.
+
+Waiting: watchdog's observer (inotify; a polling observer with ``poll=True``) and signals
+write a byte to a pipe; the main loop blocks in ``select`` on it with a timeout, so an
+idle daemon sleeps. SIGTERM/SIGINT set a flag; the daemon ends the pass it is in (only
+whole units were handed to the applier), flushes and returns.
+
+Restart: each source resumes from its checkpoint in the target. With a state directory
+the daemon also keeps a *snapshot* per source: the pickled decoder (lookup tables,
+repeated-term state; not its caches of built terms) at a frame boundary between patches,
+with the checkpoint it was taken at, written every few seconds and at exit. Snapshots
+are the daemon's own files, loaded with ``pickle``: keep the state directory as private
+as the target. On restart a snapshot whose fingerprint matches and whose checkpoint is not ahead of
+the target's resumes decoding at its byte offset, so resuming costs the same however long
+the log is; otherwise the log is decoded from its start and the applier passes over
+everything up to the checkpoint (always correct, just slower). A snapshot is only an
+accelerator: the checkpoint in the target stays the single source of truth.
+
+Errors: a log that shrank below what was applied, or whose first bytes changed (it was
+replaced), and any decode, chain or apply error stop that source with one message. Without
+``keep_going`` the daemon stops; with it the other sources continue and the failure is
+recorded in the state directory's ``status.json`` (shown by ``patchsync status``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copyreg
+import fcntl
+import hashlib
+import json
+import os
+import pickle
+import select
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ._proto import patch_pb2
+from .apply.api import FINGERPRINT_BYTES
+from .apply.api import fingerprint as log_fingerprint
+from .apply.core import Applier, ApplyResult
+from .apply.target import Checkpoint, Target
+from .codec.framing import Framer, read_varint
+from .codec.patch_decoder import PatchDecoder
+from .codec.term_decoder import TermDecoder
+from .errors import ApplyError, CheckpointError, DecodeError, PatchsyncError, UsageError
+from .events import Event, PatchEnd, TxAbort, TxCommit
+from .options import Limits
+
+#: Bytes read from one source per pass, so one busy log cannot starve the others or a signal.
+READ_BUDGET = 8 << 20
+#: Bytes compared at the start of a log to notice it was replaced under the daemon.
+HEAD_SAMPLE = 4096
+#: Events of an unfinished unit held back before they are passed to the applier anyway.
+HOLD_EVENTS = 100_000
+#: Seconds between snapshots of a source's decoder state.
+SNAPSHOT_SECONDS = 5.0
+#: Seconds between rewrites of the state directory's status.json while running.
+STATUS_SECONDS = 1.0
+_SNAPSHOT_VERSION = 1
+
+_BOUNDARY = (PatchEnd, TxCommit, TxAbort)
+
+
+def _options_from_bytes(data: bytes) -> Any:
+    return patch_pb2.RdfPatchOptions.FromString(data)
+
+
+def _reduce_options(msg: Any) -> tuple[Any, tuple[bytes]]:
+    return _options_from_bytes, (msg.SerializeToString(),)
+
+
+# Generated protobuf classes do not pickle by reference; the decoder keeps the stream's
+# options message to compare repetitions, so snapshots pickle it by its bytes.
+copyreg.pickle(patch_pb2.RdfPatchOptions, _reduce_options)
+
+
+def _framer_at(source: str, max_frame_bytes: int, framing: str, offset: int, frames: int) -> Framer:
+    framer = Framer(source=source, max_frame_bytes=max_frame_bytes, framing=framing, base_offset=offset)
+    framer._frames = frames  # only names frames in error messages
+    return framer
+
+
+def _reduce_framer(framer: Framer) -> tuple[Any, tuple[Any, ...]]:
+    # A snapshot is taken with every fed byte decoded, so the framer's buffer holds only
+    # consumed bytes (up to a few MiB): leave them out, keep the position.
+    if framer.buffered or framer.closed:
+        raise pickle.PicklingError("a framer with unread input is not snapshotted")
+    return _framer_at, (framer.source, framer.max_frame_bytes, framer.framing, framer.offset, framer._frames)
+
+
+copyreg.pickle(Framer, _reduce_framer)
+
+# The term decoder's caches of built terms (by name id, blank node label, literal form)
+# can hold ~10^5 terms; a snapshot leaves them out so its size and load time stay
+# constant. An empty cache is always valid: entries are only built on a miss.
+_TERM_CACHES = ("_bnodes", "_simple", "_by_lang", "_by_datatype")
+
+
+def _term_decoder_from(state: dict[str, Any]) -> TermDecoder[Any]:
+    decoder: TermDecoder[Any] = TermDecoder.__new__(TermDecoder)
+    decoder.__dict__.update(state)
+    return decoder
+
+
+def _reduce_term_decoder(decoder: TermDecoder[Any]) -> tuple[Any, tuple[dict[str, Any]]]:
+    state = dict(decoder.__dict__)
+    for name in _TERM_CACHES:
+        if isinstance(state.get(name), dict):
+            state[name] = {}
+    by_name = state.get("_by_name")
+    if isinstance(by_name, list):
+        state["_by_name"] = [None] * len(by_name)
+    return _term_decoder_from, (state,)
+
+
+copyreg.pickle(TermDecoder, _reduce_term_decoder)
+
+
+Log = Callable[[str, dict[str, Any]], None]
+
+
+def _no_log(_event: str, _fields: dict[str, Any]) -> None:
+    pass
+
+
+@dataclass
+class SourceReport:
+    """Where one source stands: applied counts, position and lag."""
+
+    source: str
+    state: str = "starting"  # starting, live, finished, failed
+    result: ApplyResult = field(default_factory=ApplyResult)
+    size: int = 0
+    applied_end: int = 0
+    lag_bytes: int = 0
+    lag_seconds: float = 0.0
+    error: str | None = None
+    resumed_from: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        r = self.result
+        return {
+            "source": self.source,
+            "state": self.state,
+            "units": r.units,
+            "rows": r.rows,
+            "patches": r.patches,
+            "size": self.size,
+            "applied_end": self.applied_end,
+            "lag_bytes": self.lag_bytes,
+            "lag_seconds": round(self.lag_seconds, 3),
+            "error": self.error,
+        }
+
+
+class _Source:
+    """One log file being tailed: file handle, frame buffer, decoder and applier."""
+
+    def __init__(self, tailer: Tailer, path: Path) -> None:
+        self.tailer = tailer
+        self.path = path
+        self.name = str(path.resolve())
+        self.report = SourceReport(self.name, result=ApplyResult(source=self.name))
+        self.file: Any = None
+        self.ino: int | None = None
+        self.buf = bytearray()  # bytes read but not yet fed: a partial frame at most
+        self.buf_base = 0  # file offset of buf[0]
+        self.decoder: PatchDecoder[Any] | None = None
+        self.applier: Applier | None = None
+        self.pending: list[Event] = []  # decoded events of a unit not yet complete
+        self.fingerprint: str | None = None
+        self.head: bytes = b""
+        self.single = False  # a bare, non-delimited frame: decoded only once finished
+        self.finished = False
+        self.done = False
+        self.failed = False
+        self.boundary = True  # the last event handed on ended a patch (snapshot point)
+        self.waiting_since: float | None = None
+        self.last_snapshot = 0.0
+        self.lock_fd: int | None = None
+
+    # -- opening and resuming ----------------------------------------------------------
+
+    def open(self) -> bool:
+        """Open the file and set up decoding once its first frame exists; False if not yet."""
+        try:
+            f = open(self.path, "rb")  # noqa: SIM115 - held open for the daemon's life
+        except FileNotFoundError:
+            return False
+        # The same bytes apply_file fingerprints, so tail and apply share checkpoints.
+        data = f.read(FINGERPRINT_BYTES)
+        framer = Framer(source=self.name, max_frame_bytes=1 << 62)
+        framer.feed(data)
+        try:
+            first = framer.next_frame()
+        except DecodeError:
+            first = None
+        if first is None and not self.finished:
+            # Not one whole frame yet (or a bare frame, complete only once finished).
+            f.close()
+            return False
+        self.file = f
+        self.ino = os.fstat(f.fileno()).st_ino
+        self.single = framer.framing == "single"
+        self.fingerprint = log_fingerprint(data, "jellyp")
+        self.head = data[: min(HEAD_SAMPLE, framer.offset or len(data))]
+        tailer = self.tailer
+        self._lock()
+        self.applier = Applier(
+            tailer.target, source=self.name, fingerprint=self.fingerprint, chain=tailer.chain, reset=tailer.reset
+        )
+        self.applier.result = self.report.result
+        stored = tailer.target.checkpoint(self.name)
+        size = os.fstat(f.fileno()).st_size
+        if stored is not None and stored.offset >= size and not tailer.reset:
+            raise CheckpointError(
+                f"{self.name}, byte {size}: the log shrank below its checkpoint (byte {stored.offset}); "
+                "it was truncated or rewritten"
+            )
+        start = self._load_snapshot(stored)
+        if start is None:
+            self.decoder = PatchDecoder(tailer.target.adapter, source=self.name, limits=tailer.limits)
+            start = 0
+        self.buf_base = start
+        self.report.resumed_from = start
+        self.report.applied_end = start
+        self.report.state = "live"
+        tailer.log("resume", {"source": self.name, "from_byte": start, **_cp_fields(stored)})
+        return True
+
+    def _lock(self) -> None:
+        """Take the per-source lock of the state directory, so two daemons cannot both apply it."""
+        state_dir = self.tailer.state_dir
+        if state_dir is None:
+            return
+        key = hashlib.sha256(self.name.encode()).hexdigest()[:24]
+        fd = os.open(state_dir / f"{key}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise ApplyError(f"{self.name}: another tail daemon is applying this log to the target") from None
+        self.lock_fd = fd
+
+    def _snapshot_path(self) -> Path | None:
+        state_dir = self.tailer.state_dir
+        if state_dir is None:
+            return None
+        return state_dir / f"{hashlib.sha256(self.name.encode()).hexdigest()[:24]}.snapshot"
+
+    def _load_snapshot(self, stored: Checkpoint | None) -> int | None:
+        """Install a saved decoder state if it is valid for the target's checkpoint; its offset."""
+        path = self._snapshot_path()
+        if path is None or stored is None or self.tailer.reset:
+            return None
+        try:
+            with open(path, "rb") as f:
+                snap = pickle.load(f)
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
+            return None
+        if not isinstance(snap, dict) or snap.get("version") != _SNAPSHOT_VERSION:
+            return None
+        # Valid only for this very log, and only if the target got at least as far as the
+        # snapshot: the snapshot sits between patches with every event before it applied,
+        # so the applier passes over the events from there up to the checkpoint.
+        if snap.get("fingerprint") != self.fingerprint or snap.get("source") != self.name:
+            return None
+        if (stored.offset, stored.row) < tuple(snap["checkpoint"]):
+            return None
+        decoder = snap["decoder"]
+        if not isinstance(decoder, PatchDecoder) or decoder.offset != snap["offset"]:
+            return None
+        decoder.adapter = self.tailer.target.adapter
+        self.decoder = decoder
+        return int(snap["offset"])
+
+    def save_snapshot(self, now: float) -> None:
+        """Persist the decoder state if everything decoded so far is applied and no patch is open."""
+        path = self._snapshot_path()
+        applier, decoder = self.applier, self.decoder
+        if path is None or applier is None or decoder is None or self.pending or not self.boundary or self.single:
+            return
+        cp = self.tailer.target.checkpoint(self.name)
+        if cp is None:
+            return
+        try:
+            data = pickle.dumps(
+                {
+                    "version": _SNAPSHOT_VERSION,
+                    "source": self.name,
+                    "fingerprint": self.fingerprint,
+                    "offset": decoder.offset,
+                    "checkpoint": (cp.offset, cp.row),
+                    "decoder": decoder,
+                },
+                protocol=pickle.HIGHEST_PROTOCOL,
+            )
+        except pickle.PicklingError:
+            return
+        tmp = path.with_suffix(".tmp")
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+        self.last_snapshot = now
+
+    # -- one pass ----------------------------------------------------------------------
+
+    def pump(self, now: float) -> bool:
+        """Read, decode and apply what is new; returns whether bytes are left to read.
+
+        One call reads at most ``READ_BUDGET`` bytes, so a backlog drains over several
+        passes, during which signals and other sources get their turn.
+        """
+        if self.done or self.failed:
+            return False
+        if self.decoder is None and not self.open():
+            return False
+        assert self.file is not None and self.decoder is not None and self.applier is not None
+        applier = self.applier
+        # A partial frame is read again on every pass rather than kept: if its writer
+        # crashed, the next writer truncates it and writes other bytes in its place.
+        self.buf.clear()
+        self._check_file()
+        progressed = False
+        budget = READ_BUDGET
+        read_end = self.buf_base
+        while budget > 0 and not self.tailer.stopping:
+            self.file.seek(read_end)
+            chunk = self.file.read(min(budget, 1 << 20))
+            if not chunk:
+                break
+            budget -= len(chunk)
+            read_end += len(chunk)
+            self.buf += chunk
+            if not self.single:
+                progressed |= self._feed_frames()
+        eof = budget > 0
+        self.report.size = max(self.report.size, read_end)
+        if eof and self.finished and not self.tailer.stopping:
+            # A later file exists: this one is complete, a trailing partial frame is an error.
+            decoder = self.decoder
+            if not self.buf and applier.pause():
+                # Snapshot the end of a finished file, so a restart does not decode it again.
+                self.save_snapshot(now)
+            decoder.feed(bytes(self.buf))
+            self.buf_base += len(self.buf)
+            self.buf.clear()
+            decoder.close()
+            progressed |= self._drain()
+            self._hand_on(final=True)
+            self.done = True
+            self.decoder = None
+            self.report.state = "finished"
+        flushed = applier.pause()
+        self._update_lag(now, read_end, flushed)
+        if progressed or self.done:
+            self.tailer.log("applied", self.report.as_dict())
+        if self.done:
+            self.close()
+        return not eof and not self.done
+
+    def _check_file(self) -> None:
+        """Stop on a log that was replaced or shrank below what was read from it."""
+        assert self.file is not None
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            raise CheckpointError(f"{self.name}: the log was removed while being tailed") from None
+        size = st.st_size
+        self.report.size = size
+        if st.st_ino != self.ino:
+            raise CheckpointError(
+                f"{self.name}: the log was replaced by another file (inode changed) while being tailed"
+            )
+        if size < self.buf_base:
+            raise CheckpointError(
+                f"{self.name}, byte {size}: the log shrank below what was already decoded (byte {self.buf_base}); "
+                "it was truncated or rewritten"
+            )
+        head = os.pread(self.file.fileno(), len(self.head), 0)
+        if head != self.head:
+            raise CheckpointError(f"{self.name}, byte 0: the log's first frame changed: it was replaced")
+
+    def _feed_frames(self) -> bool:
+        """Feed the decoder every whole frame in the buffer; keep a trailing partial one."""
+        assert self.decoder is not None
+        buf = self.buf
+        pos = 0
+        end = len(buf)
+        limit = self.tailer.limits.max_frame_bytes
+        bad = False
+        while pos < end:
+            try:
+                header = read_varint(buf, pos, end)
+            except ValueError:
+                bad = True
+                break
+            if header is None:
+                break
+            length, start = header
+            if length > limit:
+                bad = True
+                break
+            if start + length > end:
+                break
+            pos = start + length
+        if bad:
+            # Whole frames first, then the bad bytes: the decoder raises its own error with
+            # the rule after the events of the frames before it.
+            pos = end
+        if pos == 0:
+            return False
+        self.decoder.feed(bytes(buf[:pos]))
+        del buf[:pos]
+        self.buf_base += pos
+        return self._drain()
+
+    def _drain(self) -> bool:
+        """Decode what the decoder holds and hand complete units on."""
+        assert self.decoder is not None and self.applier is not None
+        before = len(self.pending)
+        try:
+            self.pending.extend(self.decoder)
+        except DecodeError:
+            # The complete units before a bad frame are applied (DESIGN §2), then the error.
+            self._hand_on(final=False)
+            self.applier.pause()
+            raise
+        progressed = len(self.pending) > before
+        self._hand_on(final=False)
+        return progressed
+
+    def _hand_on(self, *, final: bool) -> None:
+        """Pass the events up to the last unit boundary (all of them at the end) to the applier."""
+        assert self.applier is not None
+        pending = self.pending
+        if not pending:
+            return
+        if final or len(pending) > self.tailer.hold_events:
+            cut = len(pending)
+        else:
+            cut = 0
+            for i in range(len(pending) - 1, -1, -1):
+                if type(pending[i]) in _BOUNDARY:
+                    cut = i + 1
+                    break
+            if cut == 0:
+                return
+        batch = pending[:cut]
+        del pending[:cut]
+        self.boundary = type(batch[-1]) is PatchEnd and not pending
+        self.applier.feed(batch)
+
+    def _update_lag(self, now: float, read_end: int, flushed: bool) -> None:
+        report = self.report
+        if flushed and not self.pending:
+            applied = self.buf_base
+        elif self.pending:
+            applied = self.pending[0].offset
+        else:
+            applied = report.applied_end
+        report.applied_end = applied
+        report.lag_bytes = max(0, report.size - applied)
+        if report.lag_bytes == 0:
+            self.waiting_since = None
+            report.lag_seconds = 0.0
+        else:
+            if self.waiting_since is None:
+                self.waiting_since = now
+            report.lag_seconds = now - self.waiting_since
+
+    def fail(self, exc: BaseException) -> None:
+        self.failed = True
+        self.report.state = "failed"
+        self.report.error = str(exc)
+        self.close()
+
+    def close(self) -> None:
+        if self.file is not None:
+            self.file.close()
+            self.file = None
+        if self.lock_fd is not None:
+            os.close(self.lock_fd)
+            self.lock_fd = None
+
+
+def _cp_fields(cp: Checkpoint | None) -> dict[str, Any]:
+    if cp is None:
+        return {"checkpoint": "none"}
+    return {"cp_offset": cp.offset, "cp_frame": cp.frame, "cp_row": cp.row, "cp_patches": cp.patches}
+
+
+def lag_bytes(path: str | os.PathLike[str], checkpoint: Checkpoint) -> int | None:
+    """Bytes of ``path`` after the frame holding the checkpoint (``None`` if unreadable).
+
+    Rows of that frame after the checkpoint are not counted: the frame is the unit of
+    reading, and a frame's rows are applied together unless a transaction spans frames.
+    """
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            header = os.pread(f.fileno(), 10, checkpoint.offset)
+    except OSError:
+        return None
+    try:
+        parsed = read_varint(header, 0, len(header))
+    except ValueError:
+        parsed = None
+    end = checkpoint.offset + (parsed[1] + parsed[0] if parsed is not None else 0)
+    return max(0, size - end)
+
+
+def read_status(state_dir: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
+    """The per-source records of the last daemon that used ``state_dir`` (empty if none)."""
+    try:
+        data = json.loads((Path(state_dir) / "status.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    out: dict[str, dict[str, Any]] = {}
+    for rec in data.get("sources", []) if isinstance(data, dict) else []:
+        if isinstance(rec, dict) and "source" in rec:
+            rec["pid"] = data.get("pid")
+            rec["updated_at"] = data.get("updated_at")
+            out[str(rec["source"])] = rec
+    return out
+
+
+def default_state_dir(target_spec: str) -> Path | None:
+    """Where the daemon keeps locks, snapshots and status for a target named on the CLI.
+
+    Next to the store for SQLite (``DB.tail``), file and Oxigraph targets; ``None``
+    (no snapshots, status or lock files) for other targets unless given explicitly.
+    """
+    for prefix in ("sqlite:///", "file:", "oxigraph:"):
+        if target_spec.startswith(prefix):
+            rest = target_spec[len(prefix) :].split("?", 1)[0]
+            if rest and rest != ":memory:":
+                return Path(rest + ".tail")
+    return None
+
+
+class Tailer:
+    """Tails ``.jellyp`` logs (files or directories of them) into ``target`` (module docstring).
+
+    ``paths`` are log files or directories; ``chain`` the chain policy; ``state_dir`` holds
+    per-source locks, decoder snapshots and ``status.json`` (``None``: none of them);
+    ``poll`` uses watchdog's polling observer, ``poll_interval`` is also the longest the
+    daemon sleeps without a file event; ``log`` receives structured log records.
+    """
+
+    def __init__(
+        self,
+        paths: Sequence[str | os.PathLike[str]],
+        target: Target,
+        *,
+        chain: str = "strict",
+        reset: bool = False,
+        keep_going: bool = False,
+        state_dir: str | os.PathLike[str] | None = None,
+        poll: bool = False,
+        poll_interval: float = 1.0,
+        limits: Limits | None = None,
+        hold_events: int = HOLD_EVENTS,
+        snapshot_seconds: float = SNAPSHOT_SECONDS,
+        log: Log | None = None,
+    ) -> None:
+        if not paths:
+            raise UsageError("tail needs at least one log file or directory")
+        self.paths = [Path(p) for p in paths]
+        for p in self.paths:
+            if not p.is_dir() and p.suffix.lower() != ".jellyp":
+                raise UsageError(f"{p}: tail reads Jelly-Patch logs (.jellyp) or directories of them")
+            if not p.exists() and not p.parent.is_dir():
+                raise UsageError(f"{p}: no such file or directory")
+        self.target = target
+        self.chain = chain
+        self.reset = reset
+        self.keep_going = keep_going
+        self.state_dir = Path(state_dir) if state_dir is not None else None
+        if self.state_dir is not None:
+            self.state_dir.mkdir(parents=True, exist_ok=True)
+        self.poll = poll
+        self.poll_interval = poll_interval
+        self.limits = limits or Limits()
+        self.hold_events = hold_events
+        self.snapshot_seconds = snapshot_seconds
+        self.log: Log = log or _no_log
+        self.stopping = False
+        self.sources: dict[Path, _Source] = {}
+        self._order: list[_Source] = []
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self._observer: Any = None
+        self._status_at = -1e9
+
+    # -- control -----------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Ask the daemon to stop after the current pass (safe from a signal handler)."""
+        self.stopping = True
+        self.wake()
+
+    def wake(self) -> None:
+        """Wake the main loop (from the observer thread or a signal handler)."""
+        with contextlib.suppress(BlockingIOError, OSError):
+            os.write(self._wake_w, b"\0")
+
+    def _wait(self, timeout: float) -> None:
+        with contextlib.suppress(InterruptedError):
+            select.select([self._wake_r], [], [], timeout)
+        with contextlib.suppress(BlockingIOError, OSError):
+            while os.read(self._wake_r, 4096):
+                pass
+
+    # -- discovery ---------------------------------------------------------------------
+
+    def _discover(self) -> None:
+        """Find the log files; in a directory, every file before the newest is finished."""
+        for p in self.paths:
+            if p.is_dir():
+                files = sorted(f for f in p.iterdir() if f.suffix.lower() == ".jellyp" and f.is_file())
+                for i, f in enumerate(files):
+                    src = self._source(f)
+                    if i < len(files) - 1:
+                        src.finished = True
+            else:
+                self._source(p)
+
+    def _source(self, path: Path) -> _Source:
+        src = self.sources.get(path)
+        if src is None:
+            src = self.sources[path] = _Source(self, path)
+            self._order.append(src)
+        return src
+
+    # -- running -----------------------------------------------------------------------
+
+    def run_once(self) -> list[SourceReport]:
+        """Apply what the logs hold now and return (the ``--once`` mode); raises on a failed source."""
+        with self._signals():
+            while self._pass(time.monotonic()) and not self.stopping:
+                pass
+            self._finish()
+        return self.reports()
+
+    @contextlib.contextmanager
+    def _signals(self) -> Iterator[None]:
+        """SIGTERM/SIGINT ask for a stop instead of killing the process mid-unit."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous = {sig: signal.signal(sig, lambda _s, _f: self.stop()) for sig in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    def run(self, *, install_signals: bool = True) -> list[SourceReport]:
+        """Tail until stopped (SIGTERM/SIGINT or :meth:`stop`), then flush and return."""
+        with self._signals() if install_signals else contextlib.nullcontext():
+            self._loop()
+        for src in self._order:
+            self.log("summary", src.report.as_dict())
+        self.log("stop", {"sources": len(self._order)})
+        return self.reports()
+
+    def _loop(self) -> None:
+        try:
+            self._start_observer()
+            self.log("start", {"paths": [str(p) for p in self.paths], "observer": self._observer_kind()})
+            while not self.stopping:
+                if self._pass(time.monotonic()):
+                    continue  # a backlog: read on without waiting
+                if self.stopping:
+                    break
+                self._wait(self.poll_interval)
+            self._finish()
+        finally:
+            self._stop_observer()
+            self.close()
+
+    def _pass(self, now: float) -> bool:
+        """Pump every source once; returns whether one of them has bytes left to read."""
+        self._discover()
+        more = False
+        for src in list(self._order):
+            if self.stopping:
+                break
+            try:
+                more |= src.pump(now)
+                if now - src.last_snapshot >= self.snapshot_seconds:
+                    src.save_snapshot(now)
+            except PatchsyncError as exc:
+                src.fail(exc)
+                self.log("failed", src.report.as_dict())
+                self._write_status(now)
+                if not self.keep_going:
+                    raise
+        if now - self._status_at >= STATUS_SECONDS:
+            self._write_status(now)
+        return more
+
+    def _finish(self) -> None:
+        now = time.monotonic()
+        for src in self._order:
+            if src.applier is not None and not src.failed:
+                src.applier.pause()
+                src.save_snapshot(now)
+        self._write_status(now)
+
+    def reports(self) -> list[SourceReport]:
+        """The state of every source."""
+        return [s.report for s in self._order]
+
+    def _write_status(self, now: float) -> None:
+        self._status_at = now
+        if self.state_dir is None:
+            return
+        data = {"updated_at": time.time(), "pid": os.getpid(), "sources": [s.report.as_dict() for s in self._order]}
+        tmp = self.state_dir / "status.json.tmp"
+        tmp.write_text(json.dumps(data, indent=1))
+        os.replace(tmp, self.state_dir / "status.json")
+
+    # -- observer ----------------------------------------------------------------------
+
+    def _observer_kind(self) -> str:
+        return type(self._observer).__name__ if self._observer is not None else "none"
+
+    def _start_observer(self) -> None:
+        try:
+            from watchdog.events import FileSystemEvent, FileSystemEventHandler
+            from watchdog.observers import Observer
+            from watchdog.observers.polling import PollingObserver
+        except ImportError:
+            # Without watchdog the daemon still works: it wakes every poll_interval.
+            return
+        tailer = self
+
+        class _Wake(FileSystemEventHandler):
+            def on_any_event(self, event: FileSystemEvent) -> None:
+                tailer.wake()
+
+        dirs = sorted({str(p if p.is_dir() else p.parent) for p in self.paths})
+        observer: Any = PollingObserver(timeout=self.poll_interval) if self.poll else Observer()
+        try:
+            for d in dirs:
+                observer.schedule(_Wake(), d, recursive=False)
+            observer.start()
+        except OSError:
+            # inotify limits or a file system without notifications: fall back to polling.
+            observer = PollingObserver(timeout=self.poll_interval)
+            for d in dirs:
+                observer.schedule(_Wake(), d, recursive=False)
+            observer.start()
+        self._observer = observer
+
+    def _stop_observer(self) -> None:
+        if self._observer is not None:
+            self._observer.stop()
+            self._observer.join(timeout=5)
+            self._observer = None
+
+    def close(self) -> None:
+        """Release files and locks (the target is the caller's)."""
+        for src in self._order:
+            src.close()
+        for fd in (self._wake_r, self._wake_w):
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self._wake_r = self._wake_w = -1
+
+    def __enter__(self) -> Tailer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def tail(
+    paths: Sequence[str | os.PathLike[str]],
+    target: Target,
+    *,
+    once: bool = False,
+    **options: Any,
+) -> list[SourceReport]:
+    """Tail logs into ``target`` until stopped (or, with ``once``, apply what is there).
+
+    ``options`` are those of :class:`Tailer`.
+    """
+    tailer = Tailer(paths, target, **options)
+    if once:
+        try:
+            return tailer.run_once()
+        finally:
+            tailer.close()
+    return tailer.run()
+
+
+__all__ = ["SourceReport", "Tailer", "default_state_dir", "lag_bytes", "read_status", "tail"]
