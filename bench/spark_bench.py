@@ -1,0 +1,208 @@
+"""Spark replay benchmark: ``local[1]`` vs ``local[2]`` vs single-process apply into SQLite.
+
+    .venv/bin/python -m bench.spark_bench                               # 8 files x 1,250,000 rows
+    .venv/bin/python -m bench.spark_bench --files 8 --rows-per-file 20000   # quick check
+
+The logs are :mod:`bench.workload` logs, one seed per file (so each file is a complete,
+independent stream; chains are not checked, by Spark or by the baseline). Rates are
+content rows of the logs (``H``, ``TX``, ``TC``, ``A``, ``D``, ``PA``, ``PD``) per second of
+wall time, the same numerator for every case. Each Spark case is measured in two runs on
+the same session (JVM start excluded, reported apart):
+
+* decode: every change row produced and discarded (``write.format("noop")``): the workers'
+  decoding, Arrow batches and the JVM import of them;
+* replay: ``write_replay`` to Parquet: decode again + the shuffle of the group-by on the
+  quad + writing the result.
+
+The SQLite baseline is ``apply_file`` (what ``patchsync apply`` runs) into a fresh SQLite
+file, on the first ``--sqlite-files`` files (it is the slowest case; its rate does not
+depend on how many files it is given).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from patchsync.files import write_events
+from patchsync.options import PatchOptions
+
+from .workload import DEFAULT_SEED, GENERATOR_VERSION, iter_events
+
+
+def _generate(job: tuple[str, int, int]) -> str:
+    path, rows, seed = job
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        write_events(iter_events(rows, seed), f, "jellyp", options=PatchOptions())
+    os.replace(tmp, path)
+    return path
+
+
+def make_logs(out: Path, files: int, rows_per_file: int, procs: int) -> list[Path]:
+    """The benchmark's logs, generated once and cached by size and generator version."""
+    folder = out / f"spark-logs-{files}x{rows_per_file}-g{GENERATOR_VERSION}"
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = [folder / f"log-{i:03d}.jellyp" for i in range(files)]
+    todo = [(str(p), rows_per_file, DEFAULT_SEED + i) for i, p in enumerate(paths) if not p.exists()]
+    if todo:
+        started = time.monotonic()
+        with multiprocessing.Pool(procs) as pool:
+            for done in pool.imap_unordered(_generate, todo):
+                print(f"  generated {done}", flush=True)
+        print(f"  generation: {time.monotonic() - started:.1f}s", flush=True)
+    return paths
+
+
+def spark_case(master: str, logs: list[Path], rows: int, work: Path) -> dict[str, Any]:
+    import patchsync.spark as ps
+
+    started = time.monotonic()
+    spark = ps.session(master, app_name=f"spark_bench {master}", quiet=True)
+    startup = time.monotonic() - started
+    try:
+        t0 = time.monotonic()
+        with ps.codec_errors():
+            ps.change_rows(spark, logs).write.format("noop").mode("overwrite").save()
+        decode = time.monotonic() - t0
+        out = work / f"replay-{master.replace('[', '').replace(']', '')}"
+        t0 = time.monotonic()
+        ps.write_replay(spark, logs, out)
+        replay = time.monotonic() - t0
+        quads = spark.read.parquet(str(out)).count()
+    finally:
+        spark.stop()
+    return {
+        "case": f"spark-replay {master}",
+        "session_start_s": round(startup, 2),
+        "decode_s": round(decode, 2),
+        "decode_rows_per_s": round(rows / decode),
+        "replay_s": round(replay, 2),
+        "rows_per_s": round(rows / replay),
+        "shuffle_and_write_s_est": round(replay - decode, 2),
+        "quads_out": quads,
+    }
+
+
+def _spark_in_child(master: str, logs: list[Path], rows: int, work: Path) -> dict[str, Any]:
+    # One process (and JVM) per master, so that neither case runs on a JVM warmed by the other.
+    result = work / f"{master}.json"
+    cmd = [
+        sys.executable,
+        "-m",
+        "bench.spark_bench",
+        "--child",
+        master,
+        "--child-out",
+        str(result),
+        "--child-rows",
+        str(rows),
+        *map(str, logs),
+    ]
+    subprocess.run(cmd, check=True)
+    value: dict[str, Any] = json.loads(result.read_text())
+    return value
+
+
+def sqlite_case(logs: list[Path], rows: int, work: Path) -> dict[str, Any]:
+    from patchsync.apply import apply_file, open_target
+
+    url = f"sqlite:///{work / 'bench.db'}"
+    target = open_target(url)
+    t0 = time.monotonic()
+    try:
+        for log in logs:
+            apply_file(log, target, chain="ignore")
+    finally:
+        target.close()
+    seconds = time.monotonic() - t0
+    return {
+        "case": "patchsync apply -> SQLite",
+        "files": len(logs),
+        "rows": rows,
+        "seconds": round(seconds, 2),
+        "rows_per_s": round(rows / seconds),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--files", type=int, default=8)
+    parser.add_argument("--rows-per-file", type=int, default=1_250_000)
+    parser.add_argument("--sqlite-files", type=int, default=1, help="files applied by the SQLite baseline")
+    parser.add_argument("--out", type=Path, default=Path("bench/out"))
+    parser.add_argument("--procs", type=int, default=2, help="processes generating logs")
+    parser.add_argument("--masters", default="local[1],local[2]")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--child-out", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--child-rows", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("child_logs", nargs="*", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        work = Path(tempfile.mkdtemp(prefix="spark_bench-"))
+        try:
+            value = spark_case(args.child, args.child_logs, args.child_rows, work)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        args.child_out.write_text(json.dumps(value))
+        return 0
+
+    logs = make_logs(args.out, args.files, args.rows_per_file, args.procs)
+    rows = args.files * args.rows_per_file
+    results: list[dict[str, Any]] = []
+    work = Path(tempfile.mkdtemp(prefix="spark_bench-"))
+    try:
+        for master in args.masters.split(","):
+            print(f"running spark-replay on {master} ...", flush=True)
+            results.append(_spark_in_child(master, logs, rows, work))
+            print("  ", results[-1], flush=True)
+        if args.sqlite_files > 0:
+            subset = logs[: args.sqlite_files]
+            print(f"running patchsync apply into SQLite on {len(subset)} file(s) ...", flush=True)
+            results.append(sqlite_case(subset, len(subset) * args.rows_per_file, work))
+            print("  ", results[-1], flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    by_case = {r["case"]: r for r in results}
+    one, two = by_case.get("spark-replay local[1]"), by_case.get("spark-replay local[2]")
+    summary: dict[str, Any] = {
+        "files": args.files,
+        "rows": rows,
+        "bytes": sum(p.stat().st_size for p in logs),
+        "results": results,
+        "env": {
+            "python": sys.version.split()[0],
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+            "loadavg_at_end": os.getloadavg(),
+        },
+    }
+    if one and two:
+        summary["scaling_local2_over_local1"] = round(one["replay_s"] / two["replay_s"], 2)
+        summary["decode_scaling_local2_over_local1"] = round(one["decode_s"] / two["decode_s"], 2)
+    out = args.out / f"spark_bench-{args.files}x{args.rows_per_file}.json"
+    out.write_text(json.dumps(summary, indent=2))
+    print(f"\n{'case':32} {'seconds':>9} {'rows/s':>10}")
+    for r in results:
+        print(f"{r['case']:32} {r.get('replay_s', r.get('seconds')):>9} {r['rows_per_s']:>10,}")
+    if "scaling_local2_over_local1" in summary:
+        print(
+            f"local[2] / local[1]: {summary['scaling_local2_over_local1']}x (decode only: "
+            f"{summary['decode_scaling_local2_over_local1']}x)"
+        )
+    print(f"written {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,65 @@
+"""Patch logs at data-lake scale: PySpark data sources, replay and compaction.
+
+Needs the ``spark`` extra (``pip install 'patchsync[spark]'``) and a Java runtime;
+:func:`session` checks both and fails with a one-line :class:`~patchsync.errors.UsageError`.
+Importing this package imports pyspark, so ``patchsync`` itself never imports it.
+
+* :func:`register` adds the formats ``jelly-patch`` (change rows of ``.jellyp`` logs),
+  ``jelly`` (quads of Jelly-RDF snapshots) and ``patchsync-nquads`` to a SparkSession;
+* :func:`replay` gives the state after a sequence of logs as a DataFrame of quads;
+* :func:`compact` gives one net patch equivalent to the logs; :func:`write_compact` writes
+  it as a ``.jellyp`` file;
+* :func:`codec_errors` turns a job failed by a bad file back into the codec's
+  :class:`~patchsync.errors.DecodeError`.
+
+One file is one partition: a log's decoder state runs through the whole file, so a file is
+never split (DESIGN §7). Spark's parallelism is the number of files.
+"""
+
+from ._env import check_extra
+
+# Fail on import with the one-line install hint rather than a ModuleNotFoundError deep inside.
+check_extra()
+
+from ._env import DEFAULT_MASTER, build_session, check_environment, configure_python  # noqa: E402
+from ._errors import WorkerDecodeError, codec_errors  # noqa: E402
+from ._replay import change_rows, compact, iter_quads, nquads_lines, replay, snapshot, write_compact, write_replay  # noqa: E402
+from ._sources import (  # noqa: E402
+    CHANGE_SCHEMA,
+    QUAD_SCHEMA,
+    JellyDataSource,
+    JellyPatchDataSource,
+    NQuadsDataSource,
+    decode_change_batches,
+    decode_jelly_batches,
+    register,
+)
+
+#: Alias of :func:`build_session`: a SparkSession with the data sources registered.
+session = build_session
+
+__all__ = [
+    "CHANGE_SCHEMA",
+    "DEFAULT_MASTER",
+    "QUAD_SCHEMA",
+    "JellyDataSource",
+    "JellyPatchDataSource",
+    "NQuadsDataSource",
+    "WorkerDecodeError",
+    "build_session",
+    "change_rows",
+    "check_environment",
+    "codec_errors",
+    "compact",
+    "configure_python",
+    "decode_change_batches",
+    "decode_jelly_batches",
+    "iter_quads",
+    "nquads_lines",
+    "register",
+    "replay",
+    "session",
+    "snapshot",
+    "write_compact",
+    "write_replay",
+]

@@ -1,0 +1,257 @@
+"""Replay and compaction of patch logs as Spark jobs (driver side).
+
+Replay uses that add and delete are set operations on single quads: the state of a quad
+after a sequence of units depends only on the last committed operation on that quad (DESIGN
+§7). So the job is a group-by on the quad, keeping the operation with the greatest
+``(log_index, row)``, the order in which the single-process applier would have run it; a
+base snapshot enters as adds ordered before every log. Only that group-by shuffles; the
+decode is one task per file.
+
+Compaction is the same group-by without the base: for each quad touched by the logs, its
+last committed operation. Applying that net patch to any state gives what applying the logs
+in order gives, so it can replace them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import IO
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from ..codec.ntriples import NTriplesTerms
+from ..codec.patch_encoder import PatchEncoder
+from ..errors import UsageError
+from ..options import PatchOptions, StatementType, StreamType
+from ._errors import codec_errors
+from ._sources import expand_paths, paths_option
+
+PathLike = str | os.PathLike[str]
+
+
+def _as_list(paths: PathLike | Sequence[PathLike]) -> list[str]:
+    if isinstance(paths, (str, os.PathLike)):
+        return [os.fspath(paths)]
+    return [os.fspath(p) for p in paths]
+
+
+def change_rows(spark: SparkSession, logs: PathLike | Sequence[PathLike]) -> DataFrame:
+    """The change rows of ``.jellyp`` logs (files or directories, in log order), one partition per file.
+
+    Directories are listed here, on the driver, so that a missing path fails at once with a
+    :class:`~patchsync.errors.UsageError` and the log order is fixed before any task runs.
+    """
+    files = expand_paths(_as_list(logs), (".jellyp",))
+    return spark.read.format("jelly-patch").option("paths", paths_option(files)).load()
+
+
+def snapshot(spark: SparkSession, paths: PathLike | Sequence[PathLike]) -> DataFrame:
+    """Quads of snapshot files: Jelly-RDF (``.jelly``) or N-Quads / N-Triples (``.nq``, ``.nt``).
+
+    Columns ``s``, ``p``, ``o``, ``g`` (``""`` for the default graph), ``log_index``, ``row``.
+    """
+    files = _as_list(paths)
+    kinds = {_snapshot_format(f) for f in files}
+    files = expand_paths(files, (".jelly", ".nq", ".nt"))
+    if len(kinds) != 1:
+        raise UsageError("snapshot files must all be Jelly-RDF or all N-Quads/N-Triples")
+    return spark.read.format(kinds.pop()).option("paths", paths_option(files)).load()
+
+
+def _snapshot_format(path: str) -> str:
+    if not Path(path).exists():
+        raise UsageError(f"{path}: no such file or directory")
+    if Path(path).is_dir():
+        found = {f.suffix for f in Path(path).iterdir() if f.suffix in (".jelly", ".nq", ".nt")}
+        if found == {".jelly"}:
+            return "jelly"
+        if found and ".jelly" not in found:
+            return "patchsync-nquads"
+        raise UsageError(f"{path}: a snapshot directory holds .jelly files or .nq/.nt files")
+    if path.endswith(".jelly"):
+        return "jelly"
+    if path.endswith((".nq", ".nt")):
+        return "patchsync-nquads"
+    raise UsageError(f"{path}: a base snapshot is a .jelly, .nq or .nt file")
+
+
+def _last_committed(rows: DataFrame) -> DataFrame:
+    # The greatest (log_index, row) is the operation the applier would have run last.
+    return (
+        rows.where(F.col("committed") & F.col("op").isin("A", "D"))
+        .select(
+            "s",
+            "p",
+            "o",
+            F.coalesce(F.col("g"), F.lit("")).alias("g"),
+            F.struct("log_index", "row").alias("at"),
+            "op",
+        )
+        .groupBy("s", "p", "o", "g")
+        .agg(F.max_by("op", "at").alias("op"))
+    )
+
+
+def replay(
+    spark: SparkSession,
+    logs: PathLike | Sequence[PathLike],
+    base: PathLike | Sequence[PathLike] | None = None,
+) -> DataFrame:
+    """The dataset after applying ``logs`` in order to ``base``, as quads ``(s, p, o, g)``.
+
+    ``logs`` are ``.jellyp`` files or directories of them (read in file-name order);
+    ``base`` is an optional snapshot (``.jelly``, ``.nq`` or ``.nt``). Terms are N-Triples
+    strings and ``g`` is ``""`` for the default graph, as in ``patchsync dump``. Only
+    committed units count (aborted units and a unit cut off by the end of a file do not);
+    the result is lazy: a bad file fails the first action, which :func:`codec_errors`
+    turns into the codec's :class:`~patchsync.errors.DecodeError`.
+    """
+    rows = change_rows(spark, logs)
+    ops = rows.where(F.col("committed") & F.col("op").isin("A", "D")).select(
+        "s", "p", "o", F.coalesce(F.col("g"), F.lit("")).alias("g"), "log_index", "row", "op"
+    )
+    if base is not None:
+        start = snapshot(spark, base).select(
+            "s", "p", "o", "g", F.lit(-1).alias("log_index"), "row", F.lit("A").alias("op")
+        )
+        ops = start.unionByName(ops)
+    last = (
+        ops.select("s", "p", "o", "g", F.struct("log_index", "row").alias("at"), "op")
+        .groupBy("s", "p", "o", "g")
+        .agg(F.max_by("op", "at").alias("op"))
+    )
+    return last.where(F.col("op") == "A").select("s", "p", "o", "g")
+
+
+def compact(spark: SparkSession, logs: PathLike | Sequence[PathLike]) -> DataFrame:
+    """One net patch equivalent to ``logs``, as rows ``(op, s, p, o, g, key)``.
+
+    Per quad, its last committed ``A`` or ``D``; per (graph, prefix), its last committed
+    ``PA`` (IRI in ``o``) or ``PD``. Applying these rows in any order to a state gives what
+    applying the logs in order gives. :func:`write_compact` writes them as a ``.jellyp``.
+    """
+    rows = change_rows(spark, logs).where(F.col("committed"))
+    quads = _last_committed(rows).select("op", "s", "p", "o", "g", F.lit(None).cast("string").alias("key"))
+    prefixes = (
+        rows.where(F.col("op").isin("PA", "PD"))
+        .select(
+            F.coalesce(F.col("g"), F.lit("")).alias("g"), "key", F.struct("log_index", "row").alias("at"), "op", "o"
+        )
+        .groupBy("g", "key")
+        .agg(F.max_by(F.struct("op", "o"), "at").alias("last"))
+        .select(
+            F.col("last.op").alias("op"),
+            F.lit(None).cast("string").alias("s"),
+            F.lit(None).cast("string").alias("p"),
+            F.col("last.o").alias("o"),
+            "g",
+            "key",
+        )
+    )
+    return prefixes.unionByName(quads)
+
+
+def write_compact(net: DataFrame, out: PathLike | IO[bytes], *, max_frame_rows: int = 10_000) -> int:
+    """Write the rows of :func:`compact` as one ``.jellyp`` patch (one transaction); returns rows written.
+
+    Runs on the driver, streaming the rows with ``toLocalIterator`` so the net patch need not
+    fit in the driver's memory at once. Prefix rows come first, so that they precede the
+    statements that may use them.
+    """
+    with codec_errors():
+        flags = net.select(
+            F.max(F.coalesce(F.col("s").startswith("<<") | F.col("o").startswith("<<"), F.lit(False))).alias("star"),
+            F.max(
+                F.coalesce(~F.col("s").startswith("<") & ~F.col("s").startswith("_:"), F.lit(False))
+                | F.coalesce(~F.col("p").startswith("<") | F.col("p").startswith("<<"), F.lit(False))
+            ).alias("generalized"),
+        ).first()
+    star = bool(flags["star"]) if flags is not None else False
+    generalized = bool(flags["generalized"]) if flags is not None else False
+    options = PatchOptions(
+        stream_type=StreamType.PUNCTUATED,
+        statement_type=StatementType.QUADS,
+        rdf_star=star,
+        generalized_statements=generalized,
+    )
+    encoder: PatchEncoder[str] = PatchEncoder(options, NTriplesTerms(), max_frame_rows=max_frame_rows)
+    ordered = net.orderBy(F.col("op").isin("PA", "PD").desc())
+    with _open_out(out) as f, codec_errors():
+        encoder.tx_start()
+        n = 0
+        for r in ordered.toLocalIterator():
+            op = r["op"]
+            if op == "A":
+                encoder.add(r["s"], r["p"], r["o"], r["g"])
+            elif op == "D":
+                encoder.delete(r["s"], r["p"], r["o"], r["g"])
+            elif op == "PA":
+                encoder.prefix_add(r["key"], r["o"], r["g"])
+            else:
+                encoder.prefix_delete(r["key"], None, r["g"])
+            n += 1
+            f.write(encoder.take())
+        encoder.tx_commit()
+        encoder.end_patch()
+        encoder.finish()
+        f.write(encoder.take())
+    return n
+
+
+class _open_out:
+    """A context manager over a path (opened, then closed) or an open binary stream (kept open)."""
+
+    def __init__(self, out: PathLike | IO[bytes]) -> None:
+        self._out = out
+        self._owned: IO[bytes] | None = None
+
+    def __enter__(self) -> IO[bytes]:
+        if isinstance(self._out, (str, os.PathLike)):
+            self._owned = open(self._out, "wb")
+            return self._owned
+        return self._out
+
+    def __exit__(self, *exc: object) -> None:
+        if self._owned is not None:
+            self._owned.close()
+
+
+def nquads_lines(quads: DataFrame) -> DataFrame:
+    """One N-Quads line per quad (a single ``value`` column, for ``DataFrame.write.text``)."""
+    line = F.when(F.col("g") == "", F.concat_ws(" ", "s", "p", "o", F.lit("."))).otherwise(
+        F.concat_ws(" ", "s", "p", "o", "g", F.lit("."))
+    )
+    return quads.select(line.alias("value"))
+
+
+def iter_quads(quads: DataFrame) -> Iterator[tuple[str, str, str, str]]:
+    """The quads of a replay result on the driver, as tuples (for tests and small results)."""
+    with codec_errors():
+        for r in quads.toLocalIterator():
+            yield (r["s"], r["p"], r["o"], r["g"])
+
+
+def write_replay(
+    spark: SparkSession,
+    logs: PathLike | Sequence[PathLike],
+    out: PathLike,
+    *,
+    base: PathLike | Sequence[PathLike] | None = None,
+    fmt: str = "parquet",
+) -> None:
+    """Replay ``logs`` onto ``base`` and write the quads to the directory ``out`` (replaced if present).
+
+    ``fmt`` is ``parquet`` (columns ``s``, ``p``, ``o``, ``g``) or ``nq`` (N-Quads text
+    partitions). A bad input file raises the codec's :class:`~patchsync.errors.DecodeError`.
+    """
+    if fmt not in ("parquet", "nq"):
+        raise UsageError(f"unknown output format {fmt!r} (expected parquet or nq)")
+    quads = replay(spark, logs, base)
+    with codec_errors():
+        if fmt == "parquet":
+            quads.write.mode("overwrite").parquet(os.fspath(out))
+        else:
+            nquads_lines(quads).write.mode("overwrite").text(os.fspath(out))

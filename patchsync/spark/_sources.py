@@ -1,0 +1,441 @@
+"""PySpark data sources: ``jelly-patch`` (change rows) and ``jelly`` / ``patchsync-nquads`` (quads).
+
+Theory of operation. A patch log cannot be split: its lookup tables, repeated terms and open
+transaction run through the whole file (DESIGN §7). So each file is one input partition, and
+a worker decodes it from its first byte with the sans-I/O :class:`PatchDecoder` and the
+:class:`NTriplesTerms` adapter, whose terms are already the N-Triples strings stored in the
+columns. Rows are gathered into plain column lists and handed to Spark as Arrow record
+batches of :data:`BATCH_ROWS` rows, which crosses the Python/JVM boundary once per batch
+instead of once per row.
+
+Change rows of one unit (DESIGN §2) are held back until the unit ends, because whether they
+are committed is only known then: ``TC`` and the end of an implicit unit commit, ``TA``
+does not. A file that breaks a codec rule fails its task with :class:`DecodeError`; the
+driver turns that back into the codec's one-line message (see :mod:`._errors`).
+
+Paths are read with ``open``: local or mounted file systems (on a cluster, a path every
+executor sees). A directory stands for its files with the format's suffix, in file-name
+order (DESIGN §6).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, cast
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.types import BooleanType, IntegerType, LongType, StringType, StructField, StructType
+
+from ..codec.ntriples import NTriplesTerms
+from ..codec.patch_decoder import PatchDecoder
+from ..codec.rdf_decoder import RdfDecoder
+from ..errors import DecodeError, UsageError
+from ..events import Add, Delete, Header, PatchEnd, PrefixAdd, PrefixDelete, TxAbort, TxCommit, TxStart
+from ..rdf_events import Statement
+from ._errors import encode_decode_error
+
+#: Rows per Arrow record batch handed to Spark.
+BATCH_ROWS = 65536
+#: Bytes read from a file per ``feed``.
+CHUNK_BYTES = 1 << 20
+
+#: Columns of a change row (DESIGN §7). ``log_index`` is the file's place in log order.
+CHANGE_SCHEMA = StructType(
+    [
+        StructField("log", StringType(), False),
+        StructField("log_index", IntegerType(), False),
+        StructField("patch", IntegerType(), False),
+        StructField("row", LongType(), False),
+        StructField("op", StringType(), False),
+        StructField("s", StringType(), True),
+        StructField("p", StringType(), True),
+        StructField("o", StringType(), True),
+        StructField("g", StringType(), True),
+        StructField("key", StringType(), True),
+        StructField("committed", BooleanType(), False),
+    ]
+)
+
+#: Columns of a quad read from a snapshot; ``g`` is ``""`` for the default graph.
+QUAD_SCHEMA = StructType(
+    [
+        StructField("s", StringType(), False),
+        StructField("p", StringType(), False),
+        StructField("o", StringType(), False),
+        StructField("g", StringType(), False),
+        StructField("log_index", IntegerType(), False),
+        StructField("row", LongType(), False),
+    ]
+)
+
+_ARROW_CHANGE = pa.schema(
+    [
+        pa.field("log", pa.string(), False),
+        pa.field("log_index", pa.int32(), False),
+        pa.field("patch", pa.int32(), False),
+        pa.field("row", pa.int64(), False),
+        pa.field("op", pa.string(), False),
+        pa.field("s", pa.string()),
+        pa.field("p", pa.string()),
+        pa.field("o", pa.string()),
+        pa.field("g", pa.string()),
+        pa.field("key", pa.string()),
+        pa.field("committed", pa.bool_(), False),
+    ]
+)
+_ARROW_QUAD = pa.schema(
+    [
+        pa.field("s", pa.string(), False),
+        pa.field("p", pa.string(), False),
+        pa.field("o", pa.string(), False),
+        pa.field("g", pa.string(), False),
+        pa.field("log_index", pa.int32(), False),
+        pa.field("row", pa.int64(), False),
+    ]
+)
+
+
+def expand_paths(paths: Sequence[str], suffixes: tuple[str, ...]) -> list[str]:
+    """Files in log order: each file as given, each directory's matching files by name."""
+    out: list[str] = []
+    for path in paths:
+        p = Path(path)
+        if p.is_dir():
+            out.extend(str(f) for f in sorted(p.iterdir()) if f.is_file() and f.name.endswith(suffixes))
+        elif p.is_file():
+            out.append(str(p))
+        else:
+            raise UsageError(f"{path}: no such file or directory")
+    return out
+
+
+def _option_paths(options: Mapping[str, str]) -> list[str]:
+    # ``load(path)`` arrives as the "path" option; several paths are passed as a JSON list in
+    # "paths", because Python data sources get a single path from DataFrameReader.load.
+    if "paths" in options:
+        value = json.loads(options["paths"])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise UsageError('the "paths" option must be a JSON list of strings')
+        return value
+    if "path" in options:
+        return [options["path"]]
+    raise UsageError("no input: load(path) or option('paths', json.dumps([...]))")
+
+
+class FilePartition(InputPartition):
+    """One file, with its place in log order."""
+
+    def __init__(self, index: int, path: str) -> None:
+        super().__init__(index)
+        self.index = index
+        self.path = path
+
+
+class _FileReader(DataSourceReader):
+    suffixes: tuple[str, ...] = ()
+
+    def __init__(self, options: Mapping[str, str]) -> None:
+        self.files = expand_paths(_option_paths(options), self.suffixes)
+
+    def partitions(self) -> Sequence[InputPartition]:
+        return [FilePartition(i, path) for i, path in enumerate(self.files)]
+
+
+def _chunks(path: str) -> Iterator[bytes]:
+    with open(path, "rb") as f:
+        while chunk := f.read(CHUNK_BYTES):
+            yield chunk
+
+
+# -- change rows ----------------------------------------------------------------------
+
+
+class _ChangeColumns:
+    """Column lists of the rows decoded so far, with the current unit's rows held back."""
+
+    def __init__(self, log: str, index: int) -> None:
+        self.log = log
+        self.index = index
+        self.patch: list[int] = []
+        self.row: list[int] = []
+        self.op: list[str] = []
+        self.s: list[str | None] = []
+        self.p: list[str | None] = []
+        self.o: list[str | None] = []
+        self.g: list[str | None] = []
+        self.key: list[str | None] = []
+        self.committed: list[bool] = []
+        self.unit_start = 0  # index of the first row of the open unit
+
+    def __len__(self) -> int:
+        return len(self.op)
+
+    def end_unit(self, committed: bool) -> None:
+        n = len(self.op) - self.unit_start
+        self.committed.extend([committed] * n)
+        self.unit_start = len(self.op)
+
+    def take(self) -> pa.RecordBatch:
+        """The rows of the closed units as a record batch; the open unit's rows stay."""
+        cut = self.unit_start
+        n = cut
+        batch = pa.RecordBatch.from_arrays(
+            [
+                pa.array([self.log] * n, pa.string()),
+                pa.array([self.index] * n, pa.int32()),
+                pa.array(self.patch[:cut], pa.int32()),
+                pa.array(self.row[:cut], pa.int64()),
+                pa.array(self.op[:cut], pa.string()),
+                pa.array(self.s[:cut], pa.string()),
+                pa.array(self.p[:cut], pa.string()),
+                pa.array(self.o[:cut], pa.string()),
+                pa.array(self.g[:cut], pa.string()),
+                pa.array(self.key[:cut], pa.string()),
+                pa.array(self.committed, pa.bool_()),
+            ],
+            schema=_ARROW_CHANGE,
+        )
+        for column in (self.patch, self.row, self.op, self.s, self.p, self.o, self.g, self.key):
+            del column[:cut]
+        self.committed = []
+        self.unit_start = 0
+        return batch
+
+
+def decode_change_batches(path: str, index: int, *, batch_rows: int = BATCH_ROWS) -> Iterator[pa.RecordBatch]:
+    """Decode one ``.jellyp`` log into record batches of change rows (runs in a worker).
+
+    Raises :class:`DecodeError` for a file that breaks a codec rule, including one that
+    ends inside a unit; the batches of the units before it have been handed out by then.
+    """
+    cols = _ChangeColumns(path, index)
+    # Bound methods and locals: this loop runs once per row of every log.
+    patch_l, row_l, op_l, s_l, p_l, o_l, g_l, key_l = (
+        cols.patch,
+        cols.row,
+        cols.op,
+        cols.s,
+        cols.p,
+        cols.o,
+        cols.g,
+        cols.key,
+    )
+    decoder: PatchDecoder[str] = PatchDecoder(NTriplesTerms(), source=path)
+    patch = 0
+    seq = 0
+
+    def drain() -> Iterator[pa.RecordBatch]:
+        nonlocal patch, seq
+        event: Any
+        for event in decoder:
+            kind = type(event)
+            if kind is Add or kind is Delete:
+                op = "A" if kind is Add else "D"
+                s, p, o, g = event[0], event[1], event[2], event[3]
+                key = None
+            elif kind is PrefixAdd or kind is PrefixDelete:
+                op = "PA" if kind is PrefixAdd else "PD"
+                key, s, p, o, g = event[0], None, None, event[1], event[2]
+            elif kind is Header:
+                op, key, s, p, o, g = "H", event[0], None, None, event[1], None
+            elif kind is TxStart:
+                cols.end_unit(True)  # an implicit unit ends at the next TX (DESIGN §2)
+                continue
+            elif kind is TxCommit:
+                cols.end_unit(True)
+                continue
+            elif kind is TxAbort:
+                cols.end_unit(False)
+                continue
+            elif kind is PatchEnd:
+                cols.end_unit(True)
+                patch += 1
+                if cols.unit_start >= batch_rows:
+                    yield cols.take()
+                continue
+            else:  # the options row
+                continue
+            patch_l.append(patch)
+            row_l.append(seq)
+            op_l.append(op)
+            s_l.append(s)
+            p_l.append(p)
+            o_l.append(o)
+            g_l.append(g)
+            key_l.append(key)
+            seq += 1
+            if cols.unit_start >= batch_rows:
+                yield cols.take()
+
+    for chunk in _chunks(path):
+        decoder.feed(chunk)
+        yield from drain()
+    decoder.close()
+    yield from drain()
+    # The decoder fails a stream that ends inside a unit, so nothing is left open here.
+    cols.end_unit(False)
+    if len(cols):
+        yield cols.take()
+
+
+class _ChangeReader(_FileReader):
+    suffixes = (".jellyp",)
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        part = cast(FilePartition, partition)
+        try:
+            yield from decode_change_batches(part.path, part.index)
+        except DecodeError as exc:
+            raise encode_decode_error(exc) from None
+
+
+class JellyPatchDataSource(DataSource):
+    """``spark.read.format("jelly-patch")``: change rows of ``.jellyp`` logs, one partition per file.
+
+    Columns: ``log`` (path), ``log_index`` (place in log order), ``patch`` (patch index in
+    the file), ``row`` (row order in the file), ``op`` (``A``, ``D``, ``PA``, ``PD``,
+    ``H``), ``s``/``p``/``o``/``g`` (N-Triples strings; ``g`` is ``""`` for the default graph
+    of a QUADS log and null in a TRIPLES log), ``key`` (header key or prefix name; for
+    ``PA``/``PD``/``H`` the IRI or header value is in ``o``) and ``committed``.
+    """
+
+    @classmethod
+    def name(cls) -> str:
+        return "jelly-patch"
+
+    def schema(self) -> StructType:
+        return CHANGE_SCHEMA
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return _ChangeReader(self.options)
+
+
+# -- snapshots ------------------------------------------------------------------------
+
+
+def _quad_batch(s: list[str], p: list[str], o: list[str], g: list[str], index: int, start: int) -> pa.RecordBatch:
+    n = len(s)
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array(s, pa.string()),
+            pa.array(p, pa.string()),
+            pa.array(o, pa.string()),
+            pa.array(g, pa.string()),
+            pa.array([index] * n, pa.int32()),
+            pa.array(range(start, start + n), pa.int64()),
+        ],
+        schema=_ARROW_QUAD,
+    )
+
+
+def decode_jelly_batches(path: str, index: int, *, batch_rows: int = BATCH_ROWS) -> Iterator[pa.RecordBatch]:
+    """Decode one Jelly-RDF file into record batches of quads (runs in a worker)."""
+    decoder: RdfDecoder[str] = RdfDecoder(NTriplesTerms(), source=path)
+    s: list[str] = []
+    p: list[str] = []
+    o: list[str] = []
+    g: list[str] = []
+    done = 0
+
+    def drain() -> Iterator[pa.RecordBatch]:
+        nonlocal s, p, o, g, done
+        for event in decoder:
+            if type(event) is Statement:
+                s.append(event.s)
+                p.append(event.p)
+                o.append(event.o)
+                g.append(event.g or "")
+                if len(s) >= batch_rows:
+                    yield _quad_batch(s, p, o, g, index, done)
+                    done += len(s)
+                    s, p, o, g = [], [], [], []
+
+    for chunk in _chunks(path):
+        decoder.feed(chunk)
+        yield from drain()
+    decoder.close()
+    yield from drain()
+    if s:
+        yield _quad_batch(s, p, o, g, index, done)
+
+
+def decode_nquads_batches(path: str, index: int, *, batch_rows: int = BATCH_ROWS) -> Iterator[pa.RecordBatch]:
+    """Read one N-Quads / N-Triples file into record batches of quads (runs in a worker)."""
+    from ..codec.nquads import read_statements
+
+    with open(path, encoding="utf-8") as f:
+        statements = read_statements(f.read(), NTriplesTerms(), source=path)
+    for start in range(0, len(statements), batch_rows):
+        part = statements[start : start + batch_rows]
+        yield _quad_batch(
+            [t[0] for t in part], [t[1] for t in part], [t[2] for t in part], [t[3] or "" for t in part], index, start
+        )
+
+
+class _JellyReader(_FileReader):
+    suffixes = (".jelly",)
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        part = cast(FilePartition, partition)
+        try:
+            yield from decode_jelly_batches(part.path, part.index)
+        except DecodeError as exc:
+            raise encode_decode_error(exc) from None
+
+
+class _NQuadsReader(_FileReader):
+    suffixes = (".nq", ".nt")
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        part = cast(FilePartition, partition)
+        try:
+            yield from decode_nquads_batches(part.path, part.index)
+        except DecodeError as exc:
+            raise encode_decode_error(exc) from None
+
+
+class JellyDataSource(DataSource):
+    """``spark.read.format("jelly")``: quads of Jelly-RDF files, one partition per file.
+
+    Columns ``s``, ``p``, ``o``, ``g`` (N-Triples strings, ``g`` is ``""`` for the default
+    graph), ``log_index`` and ``row`` (the file's place in the input and the quad's order).
+    """
+
+    @classmethod
+    def name(cls) -> str:
+        return "jelly"
+
+    def schema(self) -> StructType:
+        return QUAD_SCHEMA
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return _JellyReader(self.options)
+
+
+class NQuadsDataSource(DataSource):
+    """``spark.read.format("patchsync-nquads")``: quads of N-Quads / N-Triples files (base snapshots)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "patchsync-nquads"
+
+    def schema(self) -> StructType:
+        return QUAD_SCHEMA
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return _NQuadsReader(self.options)
+
+
+def register(spark: Any) -> None:
+    """Register the ``jelly-patch``, ``jelly`` and ``patchsync-nquads`` formats with ``spark``."""
+    for source in (JellyPatchDataSource, JellyDataSource, NQuadsDataSource):
+        spark.dataSource.register(source)
+
+
+def paths_option(paths: Sequence[str | os.PathLike[str]]) -> str:
+    """The ``paths`` option value for several inputs, in log order."""
+    return json.dumps([os.fspath(p) for p in paths])
