@@ -78,6 +78,7 @@ def _parser() -> argparse.ArgumentParser:
     conformance.add_argument("-v", "--verbose", action="store_true", help="list every case, not only failures")
     _add_apply_parsers(sub)
     _add_diff_parsers(sub)
+    _add_spark_parser(sub)
     return parser
 
 
@@ -94,9 +95,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "apply": _apply,
         "dump": _dump,
         "status": _status,
+        "tail": _tail,
         "db": _db,
         "diff": _diff,
         "reverse": _reverse,
+        "spark-replay": _spark_replay,
     }
     try:
         return handlers[args.command](args)
@@ -489,6 +492,12 @@ def _add_apply_parsers(sub: Any) -> None:
     apply.add_argument("--reset", action="store_true", help="start a log over when its checkpoint no longer matches it")
     apply.add_argument("--from", dest="from_format", choices=["jellyp", "rdfp"], help="log format")
     apply.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
+    apply.add_argument(
+        "--graph",
+        metavar="IRI",
+        help="put statements that name no graph (TRIPLES streams, triple rows of .rdfp) in this graph "
+        "instead of the default graph",
+    )
 
     dump = sub.add_parser("dump", help="write a target's current state", description="Write a target's quads.")
     dump.add_argument("--target", default=DEFAULT_TARGET, help=target_help)
@@ -502,6 +511,9 @@ def _add_apply_parsers(sub: Any) -> None:
     )
     status.add_argument("--target", default=DEFAULT_TARGET, help=target_help)
     status.add_argument("--json", action="store_true", help="print JSON")
+    status.add_argument("--state-dir", metavar="DIR", help="a tail daemon's state directory (see tail --state-dir)")
+
+    _add_tail_parser(sub, target_help)
 
     db = sub.add_parser("db", help="manage a SQL target's schema", description="Manage a SQL target's schema.")
     db_sub = db.add_subparsers(dest="db_command", required=True, metavar="ACTION")
@@ -566,7 +578,13 @@ def _apply(args: argparse.Namespace) -> int:
             progress.begin(log, Path(log).stat().st_size)
             try:
                 result = apply_file(
-                    log, target, fmt=args.from_format, chain=args.chain, reset=args.reset, progress=progress
+                    log,
+                    target,
+                    fmt=args.from_format,
+                    chain=args.chain,
+                    reset=args.reset,
+                    progress=progress,
+                    graph=args.graph,
                 )
             finally:
                 progress.end()
@@ -581,6 +599,106 @@ def _apply(args: argparse.Namespace) -> int:
     rate = total.rows / elapsed if elapsed > 0 else 0.0
     print(f"total: {_result_line(total)} in {elapsed:.2f}s ({rate:,.0f} rows/s)")
     return 0
+
+
+def _add_tail_parser(sub: Any, target_help: str) -> None:
+    tail = sub.add_parser(
+        "tail",
+        help="keep a target in step with growing patch logs",
+        description="Tail .jellyp logs (files, or directories read in file-name order) into a target: each unit "
+        "is applied as soon as it is complete, with the log's checkpoint; a restart resumes every log from its "
+        "checkpoint. SIGTERM/SIGINT finish the current unit and exit 0. Log lines go to stderr.",
+    )
+    tail.add_argument("paths", nargs="+", metavar="PATH", help="a .jellyp log or a directory of them")
+    tail.add_argument("--target", default=DEFAULT_TARGET, help=target_help)
+    tail.add_argument(
+        "--chain",
+        choices=["strict", "ignore"],
+        default="strict",
+        help="strict (default): a patch's prev must be the target's last patch id, re-delivered ids are skipped",
+    )
+    tail.add_argument("--poll", action="store_true", help="poll the file system instead of inotify (network mounts)")
+    tail.add_argument(
+        "--poll-interval",
+        type=float,
+        default=1.0,
+        metavar="S",
+        help="seconds between polls, and the longest wait without a file event (default 1)",
+    )
+    tail.add_argument("--once", action="store_true", help="apply what the logs hold now and exit")
+    tail.add_argument(
+        "--keep-going", action="store_true", help="when one log fails, keep tailing the others (exit 1 at the end)"
+    )
+    tail.add_argument("--reset", action="store_true", help="start a log over when its checkpoint no longer matches it")
+    tail.add_argument(
+        "--state-dir",
+        metavar="DIR",
+        help="locks, decoder snapshots and status of the daemon (default: next to a SQLite/file/Oxigraph target, "
+        "as TARGET.tail)",
+    )
+    tail.add_argument(
+        "--log-interval", type=float, default=1.0, metavar="S", help="at most one progress line per log per S seconds"
+    )
+
+
+class _TailLog:
+    """Structured ``key=value`` lines on stderr; progress lines rate-limited per source."""
+
+    def __init__(self, interval: float) -> None:
+        self.interval = interval
+        self.last: dict[str, float] = {}
+
+    def __call__(self, event: str, fields: dict[str, Any]) -> None:
+        import time
+
+        if event == "applied" and fields.get("state") == "live":
+            now = time.monotonic()
+            source = str(fields.get("source"))
+            if now - self.last.get(source, -1e9) < self.interval:
+                return
+            self.last[source] = now
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
+        parts = [f"ts={stamp}", f"event={event}"]
+        for key, value in fields.items():
+            if value is None:
+                continue
+            text = json.dumps(value) if isinstance(value, (dict, list)) else str(value)
+            if not text or any(c in text for c in ' "='):
+                text = json.dumps(text)
+            parts.append(f"{key}={text}")
+        print(" ".join(parts), file=sys.stderr, flush=True)
+
+
+def _tail(args: argparse.Namespace) -> int:
+    from .watch import Tailer, default_state_dir
+
+    state_dir = args.state_dir or default_state_dir(args.target)
+    target = _open_target(args.target)
+    try:
+        tailer = Tailer(
+            args.paths,
+            target,
+            chain=args.chain,
+            reset=args.reset,
+            keep_going=args.keep_going,
+            state_dir=state_dir,
+            poll=args.poll,
+            poll_interval=args.poll_interval,
+            log=_TailLog(args.log_interval),
+        )
+        try:
+            reports = tailer.run_once() if args.once else tailer.run()
+        finally:
+            tailer.close()
+        target.close()
+    except BaseException:
+        discard = getattr(target, "discard", None)
+        (discard or target.close)()
+        raise
+    failed = [r for r in reports if r.state == "failed"]
+    for r in failed:
+        _fail(r.error or f"{r.source}: failed")
+    return EXIT_ERROR if failed else 0
 
 
 def _result_line(r: Any) -> str:
@@ -613,11 +731,15 @@ def _dump(args: argparse.Namespace) -> int:
 def _status(args: argparse.Namespace) -> int:
     import datetime
 
+    from .watch import default_state_dir, lag_bytes, read_status
+
     target = _open_target(args.target)
     try:
         sources = target.sources()
     finally:
         target.close()
+    state_dir = getattr(args, "state_dir", None) or default_state_dir(args.target)
+    daemon = read_status(state_dir) if state_dir is not None else {}
     rows = []
     for st in sources:
         cp = st.checkpoint
@@ -634,6 +756,8 @@ def _status(args: argparse.Namespace) -> int:
                 "last_id": cp.last_id,
                 "updated_at": when,
                 "fingerprint": cp.fingerprint,
+                "lag_bytes": lag_bytes(st.source, cp),
+                "tail": daemon.get(st.source),
             }
         )
     if args.json:
@@ -646,8 +770,19 @@ def _status(args: argparse.Namespace) -> int:
         print(
             f"{r['source']}: byte {pos['offset']}, frame {pos['frame']}, row {pos['row']}; "
             f"{r['patches']} patches; last id {r['last_id'] or '-'}; at {r['updated_at'] or '-'}"
+            + (f"; {r['lag_bytes']} bytes behind" if r["lag_bytes"] is not None else "")
+            + _tail_state(r["tail"])
         )
     return 0
+
+
+def _tail_state(rec: dict[str, Any] | None) -> str:
+    if not rec:
+        return ""
+    text = f"; tail {rec.get('state')}"
+    if rec.get("error"):
+        text += f": {rec['error']}"
+    return text
 
 
 def _db(args: argparse.Namespace) -> int:
@@ -660,6 +795,48 @@ def _db(args: argparse.Namespace) -> int:
         print(f"schema already at revision {after}")
     else:
         print(f"schema upgraded from {before or 'empty'} to {after}")
+    return 0
+
+
+# -- spark-replay --------------------------------------------------------------------
+
+
+def _add_spark_parser(sub: Any) -> None:
+    replay = sub.add_parser(
+        "spark-replay",
+        help="replay patch logs with Spark, writing the state as Parquet or N-Quads",
+        description="Replay .jellyp logs (files or directories, in order) on Spark: per quad, the last committed "
+        "operation wins. Needs the spark extra (pip install 'patchsync[spark]') and Java 17+.",
+    )
+    replay.add_argument("logs", nargs="+", metavar="LOG", help=".jellyp logs or directories of them, in log order")
+    replay.add_argument("--base", action="append", metavar="SNAPSHOT", help="starting state: .jelly, .nq or .nt")
+    replay.add_argument("--out", required=True, metavar="DIR", help="output directory (replaced)")
+    replay.add_argument("--master", default="local[2]", help="Spark master URL (default local[2])")
+    replay.add_argument("--format", default="parquet", choices=["parquet", "nq"], help="output format")
+
+
+def _spark_replay(args: argparse.Namespace) -> int:
+    import time
+
+    from .spark import build_session, write_replay
+
+    for path in [*args.logs, *(args.base or [])]:
+        if not Path(path).exists():
+            raise UsageError(f"{path}: no such file or directory")
+    started = time.monotonic()
+    spark = build_session(args.master, app_name="patchsync spark-replay", quiet=True)
+    try:
+        write_replay(spark, args.logs, args.out, base=args.base, fmt=args.format)
+    except Exception as exc:
+        # Any other job failure arrives as a py4j/pyspark exception carrying both stack
+        # traces; the user gets its first line.
+        if not type(exc).__module__.startswith(("pyspark", "py4j")):
+            raise
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise PatchsyncError(f"Spark job failed: {first}") from None
+    finally:
+        spark.stop()
+    print(f"{args.out}: {args.format} written in {time.monotonic() - started:.2f}s")
     return 0
 
 
