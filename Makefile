@@ -14,13 +14,24 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 
-# The main job: replay the example patch logs into the embedded SQLite default, show
-# where each log stands and dump the replicated state. Running it again applies nothing.
+# The main job: a producer appends chained patches to rotated segments in out/logs while
+# the tail daemon keeps a SQLite replica in step; the daemon is then stopped (SIGTERM) and
+# restarted with --once, which resumes from its checkpoint, and the replica is checked
+# against a plain `patchsync apply` of the same logs. Running it again starts over.
+REPLICA := sqlite:///out/replica.db
+
 run: $(STAMP)
+	rm -rf out/logs out/replica.db* out/check.db*
 	mkdir -p out
-	$(BIN)/patchsync apply examples/library.rdfp examples/library-more.rdfp --target sqlite:///out/library.db
-	$(BIN)/patchsync status --target sqlite:///out/library.db
-	$(BIN)/patchsync dump --target sqlite:///out/library.db
+	$(BIN)/python examples/producer.py out/logs --rate 100 --count 500 --rotate 200 & producer=$$!; \
+	$(BIN)/patchsync tail out/logs --target $(REPLICA) --log-interval 2 & daemon=$$!; \
+	wait $$producer; sleep 1; kill -TERM $$daemon; wait $$daemon
+	$(BIN)/patchsync tail out/logs --target $(REPLICA) --once
+	$(BIN)/patchsync status --target $(REPLICA)
+	$(BIN)/patchsync apply --no-progress out/logs/*.jellyp --target sqlite:///out/check.db > /dev/null
+	$(BIN)/patchsync dump --target $(REPLICA) | sort > out/replica.nq
+	$(BIN)/patchsync dump --target sqlite:///out/check.db | sort > out/check.nq
+	cmp out/replica.nq out/check.nq && echo "replica equals the log: $$(wc -l < out/replica.nq) quads"
 
 lint: $(STAMP)
 	$(BIN)/ruff check patchsync tests bench scripts migrations
@@ -40,6 +51,8 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.rdf_bench
 	$(BIN)/python -m bench.apply_bench
 	$(BIN)/python -m bench.capture_bench
+	$(BIN)/python -m bench.tail_bench
+	$(BIN)/python -m bench.spark_bench
 
 proto: $(STAMP)
 	$(BIN)/python scripts/gen_proto.py
