@@ -11,6 +11,8 @@ import importlib.util
 import os
 import shutil
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +42,20 @@ def configure_python() -> None:
     """Make Spark's Python workers run this interpreter (so they can import patchsync)."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+
+
+@contextmanager
+def _stderr_to_devnull() -> Iterator[None]:
+    sys.stderr.flush()
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
 
 
 def _quiet_log_config() -> str:
@@ -79,7 +95,13 @@ def build_session(
         )
     for key, value in conf.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    if quiet:
+        # The JVM inherits file descriptor 2 when pyspark launches it, and prints start-up
+        # notices there before any log configuration applies; give it /dev/null instead.
+        with _stderr_to_devnull():
+            spark = builder.getOrCreate()
+    else:
+        spark = builder.getOrCreate()
     if quiet:
         spark.sparkContext.setLogLevel("OFF")
     register(spark)
