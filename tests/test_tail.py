@@ -250,8 +250,12 @@ def _kill_loop(url: str, tmp_path: Path, kills: int) -> None:
     seen: set[int] = set()
     try:
         for _ in range(kills):
+            before = patches_applied(url)
             d = start_daemon(str(logs), "--target", url)
-            time.sleep(rng.uniform(0.3, 1.3))
+            # Kill at a random moment after the daemon has made progress: a fixed sleep
+            # alone could end before a slow start-up (a loaded CI machine) applied anything.
+            wait_for(lambda before=before: patches_applied(url) > before, timeout=60, what="progress")
+            time.sleep(rng.uniform(0.0, 0.6))
             d.kill()
             d.communicate()
             # After kill -9 the target holds exactly the units up to each stored checkpoint.

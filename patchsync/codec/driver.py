@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from typing import Final, Generic, TypeVar
 
 from ..errors import DecodeError
+from .framing import Framer
 
 E = TypeVar("E")
 
@@ -90,3 +91,42 @@ class EventSource(Generic[E]):
             if isinstance(event, Signal):
                 return
             yield event
+
+
+class FramedSource(EventSource[E]):
+    """An :class:`EventSource` fed through a :class:`~patchsync.codec.framing.Framer`.
+
+    Subclasses set ``self._framer`` and implement ``_decode_frame(offset, payload)`` and
+    ``_finish()`` (end-of-stream checks once the closed input has no frame left).
+    """
+
+    _framer: Framer
+
+    def feed(self, data: bytes | bytearray | memoryview) -> None:
+        """Give the decoder more bytes of the stream."""
+        self._framer.feed(data)
+
+    def close(self) -> None:
+        """Say that the stream is complete; a trailing partial frame is then an error."""
+        self._framer.close()
+
+    @property
+    def offset(self) -> int:
+        """Byte offset just past the last frame taken from the input."""
+        return self._framer.offset
+
+    def _advance(self) -> bool:
+        frame = self._framer.next_frame()
+        if frame is None:
+            if not self._framer.closed:
+                return False
+            self._finish()
+        else:
+            self._decode_frame(*frame)
+        return True
+
+    def _decode_frame(self, offset: int, payload: bytes) -> None:
+        raise NotImplementedError
+
+    def _finish(self) -> None:
+        self._finished = True

@@ -42,7 +42,7 @@ from ..events import (
 )
 from ..options import PATCH_VERSION, Limits, PatchOptions, StatementType, StreamType
 from ..terms import TermAdapter
-from .driver import END, NEED_DATA, EventSource
+from .driver import END, NEED_DATA, FramedSource
 from .framing import Framer
 from .term_decoder import RuleViolation, TermDecoder
 
@@ -113,7 +113,7 @@ def options_from_message(msg: Any, limits: Limits) -> PatchOptions:
     )
 
 
-class PatchDecoder(EventSource[Event], Generic[T]):
+class PatchDecoder(FramedSource[Event], Generic[T]):
     """Decodes a Jelly-Patch byte stream into :mod:`patchsync.events`.
 
     ``adapter`` builds the terms (rdflib terms when omitted). ``source`` names the input
@@ -144,36 +144,9 @@ class PatchDecoder(EventSource[Event], Generic[T]):
         self.frames = 0
         self.patches = 0
 
-    # -- input ------------------------------------------------------------------------
-
-    def feed(self, data: bytes | bytearray | memoryview) -> None:
-        """Give the decoder more bytes of the stream."""
-        self._framer.feed(data)
-
-    def close(self) -> None:
-        """Say that the stream is complete; a trailing partial frame is then an error."""
-        self._framer.close()
-
-    @property
-    def offset(self) -> int:
-        """Byte offset just past the last frame taken from the input."""
-        return self._framer.offset
-
     @property
     def in_transaction(self) -> bool:
         return self._in_tx
-
-    # -- output -----------------------------------------------------------------------
-
-    def _advance(self) -> bool:
-        frame = self._framer.next_frame()
-        if frame is None:
-            if not self._framer.closed:
-                return False
-            self._finish()
-        else:
-            self._decode_frame(*frame)
-        return True
 
     # -- decoding ---------------------------------------------------------------------
 

@@ -50,7 +50,7 @@ from ..rdf_events import (
     base_logical_type,
 )
 from ..terms import TermAdapter
-from .driver import END, NEED_DATA, EventSource
+from .driver import END, NEED_DATA, FramedSource
 from .framing import Framer
 from .term_decoder import RuleViolation, TermDecoder
 
@@ -151,7 +151,7 @@ def messages(events: Iterable[RdfEvent]) -> Iterator[list[Statement]]:
             current = []
 
 
-class RdfDecoder(EventSource[RdfEvent], Generic[T]):
+class RdfDecoder(FramedSource[RdfEvent], Generic[T]):
     """Decodes a Jelly-RDF byte stream into :mod:`patchsync.rdf_events`.
 
     ``adapter`` builds the terms (rdflib terms when omitted). ``source`` names the input
@@ -179,33 +179,6 @@ class RdfDecoder(EventSource[RdfEvent], Generic[T]):
         self._in_graph = False
         super().__init__()
         self.frames = 0
-
-    # -- input ------------------------------------------------------------------------
-
-    def feed(self, data: bytes | bytearray | memoryview) -> None:
-        """Give the decoder more bytes of the stream."""
-        self._framer.feed(data)
-
-    def close(self) -> None:
-        """Say that the stream is complete; a trailing partial frame is then an error."""
-        self._framer.close()
-
-    @property
-    def offset(self) -> int:
-        """Byte offset just past the last frame taken from the input."""
-        return self._framer.offset
-
-    # -- output -----------------------------------------------------------------------
-
-    def _advance(self) -> bool:
-        frame = self._framer.next_frame()
-        if frame is None:
-            if not self._framer.closed:
-                return False
-            self._finished = True
-        else:
-            self._decode_frame(*frame)
-        return True
 
     # -- decoding ---------------------------------------------------------------------
 
