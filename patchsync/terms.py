@@ -71,3 +71,13 @@ class TermAdapter(Protocol[T]):
         Raises :class:`patchsync.errors.EncodeError` for objects that are not terms.
         """
         ...
+
+
+def default_adapter() -> TermAdapter[Any]:
+    """The adapter codecs use when none is given: rdflib terms.
+
+    Imported on first use, so that the codec modules themselves never import rdflib.
+    """
+    from .rdflib_terms import RdflibTerms
+
+    return RdflibTerms()

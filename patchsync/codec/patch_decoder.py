@@ -41,7 +41,7 @@ from ..events import (
     TxStart,
 )
 from ..options import PATCH_VERSION, Limits, PatchOptions, StatementType, StreamType
-from ..terms import TermAdapter
+from ..terms import TermAdapter, default_adapter
 from .driver import END, NEED_DATA, FramedSource
 from .framing import Framer
 from .term_decoder import RuleViolation, TermDecoder
@@ -65,13 +65,6 @@ _CONTENT_ROWS = frozenset(
         "header",
     }
 )
-
-
-def _default_adapter() -> TermAdapter[Any]:
-    # Imported lazily so that the codec itself never imports rdflib.
-    from ..rdflib_terms import RdflibTerms
-
-    return RdflibTerms()
 
 
 def options_from_message(msg: Any, limits: Limits) -> PatchOptions:
@@ -128,7 +121,7 @@ class PatchDecoder(FramedSource[Event], Generic[T]):
         limits: Limits | None = None,
         framing: str = "auto",
     ) -> None:
-        self.adapter: TermAdapter[T] = adapter if adapter is not None else _default_adapter()
+        self.adapter: TermAdapter[T] = adapter if adapter is not None else default_adapter()
         self.source = source
         self.limits = limits or Limits()
         self._framer = Framer(source=source, max_frame_bytes=self.limits.max_frame_bytes, framing=framing)

@@ -31,7 +31,7 @@ from ..events import (
     TxStart,
 )
 from ..options import PatchOptions, StatementType, StreamType
-from ..terms import DEFAULT_GRAPH, IRI, TermAdapter
+from ..terms import DEFAULT_GRAPH, IRI, TermAdapter, default_adapter
 from . import wire
 from .term_encoder import TermEncoder
 
@@ -55,12 +55,6 @@ def options_message(options: PatchOptions) -> Any:
     )
 
 
-def _default_adapter() -> TermAdapter[Any]:
-    from ..rdflib_terms import RdflibTerms
-
-    return RdflibTerms()
-
-
 class PatchEncoder(Generic[T]):
     """Writes a Jelly-Patch stream.
 
@@ -82,7 +76,7 @@ class PatchEncoder(Generic[T]):
         self.options = options or PatchOptions()
         if max_frame_rows < 1:
             raise EncodeError("max_frame_rows must be at least 1")
-        self.adapter: TermAdapter[T] = adapter if adapter is not None else _default_adapter()
+        self.adapter: TermAdapter[T] = adapter if adapter is not None else default_adapter()
         self.max_frame_rows = max_frame_rows
         self.max_frame_bytes = max_frame_bytes
         self.delimited = delimited

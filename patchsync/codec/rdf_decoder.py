@@ -49,7 +49,7 @@ from ..rdf_events import (
     StreamOptions,
     base_logical_type,
 )
-from ..terms import TermAdapter
+from ..terms import TermAdapter, default_adapter
 from .driver import END, NEED_DATA, FramedSource
 from .framing import Framer
 from .term_decoder import RuleViolation, TermDecoder
@@ -84,13 +84,6 @@ class _RowViolation(RuleViolation):
     def __init__(self, rule: str, row: int) -> None:
         super().__init__(rule)
         self.row = row
-
-
-def _default_adapter() -> TermAdapter[Any]:
-    # Imported lazily so that the codec itself never imports rdflib.
-    from ..rdflib_terms import RdflibTerms
-
-    return RdflibTerms()
 
 
 def options_from_message(msg: Any, limits: Limits) -> RdfOptions:
@@ -166,7 +159,7 @@ class RdfDecoder(FramedSource[RdfEvent], Generic[T]):
         limits: Limits | None = None,
         framing: str = "auto",
     ) -> None:
-        self.adapter: TermAdapter[T] = adapter if adapter is not None else _default_adapter()
+        self.adapter: TermAdapter[T] = adapter if adapter is not None else default_adapter()
         self.source = source
         self.limits = limits or Limits()
         self._framer = Framer(source=source, max_frame_bytes=self.limits.max_frame_bytes, framing=framing)

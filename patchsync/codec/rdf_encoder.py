@@ -36,7 +36,7 @@ from ..rdf_events import (
     StreamOptions,
     is_grouped,
 )
-from ..terms import DEFAULT_GRAPH, IRI, TermAdapter
+from ..terms import DEFAULT_GRAPH, IRI, TermAdapter, default_adapter
 from . import wire
 from .term_encoder import TermEncoder
 
@@ -79,12 +79,6 @@ def options_message(options: RdfOptions) -> Any:
     )
 
 
-def _default_adapter() -> TermAdapter[Any]:
-    from ..rdflib_terms import RdflibTerms
-
-    return RdflibTerms()
-
-
 class RdfEncoder(Generic[T]):
     """Writes a Jelly-RDF stream (see the module docstring).
 
@@ -104,7 +98,7 @@ class RdfEncoder(Generic[T]):
         self.options = options or RdfOptions()
         if max_frame_rows < 1:
             raise EncodeError("max_frame_rows must be at least 1")
-        self.adapter: TermAdapter[T] = adapter if adapter is not None else _default_adapter()
+        self.adapter: TermAdapter[T] = adapter if adapter is not None else default_adapter()
         self.max_frame_rows = max_frame_rows
         self.max_frame_bytes = max_frame_bytes
         self.delimited = delimited

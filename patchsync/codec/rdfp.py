@@ -51,7 +51,7 @@ from ..events import (
     TxStart,
 )
 from ..options import Limits
-from ..terms import DEFAULT_GRAPH, IRI, TermAdapter
+from ..terms import DEFAULT_GRAPH, IRI, TermAdapter, default_adapter
 from .driver import EventSource
 from .ntriples import (
     BNODE_LABEL,
@@ -86,13 +86,6 @@ _PLAIN_STATEMENT = re.compile(
 _CODES = frozenset({"H", "TX", "TB", "TC", "TA", "PA", "PD", "A", "D", "Z"})
 
 
-def _default_adapter() -> TermAdapter[Any]:
-    # Imported lazily so that the codec itself never imports rdflib.
-    from ..rdflib_terms import RdflibTerms
-
-    return RdflibTerms()
-
-
 class RdfPatchTextReader(EventSource[Event], Generic[T]):
     """Reads RDF Patch text into :mod:`patchsync.events` (see the module docstring).
 
@@ -110,7 +103,7 @@ class RdfPatchTextReader(EventSource[Event], Generic[T]):
         limits: Limits | None = None,
     ) -> None:
         super().__init__()
-        self.adapter: TermAdapter[T] = adapter if adapter is not None else _default_adapter()
+        self.adapter: TermAdapter[T] = adapter if adapter is not None else default_adapter()
         self.source = source
         self.limits = limits or Limits()
         self._buf = bytearray()
@@ -400,7 +393,7 @@ class RdfPatchTextWriter(Generic[T]):
     """
 
     def __init__(self, adapter: TermAdapter[T] | None = None, *, segments: bool = True) -> None:
-        self.adapter: TermAdapter[T] = adapter if adapter is not None else _default_adapter()
+        self.adapter: TermAdapter[T] = adapter if adapter is not None else default_adapter()
         self.segments = segments
         self._out: list[str] = []
         self._in_tx = False
