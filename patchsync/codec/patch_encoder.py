@@ -33,6 +33,7 @@ from ..events import (
 from ..options import PatchOptions, StatementType, StreamType
 from ..terms import DEFAULT_GRAPH, IRI, TermAdapter, default_adapter
 from . import wire
+from .frames import FrameBuffer
 from .term_encoder import TermEncoder
 
 T = TypeVar("T")
@@ -82,9 +83,7 @@ class PatchEncoder(Generic[T]):
         self.delimited = delimited
         self._quads = self.options.statement_type is StatementType.QUADS
         self._stream_type = self.options.stream_type
-        self._rows: list[bytes] = []
-        self._frame_bytes = 0
-        self._out = bytearray()
+        self._frames = FrameBuffer(delimited=delimited)
         self._terms: TermEncoder[T] = TermEncoder(
             self.adapter,
             self._emit_row,
@@ -99,9 +98,7 @@ class PatchEncoder(Generic[T]):
         self._default_graph = self.adapter.default_graph()
         self._in_tx = False
         self._patch_rows = 0  # content rows in the current patch
-        self._frames_written = 0
         self._finished = False
-        self.rows_written = 0
         self.patches_written = 0
         self._emit_row(wire.ld(wire.ROW_OPTIONS, options_message(self.options).SerializeToString()))
 
@@ -109,9 +106,7 @@ class PatchEncoder(Generic[T]):
 
     def take(self) -> bytes:
         """The bytes of all frames completed since the last call."""
-        out = bytes(self._out)
-        self._out.clear()
-        return out
+        return self._frames.take()
 
     @property
     def in_transaction(self) -> bool:
@@ -202,7 +197,7 @@ class PatchEncoder(Generic[T]):
             self._flush_frame()
         elif self._patch_rows:
             raise EncodeError("the stream ends inside a patch: call end_patch() first")
-        elif self._rows and self._frames_written == 0 and self._stream_type is StreamType.PUNCTUATED:
+        elif self._frames.rows and self._frames.frames == 0 and self._stream_type is StreamType.PUNCTUATED:
             # An empty PUNCTUATED stream still carries its options.
             self._flush_frame()
         self._finished = True
@@ -276,27 +271,19 @@ class PatchEncoder(Generic[T]):
         self._patch_rows += 1
         self._emit_row(row)
         if self._stream_type is not StreamType.FRAME and (
-            len(self._rows) >= self.max_frame_rows or self._frame_bytes >= self.max_frame_bytes
+            len(self._frames.rows) >= self.max_frame_rows or self._frames.size >= self.max_frame_bytes
         ):
             # Lookup entries stay valid across frames, so any row boundary will do.
             self._flush_frame()
 
     def _emit_row(self, row: bytes) -> None:
-        # Framed as a field of RdfPatchFrame right away, so a flush is one join.
-        framed = wire.ld(wire.FRAME_ROW, row)
-        self._rows.append(framed)
-        self._frame_bytes += len(framed)
-        self.rows_written += 1
+        self._frames.add(row)
 
     def _flush_frame(self) -> None:
-        if not self._rows and self._stream_type is not StreamType.FRAME:
-            return
-        frame = b"".join(self._rows)
-        self._rows.clear()
-        self._frame_bytes = 0
-        if self.delimited:
-            self._out += wire.varint(len(frame))
-        elif self._frames_written:
-            raise EncodeError("a non-delimited stream holds exactly one frame")
-        self._out += frame
-        self._frames_written += 1
+        # A FRAME stream writes every patch as a frame, an empty patch included.
+        self._frames.flush(force=self._stream_type is StreamType.FRAME)
+
+    @property
+    def rows_written(self) -> int:
+        """Rows written so far, options and lookup entries included."""
+        return self._frames.rows_written

@@ -38,6 +38,7 @@ from ..rdf_events import (
 )
 from ..terms import DEFAULT_GRAPH, IRI, TermAdapter, default_adapter
 from . import wire
+from .frames import FrameBuffer
 from .term_encoder import TermEncoder
 
 __all__ = ["RdfEncoder", "encode_statements", "options_message"]
@@ -104,9 +105,7 @@ class RdfEncoder(Generic[T]):
         self.delimited = delimited
         self._physical = self.options.physical_type
         self._auto_frames = not is_grouped(self.options.logical_type)
-        self._rows: list[bytes] = []
-        self._frame_bytes = 0
-        self._out = bytearray()
+        self._frames = FrameBuffer(delimited=delimited)
         self._terms: TermEncoder[T] = TermEncoder(
             self.adapter,
             self._emit_row,
@@ -119,9 +118,7 @@ class RdfEncoder(Generic[T]):
         )
         self._graph: Any = None
         self._in_graph = False
-        self._frames_written = 0
         self._finished = False
-        self.rows_written = 0
         self.content_rows = 0
         self._emit_row(wire.ld(ROW_OPTIONS, options_message(self.options).SerializeToString()))
 
@@ -129,13 +126,11 @@ class RdfEncoder(Generic[T]):
 
     def take(self) -> bytes:
         """The bytes of all frames completed since the last call."""
-        out = bytes(self._out)
-        self._out.clear()
-        return out
+        return self._frames.take()
 
     def pending_bytes(self) -> int:
         """How many bytes of completed frames :meth:`take` would hand over now."""
-        return len(self._out)
+        return len(self._frames.out)
 
     # -- content ------------------------------------------------------------------------
 
@@ -222,7 +217,7 @@ class RdfEncoder(Generic[T]):
             return
         if self._in_graph:
             self.graph_end()
-        if self._rows:
+        if self._frames.rows:
             self._flush_frame(force=True)
         self._finished = True
 
@@ -261,28 +256,22 @@ class RdfEncoder(Generic[T]):
     def _content(self, row: bytes) -> None:
         self.content_rows += 1
         self._emit_row(row)
-        if self._auto_frames and (len(self._rows) >= self.max_frame_rows or self._frame_bytes >= self.max_frame_bytes):
+        if self._auto_frames and (
+            len(self._frames.rows) >= self.max_frame_rows or self._frames.size >= self.max_frame_bytes
+        ):
             # Lookup entries and repeated terms stay valid across frames: any row will do.
             self._flush_frame(force=False)
 
     def _emit_row(self, row: bytes) -> None:
-        self._rows.append(row)
-        self._frame_bytes += len(row)
-        self.rows_written += 1
+        self._frames.add(row)
 
     def _flush_frame(self, *, force: bool) -> None:
-        if not self._rows and not force:
-            return
-        if not self.delimited and self._frames_written:
-            raise EncodeError("a non-delimited stream holds exactly one frame")
-        tag = wire.FRAME_ROW
-        frame = b"".join([wire.ld(tag, r) for r in self._rows])
-        self._rows.clear()
-        self._frame_bytes = 0
-        if self.delimited:
-            self._out += wire.varint(len(frame))
-        self._out += frame
-        self._frames_written += 1
+        self._frames.flush(force=force)
+
+    @property
+    def rows_written(self) -> int:
+        """Rows written so far, options and lookup entries included."""
+        return self._frames.rows_written
 
 
 def encode_statements(
