@@ -11,47 +11,30 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ..codec.ntriples import NTriplesTerms
-from .target import Checkpoint, PatchRecord, Quad, SourceStatus
+from .target import Checkpoint, LocalLedger, PatchRecord, Quad
 
 _ADD = 0
 _DEL = 1
 
 
-class MemoryTarget:
+class MemoryTarget(LocalLedger):
     """A dataset, namespaces, checkpoints and patch history held in Python containers."""
 
     def __init__(self) -> None:
         self.adapter = NTriplesTerms()
         self.data: set[tuple[str, str, str, str]] = set()
         self.prefixes: dict[tuple[str, str], str] = {}
-        self.checkpoints: dict[str, Checkpoint] = {}
-        self.history: list[PatchRecord] = []
-        self._ids: set[str] = set()
+        self._init_ledger()
         self._undo: list[tuple[int, Any]] | None = None
         self._prefix_undo: dict[tuple[str, str], str | None] = {}
 
     # -- reads -------------------------------------------------------------------------
-
-    def checkpoint(self, source: str) -> Checkpoint | None:
-        return self.checkpoints.get(source)
-
-    def head(self) -> str | None:
-        for record in reversed(self.history):
-            if record.patch_id is not None:
-                return record.patch_id
-        return None
-
-    def has_patch(self, patch_id: str) -> bool:
-        return patch_id in self._ids
 
     def quads(self) -> Iterator[tuple[str, str, str, str]]:
         return iter(sorted(self.data))
 
     def namespaces(self) -> dict[tuple[str, str], str]:
         return dict(self.prefixes)
-
-    def sources(self) -> list[SourceStatus]:
-        return [SourceStatus(name, cp) for name, cp in sorted(self.checkpoints.items())]
 
     # -- unit --------------------------------------------------------------------------
 
@@ -98,11 +81,7 @@ class MemoryTarget:
         self.prefixes.pop(key, None)
 
     def commit(self, source: str, checkpoint: Checkpoint, records: Sequence[PatchRecord]) -> None:
-        self.checkpoints[source] = checkpoint
-        for record in records:
-            self.history.append(record)
-            if record.patch_id is not None:
-                self._ids.add(record.patch_id)
+        self._record(source, checkpoint, records)
         self._undo = None
         self._prefix_undo = {}
 

@@ -25,13 +25,13 @@ from ..codec.ntriples import format_term
 from ..errors import ApplyError
 from ..rdflib_terms import RdflibTerms
 from ..terms import TripleTerm
-from .target import Checkpoint, PatchRecord, Quad, SourceStatus
+from .target import Checkpoint, LocalLedger, PatchRecord, Quad
 
 _ADD = 0
 _DEL = 1
 
 
-class RdflibTarget:
+class RdflibTarget(LocalLedger):
     """Applies patches to an rdflib ``Graph`` (one graph), ``Dataset`` or ``Store`` (quads).
 
     A plain ``Graph`` takes triples and quads of the default graph; a quad naming another
@@ -50,26 +50,12 @@ class RdflibTarget:
         obj.namespace_manager  # noqa: B018
         self.is_dataset = isinstance(obj, ConjunctiveGraph)
         self._contexts: dict[Any, Graph] = {}
-        self.checkpoints: dict[str, Checkpoint] = {}
-        self.history: list[PatchRecord] = []
-        self._ids: set[str] = set()
+        self._init_ledger()
         self._bound: set[str] = set()
         self._undo: list[tuple[int, tuple[Any, Any, Any], Graph]] | None = None
         self._prefix_undo: dict[str, Any] = {}
 
     # -- reads -------------------------------------------------------------------------
-
-    def checkpoint(self, source: str) -> Checkpoint | None:
-        return self.checkpoints.get(source)
-
-    def head(self) -> str | None:
-        for record in reversed(self.history):
-            if record.patch_id is not None:
-                return record.patch_id
-        return None
-
-    def has_patch(self, patch_id: str) -> bool:
-        return patch_id in self._ids
 
     def quads(self) -> Iterator[tuple[str, str, str, str]]:
         t = self._terms
@@ -89,9 +75,6 @@ class RdflibTarget:
             if ns is not None:
                 out[("", prefix)] = format_term(self._terms, URIRef(ns))
         return out
-
-    def sources(self) -> list[SourceStatus]:
-        return [SourceStatus(name, cp) for name, cp in sorted(self.checkpoints.items())]
 
     # -- unit --------------------------------------------------------------------------
 
@@ -191,11 +174,7 @@ class RdflibTarget:
             del prefix_map[ns]
 
     def commit(self, source: str, checkpoint: Checkpoint, records: Sequence[PatchRecord]) -> None:
-        self.checkpoints[source] = checkpoint
-        for record in records:
-            self.history.append(record)
-            if record.patch_id is not None:
-                self._ids.add(record.patch_id)
+        self._record(source, checkpoint, records)
         self._undo = None
         self._prefix_undo = {}
 

@@ -138,3 +138,43 @@ class DumpableTarget(Target, Protocol):
     def sources(self) -> list[SourceStatus]:
         """Every source applied to this target with its checkpoint."""
         ...
+
+
+class LocalLedger:
+    """Checkpoints and applied-patch history held by the target object itself.
+
+    For targets with no database of their own to keep them in (memory, rdflib objects and,
+    through the rdflib target, files, which persist them in a sidecar). ``_record`` is
+    called from ``commit``, after the unit's data changes are final.
+    """
+
+    checkpoints: dict[str, Checkpoint]
+    history: list[PatchRecord]
+    _ids: set[str]
+
+    def _init_ledger(self) -> None:
+        self.checkpoints = {}
+        self.history = []
+        self._ids = set()
+
+    def checkpoint(self, source: str) -> Checkpoint | None:
+        return self.checkpoints.get(source)
+
+    def head(self) -> str | None:
+        for record in reversed(self.history):
+            if record.patch_id is not None:
+                return record.patch_id
+        return None
+
+    def has_patch(self, patch_id: str) -> bool:
+        return patch_id in self._ids
+
+    def sources(self) -> list[SourceStatus]:
+        return [SourceStatus(name, cp) for name, cp in sorted(self.checkpoints.items())]
+
+    def _record(self, source: str, checkpoint: Checkpoint, records: Sequence[PatchRecord]) -> None:
+        self.checkpoints[source] = checkpoint
+        for record in records:
+            self.history.append(record)
+            if record.patch_id is not None:
+                self._ids.add(record.patch_id)
