@@ -129,10 +129,14 @@ def sql_schema_ceiling(url: str, events: list[Any]) -> None:
 
     target = SqlTarget(url)
     quads = [e[:4] for e in events if type(e) is Add or type(e) is Delete]
-    conn = target._conn
-    with conn.begin():
-        for i in range(0, len(quads), 5000):
-            conn.exec_driver_sql(target._insert_sql, target._rows(quads[i : i + 5000]))
+    target.begin()
+    for i in range(0, len(quads), 5000):
+        keys = target._keys(quads[i : i + 5000], create=True)
+        target._execute_quads(target._insert_sql, keys)
+    target._sp = None  # no unit: the savepoint stays open inside the transaction it commits with
+    assert target._tx is not None
+    target._tx.commit()
+    target._tx = None
     target.close()
 
 

@@ -141,7 +141,7 @@ def test_crash_at_every_call(sql_url: str, after: bool) -> None:
 def _wipe(url: str) -> None:
     t = SqlTarget(url)
     with t.engine.begin() as conn:
-        for table in ("ps_quads", "ps_namespaces", "ps_sources", "ps_patches"):
+        for table in ("ps_quads", "ps_terms", "ps_namespaces", "ps_sources", "ps_patches"):
             conn.exec_driver_sql(f"DELETE FROM {table}")
     t.discard()
 

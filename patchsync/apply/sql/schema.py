@@ -5,13 +5,18 @@ table objects describe the head revision for queries and must match it.
 
 Design for set semantics at scale:
 
-* ``ps_quads`` holds each quad once. Terms are stored as their N-Triples text (so literals
-  of any length, any Unicode, blank node labels and RDF-star quoted triples ``<< … >>``
-  all round-trip as text); the default graph is ``''``. Unbounded text cannot be a
-  B-tree key (PostgreSQL caps index rows near 2.7 kB), so the key is ``qh``, a 128-bit
-  BLAKE2b of the quad, and each position has a 64-bit hash column (``sh``, ``ph``,
-  ``oh``, ``gh``) indexed for pattern lookups; a lookup filters on the hash and checks
-  the text.
+* ``ps_terms`` is a term dictionary: each distinct term once, as its N-Triples text (so
+  literals of any length, any Unicode, blank node labels and RDF-star quoted triples
+  ``<< … >>`` all round-trip as text; the default graph is the empty string), with a
+  sequential ``id`` and ``h``, a 64-bit hash of the text (:func:`term_hash`). Text of
+  unbounded length cannot be a B-tree key (PostgreSQL caps index rows near 2.7 kB), so a
+  term is found by its hash and the text is compared; distinct terms may share a hash.
+  On PostgreSQL ``(h, md5(term))`` is unique, so concurrent appliers adding the same new
+  term end up with one row; SQLite has one writer at a time and a plain index on ``h``.
+  Terms are never deleted, so an id, once read, stays valid.
+* ``ps_quads`` holds each quad once as four term ids with the quad as primary key
+  (S, SP, SPO lookups; ``WITHOUT ROWID`` on SQLite) and covering indexes ``posg`` (P,
+  PO), ``ogsp`` (O, OG) and ``gspo`` (whole graphs).
 * ``ps_namespaces``: one binding per (graph, prefix).
 * ``ps_sources``: the checkpoint per source log, with a ``version`` bumped on every
   write so two appliers cannot interleave units of one source (compare-and-set).
@@ -20,24 +25,31 @@ Design for set semantics at scale:
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Column, Float, Integer, LargeBinary, MetaData, Table, Text
+from hashlib import blake2b
+
+from sqlalchemy import BigInteger, Column, Float, Integer, MetaData, PrimaryKeyConstraint, Table, Text
 
 VERSION_TABLE = "ps_alembic_version"
 
 metadata = MetaData()
 
+terms = Table(
+    "ps_terms",
+    metadata,
+    Column("id", BigInteger().with_variant(Integer(), "sqlite"), primary_key=True, autoincrement=True),
+    Column("h", BigInteger, nullable=False),
+    Column("term", Text, nullable=False),
+)
+
 quads = Table(
     "ps_quads",
     metadata,
-    Column("qh", LargeBinary(16), primary_key=True),
-    Column("gh", BigInteger, nullable=False),
-    Column("sh", BigInteger, nullable=False),
-    Column("ph", BigInteger, nullable=False),
-    Column("oh", BigInteger, nullable=False),
-    Column("g", Text, nullable=False),
-    Column("s", Text, nullable=False),
-    Column("p", Text, nullable=False),
-    Column("o", Text, nullable=False),
+    Column("s", BigInteger, nullable=False),
+    Column("p", BigInteger, nullable=False),
+    Column("o", BigInteger, nullable=False),
+    Column("g", BigInteger, nullable=False),
+    PrimaryKeyConstraint("s", "p", "o", "g", name="pk_ps_quads"),
+    sqlite_with_rowid=False,
 )
 
 namespaces = Table(
@@ -78,3 +90,12 @@ patches = Table(
     Column("applied_at", Float, nullable=False),
     Column("headers", Text, nullable=False),
 )
+
+
+def term_hash(text: str) -> int:
+    """The dictionary hash ``h`` of a term's N-Triples text: BLAKE2b-64, signed, big-endian.
+
+    Part of the stored format (revision 0003 takes it over from revision 0002's hash
+    columns): it must never change.
+    """
+    return int.from_bytes(blake2b(text.encode("utf-8"), digest_size=8).digest(), "big", signed=True)

@@ -1,10 +1,14 @@
 """The SQL target: quads, namespaces, checkpoints and patch history in SQLite or PostgreSQL.
 
-Hot path: each run of adds (or deletes) from the applier becomes one ``executemany`` of
-``INSERT … ON CONFLICT DO NOTHING`` (or ``DELETE … WHERE qh = ?``), or on PostgreSQL a
-``COPY`` into a session-temporary staging table followed by one set-based statement,
-which pays from a few hundred rows on. The driver's row count is the number of rows that
-changed the table, which is exactly the set-semantics count the applier reports.
+Hot path: quads are stored as four term ids (see :mod:`.schema`). Term ids are cached in
+memory; terms missing from the cache are looked up by hash in one query per few hundred
+and new ones inserted in bulk. On SQLite, which has one writer at a time, the cache knows
+when it holds every term in the database (nothing else wrote terms since it last looked)
+and then skips the lookups. Each run of adds (or deletes) from the applier becomes one
+``executemany`` of ``INSERT … ON CONFLICT DO NOTHING`` (``DELETE … WHERE`` the key) on
+SQLite, or one set-based statement over arrays (``unnest``) on PostgreSQL. The driver's row
+count is the number of rows that changed the table, which is exactly the set-semantics
+count the applier reports.
 
 Transactions: a unit runs in a savepoint inside a database transaction that may hold
 several units (DESIGN §2); the transaction commits when it holds enough rows, units or
@@ -19,9 +23,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from hashlib import blake2b
 from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event, select
@@ -34,9 +37,11 @@ from ...errors import ApplyError, UsageError
 from ..target import Checkpoint, PatchRecord, Quad, SourceStatus
 from . import schema
 from .migrate import current_revision, ensure_schema, head_revision, upgrade
+from .schema import term_hash
 
-_HASH_CACHE_MAX = 1 << 19
-_COPY_MIN_ROWS = 256
+# Term ids kept in memory; beyond this the cache starts again (and is no longer complete).
+_TERM_CACHE_MAX = 1 << 20
+_LOOKUP_CHUNK = 500
 
 
 def create_sql_engine(url: str) -> Engine:
@@ -124,18 +129,32 @@ class SqlTarget:
         self._versions: dict[str, int | None] = {}
         self._pending: dict[str, Checkpoint] = {}
         self._locks: set[str] = set()
-        self._hashes: dict[str, int] = {}
+        # Term text -> id. Entries first stored by the open unit / transaction are listed so
+        # a rollback can forget them; ids read from the database stay valid (never deleted).
+        self._ids: dict[str, int] = {}
+        self._unit_terms: list[str] = []
+        self._tx_terms: list[str] = []
+        # SQLite only: whether the cache holds every term of the database, the largest id
+        # when that was last checked, and the next id to hand out (we hold the write lock).
+        self._complete = False
+        self._known_max: int | None = None
+        self._next_id = 1
         self._group_rows = 0
         self._group_units = 0
         self._group_start = 0.0
-        self._staging = False
         pg = self.dialect == "postgresql"
         mark = "%s" if pg else "?"
-        self._insert_sql = (
-            "INSERT INTO ps_quads (qh, gh, sh, ph, oh, g, s, p, o) VALUES "
-            f"({', '.join([mark] * 9)}) ON CONFLICT (qh) DO NOTHING"
-        )
-        self._delete_sql = f"DELETE FROM ps_quads WHERE qh = {mark}"
+        if pg:
+            arrays = "unnest(%s::bigint[], %s::bigint[], %s::bigint[], %s::bigint[])"
+            self._insert_sql = f"INSERT INTO ps_quads (s, p, o, g) SELECT * FROM {arrays} ON CONFLICT DO NOTHING"
+            self._delete_sql = (
+                f"DELETE FROM ps_quads q USING {arrays} AS d(s, p, o, g) "
+                "WHERE q.s = d.s AND q.p = d.p AND q.o = d.o AND q.g = d.g"
+            )
+        else:
+            self._insert_sql = "INSERT INTO ps_quads (s, p, o, g) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING"
+            self._delete_sql = "DELETE FROM ps_quads WHERE s = ? AND p = ? AND o = ? AND g = ?"
+        self._has_patch_sql = f"SELECT 1 FROM ps_patches WHERE patch_id = {mark} LIMIT 1"
         self._ns_upsert = (
             f"INSERT INTO ps_namespaces (g, prefix, iri) VALUES ({mark}, {mark}, {mark}) "
             "ON CONFLICT (g, prefix) DO UPDATE SET iri = excluded.iri"
@@ -176,24 +195,112 @@ class SqlTarget:
                 with self._conn.begin():
                     yield self._conn
 
-    def _h(self, term: str) -> int:
-        h = self._hashes.get(term)
-        if h is None:
-            if len(self._hashes) >= _HASH_CACHE_MAX:
-                self._hashes.clear()
-            h = self._hashes[term] = int.from_bytes(
-                blake2b(term.encode("utf-8"), digest_size=8).digest(), "big", signed=True
-            )
-        return h
+    def _keys(self, quads: Sequence[Quad], *, create: bool) -> list[tuple[int, int, int, int]]:
+        """Each quad as (s, p, o, g) term ids; with ``create`` unknown terms are stored,
+        without it a quad with a term the database lacks is left out (it cannot be there)."""
+        get = self._ids.get
+        keys = []
+        misses = []
+        for quad in quads:
+            s, p, o, g = quad
+            key = (get(s), get(p), get(o), get(g or ""))
+            if None in key:
+                misses.append(quad)
+            else:
+                keys.append(key)
+        if misses:
+            self._resolve({t or "" for quad in misses for t in quad}, create=create)
+            get = self._ids.get
+            for s, p, o, g in misses:
+                key = (get(s), get(p), get(o), get(g or ""))
+                if None not in key:
+                    keys.append(key)
+        return keys  # type: ignore[return-value]
 
-    def _rows(self, quads: Sequence[Quad]) -> list[tuple[Any, ...]]:
-        h = self._h
-        out = []
-        for s, p, o, g in quads:
-            g = g or ""
-            qh = blake2b(f"{g}\n{s}\n{p}\n{o}".encode(), digest_size=16).digest()
-            out.append((qh, h(g), h(s), h(p), h(o), g, s, p, o))
-        return out
+    def _resolve(self, terms: set[str], *, create: bool) -> None:
+        """Put the ids of ``terms`` (those the database has, or all with ``create``) in the cache."""
+        ids = self._ids
+        hashes = {t: term_hash(t) for t in terms if t not in ids}
+        if not hashes:
+            return
+        if len(ids) + len(hashes) > _TERM_CACHE_MAX:
+            ids.clear()
+            self._complete = False
+        if self.dialect == "postgresql":
+            self._resolve_pg(hashes, create=create)
+        else:
+            self._resolve_sqlite(hashes, create=create)
+
+    def _lookup(self, hashes: Iterable[int]) -> dict[str, int]:
+        """Stored terms (text -> id) with any of these hashes; the text tells colliding ones apart."""
+        found: dict[str, int] = {}
+        unique = list(set(hashes))
+        for i in range(0, len(unique), _LOOKUP_CHUNK):
+            chunk = unique[i : i + _LOOKUP_CHUNK]
+            sql = f"SELECT id, term FROM ps_terms WHERE h IN ({', '.join([self._mark] * len(chunk))})"
+            found.update((term, term_id) for term_id, term in self._conn.exec_driver_sql(sql, tuple(chunk)))
+        return found
+
+    def _resolve_sqlite(self, hashes: dict[str, int], *, create: bool) -> None:
+        ids = self._ids
+        if not self._complete:
+            found = self._lookup(hashes.values())
+            for term in hashes:
+                term_id = found.get(term)
+                if term_id is not None:
+                    ids[term] = term_id
+        if not create:
+            return
+        # We hold the write lock (BEGIN IMMEDIATE), so ids are ours to hand out.
+        new = [(term, h) for term, h in hashes.items() if term not in ids]
+        if not new:
+            return
+        first = self._next_id
+        rows = [(first + i, h, term) for i, (term, h) in enumerate(new)]
+        self._conn.exec_driver_sql("INSERT INTO ps_terms (id, h, term) VALUES (?, ?, ?)", rows)
+        for term_id, _, term in rows:
+            ids[term] = term_id
+        self._unit_terms.extend(term for term, _ in new)
+        self._next_id = first + len(rows)
+        self._known_max = self._next_id - 1
+
+    def _resolve_pg(self, hashes: dict[str, int], *, create: bool) -> None:
+        # Insert-or-ignore, then read back: another applier may add the same term at the
+        # same moment; the unique (h, md5(term)) index lets one insert win and both read
+        # its id.
+        terms = list(hashes)
+        values = [hashes[t] for t in terms]
+        if create:
+            self._conn.exec_driver_sql(
+                "INSERT INTO ps_terms (h, term) SELECT * FROM unnest(%s::bigint[], %s::text[]) "
+                "ON CONFLICT (h, md5(term)) DO NOTHING",
+                (values, terms),
+            )
+        rows = self._conn.exec_driver_sql("SELECT id, term FROM ps_terms WHERE h = ANY(%s::bigint[])", (values,))
+        ids = self._ids
+        for term_id, term in rows:
+            if term in hashes:
+                ids[term] = term_id
+                if create:
+                    self._unit_terms.append(term)
+
+    def _forget(self, terms: list[str]) -> None:
+        """Drop cache entries of terms whose insert was rolled back."""
+        pop = self._ids.pop
+        for term in terms:
+            pop(term, None)
+        terms.clear()
+
+    def _sync_terms(self) -> None:
+        """SQLite, at the start of our write transaction: where new ids start, and whether
+        the cache is still complete (no other writer added terms since we last looked)."""
+        top = self._conn.exec_driver_sql("SELECT max(id) FROM ps_terms").scalar() or 0
+        if self._known_max is None:
+            self._complete = top == 0 and not self._ids
+        elif top != self._known_max:
+            self._complete = False
+        self._known_max = top
+        self._next_id = top + 1
 
     # -- reads -------------------------------------------------------------------------
 
@@ -231,16 +338,25 @@ class SqlTarget:
         return None if value is None else str(value)
 
     def has_patch(self, patch_id: str) -> bool:
-        p = schema.patches
         with self._reading() as conn:
-            return conn.execute(select(p.c.seq).where(p.c.patch_id == patch_id).limit(1)).first() is not None
+            return conn.exec_driver_sql(self._has_patch_sql, (patch_id,)).first() is not None
 
     def quads(self) -> Iterator[tuple[str, str, str, str]]:
-        q = schema.quads
-        with self._reading() as conn:
-            result = conn.execution_options(yield_per=10_000).execute(
-                select(q.c.s, q.c.p, q.c.o, q.c.g).order_by(q.c.g, q.c.s, q.c.p, q.c.o)
+        q, t = schema.quads, schema.terms
+        ts, tp, to, tg = t.alias("ts"), t.alias("tp"), t.alias("to"), t.alias("tg")
+        stmt = (
+            select(ts.c.term, tp.c.term, to.c.term, tg.c.term)
+            .select_from(
+                q.join(ts, ts.c.id == q.c.s)
+                .join(tp, tp.c.id == q.c.p)
+                .join(to, to.c.id == q.c.o)
+                .join(tg, tg.c.id == q.c.g)
             )
+            .order_by(tg.c.term, ts.c.term, tp.c.term, to.c.term)
+        )
+        with self._reading() as conn:
+            # Per statement: Connection.execution_options() would stream every later statement too.
+            result = conn.execute(stmt, execution_options={"yield_per": 10_000})
             for row in result:
                 yield (row[0], row[1], row[2], row[3])
 
@@ -293,62 +409,55 @@ class SqlTarget:
             if self._tx is None:
                 self._tx = self._conn.begin()
                 self._group_start = time.monotonic()
+                if self.dialect == "sqlite":
+                    self._sync_terms()
             self._sp = self._conn.begin_nested()
 
     def add(self, quads: Sequence[Quad]) -> int:
-        rows = self._rows(quads)
-        self._group_rows += len(rows)
+        self._group_rows += len(quads)
         with self._guard("adding quads"):
-            if self.dialect == "postgresql" and len(rows) >= _COPY_MIN_ROWS:
-                return self._copy_apply(rows, add=True)
-            return int(self._conn.exec_driver_sql(self._insert_sql, rows).rowcount)
+            keys = self._keys(quads, create=True)
+            return self._execute_quads(self._insert_sql, keys)
 
     def delete(self, quads: Sequence[Quad]) -> int:
-        rows = self._rows(quads)
-        self._group_rows += len(rows)
+        self._group_rows += len(quads)
         with self._guard("deleting quads"):
-            if self.dialect == "postgresql" and len(rows) >= _COPY_MIN_ROWS:
-                return self._copy_apply(rows, add=False)
-            keys = [(r[0],) for r in rows]
-            return int(self._conn.exec_driver_sql(self._delete_sql, keys).rowcount)
+            keys = self._keys(quads, create=False)
+            return self._execute_quads(self._delete_sql, keys) if keys else 0
+
+    def _execute_quads(self, sql: str, keys: list[tuple[int, int, int, int]]) -> int:
+        if self.dialect == "postgresql":
+            # One statement over four arrays, whatever the batch size.
+            columns = tuple(list(c) for c in zip(*keys, strict=True)) if keys else ([], [], [], [])
+            return int(self._conn.exec_driver_sql(sql, columns).rowcount)
+        # In key order the primary key B-tree is walked forward instead of at random.
+        keys.sort()
+        return int(self._conn.exec_driver_sql(sql, keys).rowcount)
 
     def contains(self, quads: Sequence[Quad]) -> list[bool]:
-        """Whether each quad is present (one query per 500 quads)."""
-        keys = [r[0] for r in self._rows(quads)]
-        found: set[bytes] = set()
+        """Whether each quad is present (point lookups on SQLite, one join per call on PostgreSQL)."""
+        found: set[tuple[int, int, int, int]] = set()
         with self._guard("looking up quads"):
-            for i in range(0, len(keys), 500):
-                chunk = keys[i : i + 500]
-                marks = ", ".join([self._mark] * len(chunk))
-                result = self._conn.exec_driver_sql(f"SELECT qh FROM ps_quads WHERE qh IN ({marks})", tuple(chunk))
-                found.update(bytes(row[0]) for row in result)
-        return [k in found for k in keys]
-
-    def _copy_apply(self, rows: list[tuple[Any, ...]], *, add: bool) -> int:
-        # COPY into a staging table, then one set-based statement. A row repeated inside
-        # the batch is counted once either way, as executemany in log order would.
-        cursor = self._conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
-        if not self._staging:
-            cursor.execute(
-                "CREATE TEMP TABLE IF NOT EXISTS ps_stage "
-                "(qh bytea, gh bigint, sh bigint, ph bigint, oh bigint, g text, s text, p text, o text)"
-            )
-            self._staging = True
-        cursor.execute("TRUNCATE ps_stage")
-        if add:
-            with cursor.copy("COPY ps_stage (qh, gh, sh, ph, oh, g, s, p, o) FROM STDIN") as copy:
-                for row in rows:
-                    copy.write_row(row)
-            cursor.execute(
-                "INSERT INTO ps_quads (qh, gh, sh, ph, oh, g, s, p, o) "
-                "SELECT qh, gh, sh, ph, oh, g, s, p, o FROM ps_stage ON CONFLICT (qh) DO NOTHING"
-            )
-        else:
-            with cursor.copy("COPY ps_stage (qh) FROM STDIN") as copy:
-                for row in rows:
-                    copy.write_row((row[0],))
-            cursor.execute("DELETE FROM ps_quads q USING ps_stage st WHERE q.qh = st.qh")
-        return int(cursor.rowcount)
+            keys = self._keys(quads, create=False)
+            if keys and self.dialect == "postgresql":
+                arrays = "unnest(%s::bigint[], %s::bigint[], %s::bigint[], %s::bigint[])"
+                result = self._conn.exec_driver_sql(
+                    f"SELECT q.s, q.p, q.o, q.g FROM ps_quads q JOIN {arrays} AS d(s, p, o, g) "
+                    "ON q.s = d.s AND q.p = d.p AND q.o = d.o AND q.g = d.g",
+                    tuple(list(c) for c in zip(*keys, strict=True)),
+                )
+                found.update((r[0], r[1], r[2], r[3]) for r in result)
+            elif keys:
+                # In-process point queries on the primary key beat any set-based form here
+                # (SQLite does not drive a row-value IN list through the key).
+                cursor = self._conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
+                try:
+                    sql = "SELECT 1 FROM ps_quads WHERE s = ? AND p = ? AND o = ? AND g = ?"
+                    found.update(key for key in keys if cursor.execute(sql, key).fetchone() is not None)
+                finally:
+                    cursor.close()
+        get = self._ids.get
+        return [(get(s), get(p), get(o), get(g or "")) in found for s, p, o, g in quads]
 
     def add_prefix(self, graph: Any, name: str, iri: Any) -> None:
         with self._guard("binding a prefix"):
@@ -383,6 +492,8 @@ class SqlTarget:
             if self._sp is not None:
                 self._sp.commit()
                 self._sp = None
+        self._tx_terms.extend(self._unit_terms)
+        self._unit_terms.clear()
         self._pending[source] = checkpoint
         self._group_units += 1
         if (
@@ -397,6 +508,11 @@ class SqlTarget:
             if self._sp is not None:
                 sp, self._sp = self._sp, None
                 sp.rollback()
+            self._forget(self._unit_terms)
+            if self.dialect == "sqlite" and self._tx is not None:
+                # The unit's ids are free again; the cache lost only its own entries.
+                top = self._conn.exec_driver_sql("SELECT max(id) FROM ps_terms").scalar() or 0
+                self._known_max, self._next_id = top, top + 1
 
     def flush(self) -> None:
         """Write the pending checkpoints and commit the database transaction."""
@@ -409,6 +525,7 @@ class SqlTarget:
                     # An open unit never reaches the commit; it would be incomplete.
                     self._sp.rollback()
                     self._sp = None
+                    self._forget(self._unit_terms)
                 for source, cp in self._pending.items():
                     self._write_checkpoint(source, cp)
                 tx.commit()
@@ -416,6 +533,7 @@ class SqlTarget:
             self._abandon()
             raise
         self._tx = None
+        self._tx_terms.clear()
         self._pending.clear()
         self._group_rows = self._group_units = 0
 
@@ -428,6 +546,9 @@ class SqlTarget:
             pass
         self._tx = None
         self._sp = None
+        self._forget(self._unit_terms)
+        self._forget(self._tx_terms)
+        self._complete = False
         self._pending.clear()
         self._group_rows = self._group_units = 0
         # Versions read before may be stale now: re-read on the next checkpoint().

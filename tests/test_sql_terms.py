@@ -1,0 +1,236 @@
+"""The SQL target's term dictionary (schema revision 0003): ids, hashes, rollbacks, writers.
+
+Every test compares against the reference :class:`MemoryTarget` or checks the dictionary's
+own invariants: each term stored once, every quad's ids present in ``ps_terms``.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import zlib
+
+import pytest
+from sqlalchemy import create_engine
+
+import patchsync.apply.sql.target as sql_target
+from patchsync.apply.sql import SqlTarget, current_revision, head_revision, upgrade_database
+from patchsync.apply.sql.migrate import upgrade
+from patchsync.apply.sql.schema import term_hash
+
+from .apply_helpers import apply_text, iri, reference, state
+
+
+def random_log(
+    seed: int, patches: int = 30, *, aborts: bool = True, ids: str = "p", graphs: list[str] | None = None
+) -> str:
+    """A chained RDF Patch text log: adds, deletes, named graphs, literals, blank nodes, aborts."""
+    rng = random.Random(seed)
+    terms = [iri(f"t{i}") for i in range(25)]
+    objects = terms + [f'"v{i}"' for i in range(20)] + ['"x"@en', '"1"^^<http://www.w3.org/2001/XMLSchema#integer>']
+    objects += ["_:b1", "_:b2", '"it\'s; DROP TABLE ps_terms; --"']
+    graphs = graphs or ["", iri("g1"), iri("g2")]
+    lines = []
+    prev = None
+    for n in range(patches):
+        lines.append(f"H id <urn:{ids}{n}> .")
+        if prev:
+            lines.append(f"H prev <urn:{ids}{prev}> .")
+        prev = str(n)
+        for _ in range(rng.randint(1, 3)):
+            lines.append("TX .")
+            for _ in range(rng.randint(1, 8)):
+                op = rng.choice("AAD")
+                g = rng.choice(graphs)
+                lines.append(f"{op} {rng.choice(terms)} {rng.choice(terms[:5])} {rng.choice(objects)} {g} .")
+            lines.append("TA ." if aborts and rng.random() < 0.2 else "TC .")
+        lines.append("Z .")
+    return "\n".join(lines) + "\n"
+
+
+def dictionary_is_consistent(t: SqlTarget) -> None:
+    with t.engine.connect() as conn:
+        dupes = conn.exec_driver_sql("SELECT term FROM ps_terms GROUP BY term HAVING COUNT(*) > 1").all()
+        dangling = conn.exec_driver_sql(
+            "SELECT COUNT(*) FROM ps_quads q WHERE NOT EXISTS (SELECT 1 FROM ps_terms t WHERE t.id = q.s) "
+            "OR NOT EXISTS (SELECT 1 FROM ps_terms t WHERE t.id = q.p) "
+            "OR NOT EXISTS (SELECT 1 FROM ps_terms t WHERE t.id = q.o) "
+            "OR NOT EXISTS (SELECT 1 FROM ps_terms t WHERE t.id = q.g)"
+        ).scalar()
+    assert dupes == [], "a term is stored twice"
+    assert dangling == 0, "a quad refers to a term id that is not stored"
+
+
+def test_term_hash_is_the_stored_format() -> None:
+    # schema.py: BLAKE2b-64 of the UTF-8 text, signed big-endian; revision 0002's hash
+    # columns hold the same value, which the 0003 migration relies on.
+    from hashlib import blake2b
+
+    text = '"caf\u00e9"@fr'
+    assert term_hash(text) == int.from_bytes(blake2b(text.encode(), digest_size=8).digest(), "big", signed=True)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_random_logs_equal_the_reference(sql_url: str, seed: int) -> None:
+    text = random_log(seed)
+    with SqlTarget(sql_url) as t:
+        apply_text(text, t, batch_rows=3)
+        assert state(t) == reference(text, batch_rows=3)
+        dictionary_is_consistent(t)
+
+
+def test_aborted_unit_forgets_the_terms_it_stored(sql_url: str) -> None:
+    # DESIGN §2: TA discards the unit, including the dictionary rows it added; a term
+    # first seen there and used again later must be stored again, not taken from memory.
+    new = iri("only-in-aborted")
+    text = (
+        f"TX .\nA {new} {iri('p')} {new} .\nTA .\n"
+        f"TX .\nA {iri('s')} {iri('p')} {new} {new} .\nTC .\n"
+        f'TX .\nA {new} {iri("p")} "x" .\nTA .\n'
+    )
+    with SqlTarget(sql_url) as t:
+        apply_text(text, t)
+        assert state(t) == reference(text)
+        dictionary_is_consistent(t)
+
+
+def test_terms_sharing_a_hash_stay_distinct(sql_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A deliberately weak hash (16 values) makes most terms share a hash with others, in
+    # a batch and in the database; distinct terms must still get distinct ids and every
+    # quad must come back as written.
+    def weak(text: str) -> int:
+        return zlib.crc32(text.encode()) % 16
+
+    monkeypatch.setattr(sql_target, "term_hash", weak)
+    text = random_log(7, patches=12)
+    with SqlTarget(sql_url) as t:
+        apply_text(text, t, batch_rows=5)
+        assert state(t) == reference(text, batch_rows=5)
+        dictionary_is_consistent(t)
+    # A second applier starts with an empty cache and tells the stored terms apart by text.
+    more = random_log(8, patches=8, ids="q").replace("H id <urn:q0> .", "H id <urn:q0> .\nH prev <urn:p11> .")
+    with SqlTarget(sql_url) as t:
+        apply_text(more, t, source="more", batch_rows=5)
+        dictionary_is_consistent(t)
+        assert frozenset(t.quads()) == reference(text + more, batch_rows=5)[0]
+
+
+def test_collision_with_a_term_stored_by_someone_else(sql_url: str) -> None:
+    # The hash of the term we are about to add is already held by another text (as after
+    # a real 64-bit collision): both are stored under it, told apart by their text.
+    mine = iri("mine")
+    with SqlTarget(sql_url) as t:
+        apply_text(f"A {iri('a')} {iri('p')} {iri('b')} .\n", t)
+    engine = create_engine(sql_url)
+    mark = "%s" if engine.dialect.name == "postgresql" else "?"
+    with engine.begin() as conn:
+        conn.exec_driver_sql(
+            f"INSERT INTO ps_terms (h, term) VALUES ({mark}, {mark})", (term_hash(mine), "<http://other.example/>")
+        )
+    engine.dispose()
+    text = f"A {mine} {iri('p')} {mine} .\n"
+    with SqlTarget(sql_url) as t:
+        apply_text(text, t, source="two")
+        assert (mine, iri("p"), mine, "") in set(t.quads())
+        dictionary_is_consistent(t)
+    with create_engine(sql_url).connect() as conn:
+        rows = dict(conn.exec_driver_sql("SELECT term, h FROM ps_terms").all())
+    assert rows["<http://other.example/>"] == rows[mine] == term_hash(mine)
+
+
+def test_another_sqlite_writer_between_our_transactions(sqlite_url: str) -> None:
+    # Our cache may be complete; once another process adds terms between our
+    # transactions it must notice (max id moved) and look terms up again, or it would
+    # store a second copy of a term the other writer added.
+    a, b = SqlTarget(sqlite_url), SqlTarget(sqlite_url)
+    shared = iri("shared")
+    apply_text(f'A {iri("s")} {iri("p")} "1" .\n', a, source="a")
+    a.flush()
+    apply_text(f'A {shared} {iri("p")} "2" .\n', b, source="b")
+    b.flush()
+    apply_text(f'A {shared} {iri("p")} "3" .\nA {iri("s")} {iri("p")} {shared} .\n', a, source="a2")
+    a.close()
+    b.close()
+    with SqlTarget(sqlite_url) as t:
+        dictionary_is_consistent(t)
+        assert len(set(t.quads())) == 4
+
+
+def test_concurrent_postgres_appliers_share_new_terms(pg_url: str) -> None:
+    # Two appliers of different sources add the same new terms at the same time (each
+    # log writes its own graph, the subjects, predicates and objects overlap); the unique
+    # hash lets one insert win and both read its id.
+    logs = [random_log(20 + i, patches=40, ids=f"c{i}", graphs=[iri(f"graph{i}")]) for i in range(2)]
+    errors: list[BaseException] = []
+    SqlTarget(pg_url).close()  # the schema first: this test is about terms, not first-use DDL
+
+    def run(i: int) -> None:
+        try:
+            with SqlTarget(pg_url, group_units=1) as t:
+                apply_text(logs[i], t, source=f"src{i}")
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert errors == []
+    with SqlTarget(pg_url) as t:
+        dictionary_is_consistent(t)
+        assert frozenset(t.quads()) == reference(logs[0])[0] | reference(logs[1])[0]
+
+
+def test_revision_0002_data_moves_into_the_dictionary(sql_url: str) -> None:
+    # Migration 0003 builds ps_terms from 0002's hash columns and joins quads back.
+    from hashlib import blake2b
+
+    quads = [
+        (iri("s"), iri("p"), '"caf\u00e9 \\"q\\""@fr', ""),
+        (iri("s"), iri("p"), "_:b0", iri("g")),
+        ("<< " + iri("a") + " " + iri("b") + " " + iri("c") + " >>", iri("p"), '"' + "x" * 5000 + '"', iri("g")),
+        (iri("s"), iri("q"), iri("s"), iri("g")),
+    ]
+    engine = create_engine(sql_url)
+    mark = "%s" if engine.dialect.name == "postgresql" else "?"
+    with engine.begin() as conn:
+        upgrade(conn, "0002")
+        for s, p, o, g in quads:
+            qh = blake2b(f"{g}\n{s}\n{p}\n{o}".encode(), digest_size=16).digest()
+            conn.exec_driver_sql(
+                f"INSERT INTO ps_quads (qh, gh, sh, ph, oh, g, s, p, o) VALUES ({', '.join([mark] * 9)})",
+                (qh, term_hash(g), term_hash(s), term_hash(p), term_hash(o), g, s, p, o),
+            )
+    with engine.connect() as conn:
+        assert current_revision(conn) == "0002"
+    engine.dispose()
+    assert upgrade_database(sql_url) == ("0002", head_revision())
+    with SqlTarget(sql_url) as t:
+        assert set(t.quads()) == set(quads)
+        dictionary_is_consistent(t)
+        # The migrated dictionary keeps working: the same terms are found, not re-added.
+        apply_text(f"D {iri('s')} {iri('p')} _:b0 {iri('g')} .\nA {iri('s')} {iri('q')} {iri('s')} .\n", t)
+        assert set(t.quads()) == (set(quads) - {quads[1]}) | {(iri("s"), iri("q"), iri("s"), "")}
+        dictionary_is_consistent(t)
+
+
+def test_downgrade_to_0002_and_back(sql_url: str) -> None:
+    text = random_log(5, patches=10)
+    with SqlTarget(sql_url) as t:
+        apply_text(text, t)
+        before = frozenset(t.quads())
+    engine = create_engine(sql_url)
+    with engine.begin() as conn:
+        from alembic import command
+
+        from patchsync.apply.sql.migrate import _config
+
+        command.downgrade(_config(conn), "0002")  # type: ignore[arg-type]
+        assert current_revision(conn) == "0002"
+        assert conn.exec_driver_sql("SELECT COUNT(*) FROM ps_quads").scalar() == len(before)
+    engine.dispose()
+    upgrade_database(sql_url)
+    with SqlTarget(sql_url) as t:
+        assert frozenset(t.quads()) == before
+        dictionary_is_consistent(t)
