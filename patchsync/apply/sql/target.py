@@ -24,12 +24,11 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event, select
 from sqlalchemy.engine import RootTransaction
-from sqlalchemy.engine.base import NestedTransaction
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from ...codec.ntriples import NTriplesTerms
@@ -121,11 +120,12 @@ class SqlTarget:
         self.engine = create_sql_engine(url) if isinstance(url, str) else url
         self.name = _safe_url(self.engine)
         self.dialect = self.engine.dialect.name
+        self._dbapi_error: type[Exception] = self.engine.dialect.loaded_dbapi.Error
         self.group_rows = group_rows
         self.group_units = group_units
         self.group_seconds = group_seconds
         self._tx: RootTransaction | None = None
-        self._sp: NestedTransaction | None = None
+        self._in_unit = False  # a SAVEPOINT for the open unit is set
         self._versions: dict[str, int | None] = {}
         self._pending: dict[str, Checkpoint] = {}
         self._locks: set[str] = set()
@@ -169,6 +169,10 @@ class SqlTarget:
             self._conn = self.engine.connect()
             with self._conn.begin():
                 ensure_schema(self._conn)
+            # The hot path (units, terms, quads, records) talks to the driver's own cursor:
+            # SQLAlchemy's per-statement bookkeeping cost more than SQLite's own work on
+            # small patches. Transactions still begin and end through SQLAlchemy.
+            self._cur: Any = self._conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
         except SQLAlchemyError as exc:
             self._dispose()
             raise ApplyError(f"{self.name}: cannot open the database: {_reason(exc)}") from exc
@@ -182,7 +186,7 @@ class SqlTarget:
     def _guard(self, what: str) -> Iterator[None]:
         try:
             yield
-        except SQLAlchemyError as exc:
+        except (SQLAlchemyError, self._dbapi_error) as exc:
             raise ApplyError(f"{self.name}: {what} failed: {_reason(exc)}") from exc
 
     @contextmanager
@@ -238,7 +242,7 @@ class SqlTarget:
         for i in range(0, len(unique), _LOOKUP_CHUNK):
             chunk = unique[i : i + _LOOKUP_CHUNK]
             sql = f"SELECT id, term FROM ps_terms WHERE h IN ({', '.join([self._mark] * len(chunk))})"
-            found.update((term, term_id) for term_id, term in self._conn.exec_driver_sql(sql, tuple(chunk)))
+            found.update((term, term_id) for term_id, term in self._cur.execute(sql, tuple(chunk)).fetchall())
         return found
 
     def _resolve_sqlite(self, hashes: dict[str, int], *, create: bool) -> None:
@@ -257,7 +261,7 @@ class SqlTarget:
             return
         first = self._next_id
         rows = [(first + i, h, term) for i, (term, h) in enumerate(new)]
-        self._conn.exec_driver_sql("INSERT INTO ps_terms (id, h, term) VALUES (?, ?, ?)", rows)
+        self._cur.executemany("INSERT INTO ps_terms (id, h, term) VALUES (?, ?, ?)", rows)
         for term_id, _, term in rows:
             ids[term] = term_id
         self._unit_terms.extend(term for term, _ in new)
@@ -271,12 +275,12 @@ class SqlTarget:
         terms = list(hashes)
         values = [hashes[t] for t in terms]
         if create:
-            self._conn.exec_driver_sql(
+            self._cur.execute(
                 "INSERT INTO ps_terms (h, term) SELECT * FROM unnest(%s::bigint[], %s::text[]) "
                 "ON CONFLICT (h, md5(term)) DO NOTHING",
                 (values, terms),
             )
-        rows = self._conn.exec_driver_sql("SELECT id, term FROM ps_terms WHERE h = ANY(%s::bigint[])", (values,))
+        rows = self._cur.execute("SELECT id, term FROM ps_terms WHERE h = ANY(%s::bigint[])", (values,)).fetchall()
         ids = self._ids
         for term_id, term in rows:
             if term in hashes:
@@ -294,7 +298,7 @@ class SqlTarget:
     def _sync_terms(self) -> None:
         """SQLite, at the start of our write transaction: where new ids start, and whether
         the cache is still complete (no other writer added terms since we last looked)."""
-        top = self._conn.exec_driver_sql("SELECT max(id) FROM ps_terms").scalar() or 0
+        top = self._cur.execute("SELECT max(id) FROM ps_terms").fetchone()[0] or 0
         if self._known_max is None:
             self._complete = top == 0 and not self._ids
         elif top != self._known_max:
@@ -338,8 +342,8 @@ class SqlTarget:
         return None if value is None else str(value)
 
     def has_patch(self, patch_id: str) -> bool:
-        with self._reading() as conn:
-            return conn.exec_driver_sql(self._has_patch_sql, (patch_id,)).first() is not None
+        with self._reading():
+            return self._cur.execute(self._has_patch_sql, (patch_id,)).fetchone() is not None
 
     def quads(self) -> Iterator[tuple[str, str, str, str]]:
         q, t = schema.quads, schema.terms
@@ -411,7 +415,8 @@ class SqlTarget:
                 self._group_start = time.monotonic()
                 if self.dialect == "sqlite":
                     self._sync_terms()
-            self._sp = self._conn.begin_nested()
+            self._cur.execute("SAVEPOINT ps_unit")
+            self._in_unit = True
 
     def add(self, quads: Sequence[Quad]) -> int:
         self._group_rows += len(quads)
@@ -429,10 +434,11 @@ class SqlTarget:
         if self.dialect == "postgresql":
             # One statement over four arrays, whatever the batch size.
             columns = tuple(list(c) for c in zip(*keys, strict=True)) if keys else ([], [], [], [])
-            return int(self._conn.exec_driver_sql(sql, columns).rowcount)
+            return int(self._cur.execute(sql, columns).rowcount)
         # In key order the primary key B-tree is walked forward instead of at random.
         keys.sort()
-        return int(self._conn.exec_driver_sql(sql, keys).rowcount)
+        self._cur.executemany(sql, keys)
+        return int(self._cur.rowcount)
 
     def contains(self, quads: Sequence[Quad]) -> list[bool]:
         """Whether each quad is present (point lookups on SQLite, one join per call on PostgreSQL)."""
@@ -441,36 +447,33 @@ class SqlTarget:
             keys = self._keys(quads, create=False)
             if keys and self.dialect == "postgresql":
                 arrays = "unnest(%s::bigint[], %s::bigint[], %s::bigint[], %s::bigint[])"
-                result = self._conn.exec_driver_sql(
+                result = self._cur.execute(
                     f"SELECT q.s, q.p, q.o, q.g FROM ps_quads q JOIN {arrays} AS d(s, p, o, g) "
                     "ON q.s = d.s AND q.p = d.p AND q.o = d.o AND q.g = d.g",
                     tuple(list(c) for c in zip(*keys, strict=True)),
-                )
+                ).fetchall()
                 found.update((r[0], r[1], r[2], r[3]) for r in result)
             elif keys:
                 # In-process point queries on the primary key beat any set-based form here
                 # (SQLite does not drive a row-value IN list through the key).
-                cursor = self._conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
-                try:
-                    sql = "SELECT 1 FROM ps_quads WHERE s = ? AND p = ? AND o = ? AND g = ?"
-                    found.update(key for key in keys if cursor.execute(sql, key).fetchone() is not None)
-                finally:
-                    cursor.close()
+                cursor = self._cur
+                sql = "SELECT 1 FROM ps_quads WHERE s = ? AND p = ? AND o = ? AND g = ?"
+                found.update(key for key in keys if cursor.execute(sql, key).fetchone() is not None)
         get = self._ids.get
         return [(get(s), get(p), get(o), get(g or "")) in found for s, p, o, g in quads]
 
     def add_prefix(self, graph: Any, name: str, iri: Any) -> None:
         with self._guard("binding a prefix"):
-            self._conn.exec_driver_sql(self._ns_upsert, (graph or "", name, iri))
+            self._cur.execute(self._ns_upsert, (graph or "", name, iri))
 
     def delete_prefix(self, graph: Any, name: str) -> None:
         with self._guard("removing a prefix"):
-            self._conn.exec_driver_sql(self._ns_delete, (graph or "", name))
+            self._cur.execute(self._ns_delete, (graph or "", name))
 
     def commit(self, source: str, checkpoint: Checkpoint, records: Sequence[PatchRecord]) -> None:
         with self._guard("committing a unit"):
             if records:
-                self._conn.exec_driver_sql(
+                self._cur.executemany(
                     self._record_sql,
                     [
                         (
@@ -489,9 +492,9 @@ class SqlTarget:
                         for r in records
                     ],
                 )
-            if self._sp is not None:
-                self._sp.commit()
-                self._sp = None
+            if self._in_unit:
+                self._cur.execute("RELEASE SAVEPOINT ps_unit")
+                self._in_unit = False
         self._tx_terms.extend(self._unit_terms)
         self._unit_terms.clear()
         self._pending[source] = checkpoint
@@ -505,13 +508,14 @@ class SqlTarget:
 
     def rollback(self) -> None:
         with self._guard("rolling back a unit"):
-            if self._sp is not None:
-                sp, self._sp = self._sp, None
-                sp.rollback()
+            if self._in_unit:
+                self._in_unit = False
+                self._cur.execute("ROLLBACK TO SAVEPOINT ps_unit")
+                self._cur.execute("RELEASE SAVEPOINT ps_unit")
             self._forget(self._unit_terms)
             if self.dialect == "sqlite" and self._tx is not None:
                 # The unit's ids are free again; the cache lost only its own entries.
-                top = self._conn.exec_driver_sql("SELECT max(id) FROM ps_terms").scalar() or 0
+                top = self._cur.execute("SELECT max(id) FROM ps_terms").fetchone()[0] or 0
                 self._known_max, self._next_id = top, top + 1
 
     def flush(self) -> None:
@@ -521,10 +525,11 @@ class SqlTarget:
         tx = self._tx
         try:
             with self._guard("committing"):
-                if self._sp is not None:
+                if self._in_unit:
                     # An open unit never reaches the commit; it would be incomplete.
-                    self._sp.rollback()
-                    self._sp = None
+                    self._in_unit = False
+                    self._cur.execute("ROLLBACK TO SAVEPOINT ps_unit")
+                    self._cur.execute("RELEASE SAVEPOINT ps_unit")
                     self._forget(self._unit_terms)
                 for source, cp in self._pending.items():
                     self._write_checkpoint(source, cp)
@@ -545,7 +550,7 @@ class SqlTarget:
         except SQLAlchemyError:
             pass
         self._tx = None
-        self._sp = None
+        self._in_unit = False
         self._forget(self._unit_terms)
         self._forget(self._tx_terms)
         self._complete = False
@@ -593,6 +598,11 @@ class SqlTarget:
 
     def _dispose(self) -> None:
         conn = getattr(self, "_conn", None)
+        cursor = getattr(self, "_cur", None)
+        if cursor is not None:
+            with suppress(self._dbapi_error):
+                cursor.close()
+            self._cur = None
         if conn is not None:
             try:
                 if self._locks and not conn.closed:
@@ -616,6 +626,6 @@ class SqlTarget:
             self.discard()
 
 
-def _reason(exc: SQLAlchemyError) -> str:
+def _reason(exc: Exception) -> str:
     orig = getattr(exc, "orig", None)
     return str(orig if orig is not None else exc).strip().splitlines()[0]
