@@ -368,6 +368,7 @@ class Sample:
     restarts: int
     since_start: float  # seconds since this daemon incarnation started
     load1: float  # the machine's 1-minute load average (other work shares its cores)
+    producer_rss_kib: int | None = None
 
 
 @dataclass
@@ -598,6 +599,7 @@ def run_soak(
                     restarts=restarts,
                     since_start=round(now - started, 2),
                     load1=os.getloadavg()[0],
+                    producer_rss_kib=rss_kib(producer.pid),
                 )
                 result.samples.append(sample)
                 if echo is not None and now - last_echo >= 10:
@@ -775,6 +777,11 @@ def ok(result: SoakResult) -> bool:
     )
 
 
+def _exit_on_sigterm(_signum: int, _frame: Any) -> None:
+    # Unwind (stop the producer and the daemon, drop the schema) instead of dying outright.
+    raise SystemExit(143)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--minutes", type=float, default=10.0, help="producer run time (default 10)")
@@ -795,6 +802,9 @@ def main(argv: list[str] | None = None) -> int:
         help="also compare with the logs applied into MemoryTarget (default), by patchsync apply into SQLite "
         "(slow: ~500 patches/s), or not",
     )
+    parser.add_argument(
+        "--catch-up-timeout", type=float, default=3600.0, help="seconds the daemon may take to catch up at the end"
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out")
     parser.add_argument("--produce", metavar="DIR", help=argparse.SUPPRESS)
     parser.add_argument("--reference", metavar="FILE", help=argparse.SUPPRESS)
@@ -802,6 +812,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.produce:
         return _producer_main(args)
     args.out.mkdir(parents=True, exist_ok=True)
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     schema, url = fresh_schema(args.pg)
     try:
         with tempfile.TemporaryDirectory(prefix="soak-") as tmp:
@@ -822,6 +833,7 @@ def main(argv: list[str] | None = None) -> int:
                 warmup=args.warmup,
                 state_dir=not args.no_state_dir,
                 apply_check=None if args.apply_check == "none" else args.apply_check,
+                catch_up_timeout=args.catch_up_timeout,
                 echo=lambda line: print(line, flush=True),
             )
             daemon_log = (Path(tmp) / "daemon.log").read_text(errors="replace")
