@@ -393,7 +393,7 @@ class SoakResult:
     producer_behind_s: float = 0.0
     applied: int = 0
     catch_up_s: float = 0.0
-    daemon_exits: list[int] = field(default_factory=list)  # exits not caused by our kill -9
+    daemon_exits: list[tuple[float, int]] = field(default_factory=list)  # (t, code): exits not caused by kill -9
     final_exit: int | None = None
     reference_quads: int = 0
     dump_quads: int = 0
@@ -611,7 +611,7 @@ def run_soak(
                 code = daemon.poll()
                 if code is not None:
                     # The daemon ended on its own: a failure to report; restart it to go on.
-                    result.daemon_exits.append(code)
+                    result.daemon_exits.append((sample.t, code))
                     daemon = _start_daemon(logs, url, state, log_file)
                     started, applied_at_start = time.monotonic(), applied
                 producer_done = producer.poll() is not None
@@ -837,13 +837,15 @@ def main(argv: list[str] | None = None) -> int:
                 echo=lambda line: print(line, flush=True),
             )
             daemon_log = (Path(tmp) / "daemon.log").read_text(errors="replace")
+            stem = f"soak-{args.minutes:g}m-{args.rate:g}"
+            (args.out / f"{stem}-daemon.log").write_text(daemon_log)
     finally:
         drop_schema(args.pg, schema)
     for line in report(result):
         print(line)
     verdict = ok(result)
     print("PASS" if verdict else "FAIL")
-    out = args.out / f"soak-{args.minutes:g}m-{args.rate:g}.json"
+    out = args.out / f"{stem}.json"
     data = result.as_dict()
     data["pass"] = verdict
     data["daemon_log_tail"] = daemon_log[-20000:]
