@@ -286,8 +286,11 @@ class TargetProbe:
         self.engine = create_engine(url, isolation_level="AUTOCOMMIT")
         self.conn: Any = None
 
-    def checkpoints(self) -> dict[str, tuple[int, int]]:
-        """source -> (checkpoint byte offset, patches); empty before the daemon made its tables."""
+    def checkpoints(self) -> dict[str, tuple[int, int]] | None:
+        """source -> (checkpoint byte offset, patches); ``None`` if the database cannot be read.
+
+        ``None`` also before the daemon made its tables; while the server restarts, say.
+        """
         from sqlalchemy import text
         from sqlalchemy.exc import SQLAlchemyError
 
@@ -297,9 +300,9 @@ class TargetProbe:
             rows = self.conn.execute(text("SELECT source, pos_offset, patches FROM ps_sources")).all()
         except SQLAlchemyError:
             if self.conn is not None:
-                self.conn.close()
+                self.conn.invalidate()
                 self.conn = None
-            return {}
+            return None
         return {str(src): (int(off), int(n)) for src, off, n in rows}
 
     def patch_ids(self) -> tuple[int, int]:
@@ -369,6 +372,7 @@ class Sample:
     since_start: float  # seconds since this daemon incarnation started
     load1: float  # the machine's 1-minute load average (other work shares its cores)
     producer_rss_kib: int | None = None
+    probe_ok: bool = True  # False: the target could not be read; applied and lag repeat the last sample
 
 
 @dataclass
@@ -438,18 +442,28 @@ class SoakResult:
         return rows
 
     def memory_verdict(self) -> dict[str, Any]:
-        """RSS once warmed up in the first and last thirds of the run (at least a minute each)."""
-        warm = [s for s in self.samples if s.rss_kib is not None and s.since_start >= self.config["warmup"]]
+        """Daemon RSS once warmed up, first against last minute of the kill -9 period.
+
+        Only the producer's run counts (the daemon is restarted every ``kill_every``
+        seconds then, so a leak shows as a rising floor); the catch-up afterwards is one
+        long incarnation, reported as ``longest`` (its first and last warmed-up RSS).
+        """
+        warmup, end = self.config["warmup"], self.config["seconds"]
+        warm = [s for s in self.samples if s.rss_kib and s.since_start >= warmup and s.t <= end]
         if len(warm) < 4:
             return {"flat": None, "reason": "too few warmed-up samples"}
-        span = max(60.0, (warm[-1].t - warm[0].t) / 3)
-        first = [s.rss_kib for s in warm if s.t <= warm[0].t + span and s.rss_kib]
-        last = [s.rss_kib for s in warm if s.t >= warm[-1].t - span and s.rss_kib]
-        first_mb = statistics.median(first) / 1024
-        last_mb = statistics.median(last) / 1024
+        span = min(60.0, max(1.0, (warm[-1].t - warm[0].t) / 3))
+        first = [s.rss_kib or 0 for s in warm if s.t <= warm[0].t + span]
+        last = [s.rss_kib or 0 for s in warm if s.t >= warm[-1].t - span]
+        first_mb, last_mb = statistics.median(first) / 1024, statistics.median(last) / 1024
         first_max, last_max = max(first) / 1024, max(last) / 1024
         # Flat: the last period's typical and peak RSS are within 15% (or 10 MiB) of the first's.
         flat = last_mb <= max(first_mb * 1.15, first_mb + 10) and last_max <= max(first_max * 1.15, first_max + 10)
+        by_pid: dict[int, list[Sample]] = {}
+        for s in self.samples:
+            if s.rss_kib and s.since_start >= warmup:
+                by_pid.setdefault(s.pid, []).append(s)
+        longest = max(by_pid.values(), key=len)
         return {
             "flat": flat,
             "first_median_mb": round(first_mb, 1),
@@ -457,6 +471,13 @@ class SoakResult:
             "first_max_mb": round(first_max, 1),
             "last_max_mb": round(last_max, 1),
             "window_s": round(span),
+            "longest": {
+                "seconds": round(longest[-1].t - longest[0].t),
+                "patches": longest[-1].applied - longest[0].applied,
+                "first_mb": round((longest[0].rss_kib or 0) / 1024, 1),
+                "last_mb": round((longest[-1].rss_kib or 0) / 1024, 1),
+                "max_mb": round(max(s.rss_kib or 0 for s in longest) / 1024, 1),
+            },
         }
 
     def as_dict(self) -> dict[str, Any]:
@@ -575,11 +596,15 @@ def run_soak(
         applied_at_start = 0
         next_kill = t0 + kill_every * rng.uniform(0.7, 1.3)
         last_echo = t0
+        cps: dict[str, tuple[int, int]] = {}
         catching_up_since: float | None = None
         try:
             while True:
                 now = time.monotonic()
-                cps = probe.checkpoints()
+                read = probe.checkpoints()
+                probe_ok = read is not None
+                if read is not None:
+                    cps = read
                 applied = sum(n for _, n in cps.values())
                 produced = watch.produced
                 if result.kills and result.kills[-1].first_progress_s is None and applied > applied_at_start:
@@ -600,6 +625,7 @@ def run_soak(
                     since_start=round(now - started, 2),
                     load1=os.getloadavg()[0],
                     producer_rss_kib=rss_kib(producer.pid),
+                    probe_ok=probe_ok,
                 )
                 result.samples.append(sample)
                 if echo is not None and now - last_echo >= 10:
@@ -633,7 +659,8 @@ def run_soak(
                     daemon.wait()
                     result.kills.append(Kill(t=round(now - t0, 2), pid=daemon.pid, applied_at_kill=applied))
                     # The kill may have landed after the checkpoint query: read it again.
-                    applied = sum(n for _, n in probe.checkpoints().values())
+                    cps = probe.checkpoints() or cps
+                    applied = sum(n for _, n in cps.values())
                     result.kills[-1].applied_at_kill = applied
                     restarts += 1
                     daemon = _start_daemon(logs, url, state, log_file)
@@ -658,7 +685,7 @@ def run_soak(
     checks0 = time.monotonic()
     result.produced = watch.done or watch.produced
     result.producer_behind_s = round(watch.behind, 3)
-    result.applied = sum(n for _, n in probe.checkpoints().values())
+    result.applied = sum(n for _, n in (probe.checkpoints() or cps).values())
     result.ps_patches = probe.patch_ids()
     probe.close()
     result.tracebacks = daemon_log.read_text(errors="replace").count("Traceback")
@@ -749,7 +776,9 @@ def report(result: SoakResult) -> Iterator[str]:
         yield (
             f"memory {'flat' if mem['flat'] else 'NOT flat'}: warmed-up daemon RSS median {mem['first_median_mb']} MB "
             f"(max {mem['first_max_mb']}) in the first {mem['window_s']}s, {mem['last_median_mb']} MB "
-            f"(max {mem['last_max_mb']}) in the last {mem['window_s']}s"
+            f"(max {mem['last_max_mb']}) in the last {mem['window_s']}s of the kill -9 period; longest incarnation "
+            f"{mem['longest']['seconds']}s ({mem['longest']['patches']:,} patches): {mem['longest']['first_mb']} -> "
+            f"{mem['longest']['last_mb']} MB, max {mem['longest']['max_mb']}"
         )
     total, distinct = result.ps_patches
     yield (
