@@ -38,8 +38,10 @@ The PostgreSQL target is a fresh schema in the database of ``--pg`` (default: da
 ``test`` on 127.0.0.1), dropped at the end. It prints a table per minute (produced,
 applied, lag p50/p99/max in patches and max in seconds, RSS min/max, restarts) and the
 totals, and writes everything (every sample, every kill) to
-``bench/out/soak-<minutes>m-<rate>.json``. "Memory flat" compares the daemon's RSS once
-warmed up (``--warmup`` seconds after each start) in the first and the last minutes.
+``bench/out/soak-<minutes>m-<rate>.json`` (the daemon's log beside it). "Memory flat"
+compares the daemon's RSS once warmed up (``--warmup`` seconds after each start) in the
+first and the last minute of the kill -9 period; the longest incarnation (the catch-up)
+is reported on its own.
 ``tests/test_soak.py`` runs the same harness, CI-sized.
 """
 
