@@ -53,6 +53,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.capture_bench
 	$(BIN)/python -m bench.tail_bench
 	$(BIN)/python -m bench.spark_bench
+	$(BIN)/python -m bench.soak_bench
 
 proto: $(STAMP)
 	$(BIN)/python scripts/gen_proto.py
