@@ -86,7 +86,8 @@ class PatchEncoder(Generic[T]):
         self._frames = FrameBuffer(delimited=delimited)
         self._terms: TermEncoder[T] = TermEncoder(
             self.adapter,
-            self._emit_row,
+            # The buffer's own method, not ours: no cycle, so a dropped encoder is freed at once.
+            self._frames.add,
             entry_tags=(wire.ROW_NAME, wire.ROW_PREFIX, wire.ROW_DATATYPE),
             max_names=self.options.max_name_table_size,
             max_prefixes=self.options.max_prefix_table_size,

@@ -38,8 +38,9 @@ from . import schema
 from .migrate import current_revision, ensure_schema, head_revision, upgrade
 from .schema import term_hash
 
-# Term ids kept in memory; beyond this the cache starts again (and is no longer complete).
-_TERM_CACHE_MAX = 1 << 20
+# Term ids kept in memory by default (~100 MB of a daemon's memory at most on typical data);
+# beyond this the cache starts again (and is no longer complete).
+TERM_CACHE_SIZE = 1 << 19
 _LOOKUP_CHUNK = 500
 
 
@@ -104,7 +105,8 @@ class SqlTarget:
     ``url`` is a SQLAlchemy URL or an :class:`~sqlalchemy.Engine`. An empty database gets
     the schema on first use; one at an older revision needs ``patchsync db upgrade``.
     ``group_rows``, ``group_units`` and ``group_seconds`` bound how much one database
-    transaction holds before it commits.
+    transaction holds before it commits. ``term_cache`` bounds how many term ids are kept
+    in memory (the main part of a long-running applier's memory).
     """
 
     def __init__(
@@ -114,6 +116,7 @@ class SqlTarget:
         group_rows: int = 200_000,
         group_units: int = 5_000,
         group_seconds: float = 2.0,
+        term_cache: int = TERM_CACHE_SIZE,
     ) -> None:
         self.adapter = NTriplesTerms()
         self._own_engine = isinstance(url, str)
@@ -124,8 +127,11 @@ class SqlTarget:
         self.group_rows = group_rows
         self.group_units = group_units
         self.group_seconds = group_seconds
+        self.term_cache = term_cache
         self._tx: RootTransaction | None = None
         self._in_unit = False  # a SAVEPOINT for the open unit is set
+        self._term_conn: Any = None
+        self._term_cur: Any = None
         self._versions: dict[str, int | None] = {}
         self._pending: dict[str, Checkpoint] = {}
         self._locks: set[str] = set()
@@ -199,41 +205,39 @@ class SqlTarget:
                 with self._conn.begin():
                     yield self._conn
 
-    def _keys(self, quads: Sequence[Quad], *, create: bool) -> list[tuple[int, int, int, int]]:
-        """Each quad as (s, p, o, g) term ids; with ``create`` unknown terms are stored,
-        without it a quad with a term the database lacks is left out (it cannot be there)."""
+    def _keys(self, quads: Sequence[Quad], *, create: bool) -> list[tuple[int, int, int, int] | None]:
+        """Each quad as (s, p, o, g) term ids, in order; with ``create`` unknown terms are
+        stored, without it a quad with a term the database lacks is ``None`` (it cannot be there)."""
         get = self._ids.get
-        keys = []
+        keys: list[Any] = []
         misses = []
-        for quad in quads:
-            s, p, o, g = quad
+        for i, (s, p, o, g) in enumerate(quads):
             key = (get(s), get(p), get(o), get(g or ""))
             if None in key:
-                misses.append(quad)
-            else:
-                keys.append(key)
+                misses.append(i)
+            keys.append(key)
         if misses:
-            self._resolve({t or "" for quad in misses for t in quad}, create=create)
-            get = self._ids.get
-            for s, p, o, g in misses:
-                key = (get(s), get(p), get(o), get(g or ""))
-                if None not in key:
-                    keys.append(key)
-        return keys  # type: ignore[return-value]
+            # Resolving may start the cache over, so every term of these quads is asked for.
+            found = self._resolve({t or "" for i in misses for t in quads[i]}, create=create)
+            for i in misses:
+                s, p, o, g = quads[i]
+                key = (found.get(s), found.get(p), found.get(o), found.get(g or ""))
+                keys[i] = None if None in key else key
+        return keys
 
-    def _resolve(self, terms: set[str], *, create: bool) -> None:
-        """Put the ids of ``terms`` (those the database has, or all with ``create``) in the cache."""
+    def _resolve(self, terms: set[str], *, create: bool) -> dict[str, int]:
+        """The ids of ``terms`` (those the database has, or all with ``create``), also cached."""
         ids = self._ids
-        hashes = {t: term_hash(t) for t in terms if t not in ids}
-        if not hashes:
-            return
-        if len(ids) + len(hashes) > _TERM_CACHE_MAX:
+        if len(ids) + len(terms) > self.term_cache:
             ids.clear()
             self._complete = False
-        if self.dialect == "postgresql":
-            self._resolve_pg(hashes, create=create)
-        else:
-            self._resolve_sqlite(hashes, create=create)
+        hashes = {t: term_hash(t) for t in terms if t not in ids}
+        if hashes:
+            if self.dialect == "postgresql":
+                self._resolve_pg(hashes, create=create)
+            else:
+                self._resolve_sqlite(hashes, create=create)
+        return {t: ids[t] for t in terms if t in ids}
 
     def _lookup(self, hashes: Iterable[int]) -> dict[str, int]:
         """Stored terms (text -> id) with any of these hashes; the text tells colliding ones apart."""
@@ -269,24 +273,39 @@ class SqlTarget:
         self._known_max = self._next_id - 1
 
     def _resolve_pg(self, hashes: dict[str, int], *, create: bool) -> None:
-        # Insert-or-ignore, then read back: another applier may add the same term at the
-        # same moment; the unique (h, md5(term)) index lets one insert win and both read
-        # its id.
-        terms = list(hashes)
+        # New terms are committed at once on a connection of their own, outside the unit.
+        # Inside it, two appliers adding overlapping new terms in different orders would
+        # hold each other's index locks until their transactions end: a deadlock. A term
+        # without quads is harmless (the dictionary only grows), and the unit's commit
+        # flushes the WAL past these inserts, so a crash cannot keep quads and lose terms.
+        # Insert-or-ignore in hash order, then read back: when two appliers add the same
+        # term, the unique (h, md5(term)) index lets one insert win and both read its id.
+        terms = sorted(hashes, key=hashes.__getitem__)
         values = [hashes[t] for t in terms]
+        cursor = self._term_cursor()
         if create:
-            self._cur.execute(
+            cursor.execute(
                 "INSERT INTO ps_terms (h, term) SELECT * FROM unnest(%s::bigint[], %s::text[]) "
                 "ON CONFLICT (h, md5(term)) DO NOTHING",
                 (values, terms),
             )
-        rows = self._cur.execute("SELECT id, term FROM ps_terms WHERE h = ANY(%s::bigint[])", (values,)).fetchall()
+        rows = cursor.execute("SELECT id, term FROM ps_terms WHERE h = ANY(%s::bigint[])", (values,)).fetchall()
         ids = self._ids
         for term_id, term in rows:
             if term in hashes:
                 ids[term] = term_id
-                if create:
-                    self._unit_terms.append(term)
+
+    def _term_cursor(self) -> Any:
+        """PostgreSQL: a cursor on an autocommit connection of its own, for the dictionary."""
+        if self._term_conn is None:
+            self._term_conn = self.engine.raw_connection()
+            driver = self._term_conn.driver_connection
+            driver.autocommit = True
+            cursor = driver.cursor()
+            # Safe without a flush of its own: see _resolve_pg.
+            cursor.execute("SET synchronous_commit = off")
+            self._term_cur = cursor
+        return self._term_cur
 
     def _forget(self, terms: list[str]) -> None:
         """Drop cache entries of terms whose insert was rolled back."""
@@ -421,22 +440,23 @@ class SqlTarget:
     def add(self, quads: Sequence[Quad]) -> int:
         self._group_rows += len(quads)
         with self._guard("adding quads"):
-            keys = self._keys(quads, create=True)
+            keys = [k for k in self._keys(quads, create=True) if k is not None]
             return self._execute_quads(self._insert_sql, keys)
 
     def delete(self, quads: Sequence[Quad]) -> int:
         self._group_rows += len(quads)
         with self._guard("deleting quads"):
-            keys = self._keys(quads, create=False)
+            keys = [k for k in self._keys(quads, create=False) if k is not None]
             return self._execute_quads(self._delete_sql, keys) if keys else 0
 
     def _execute_quads(self, sql: str, keys: list[tuple[int, int, int, int]]) -> int:
+        # In key order the primary key B-tree is walked forward instead of at random, and
+        # concurrent PostgreSQL appliers take row locks in one order.
+        keys.sort()
         if self.dialect == "postgresql":
             # One statement over four arrays, whatever the batch size.
             columns = tuple(list(c) for c in zip(*keys, strict=True)) if keys else ([], [], [], [])
             return int(self._cur.execute(sql, columns).rowcount)
-        # In key order the primary key B-tree is walked forward instead of at random.
-        keys.sort()
         self._cur.executemany(sql, keys)
         return int(self._cur.rowcount)
 
@@ -444,7 +464,8 @@ class SqlTarget:
         """Whether each quad is present (point lookups on SQLite, one join per call on PostgreSQL)."""
         found: set[tuple[int, int, int, int]] = set()
         with self._guard("looking up quads"):
-            keys = self._keys(quads, create=False)
+            aligned = self._keys(quads, create=False)
+            keys = [k for k in aligned if k is not None]
             if keys and self.dialect == "postgresql":
                 arrays = "unnest(%s::bigint[], %s::bigint[], %s::bigint[], %s::bigint[])"
                 result = self._cur.execute(
@@ -459,8 +480,7 @@ class SqlTarget:
                 cursor = self._cur
                 sql = "SELECT 1 FROM ps_quads WHERE s = ? AND p = ? AND o = ? AND g = ?"
                 found.update(key for key in keys if cursor.execute(sql, key).fetchone() is not None)
-        get = self._ids.get
-        return [(get(s), get(p), get(o), get(g or "")) in found for s, p, o, g in quads]
+        return [k is not None and k in found for k in aligned]
 
     def add_prefix(self, graph: Any, name: str, iri: Any) -> None:
         with self._guard("binding a prefix"):
@@ -603,6 +623,12 @@ class SqlTarget:
             with suppress(self._dbapi_error):
                 cursor.close()
             self._cur = None
+        if self._term_conn is not None:
+            with suppress(self._dbapi_error):
+                self._term_cur.close()
+                self._term_conn.driver_connection.autocommit = False
+                self._term_conn.close()
+            self._term_conn = self._term_cur = None
         if conn is not None:
             try:
                 if self._locks and not conn.closed:
