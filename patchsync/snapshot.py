@@ -44,6 +44,8 @@ MAGIC = b"patchsync-tail-snapshot"
 VERSION = 2
 #: A snapshot larger than this is not read (the lookups it can hold are far smaller).
 MAX_SNAPSHOT_BYTES = 256 << 20
+#: Log bytes before the snapshot's offset whose hash it keeps (see :func:`encode_snapshot`).
+ANCHOR_BYTES = 4096
 _HEADER_MAX = 128
 
 
@@ -60,13 +62,25 @@ class Snapshot:
     offset: int
     checkpoint: tuple[int, int]
     decoder: PatchDecoder[Any]
+    anchor_len: int
+    anchor_sha256: str
+
+    def anchored_in(self, before_offset: bytes) -> bool:
+        """Whether ``before_offset`` (the ``anchor_len`` log bytes before the offset) are those seen."""
+        return len(before_offset) == self.anchor_len and hashlib.sha256(before_offset).hexdigest() == self.anchor_sha256
 
 
 # -- writing ---------------------------------------------------------------------------
 
 
-def encode_snapshot(decoder: PatchDecoder[Any], *, source: str, fingerprint: str, checkpoint: tuple[int, int]) -> bytes:
+def encode_snapshot(
+    decoder: PatchDecoder[Any], *, source: str, fingerprint: str, checkpoint: tuple[int, int], anchor: bytes
+) -> bytes:
     """The snapshot of ``decoder``, which must stand at a frame boundary between patches.
+
+    ``anchor`` is the end of the log just before the decoder's offset (up to
+    ``ANCHOR_BYTES``): a log's fingerprint covers only its first frame, so two logs that
+    start alike (or a log rewritten after its first frame) are told apart by these bytes.
 
     Raises :class:`SnapshotError` if it does not (unread input, an open transaction or
     patch, queued events, a failed decoder): such a state is not resumable from a frame
@@ -91,6 +105,8 @@ def encode_snapshot(decoder: PatchDecoder[Any], *, source: str, fingerprint: str
         "fingerprint": fingerprint,
         "offset": decoder.offset,
         "checkpoint": [checkpoint[0], checkpoint[1]],
+        "anchor_len": len(anchor),
+        "anchor_sha256": hashlib.sha256(anchor).hexdigest(),
         "frames": decoder.frames,
         "patches": decoder.patches,
         "tx_seen": decoder._tx_seen,
@@ -185,6 +201,8 @@ def _restore(doc: Any, adapter: TermAdapter[Any], source: str, limits: Limits) -
     cp = doc["checkpoint"]
     if not (isinstance(cp, list) and len(cp) == 2 and all(type(x) is int and x >= 0 for x in cp)):
         raise SnapshotError("checkpoint is not a pair of positions")
+    anchor_len = _int(doc, "anchor_len", 0, min(offset, ANCHOR_BYTES))
+    anchor_sha256 = _str(doc, "anchor_sha256")
     decoder: PatchDecoder[Any] = PatchDecoder(adapter, source=source, limits=limits, framing="delimited")
     framer = Framer(source=source, max_frame_bytes=limits.max_frame_bytes, framing="delimited", base_offset=offset)
     framer._frames = _int(doc, "frames")  # only names frames in error messages
@@ -208,7 +226,7 @@ def _restore(doc: Any, adapter: TermAdapter[Any], source: str, limits: Limits) -
         decoder._queue.clear()  # _set_options announces the options; they were seen before
         assert decoder._terms is not None
         _restore_terms(doc["terms"], decoder._terms, adapter, limits)
-    return Snapshot(source, fingerprint, offset, (cp[0], cp[1]), decoder)
+    return Snapshot(source, fingerprint, offset, (cp[0], cp[1]), decoder, anchor_len, anchor_sha256)
 
 
 def _restore_terms(doc: dict[str, Any], terms: TermDecoder[Any], adapter: TermAdapter[Any], limits: Limits) -> None:

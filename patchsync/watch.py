@@ -65,7 +65,7 @@ from .codec.patch_decoder import PatchDecoder
 from .errors import ApplyError, CheckpointError, DecodeError, PatchsyncError, TargetUnavailable, UsageError
 from .events import Event, PatchEnd, TxAbort, TxCommit
 from .options import Limits
-from .snapshot import MAX_SNAPSHOT_BYTES, SnapshotError, decode_snapshot, encode_snapshot
+from .snapshot import ANCHOR_BYTES, MAX_SNAPSHOT_BYTES, SnapshotError, decode_snapshot, encode_snapshot
 
 #: Bytes read from one source per pass, so one busy log cannot starve the others or a signal.
 READ_BUDGET = 8 << 20
@@ -253,6 +253,11 @@ class _Source:
         if snap.fingerprint != self.fingerprint:
             self._snapshot_ignored(path, "taken for another log with the same name (fingerprint differs)")
             return None
+        assert self.file is not None
+        anchor = os.pread(self.file.fileno(), snap.anchor_len, snap.offset - snap.anchor_len)
+        if not snap.anchored_in(anchor):
+            self._snapshot_ignored(path, "taken for another log (the bytes before its offset differ)")
+            return None
         if (stored.offset, stored.row) < snap.checkpoint:
             self._snapshot_ignored(path, "ahead of the target's checkpoint (the target was restored from a copy?)")
             return None
@@ -275,9 +280,13 @@ class _Source:
         cp = self.tailer.target.checkpoint(self.name)
         if cp is None or self.fingerprint is None:
             return
+        if self.file is None:
+            return
+        offset = decoder.offset
+        anchor = os.pread(self.file.fileno(), min(offset, ANCHOR_BYTES), offset - min(offset, ANCHOR_BYTES))
         try:
             data = encode_snapshot(
-                decoder, source=self.name, fingerprint=self.fingerprint, checkpoint=(cp.offset, cp.row)
+                decoder, source=self.name, fingerprint=self.fingerprint, checkpoint=(cp.offset, cp.row), anchor=anchor
             )
         except SnapshotError:
             return
