@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import select
 import subprocess
 import sys
 import time
@@ -59,6 +60,26 @@ def wait_for(cond: Callable[[], bool], timeout: float = 60.0, what: str = "condi
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def read_until(proc: subprocess.Popen[str], text: str, timeout: float = 60.0) -> str:
+    """Read the process's stderr until a line contains ``text``; returns what was read."""
+    assert proc.stderr is not None
+    seen: list[str] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.stderr], [], [], 0.2)
+        if not ready:
+            if proc.poll() is not None:
+                break
+            continue
+        line = proc.stderr.readline()
+        if not line:
+            break
+        seen.append(line)
+        if text in line:
+            return "".join(seen)
+    raise AssertionError(f"no line with {text!r} on stderr; got: {''.join(seen)}")
+
+
 def reference(*paths: Path) -> Any:
     target = MemoryTarget()
     for p in paths:
@@ -85,6 +106,15 @@ def committed_reference(log: Path, checkpoint: Any) -> Any:
 def sql_checkpoint(url: str, log: Path) -> Any:
     with SqlTarget(url) as t:
         return {s.source: s.checkpoint for s in t.sources()}.get(str(log.resolve()))
+
+
+def patches_applied(url: str, log: Path) -> int:
+    """The checkpoint's patch count (0 without one, -1 while the database cannot be read)."""
+    try:
+        cp = sql_checkpoint(url, log)
+    except Exception:
+        return -1
+    return cp.patches if cp is not None else 0
 
 
 def sql_state(url: str) -> Any:

@@ -24,6 +24,7 @@ import pytest
 from .fault_helpers import (
     assert_exactly_once,
     one_error_line,
+    patches_applied,
     run_cli,
     sql_checkpoint,
     start_tail,
@@ -54,12 +55,7 @@ def _terminate_others(url: str) -> int:
     return int(row[0]) if row else 0
 
 
-def _patches(url: str, log: Path) -> int:
-    try:
-        cp = sql_checkpoint(url, log)
-    except Exception:
-        return -1
-    return cp.patches if cp is not None else 0
+_patches = patches_applied
 
 
 def _finish(proc: subprocess.Popen[str]) -> str:
