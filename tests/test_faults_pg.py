@@ -34,7 +34,7 @@ from .test_tail import write_patches
 
 pytestmark = pytest.mark.postgres
 
-PATCHES = 1500
+PATCHES = 1000
 
 
 def _psycopg_conn(url: str) -> Any:

@@ -18,6 +18,8 @@ makes the second applier fail up front). SQLite transactions start with
 from __future__ import annotations
 
 import json
+import os
+import sqlite3
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -64,12 +66,19 @@ def _sqlite_setup(engine: Engine) -> None:
     except ValueError:
         raise UsageError(f"{engine.url}: timeout must be a number of seconds") from None
 
+    path = engine.url.database
+
     @event.listens_for(engine, "connect")
     def _connect(dbapi_connection: Any, _record: Any) -> None:
         # Take transaction control from the sqlite3 module so BEGIN IMMEDIATE is ours to send.
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.OperationalError as exc:
+            # SQLite says "unable to open database file" when WAL cannot create its -shm
+            # and -wal files next to the database: name the reason it cannot know.
+            raise sqlite3.OperationalError(f"{exc}{_unwritable(path)}") from exc
         # WAL + NORMAL: a committed transaction survives a process crash; only power loss
         # can drop the last commits, and then checkpoint and data go back together.
         cursor.execute("PRAGMA synchronous=NORMAL")
@@ -82,6 +91,21 @@ def _sqlite_setup(engine: Engine) -> None:
     @event.listens_for(engine, "begin")
     def _begin(conn: Connection) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def _unwritable(path: str | None) -> str:
+    """Why the directory of a SQLite database cannot be written, as a suffix ("" if it can)."""
+    if not path or path == ":memory:":
+        return ""
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        if os.statvfs(directory).f_flag & os.ST_RDONLY:
+            return f" ({directory} is on a read-only file system)"
+    except OSError:
+        return ""
+    if not os.access(directory, os.W_OK):
+        return f" ({directory} is not writable)"
+    return ""
 
 
 def upgrade_database(url: str, revision: str = "head") -> tuple[str | None, str]:
