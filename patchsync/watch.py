@@ -71,6 +71,8 @@ from .snapshot import ANCHOR_BYTES, MAX_SNAPSHOT_BYTES, SnapshotError, decode_sn
 READ_BUDGET = 8 << 20
 #: Bytes compared at the start of a log to notice it was replaced under the daemon.
 HEAD_SAMPLE = 4096
+#: Bytes before the read position compared on every pass to notice a log rewritten there.
+TAIL_SAMPLE = 64
 #: Events of an unfinished unit held back before they are passed to the applier anyway.
 HOLD_EVENTS = 100_000
 #: Seconds between snapshots of a source's decoder state.
@@ -136,6 +138,7 @@ class _Source:
         self.ino: int | None = None
         self.buf = bytearray()  # bytes read but not yet fed: a partial frame at most
         self.buf_base = 0  # file offset of buf[0]
+        self.seen_tail = b""  # the last bytes before buf_base, to notice a rewrite there
         self.decoder: PatchDecoder[Any] | None = None
         self.applier: Applier | None = None
         self.pending: list[Event] = []  # decoded events of a unit not yet complete
@@ -193,6 +196,7 @@ class _Source:
             self.decoder = PatchDecoder(tailer.target.adapter, source=self.name, limits=tailer.limits)
             start = 0
         self.buf_base = start
+        self.seen_tail = os.pread(f.fileno(), min(start, TAIL_SAMPLE), start - min(start, TAIL_SAMPLE))
         self.report.resumed_from = start
         self.report.applied_end = start
         self.report.state = "live"
@@ -341,7 +345,7 @@ class _Source:
                 # Snapshot the end of a finished file, so a restart does not decode it again.
                 self.save_snapshot(now)
             decoder.feed(bytes(self.buf))
-            self.buf_base += len(self.buf)
+            self._consumed(self.buf)
             self.buf.clear()
             decoder.close()
             progressed |= self._drain()
@@ -378,6 +382,22 @@ class _Source:
         head = os.pread(self.file.fileno(), len(self.head), 0)
         if head != self.head:
             raise CheckpointError(f"{self.name}, byte 0: the log's first frame changed: it was replaced")
+        # A writer only appends: the bytes just before the read position never change. If
+        # they did, the log was cut back and written again past the old end (the size
+        # check cannot see that), and decoding on from here would read another log.
+        n = len(self.seen_tail)
+        if n and os.pread(self.file.fileno(), n, self.buf_base - n) != self.seen_tail:
+            raise CheckpointError(
+                f"{self.name}, byte {self.buf_base - n}: bytes already decoded changed: the log was rewritten"
+            )
+
+    def _consumed(self, data: bytes | bytearray) -> None:
+        """Move the read position past ``data`` (bytes handed to the decoder)."""
+        self.buf_base += len(data)
+        if len(data) >= TAIL_SAMPLE:
+            self.seen_tail = bytes(data[-TAIL_SAMPLE:])
+        else:
+            self.seen_tail = (self.seen_tail + bytes(data))[-TAIL_SAMPLE:]
 
     def _feed_frames(self) -> bool:
         """Feed the decoder every whole frame in the buffer; keep a trailing partial one."""
@@ -409,8 +429,8 @@ class _Source:
         if pos == 0:
             return False
         self.decoder.feed(bytes(buf[:pos]))
+        self._consumed(buf[:pos])
         del buf[:pos]
-        self.buf_base += pos
         return self._drain()
 
     def _drain(self) -> bool:
@@ -483,6 +503,7 @@ class _Source:
         self.pending.clear()
         self.buf.clear()
         self.buf_base = 0
+        self.seen_tail = b""
         self.boundary = True
         self.report.state = "starting"
 
