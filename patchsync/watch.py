@@ -23,19 +23,33 @@ idle daemon sleeps. SIGTERM/SIGINT set a flag; the daemon ends the pass it is in
 whole units were handed to the applier), flushes and returns.
 
 Restart: each source resumes from its checkpoint in the target. With a state directory
-the daemon also keeps a *snapshot* per source: the pickled decoder (lookup tables,
-repeated-term state; not its caches of built terms) at a frame boundary between patches,
-with the checkpoint it was taken at, written every few seconds and at exit. Snapshots
-are the daemon's own files, loaded with ``pickle``: keep the state directory as private
-as the target. On restart a snapshot whose fingerprint matches and whose checkpoint is not ahead of
-the target's resumes decoding at its byte offset, so resuming costs the same however long
-the log is; otherwise the log is decoded from its start and the applier passes over
-everything up to the checkpoint (always correct, just slower). A snapshot is only an
-accelerator: the checkpoint in the target stays the single source of truth.
+the daemon also keeps a *snapshot* per source: the decoder's state (lookup tables,
+repeated terms, position; not its caches of built terms) at a frame boundary between
+patches, with the checkpoint it was taken at, written every few seconds and at exit, as
+checksummed JSON (:mod:`patchsync.snapshot`; never pickle, so a writable state directory
+cannot make the daemon run code). On restart a snapshot whose log (fingerprint and the
+bytes before its offset) matches and whose checkpoint is not ahead of the target's
+resumes decoding at its byte offset, so resuming costs the same however long the log is;
+any other snapshot is ignored with one ``snapshot_ignored`` log line and the log is
+decoded from its start while the applier passes over everything up to the checkpoint
+(always correct, just slower). A snapshot is only an accelerator: the checkpoint in the
+target stays the single source of truth. Failing to write one (disk full) is logged, not
+fatal.
 
-Errors: a log that shrank below what was applied, or whose first bytes changed (it was
-replaced), and any decode, chain or apply error stop that source with one message. Without
-``keep_going`` the daemon stops; with it the other sources continue and the failure is
+Target unavailable: with ``reopen`` (the CLI always gives it), an error that means the
+target is out of reach for now (:func:`is_transient`: a PostgreSQL connection dropped or
+refused, the server restarting, SQLite locked beyond its busy timeout) does not stop the
+daemon. It discards the target (the open database transaction is lost together with the
+checkpoint written in it), logs ``target_unavailable``, waits with exponential backoff and
+jitter (0.2 s doubling up to ``retry_max_delay``), reopens the target, and every source
+resumes from the reopened target's checkpoint exactly as after a restart: nothing is
+applied twice and nothing is lost. After ``retry_timeout`` seconds of failures it gives up
+with :class:`TargetUnavailable`.
+
+Errors: a log that shrank below what was applied, whose first bytes changed (it was
+replaced), whose bytes before the read position changed (cut back and rewritten), and any
+decode, chain or apply error that is not transient stop that source with one message.
+Without ``keep_going`` the daemon stops; with it the other sources continue and the failure is
 recorded in the state directory's ``status.json`` (shown by ``patchsync status``).
 """
 
