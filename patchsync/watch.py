@@ -368,6 +368,11 @@ class _Source:
             self.decoder = None
             self.report.state = "finished"
         flushed = applier.pause()
+        if flushed and progressed:
+            # Units reached the target: a later loss starts a new backoff and a new
+            # --retry-timeout clock (a backlog drained through flapping connections is
+            # progress, not one long outage).
+            self.tailer._backoff.reset()
         self._update_lag(now, read_end, flushed)
         if progressed or self.done:
             self.tailer.log("applied", self.report.as_dict())
