@@ -30,6 +30,7 @@ from .errors import (
     EncodeError,
     FormatError,
     PatchsyncError,
+    TargetUnavailable,
     UsageError,
 )
 from .events import (
@@ -109,6 +110,7 @@ __all__ = [
     "StreamOptions",
     "StreamType",
     "Target",
+    "TargetUnavailable",
     "TermAdapter",
     "TripleTerm",
     "TxAbort",

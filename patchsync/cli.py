@@ -639,6 +639,21 @@ def _add_tail_parser(sub: Any, target_help: str) -> None:
     tail.add_argument(
         "--log-interval", type=float, default=1.0, metavar="S", help="at most one progress line per log per S seconds"
     )
+    tail.add_argument(
+        "--retry-max-delay",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="when the target is unavailable (connection lost, server restarting, SQLite locked), wait 0.2 s, "
+        "then twice as long per failed attempt, at most S seconds (default 30)",
+    )
+    tail.add_argument(
+        "--retry-timeout",
+        type=float,
+        default=600.0,
+        metavar="S",
+        help="give up (exit 1) when the target stays unavailable for S seconds (default 600; 0: never retry)",
+    )
 
 
 class _TailLog:
@@ -670,10 +685,13 @@ class _TailLog:
 
 
 def _tail(args: argparse.Namespace) -> int:
-    from .watch import Tailer, default_state_dir
+    from .watch import Tailer, default_state_dir, open_retrying
 
     state_dir = args.state_dir or default_state_dir(args.target)
-    target = _open_target(args.target)
+    log = _TailLog(args.log_interval)
+    retry = {"retry_max_delay": args.retry_max_delay, "retry_timeout": args.retry_timeout}
+    target = open_retrying(lambda: _open_target(args.target), log=log, **retry)
+    tailer = None
     try:
         tailer = Tailer(
             args.paths,
@@ -684,14 +702,19 @@ def _tail(args: argparse.Namespace) -> int:
             state_dir=state_dir,
             poll=args.poll,
             poll_interval=args.poll_interval,
-            log=_TailLog(args.log_interval),
+            log=log,
+            reopen=lambda: _open_target(args.target),
+            **retry,
         )
         try:
             reports = tailer.run_once() if args.once else tailer.run()
         finally:
             tailer.close()
+        target = tailer.target  # reopened if the first one was lost
         target.close()
     except BaseException:
+        if tailer is not None:
+            target = tailer.target
         discard = getattr(target, "discard", None)
         (discard or target.close)()
         raise

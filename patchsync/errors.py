@@ -10,8 +10,9 @@ OS errors) are translated at the boundary where they occur::
     ├── UsageError         bad arguments or an unsupported combination of options
     ├── FormatError        a file format could not be chosen or is not supported
     └── ApplyError         a patch could not be applied to a target (nothing half-applied)
-        ├── ChainError       a patch's ``prev`` does not follow the target's last patch
-        └── CheckpointError  a target's checkpoint does not match the log (replaced log)
+        ├── ChainError         a patch's ``prev`` does not follow the target's last patch
+        ├── CheckpointError    a target's checkpoint does not match the log (replaced log)
+        └── TargetUnavailable  the target is out of reach for now (retrying may help)
 """
 
 from __future__ import annotations
@@ -98,3 +99,12 @@ class ChainError(ApplyError):
 
 class CheckpointError(ApplyError):
     """A target's checkpoint for a source does not match the log (the log was replaced)."""
+
+
+class TargetUnavailable(ApplyError):
+    """The target is unreachable for now: connection lost, server restarting, database locked.
+
+    The open database transaction is lost with everything it held (its checkpoint too), so
+    reopening the target and resuming from its checkpoint applies nothing twice. The tail
+    daemon does that with backoff; one-shot commands report it and exit.
+    """

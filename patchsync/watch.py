@@ -23,31 +23,44 @@ idle daemon sleeps. SIGTERM/SIGINT set a flag; the daemon ends the pass it is in
 whole units were handed to the applier), flushes and returns.
 
 Restart: each source resumes from its checkpoint in the target. With a state directory
-the daemon also keeps a *snapshot* per source: the pickled decoder (lookup tables,
-repeated-term state; not its caches of built terms) at a frame boundary between patches,
-with the checkpoint it was taken at, written every few seconds and at exit. Snapshots
-are the daemon's own files, loaded with ``pickle``: keep the state directory as private
-as the target. On restart a snapshot whose fingerprint matches and whose checkpoint is not ahead of
-the target's resumes decoding at its byte offset, so resuming costs the same however long
-the log is; otherwise the log is decoded from its start and the applier passes over
-everything up to the checkpoint (always correct, just slower). A snapshot is only an
-accelerator: the checkpoint in the target stays the single source of truth.
+the daemon also keeps a *snapshot* per source: the decoder's state (lookup tables,
+repeated terms, position; not its caches of built terms) at a frame boundary between
+patches, with the checkpoint it was taken at, written every few seconds and at exit, as
+checksummed JSON (:mod:`patchsync.snapshot`; never pickle, so a writable state directory
+cannot make the daemon run code). On restart a snapshot whose log (fingerprint and the
+bytes before its offset) matches and whose checkpoint is not ahead of the target's
+resumes decoding at its byte offset, so resuming costs the same however long the log is;
+any other snapshot is ignored with one ``snapshot_ignored`` log line and the log is
+decoded from its start while the applier passes over everything up to the checkpoint
+(always correct, just slower). A snapshot is only an accelerator: the checkpoint in the
+target stays the single source of truth. Failing to write one (disk full) is logged, not
+fatal.
 
-Errors: a log that shrank below what was applied, or whose first bytes changed (it was
-replaced), and any decode, chain or apply error stop that source with one message. Without
-``keep_going`` the daemon stops; with it the other sources continue and the failure is
+Target unavailable: with ``reopen`` (the CLI always gives it), an error that means the
+target is out of reach for now (:func:`is_transient`: a PostgreSQL connection dropped or
+refused, the server restarting, SQLite locked beyond its busy timeout) does not stop the
+daemon. It discards the target (the open database transaction is lost together with the
+checkpoint written in it), logs ``target_unavailable``, waits with exponential backoff and
+jitter (0.2 s doubling up to ``retry_max_delay``), reopens the target, and every source
+resumes from the reopened target's checkpoint exactly as after a restart: nothing is
+applied twice and nothing is lost. After ``retry_timeout`` seconds of failures it gives up
+with :class:`TargetUnavailable`.
+
+Errors: a log that shrank below what was applied, whose first bytes changed (it was
+replaced), whose bytes before the read position changed (cut back and rewritten), and any
+decode, chain or apply error that is not transient stop that source with one message.
+Without ``keep_going`` the daemon stops; with it the other sources continue and the failure is
 recorded in the state directory's ``status.json`` (shown by ``patchsync status``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import copyreg
 import fcntl
 import hashlib
 import json
 import os
-import pickle
+import random
 import select
 import signal
 import threading
@@ -57,86 +70,37 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._proto import patch_pb2
 from .apply.api import FINGERPRINT_BYTES
 from .apply.api import fingerprint as log_fingerprint
 from .apply.core import Applier, ApplyResult
 from .apply.target import Checkpoint, Target
 from .codec.framing import Framer, read_varint
 from .codec.patch_decoder import PatchDecoder
-from .codec.term_decoder import TermDecoder
-from .errors import ApplyError, CheckpointError, DecodeError, PatchsyncError, UsageError
+from .errors import ApplyError, CheckpointError, DecodeError, PatchsyncError, TargetUnavailable, UsageError
 from .events import Event, PatchEnd, TxAbort, TxCommit
 from .options import Limits
+from .snapshot import ANCHOR_BYTES, MAX_SNAPSHOT_BYTES, SnapshotError, decode_snapshot, encode_snapshot
 
 #: Bytes read from one source per pass, so one busy log cannot starve the others or a signal.
 READ_BUDGET = 8 << 20
 #: Bytes compared at the start of a log to notice it was replaced under the daemon.
 HEAD_SAMPLE = 4096
+#: Bytes before the read position compared on every pass to notice a log rewritten there.
+TAIL_SAMPLE = 64
 #: Events of an unfinished unit held back before they are passed to the applier anyway.
 HOLD_EVENTS = 100_000
 #: Seconds between snapshots of a source's decoder state.
 SNAPSHOT_SECONDS = 5.0
 #: Seconds between rewrites of the state directory's status.json while running.
 STATUS_SECONDS = 1.0
-_SNAPSHOT_VERSION = 1
+#: First wait before reopening a target that became unavailable; doubled per failed attempt.
+RETRY_INITIAL_SECONDS = 0.2
+#: Longest single wait between two attempts to reopen the target.
+RETRY_MAX_DELAY = 30.0
+#: Seconds the target may stay unavailable before the daemon gives up (exit 1).
+RETRY_TIMEOUT = 600.0
 
 _BOUNDARY = (PatchEnd, TxCommit, TxAbort)
-
-
-def _options_from_bytes(data: bytes) -> Any:
-    return patch_pb2.RdfPatchOptions.FromString(data)
-
-
-def _reduce_options(msg: Any) -> tuple[Any, tuple[bytes]]:
-    return _options_from_bytes, (msg.SerializeToString(),)
-
-
-# Generated protobuf classes do not pickle by reference; the decoder keeps the stream's
-# options message to compare repetitions, so snapshots pickle it by its bytes.
-copyreg.pickle(patch_pb2.RdfPatchOptions, _reduce_options)
-
-
-def _framer_at(source: str, max_frame_bytes: int, framing: str, offset: int, frames: int) -> Framer:
-    framer = Framer(source=source, max_frame_bytes=max_frame_bytes, framing=framing, base_offset=offset)
-    framer._frames = frames  # only names frames in error messages
-    return framer
-
-
-def _reduce_framer(framer: Framer) -> tuple[Any, tuple[Any, ...]]:
-    # A snapshot is taken with every fed byte decoded, so the framer's buffer holds only
-    # consumed bytes (up to a few MiB): leave them out, keep the position.
-    if framer.buffered or framer.closed:
-        raise pickle.PicklingError("a framer with unread input is not snapshotted")
-    return _framer_at, (framer.source, framer.max_frame_bytes, framer.framing, framer.offset, framer._frames)
-
-
-copyreg.pickle(Framer, _reduce_framer)
-
-# The term decoder's caches of built terms (by name id, blank node label, literal form)
-# can hold ~10^5 terms; a snapshot leaves them out so its size and load time stay
-# constant. An empty cache is always valid: entries are only built on a miss.
-_TERM_CACHES = ("_bnodes", "_simple", "_by_lang", "_by_datatype")
-
-
-def _term_decoder_from(state: dict[str, Any]) -> TermDecoder[Any]:
-    decoder: TermDecoder[Any] = TermDecoder.__new__(TermDecoder)
-    decoder.__dict__.update(state)
-    return decoder
-
-
-def _reduce_term_decoder(decoder: TermDecoder[Any]) -> tuple[Any, tuple[dict[str, Any]]]:
-    state = dict(decoder.__dict__)
-    for name in _TERM_CACHES:
-        if isinstance(state.get(name), dict):
-            state[name] = {}
-    by_name = state.get("_by_name")
-    if isinstance(by_name, list):
-        state["_by_name"] = [None] * len(by_name)
-    return _term_decoder_from, (state,)
-
-
-copyreg.pickle(TermDecoder, _reduce_term_decoder)
 
 
 Log = Callable[[str, dict[str, Any]], None]
@@ -188,6 +152,7 @@ class _Source:
         self.ino: int | None = None
         self.buf = bytearray()  # bytes read but not yet fed: a partial frame at most
         self.buf_base = 0  # file offset of buf[0]
+        self.seen_tail = b""  # the last bytes before buf_base, to notice a rewrite there
         self.decoder: PatchDecoder[Any] | None = None
         self.applier: Applier | None = None
         self.pending: list[Event] = []  # decoded events of a unit not yet complete
@@ -245,6 +210,7 @@ class _Source:
             self.decoder = PatchDecoder(tailer.target.adapter, source=self.name, limits=tailer.limits)
             start = 0
         self.buf_base = start
+        self.seen_tail = os.pread(f.fileno(), min(start, TAIL_SAMPLE), start - min(start, TAIL_SAMPLE))
         self.report.resumed_from = start
         self.report.applied_end = start
         self.report.state = "live"
@@ -254,10 +220,14 @@ class _Source:
     def _lock(self) -> None:
         """Take the per-source lock of the state directory, so two daemons cannot both apply it."""
         state_dir = self.tailer.state_dir
-        if state_dir is None:
-            return
+        if state_dir is None or self.lock_fd is not None:
+            return  # held already: a reconnect to the target keeps the source's lock
         key = hashlib.sha256(self.name.encode()).hexdigest()[:24]
-        fd = os.open(state_dir / f"{key}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        path = state_dir / f"{key}.lock"
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise ApplyError(f"{self.name}: cannot create the lock file {path}: {exc.strerror or exc}") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -272,59 +242,82 @@ class _Source:
         return state_dir / f"{hashlib.sha256(self.name.encode()).hexdigest()[:24]}.snapshot"
 
     def _load_snapshot(self, stored: Checkpoint | None) -> int | None:
-        """Install a saved decoder state if it is valid for the target's checkpoint; its offset."""
+        """Install a saved decoder state if it is valid for the target's checkpoint; its offset.
+
+        Any snapshot that cannot be used is ignored with one log line: decoding from the
+        start of the log is always correct (the checkpoint is authoritative).
+        """
         path = self._snapshot_path()
         if path is None or stored is None or self.tailer.reset:
             return None
         try:
             with open(path, "rb") as f:
-                snap = pickle.load(f)
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
+                if os.fstat(f.fileno()).st_size > MAX_SNAPSHOT_BYTES:
+                    raise SnapshotError(f"larger than {MAX_SNAPSHOT_BYTES} bytes")
+                data = f.read()
+        except FileNotFoundError:
             return None
-        if not isinstance(snap, dict) or snap.get("version") != _SNAPSHOT_VERSION:
+        except (OSError, SnapshotError) as exc:
+            self._snapshot_ignored(path, str(exc))
+            return None
+        try:
+            snap = decode_snapshot(data, self.tailer.target.adapter, source=self.name, limits=self.tailer.limits)
+        except SnapshotError as exc:
+            self._snapshot_ignored(path, str(exc))
             return None
         # Valid only for this very log, and only if the target got at least as far as the
         # snapshot: the snapshot sits between patches with every event before it applied,
         # so the applier passes over the events from there up to the checkpoint.
-        if snap.get("fingerprint") != self.fingerprint or snap.get("source") != self.name:
+        if snap.fingerprint != self.fingerprint:
+            self._snapshot_ignored(path, "taken for another log with the same name (fingerprint differs)")
             return None
-        if (stored.offset, stored.row) < tuple(snap["checkpoint"]):
+        assert self.file is not None
+        anchor = os.pread(self.file.fileno(), snap.anchor_len, snap.offset - snap.anchor_len)
+        if not snap.anchored_in(anchor):
+            self._snapshot_ignored(path, "taken for another log (the bytes before its offset differ)")
             return None
-        decoder = snap["decoder"]
-        if not isinstance(decoder, PatchDecoder) or decoder.offset != snap["offset"]:
+        if (stored.offset, stored.row) < snap.checkpoint:
+            self._snapshot_ignored(path, "ahead of the target's checkpoint (the target was restored from a copy?)")
             return None
-        decoder.adapter = self.tailer.target.adapter
-        self.decoder = decoder
-        return int(snap["offset"])
+        self.decoder = snap.decoder
+        return snap.offset
+
+    def _snapshot_ignored(self, path: Path, reason: str) -> None:
+        self.tailer.log("snapshot_ignored", {"source": self.name, "snapshot": str(path), "reason": reason})
 
     def save_snapshot(self, now: float) -> None:
-        """Persist the decoder state if everything decoded so far is applied and no patch is open."""
+        """Persist the decoder state if everything decoded so far is applied and no patch is open.
+
+        A snapshot that cannot be written (disk full, read-only state directory) is logged
+        and skipped: it only speeds up a restart.
+        """
         path = self._snapshot_path()
         applier, decoder = self.applier, self.decoder
         if path is None or applier is None or decoder is None or self.pending or not self.boundary or self.single:
             return
         cp = self.tailer.target.checkpoint(self.name)
-        if cp is None:
+        if cp is None or self.fingerprint is None:
             return
+        if self.file is None:
+            return
+        offset = decoder.offset
+        anchor = os.pread(self.file.fileno(), min(offset, ANCHOR_BYTES), offset - min(offset, ANCHOR_BYTES))
         try:
-            data = pickle.dumps(
-                {
-                    "version": _SNAPSHOT_VERSION,
-                    "source": self.name,
-                    "fingerprint": self.fingerprint,
-                    "offset": decoder.offset,
-                    "checkpoint": (cp.offset, cp.row),
-                    "decoder": decoder,
-                },
-                protocol=pickle.HIGHEST_PROTOCOL,
+            data = encode_snapshot(
+                decoder, source=self.name, fingerprint=self.fingerprint, checkpoint=(cp.offset, cp.row), anchor=anchor
             )
-        except pickle.PicklingError:
+        except SnapshotError:
             return
-        tmp = path.with_suffix(".tmp")
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
         self.last_snapshot = now
+        tmp = path.with_suffix(".tmp")
+        try:
+            with open(tmp, "wb") as f:
+                f.write(data)
+            os.replace(tmp, path)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            self.tailer.log_once("snapshot_failed", {"source": self.name, "error": exc.strerror or str(exc)})
 
     # -- one pass ----------------------------------------------------------------------
 
@@ -366,7 +359,7 @@ class _Source:
                 # Snapshot the end of a finished file, so a restart does not decode it again.
                 self.save_snapshot(now)
             decoder.feed(bytes(self.buf))
-            self.buf_base += len(self.buf)
+            self._consumed(self.buf)
             self.buf.clear()
             decoder.close()
             progressed |= self._drain()
@@ -375,6 +368,11 @@ class _Source:
             self.decoder = None
             self.report.state = "finished"
         flushed = applier.pause()
+        if flushed and progressed:
+            # Units reached the target: a later loss starts a new backoff and a new
+            # --retry-timeout clock (a backlog drained through flapping connections is
+            # progress, not one long outage).
+            self.tailer._backoff.reset()
         self._update_lag(now, read_end, flushed)
         if progressed or self.done:
             self.tailer.log("applied", self.report.as_dict())
@@ -403,6 +401,22 @@ class _Source:
         head = os.pread(self.file.fileno(), len(self.head), 0)
         if head != self.head:
             raise CheckpointError(f"{self.name}, byte 0: the log's first frame changed: it was replaced")
+        # A writer only appends: the bytes just before the read position never change. If
+        # they did, the log was cut back and written again past the old end (the size
+        # check cannot see that), and decoding on from here would read another log.
+        n = len(self.seen_tail)
+        if n and os.pread(self.file.fileno(), n, self.buf_base - n) != self.seen_tail:
+            raise CheckpointError(
+                f"{self.name}, byte {self.buf_base - n}: bytes already decoded changed: the log was rewritten"
+            )
+
+    def _consumed(self, data: bytes | bytearray) -> None:
+        """Move the read position past ``data`` (bytes handed to the decoder)."""
+        self.buf_base += len(data)
+        if len(data) >= TAIL_SAMPLE:
+            self.seen_tail = bytes(data[-TAIL_SAMPLE:])
+        else:
+            self.seen_tail = (self.seen_tail + bytes(data))[-TAIL_SAMPLE:]
 
     def _feed_frames(self) -> bool:
         """Feed the decoder every whole frame in the buffer; keep a trailing partial one."""
@@ -434,8 +448,8 @@ class _Source:
         if pos == 0:
             return False
         self.decoder.feed(bytes(buf[:pos]))
+        self._consumed(buf[:pos])
         del buf[:pos]
-        self.buf_base += pos
         return self._drain()
 
     def _drain(self) -> bool:
@@ -492,6 +506,26 @@ class _Source:
                 self.waiting_since = now
             report.lag_seconds = now - self.waiting_since
 
+    def reset(self) -> None:
+        """Forget the decoder, applier and read position (the target was lost); keep the lock.
+
+        The next pass opens the source again from the reopened target's checkpoint (or a
+        snapshot not ahead of it), exactly as a restarted daemon would.
+        """
+        if self.done or self.failed:
+            return
+        if self.file is not None:
+            self.file.close()
+            self.file = None
+        self.decoder = None
+        self.applier = None
+        self.pending.clear()
+        self.buf.clear()
+        self.buf_base = 0
+        self.seen_tail = b""
+        self.boundary = True
+        self.report.state = "starting"
+
     def fail(self, exc: BaseException) -> None:
         self.failed = True
         self.report.state = "failed"
@@ -505,6 +539,105 @@ class _Source:
         if self.lock_fd is not None:
             os.close(self.lock_fd)
             self.lock_fd = None
+
+
+class _TargetLost(Exception):
+    """Internal: the target became unavailable during a pass (unwinds to the main loop)."""
+
+    def __init__(self, error: PatchsyncError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class Backoff:
+    """Exponential backoff with jitter, bounded per wait (``max_delay``) and in total (``timeout``).
+
+    The clock starts at the first :meth:`next_delay` after a :meth:`reset`, so a target
+    that keeps failing right after each reopen still reaches the timeout.
+    """
+
+    def __init__(
+        self,
+        *,
+        initial: float = RETRY_INITIAL_SECONDS,
+        max_delay: float = RETRY_MAX_DELAY,
+        timeout: float = RETRY_TIMEOUT,
+        rng: random.Random | None = None,
+    ) -> None:
+        if initial <= 0 or max_delay < initial or timeout < 0:
+            raise UsageError("retry delays must be positive, the longest at least the first, the timeout >= 0")
+        self.initial = initial
+        self.max_delay = max_delay
+        self.timeout = timeout
+        self.rng = rng or random.Random()
+        self.attempt = 0
+        self.since: float | None = None
+
+    def reset(self) -> None:
+        """The target works again."""
+        self.attempt = 0
+        self.since = None
+
+    def elapsed(self, now: float) -> float:
+        return 0.0 if self.since is None else now - self.since
+
+    def next_delay(self, now: float) -> float | None:
+        """Seconds to wait before the next attempt, or ``None``: give up."""
+        if self.since is None:
+            self.since = now
+        left = self.timeout - (now - self.since)
+        if left <= 0:
+            return None
+        self.attempt += 1
+        # Full doubling up to the cap, then a random half of it off, so daemons that lost
+        # the same server do not all come back in the same instant.
+        cap = min(self.max_delay, self.initial * 2.0 ** min(self.attempt - 1, 60))
+        return min(left, cap * self.rng.uniform(0.5, 1.0))
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether ``exc`` means the target is out of reach for now (see :class:`TargetUnavailable`).
+
+    Looks through the exceptions ``exc`` was raised from: the applier wraps target errors
+    in its own message, and a target failing to open wraps the driver's error.
+    """
+    current: BaseException | None = exc
+    seen: set[int] = set()
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, TargetUnavailable):
+            return True
+        if type(current).__module__.split(".")[0] in ("sqlalchemy", "psycopg", "sqlite3"):
+            from .apply.sql.target import is_transient as sql_transient
+
+            return sql_transient(current)
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def open_retrying(
+    opener: Callable[[], Target],
+    *,
+    retry_max_delay: float = RETRY_MAX_DELAY,
+    retry_timeout: float = RETRY_TIMEOUT,
+    log: Log | None = None,
+) -> Target:
+    """``opener()``, retried with backoff while it fails with a transient error (a locked or
+    restarting database at the daemon's start)."""
+    backoff = Backoff(max_delay=retry_max_delay, timeout=retry_timeout)
+    while True:
+        try:
+            return opener()
+        except PatchsyncError as exc:
+            if not is_transient(exc):
+                raise
+            delay = backoff.next_delay(time.monotonic())
+            if delay is None:
+                raise
+            (log or _no_log)(
+                "target_unavailable", {"error": str(exc), "attempt": backoff.attempt, "retry_in": round(delay, 3)}
+            )
+            time.sleep(delay)
 
 
 def _cp_fields(cp: Checkpoint | None) -> dict[str, Any]:
@@ -569,6 +702,12 @@ class Tailer:
     per-source locks, decoder snapshots and ``status.json`` (``None``: none of them);
     ``poll`` uses watchdog's polling observer, ``poll_interval`` is also the longest the
     daemon sleeps without a file event; ``log`` receives structured log records.
+
+    ``reopen`` opens the target anew: with it, a target that becomes unavailable
+    (:func:`is_transient`) is discarded and reopened after a backoff (exponential from
+    ``RETRY_INITIAL_SECONDS`` up to ``retry_max_delay``, with jitter), and every source
+    resumes from the reopened target's checkpoint; after ``retry_timeout`` seconds without
+    success :class:`TargetUnavailable` is raised. Without it such errors stop the daemon.
     """
 
     def __init__(
@@ -586,6 +725,9 @@ class Tailer:
         hold_events: int = HOLD_EVENTS,
         snapshot_seconds: float = SNAPSHOT_SECONDS,
         log: Log | None = None,
+        reopen: Callable[[], Target] | None = None,
+        retry_max_delay: float = RETRY_MAX_DELAY,
+        retry_timeout: float = RETRY_TIMEOUT,
     ) -> None:
         if not paths:
             raise UsageError("tail needs at least one log file or directory")
@@ -616,6 +758,10 @@ class Tailer:
         os.set_blocking(self._wake_w, False)
         self._observer: Any = None
         self._status_at = -1e9
+        self.reopen = reopen
+        self._backoff = Backoff(max_delay=retry_max_delay, timeout=retry_timeout)
+        self._logged: set[tuple[str, str]] = set()
+        self.reconnects = 0
 
     # -- control -----------------------------------------------------------------------
 
@@ -662,9 +808,15 @@ class Tailer:
     def run_once(self) -> list[SourceReport]:
         """Apply what the logs hold now and return (the ``--once`` mode); raises on a failed source."""
         with self._signals():
-            while self._pass(time.monotonic()) and not self.stopping:
-                pass
-            self._finish()
+            while not self.stopping:
+                if self._step(time.monotonic()):
+                    continue
+                try:
+                    self._finish()
+                    return self.reports()
+                except _TargetLost as lost:
+                    self._reconnect(lost.error)
+            self._finish_on_stop()
         return self.reports()
 
     @contextlib.contextmanager
@@ -694,15 +846,25 @@ class Tailer:
             self._start_observer()
             self.log("start", {"paths": [str(p) for p in self.paths], "observer": self._observer_kind()})
             while not self.stopping:
-                if self._pass(time.monotonic()):
-                    continue  # a backlog: read on without waiting
+                if self._step(time.monotonic()):
+                    continue  # a backlog (or a reopened target): read on without waiting
                 if self.stopping:
                     break
                 self._wait(self.poll_interval)
-            self._finish()
+            self._finish_on_stop()
         finally:
             self._stop_observer()
             self.close()
+
+    def _step(self, now: float) -> bool:
+        """One pass; after losing the target, reconnect and ask for another pass at once."""
+        try:
+            more = self._pass(now)
+        except _TargetLost as lost:
+            self._reconnect(lost.error)
+            return True
+        self._backoff.reset()  # a whole pass worked: the next loss starts a new backoff
+        return more
 
     def _pass(self, now: float) -> bool:
         """Pump every source once; returns whether one of them has bytes left to read."""
@@ -716,6 +878,8 @@ class Tailer:
                 if now - src.last_snapshot >= self.snapshot_seconds:
                     src.save_snapshot(now)
             except PatchsyncError as exc:
+                if self.reopen is not None and is_transient(exc):
+                    raise _TargetLost(exc) from exc
                 src.fail(exc)
                 self.log("failed", src.report.as_dict())
                 self._write_status(now)
@@ -729,9 +893,72 @@ class Tailer:
         now = time.monotonic()
         for src in self._order:
             if src.applier is not None and not src.failed:
-                src.applier.pause()
-                src.save_snapshot(now)
+                try:
+                    src.applier.pause()
+                    src.save_snapshot(now)
+                except PatchsyncError as exc:
+                    if self.reopen is not None and is_transient(exc):
+                        raise _TargetLost(exc) from exc
+                    raise
         self._write_status(now)
+
+    def _finish_on_stop(self) -> None:
+        # Stopping with the target out of reach loses nothing: the units of the open
+        # database transaction went with it, with their checkpoint, and are applied again
+        # on the next start.
+        try:
+            self._finish()
+        except _TargetLost as lost:
+            self.log("stop_without_flush", {"error": str(lost.error)})
+            self._drop_target()
+            self._write_status(time.monotonic())
+
+    # -- losing and reopening the target -----------------------------------------------
+
+    def _drop_target(self) -> None:
+        discard = getattr(self.target, "discard", None)
+        with contextlib.suppress(Exception):
+            (discard or self.target.close)()
+        for src in self._order:
+            src.reset()
+
+    def _reconnect(self, error: BaseException) -> None:
+        """Discard the target, wait with backoff, reopen it; every source then resumes."""
+        assert self.reopen is not None
+        self._drop_target()
+        while True:
+            delay = self._backoff.next_delay(time.monotonic())
+            if delay is None:
+                raise TargetUnavailable(
+                    f"the target stayed unavailable for {self._backoff.elapsed(time.monotonic()):.1f}s "
+                    f"(--retry-timeout {self._backoff.timeout:g}); giving up. Last error: {error}"
+                ) from error
+            self.log(
+                "target_unavailable",
+                {"error": str(error), "attempt": self._backoff.attempt, "retry_in": round(delay, 3)},
+            )
+            deadline = time.monotonic() + delay
+            while not self.stopping and (left := deadline - time.monotonic()) > 0:
+                self._wait(left)  # file events wake it too: wait out the rest
+            if self.stopping:
+                return
+            try:
+                self.target = self.reopen()
+            except PatchsyncError as exc:
+                if not is_transient(exc):
+                    raise
+                error = exc
+                continue
+            self.reconnects += 1
+            self.log("reconnected", {"attempt": self._backoff.attempt, "reconnects": self.reconnects})
+            return
+
+    def log_once(self, event: str, fields: dict[str, Any]) -> None:
+        """Log ``event`` only the first time for its source (for repeating, harmless failures)."""
+        key = (event, str(fields.get("source", "")))
+        if key not in self._logged:
+            self._logged.add(key)
+            self.log(event, fields)
 
     def reports(self) -> list[SourceReport]:
         """The state of every source."""
@@ -743,8 +970,13 @@ class Tailer:
             return
         data = {"updated_at": time.time(), "pid": os.getpid(), "sources": [s.report.as_dict() for s in self._order]}
         tmp = self.state_dir / "status.json.tmp"
-        tmp.write_text(json.dumps(data, indent=1))
-        os.replace(tmp, self.state_dir / "status.json")
+        try:
+            tmp.write_text(json.dumps(data, indent=1))
+            os.replace(tmp, self.state_dir / "status.json")
+        except OSError as exc:
+            # Status is for `patchsync status`; a full or read-only state directory must
+            # not stop the daemon (the target's own errors do, with their own message).
+            self.log_once("status_failed", {"error": exc.strerror or str(exc)})
 
     # -- observer ----------------------------------------------------------------------
 
@@ -822,4 +1054,14 @@ def tail(
     return tailer.run()
 
 
-__all__ = ["SourceReport", "Tailer", "default_state_dir", "lag_bytes", "read_status", "tail"]
+__all__ = [
+    "Backoff",
+    "SourceReport",
+    "Tailer",
+    "default_state_dir",
+    "is_transient",
+    "lag_bytes",
+    "open_retrying",
+    "read_status",
+    "tail",
+]

@@ -43,9 +43,12 @@ def pg_database() -> Iterator[str]:
     with admin:
         admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
         admin.execute(f'CREATE DATABASE "{name}"')
-        try:
-            yield url.set(database=name).render_as_string(hide_password=False)
-        finally:
+    try:
+        yield url.set(database=name).render_as_string(hide_password=False)
+    finally:
+        # A new connection: the fault tests restart the server during the run, which
+        # would have closed one held since the start.
+        with psycopg.connect(**conninfo, connect_timeout=10) as admin:  # type: ignore[arg-type]
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 

@@ -23,7 +23,7 @@ PUBLIC = {
     "Recorder", "RecordingStore", "LogWriter", "record",
     # errors
     "PatchsyncError", "DecodeError", "EncodeError", "UsageError", "FormatError",
-    "ApplyError", "ChainError", "CheckpointError",
+    "ApplyError", "ChainError", "CheckpointError", "TargetUnavailable",
     "__version__",
 }  # fmt: skip
 
@@ -47,6 +47,7 @@ def test_errors_share_one_root() -> None:
         "ApplyError",
         "ChainError",
         "CheckpointError",
+        "TargetUnavailable",
     ):
         assert issubclass(getattr(patchsync, name), patchsync.PatchsyncError)
 

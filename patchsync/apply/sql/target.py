@@ -22,6 +22,8 @@ makes the second applier fail up front). SQLite transactions start with
 from __future__ import annotations
 
 import json
+import os
+import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -29,10 +31,10 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event, select
 from sqlalchemy.engine import RootTransaction
-from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
 
 from ...codec.ntriples import NTriplesTerms
-from ...errors import ApplyError, UsageError
+from ...errors import ApplyError, TargetUnavailable, UsageError
 from ..target import Checkpoint, PatchRecord, Quad, SourceStatus
 from . import schema
 from .migrate import current_revision, ensure_schema, head_revision, upgrade
@@ -45,7 +47,11 @@ _LOOKUP_CHUNK = 500
 
 
 def create_sql_engine(url: str) -> Engine:
-    """A SQLAlchemy engine for ``url`` with the per-dialect settings patchsync relies on."""
+    """A SQLAlchemy engine for ``url`` with the per-dialect settings patchsync relies on.
+
+    SQLite waits up to 30 s for another process's lock; ``?timeout=SECONDS`` in the URL
+    (the sqlite3 driver's own parameter) sets another wait.
+    """
     try:
         engine = create_engine(url)
     except (ArgumentError, ImportError) as exc:
@@ -60,16 +66,28 @@ def create_sql_engine(url: str) -> Engine:
 
 
 def _sqlite_setup(engine: Engine) -> None:
+    try:
+        busy_ms = int(float(str(engine.url.query.get("timeout", "30"))) * 1000)
+    except ValueError:
+        raise UsageError(f"{engine.url}: timeout must be a number of seconds") from None
+
+    path = engine.url.database
+
     @event.listens_for(engine, "connect")
     def _connect(dbapi_connection: Any, _record: Any) -> None:
         # Take transaction control from the sqlite3 module so BEGIN IMMEDIATE is ours to send.
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.OperationalError as exc:
+            # SQLite says "unable to open database file" when WAL cannot create its -shm
+            # and -wal files next to the database: name the reason it cannot know.
+            raise sqlite3.OperationalError(f"{exc}{_unwritable(path)}") from exc
         # WAL + NORMAL: a committed transaction survives a process crash; only power loss
         # can drop the last commits, and then checkpoint and data go back together.
         cursor.execute("PRAGMA synchronous=NORMAL")
-        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.execute(f"PRAGMA busy_timeout={max(0, busy_ms)}")
         # The hash indexes take inserts at random pages; a 64 MiB page cache (default 2 MiB)
         # doubles the insert rate once the database outgrows the default.
         cursor.execute("PRAGMA cache_size=-65536")
@@ -78,6 +96,21 @@ def _sqlite_setup(engine: Engine) -> None:
     @event.listens_for(engine, "begin")
     def _begin(conn: Connection) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def _unwritable(path: str | None) -> str:
+    """Why the directory of a SQLite database cannot be written, as a suffix ("" if it can)."""
+    if not path or path == ":memory:":
+        return ""
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        if os.statvfs(directory).f_flag & os.ST_RDONLY:
+            return f" ({directory} is on a read-only file system)"
+    except OSError:
+        return ""
+    if not os.access(directory, os.W_OK):
+        return f" ({directory} is not writable)"
+    return ""
 
 
 def upgrade_database(url: str, revision: str = "head") -> tuple[str | None, str]:
@@ -193,7 +226,9 @@ class SqlTarget:
         try:
             yield
         except (SQLAlchemyError, self._dbapi_error) as exc:
-            raise ApplyError(f"{self.name}: {what} failed: {_reason(exc)}") from exc
+            # Driver errors come unwrapped from the hot path (the driver's own cursor).
+            kind = TargetUnavailable if is_transient(exc) else ApplyError
+            raise kind(f"{self.name}: {what} failed: {_reason(exc)}") from exc
 
     @contextmanager
     def _reading(self) -> Iterator[Connection]:
@@ -652,6 +687,54 @@ class SqlTarget:
             self.discard()
 
 
-def _reason(exc: Exception) -> str:
+def _reason(exc: BaseException) -> str:
     orig = getattr(exc, "orig", None)
-    return str(orig if orig is not None else exc).strip().splitlines()[0]
+    lines = str(orig if orig is not None else exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
+# SQLSTATEs after which the same work can succeed on a new connection: connection
+# exceptions (class 08), the server shutting down or starting (57P01-57P03), too many
+# connections, and a transaction the server chose to abort (serialization, deadlock).
+_TRANSIENT_SQLSTATES = frozenset({"57P01", "57P02", "57P03", "53300", "40001", "40P01"})
+# SQLITE_BUSY and SQLITE_LOCKED (primary codes): another connection holds the lock.
+_SQLITE_BUSY = frozenset({5, 6})
+
+
+def _is_driver_error(exc: BaseException) -> bool:
+    return type(exc).__module__.split(".")[0] in ("psycopg", "sqlite3")
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether ``exc`` (or an exception it was raised from) means "out of reach, retry later".
+
+    True for a lost or refused PostgreSQL connection, a server shutting down or restarting,
+    and a SQLite database locked by another process beyond the busy timeout; False for
+    errors that a retry repeats (disk full, read-only files, constraint or schema errors).
+    """
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, TargetUnavailable):
+            return True
+        if isinstance(current, DBAPIError) and current.connection_invalidated:
+            return True
+        orig = getattr(current, "orig", None) if isinstance(current, SQLAlchemyError) else current
+        if orig is not None and _is_driver_error(orig):
+            module = type(orig).__module__
+            if module.startswith("psycopg"):
+                import psycopg
+
+                code = getattr(orig, "sqlstate", None)
+                if code is None:
+                    # No SQLSTATE: the failure happened on the connection itself (refused,
+                    # closed by the server), never in a statement.
+                    return isinstance(orig, psycopg.OperationalError)
+                return str(code).startswith("08") or code in _TRANSIENT_SQLSTATES
+            errorcode = getattr(orig, "sqlite_errorcode", None)
+            if isinstance(errorcode, int):
+                return errorcode & 0xFF in _SQLITE_BUSY
+            return "database is locked" in str(orig)
+        current = current.__cause__ or current.__context__
+    return False

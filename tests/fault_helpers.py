@@ -1,0 +1,175 @@
+"""Shared pieces of the fault suites (``test_faults_*.py``): real processes, real mounts.
+
+Every fault test checks the same two things: while or after a fault, the target holds
+exactly the units up to its stored checkpoint (nothing half-applied, nothing lost), and
+once the fault is gone a rerun ends equal to the reference with every patch applied
+once (the patch history holds each id exactly once).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import select
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from patchsync.apply import MemoryTarget, apply_file, apply_stream
+from patchsync.apply.sql import SqlTarget
+from patchsync.codec.framing import read_varint
+
+from .apply_helpers import state
+
+PATCHSYNC = [sys.executable, "-m", "patchsync"]
+
+
+def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*PATCHSYNC, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def start_tail(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [*PATCHSYNC, "tail", *args, "--poll-interval", "0.2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def one_error_line(stderr: str) -> str:
+    """The single ``patchsync:`` error line of a failed command (and no traceback)."""
+    assert "Traceback" not in stderr, stderr
+    lines = [ln for ln in stderr.splitlines() if ln.startswith("patchsync:")]
+    assert len(lines) == 1, stderr
+    return lines[0]
+
+
+def wait_for(cond: Callable[[], bool], timeout: float = 60.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def read_until(proc: subprocess.Popen[str], text: str, timeout: float = 60.0) -> str:
+    """Read the process's stderr until a line contains ``text``; returns what was read."""
+    assert proc.stderr is not None
+    seen: list[str] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.stderr], [], [], 0.2)
+        if not ready:
+            if proc.poll() is not None:
+                break
+            continue
+        line = proc.stderr.readline()
+        if not line:
+            break
+        seen.append(line)
+        if text in line:
+            return "".join(seen)
+    raise AssertionError(f"no line with {text!r} on stderr; got: {''.join(seen)}")
+
+
+def reference(*paths: Path) -> Any:
+    target = MemoryTarget()
+    for p in paths:
+        apply_file(p, target)
+    return state(target)
+
+
+def prefix_through_frame(data: bytes, offset: int) -> bytes:
+    """The log up to the end of the frame at ``offset`` (where the checkpoints sit here)."""
+    h = read_varint(data, offset, len(data))
+    assert h is not None
+    return data[: h[1] + h[0]]
+
+
+def committed_reference(log: Path, checkpoint: Any) -> Any:
+    """The reference state of the units a checkpoint says were applied (empty without one)."""
+    target = MemoryTarget()
+    if checkpoint is not None:
+        data = prefix_through_frame(log.read_bytes(), checkpoint.offset)
+        apply_stream(io.BytesIO(data), target, "jellyp", source="ref")
+    return state(target)
+
+
+def sql_checkpoint(url: str, log: Path) -> Any:
+    with SqlTarget(url) as t:
+        return {s.source: s.checkpoint for s in t.sources()}.get(str(log.resolve()))
+
+
+def patches_applied(url: str, log: Path) -> int:
+    """The checkpoint's patch count (0 without one, -1 while the database cannot be read)."""
+    try:
+        cp = sql_checkpoint(url, log)
+    except Exception:
+        return -1
+    return cp.patches if cp is not None else 0
+
+
+def sql_state(url: str) -> Any:
+    with SqlTarget(url) as t:
+        return state(t)
+
+
+def applied_ids(url: str) -> list[str]:
+    with SqlTarget(url) as t:
+        return [r.patch_id for r in t.history() if r.patch_id is not None]
+
+
+def assert_exactly_once(url: str, log: Path, patches: int) -> None:
+    """The target equals the reference and holds each of the log's ``patches`` ids once."""
+    assert sql_state(url) == reference(log)
+    ids = applied_ids(url)
+    assert len(ids) == len(set(ids)) == patches
+    cp = sql_checkpoint(url, log)
+    assert cp is not None and cp.patches == patches
+
+
+# -- tmpfs -------------------------------------------------------------------------------
+
+
+def _mount(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["mount", *args], capture_output=True, text=True)
+
+
+@contextlib.contextmanager
+def tmpfs(path: Path, size: str) -> Iterator[Path]:
+    """A tmpfs of ``size`` mounted at ``path`` for the block (skips the test if not allowed)."""
+    path.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root (CI runs as root)")
+    r = _mount("-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(path))
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {r.stderr.strip()}")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], capture_output=True)
+
+
+def remount(path: Path, options: str) -> None:
+    r = _mount("-o", f"remount,{options}", str(path))
+    assert r.returncode == 0, r.stderr
+
+
+def fill(path: Path) -> Path:
+    """Take every free byte of the file system holding ``path``; delete the file to free them."""
+    ballast = path / "ballast"
+    with open(ballast, "wb") as f:
+        chunk = b"\0" * (1 << 16)
+        with contextlib.suppress(OSError):
+            while True:
+                f.write(chunk)
+                f.flush()
+    return ballast

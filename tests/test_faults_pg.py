@@ -1,0 +1,152 @@
+"""PostgreSQL going away under the tail daemon: connections killed, the server restarted.
+
+The daemon (a real ``patchsync tail`` process) drains a backlog while another connection
+kills its backend with ``pg_terminate_backend`` again and again, or while the server is
+restarted. The daemon must log the loss, back off, reconnect, resume from the checkpoint
+(the open database transaction and its checkpoint were lost together) and end equal to
+the reference with every patch applied exactly once. ``patchsync apply`` fails fast with
+one line instead, and a rerun finishes.
+"""
+
+from __future__ import annotations
+
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .fault_helpers import (
+    assert_exactly_once,
+    one_error_line,
+    patches_applied,
+    run_cli,
+    sql_checkpoint,
+    start_tail,
+    wait_for,
+)
+from .test_tail import write_patches
+
+pytestmark = pytest.mark.postgres
+
+PATCHES = 1000
+
+
+def _psycopg_conn(url: str) -> Any:
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    u = make_url(url)
+    return psycopg.connect(host=u.host, port=u.port or 5432, user=u.username, dbname=u.database, autocommit=True)
+
+
+def _terminate_others(url: str) -> int:
+    """Kill every other backend of the test database (the daemon's); how many were killed."""
+    with _psycopg_conn(url) as conn:
+        row = conn.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'"
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+_patches = patches_applied
+
+
+def _finish(proc: subprocess.Popen[str]) -> str:
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    return err
+
+
+def test_daemon_reconnects_after_its_backend_is_killed_repeatedly(tmp_path: Path, pg_url: str) -> None:
+    log = tmp_path / "log.jellyp"
+    write_patches(log, 1, PATCHES)
+    d = start_tail(str(log), "--target", pg_url, "--retry-max-delay", "0.5", "--state-dir", str(tmp_path / "st"))
+    rng = random.Random(5)
+    kills = 0
+    try:
+        # Kill at random moments while the backlog drains: mid-unit, mid-commit, idle.
+        deadline = time.monotonic() + 120
+        while _patches(pg_url, log) < PATCHES and time.monotonic() < deadline and kills < 8:
+            time.sleep(rng.uniform(0.3, 1.2))
+            kills += _terminate_others(pg_url)
+        wait_for(lambda: _patches(pg_url, log) == PATCHES, timeout=120, what="the backlog to drain")
+    finally:
+        if d.poll() is None:
+            err = _finish(d)
+        else:
+            _, err = d.communicate()
+    assert d.returncode == 0, err
+    reconnects = err.count("event=reconnected")
+    assert kills >= 3 and reconnects >= 3, err
+    assert "event=target_unavailable" in err and "Traceback" not in err
+    assert_exactly_once(pg_url, log, PATCHES)
+
+
+def test_daemon_survives_a_server_restart(tmp_path: Path, pg_url: str) -> None:
+    clusters = sorted(p.name for p in Path("/etc/postgresql").iterdir()) if Path("/etc/postgresql").is_dir() else []
+    if not clusters:
+        pytest.skip("no pg_ctlcluster-managed PostgreSQL on this machine")
+    log = tmp_path / "log.jellyp"
+    write_patches(log, 1, PATCHES)
+    d = start_tail(str(log), "--target", pg_url, "--retry-max-delay", "1")
+    try:
+        wait_for(lambda: _patches(pg_url, log) > 0, timeout=60, what="first commit")
+        restart = subprocess.run(
+            ["pg_ctlcluster", "--skip-systemctl-redirect", clusters[-1], "main", "restart"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert restart.returncode == 0, restart.stderr
+        wait_for(lambda: _patches(pg_url, log) == PATCHES, timeout=120, what="the backlog to drain after restart")
+    finally:
+        # Always leave the server running, whatever happened above.
+        subprocess.run(
+            ["pg_ctlcluster", "--skip-systemctl-redirect", clusters[-1], "main", "start"], capture_output=True
+        )
+        err = _finish(d) if d.poll() is None else d.communicate()[1]
+    assert "event=reconnected" in err, err
+    assert_exactly_once(pg_url, log, PATCHES)
+
+
+def test_apply_fails_fast_on_a_dropped_connection_and_a_rerun_finishes(tmp_path: Path, pg_url: str) -> None:
+    log = tmp_path / "log.jellyp"
+    write_patches(log, 1, PATCHES)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "patchsync", "apply", "--no-progress", str(log), "--target", pg_url],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    killed = threading.Event()
+
+    def killer() -> None:
+        # Kill the apply's backend once it has committed something (mid-run, not at connect).
+        while proc.poll() is None and not killed.is_set():
+            if _patches(pg_url, log) > 0 and _terminate_others(pg_url):
+                killed.set()
+                return
+            time.sleep(0.05)
+
+    t = threading.Thread(target=killer)
+    t.start()
+    _, err = proc.communicate(timeout=120)
+    t.join()
+    if not killed.is_set():
+        pytest.skip("the apply finished before its connection could be killed (machine too fast)")
+    assert proc.returncode == 1
+    line = one_error_line(err)
+    assert str(log.resolve()) in line and "failed" in line, line
+    cp = sql_checkpoint(pg_url, log)
+    assert cp is not None and 0 < cp.patches < PATCHES
+    r = run_cli("apply", "--no-progress", str(log), "--target", pg_url)
+    assert r.returncode == 0, r.stderr
+    assert_exactly_once(pg_url, log, PATCHES)

@@ -1,0 +1,336 @@
+"""Decoder snapshots of the tail daemon: plain validated data, never pickle.
+
+A snapshot is only an accelerator: whatever sits in the state directory (corrupted,
+truncated, taken for another log, an old pickle, a hostile pickle) the daemon either
+resumes from it exactly or ignores it with one log line and decodes the log from its
+start, and the target always ends equal to the reference.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import pickle
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from patchsync.apply import MemoryTarget, apply_file
+from patchsync.apply.sql import SqlTarget
+from patchsync.codec.ntriples import NTriplesTerms
+from patchsync.codec.patch_decoder import PatchDecoder
+from patchsync.events import Add, Header, PatchEnd, TxCommit, TxStart
+from patchsync.files import LogAppender
+from patchsync.options import Limits, PatchOptions, StatementType, StreamType
+from patchsync.snapshot import MAGIC, VERSION, SnapshotError, decode_snapshot, encode_snapshot
+from patchsync.watch import Tailer
+
+from .apply_helpers import state
+from .test_tail import log_bytes, write_patches
+
+
+def _frame_ends(data: bytes) -> list[int]:
+    from patchsync.codec.framing import read_varint
+
+    ends, pos = [], 0
+    while pos < len(data):
+        h = read_varint(data, pos, len(data))
+        assert h is not None
+        pos = h[1] + h[0]
+        ends.append(pos)
+    return ends
+
+
+def _tail_once(log: Path, url: str, state_dir: Path) -> tuple[Any, list[tuple[str, dict[str, Any]]]]:
+    records: list[tuple[str, dict[str, Any]]] = []
+    with (
+        SqlTarget(url) as target,
+        Tailer([log], target, state_dir=state_dir, log=lambda e, f: records.append((e, f))) as tailer,
+    ):
+        [report] = tailer.run_once()
+    return report, records
+
+
+def _reference(log: Path) -> Any:
+    target = MemoryTarget()
+    apply_file(log, target)
+    return state(target)
+
+
+def _snapshot_file(state_dir: Path) -> Path:
+    [path] = state_dir.glob("*.snapshot")
+    return path
+
+
+@pytest.fixture
+def resumable(tmp_path: Path, sqlite_url: str) -> tuple[Path, Path, bytes]:
+    """A log applied in one run (leaving a snapshot) and the bytes still to append to it."""
+    data = log_bytes(1, 60, tmp_path)
+    cut = _frame_ends(data)[30]
+    log = tmp_path / "log.jellyp"
+    log.write_bytes(data[:cut])
+    state_dir = tmp_path / "state"
+    report, _ = _tail_once(log, sqlite_url, state_dir)
+    assert report.result.patches > 0
+    assert _snapshot_file(state_dir).read_bytes().startswith(MAGIC + b" %d " % VERSION)
+    return log, state_dir, data[cut:]
+
+
+def _resume(log: Path, state_dir: Path, rest: bytes, url: str) -> tuple[Any, list[tuple[str, dict[str, Any]]]]:
+    with open(log, "ab") as f:
+        f.write(rest)
+    report, records = _tail_once(log, url, state_dir)
+    with SqlTarget(url) as t:
+        assert state(t) == _reference(log)
+    return report, records
+
+
+def _ignored(records: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    return [f for e, f in records if e == "snapshot_ignored"]
+
+
+def test_valid_snapshot_resumes_in_the_middle(resumable: tuple[Path, Path, bytes], sqlite_url: str) -> None:
+    log, state_dir, rest = resumable
+    size = log.stat().st_size
+    report, records = _resume(log, state_dir, rest, sqlite_url)
+    assert report.resumed_from == size and report.result.replayed == 0
+    assert _ignored(records) == []
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ["flip_body_byte", "truncate", "empty", "garbage", "old_pickle_version", "future_version", "bad_json_right_sum"],
+)
+def test_damaged_snapshot_is_ignored_with_one_line(
+    resumable: tuple[Path, Path, bytes], sqlite_url: str, damage: str
+) -> None:
+    log, state_dir, rest = resumable
+    path = _snapshot_file(state_dir)
+    data = path.read_bytes()
+    header, body = data.split(b"\n", 1)
+    if damage == "flip_body_byte":
+        i = len(body) // 2
+        new = header + b"\n" + body[:i] + bytes([body[i] ^ 0x01]) + body[i + 1 :]
+    elif damage == "truncate":
+        new = data[: len(data) * 2 // 3]
+    elif damage == "empty":
+        new = b""
+    elif damage == "garbage":
+        new = bytes(range(256)) * 4
+    elif damage == "old_pickle_version":
+        # What format 1 looked like: a pickled dict.
+        new = pickle.dumps({"version": 1, "source": str(log.resolve()), "offset": 10, "decoder": None})
+    elif damage == "future_version":
+        new = data.replace(b" %d " % VERSION, b" 99 ", 1)
+    else:
+        bad = b'{"source": 1}'
+        new = MAGIC + b" %d sha256=%s\n" % (VERSION, hashlib.sha256(bad).hexdigest().encode()) + bad
+    path.write_bytes(new)
+    report, records = _resume(log, state_dir, rest, sqlite_url)
+    assert report.resumed_from == 0  # decoded from the start; the checkpoint said where to apply
+    [line] = _ignored(records)
+    assert line["snapshot"] == str(path) and line["reason"]
+    # The run wrote a fresh, valid snapshot in place of the damaged one.
+    assert path.read_bytes().startswith(MAGIC + b" %d " % VERSION)
+
+
+def test_snapshot_of_another_log_is_ignored(tmp_path: Path, sqlite_url: str) -> None:
+    # Two logs with the same name in turn (the second replaces the first with --reset):
+    # the first one's snapshot is for a different fingerprint.
+    log = tmp_path / "log.jellyp"
+    write_patches(log, 1, 30)
+    state_dir = tmp_path / "state"
+    _tail_once(log, sqlite_url, state_dir)
+    old_snapshot = _snapshot_file(state_dir).read_bytes()
+    other_url = f"sqlite:///{tmp_path / 'other.db'}"
+    log.unlink()
+    write_patches(log, 1, 40, seed=7)
+    _tail_once(log, other_url, state_dir)
+    _snapshot_file(state_dir).write_bytes(old_snapshot)  # the first log's snapshot is back
+    write_patches(log, 41, 45, seed=7)
+    report, records = _tail_once(log, other_url, state_dir)
+    assert report.resumed_from == 0 and report.result.patches == 5
+    [line] = _ignored(records)
+    assert "another log" in line["reason"]
+    with SqlTarget(other_url) as t:
+        assert state(t) == _reference(log)
+
+
+def test_snapshot_with_a_pickle_payload_is_never_unpickled(tmp_path: Path, sqlite_url: str) -> None:
+    log = tmp_path / "log.jellyp"
+    write_patches(log, 1, 20)
+    state_dir = tmp_path / "state"
+    _tail_once(log, sqlite_url, state_dir)
+    path = _snapshot_file(state_dir)
+    marker = tmp_path / "pwned"
+
+    class Payload:
+        def __reduce__(self) -> tuple[Any, ...]:
+            return (Path.touch, (marker,))
+
+    evil = pickle.dumps(Payload(), protocol=pickle.HIGHEST_PROTOCOL)
+    pickle.loads(evil)  # the payload works when unpickled ...
+    assert marker.exists()
+    marker.unlink()
+    # ... as a bare file, and dressed up with a valid header and checksum.
+    forged = MAGIC + b" %d sha256=%s\n" % (VERSION, hashlib.sha256(evil).hexdigest().encode()) + evil
+    for first, data in ((21, evil), (23, forged)):
+        path.write_bytes(data)
+        write_patches(log, first, first + 1)
+        report, records = _tail_once(log, sqlite_url, state_dir)
+        assert not marker.exists()
+        assert report.resumed_from == 0
+        assert len(_ignored(records)) == 1
+    with SqlTarget(sqlite_url) as t:
+        assert state(t) == _reference(log)
+
+
+# -- the encoding itself -------------------------------------------------------------------
+
+
+def _decode_all(data: bytes, decoder: PatchDecoder[Any]) -> list[Any]:
+    decoder.feed(data)
+    decoder.close()
+    return list(decoder)
+
+
+def _rich_log(tmp_path: Path) -> bytes:
+    """A QUADS, RDF-star log whose later frames lean on lookups and repeated terms set earlier."""
+    options = PatchOptions(
+        stream_type=StreamType.PUNCTUATED,
+        statement_type=StatementType.QUADS,
+        rdf_star=True,
+        generalized_statements=False,
+    )
+    path = tmp_path / "rich.jellyp"
+    ex = "http://example.org/"
+    with LogAppender(path, options, NTriplesTerms()) as out:
+        for n in range(12):
+            g = f"<{ex}g{n % 2}>" if n % 3 else ""
+            quoted = f"<< <{ex}s{n}> <{ex}p> <{ex}o> >>"
+            out.write(
+                [
+                    Header("id", f"<urn:p:{n}>"),
+                    TxStart(),
+                    Add(f"<{ex}s{n}>", f"<{ex}p>", f'"v{n}"@en', g or None),
+                    Add(f"<{ex}s{n}>", f"<{ex}q>", quoted, g or None),
+                    Add("_:b1", f"<{ex}p>", f'"{n}"^^<http://www.w3.org/2001/XMLSchema#integer>', g or None),
+                    TxCommit(),
+                    PatchEnd(),
+                ]
+            )
+    return path.read_bytes()
+
+
+def test_round_trip_at_every_frame_boundary_equals_uninterrupted_decoding(tmp_path: Path) -> None:
+    data = _rich_log(tmp_path)
+    adapter = NTriplesTerms()
+    whole = _decode_all(data, PatchDecoder(adapter, source="s"))
+    ends = _frame_ends(data)
+    assert len(ends) >= 12
+    checked = 0
+    for cut in ends[1:-1]:
+        first: PatchDecoder[Any] = PatchDecoder(adapter, source="s")
+        first.feed(data[:cut])
+        head = list(first)
+        try:
+            blob = encode_snapshot(
+                first, source="s", fingerprint="f", checkpoint=(cut, 0), anchor=data[max(0, cut - 4096) : cut]
+            )
+        except SnapshotError:
+            continue  # not between patches
+        snap = decode_snapshot(blob, adapter, source="s", limits=Limits())
+        assert snap.offset == cut and snap.fingerprint == "f"
+        tail = _decode_all(data[cut:], snap.decoder)
+        assert head + tail == whole
+        checked += 1
+    assert checked >= 10
+
+
+def test_snapshot_body_is_plain_json_with_tables_and_terms(tmp_path: Path) -> None:
+    data = _rich_log(tmp_path)
+    decoder: PatchDecoder[Any] = PatchDecoder(NTriplesTerms(), source="s")
+    decoder.feed(data[: _frame_ends(data)[5]])
+    list(decoder)
+    blob = encode_snapshot(decoder, source="s", fingerprint="f", checkpoint=(1, 0), anchor=b"")
+    header, body = blob.split(b"\n", 1)
+    assert header == MAGIC + b" %d sha256=%s" % (VERSION, hashlib.sha256(body).hexdigest().encode())
+    doc = json.loads(body)
+    assert doc["terms"]["names"]["entries"] and doc["options"]
+    assert doc["terms"]["last"]["s"] is not None
+
+
+def test_decoder_not_between_patches_is_not_snapshotted(tmp_path: Path) -> None:
+    data = _rich_log(tmp_path)
+    decoder: PatchDecoder[Any] = PatchDecoder(NTriplesTerms(), source="s")
+    decoder.feed(data[: _frame_ends(data)[3] + 3])  # a partial frame is buffered
+    list(decoder)
+    with pytest.raises(SnapshotError):
+        encode_snapshot(decoder, source="s", fingerprint="f", checkpoint=(1, 0), anchor=b"")
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda d: d["terms"]["names"]["entries"].append([10**9, "x"]),
+        lambda d: d["terms"]["names"].update(last_id=-1),
+        lambda d: d["terms"]["names"]["entries"].append([1, 5]),
+        lambda d: d["terms"].update(last_name=10**9),
+        lambda d: d["terms"]["last"].update(s=["iri"]),
+        lambda d: d["terms"]["last"].update(o=["triple", ["iri", "a"], None, ["iri", "b"]]),
+        lambda d: d["terms"]["last"].update(s=_nested(200)),
+        lambda d: d.update(options="%%%"),
+        lambda d: d.update(options="CAEQAhgBIAAoACgAMAA4AEAA"),  # a valid message with illegal values
+        lambda d: d.update(offset="12"),
+        lambda d: d.update(checkpoint=[1]),
+        lambda d: d.update(source="elsewhere"),
+        lambda d: d["terms"]["prefixes"].update(size=5),
+    ],
+)
+def test_invalid_fields_are_rejected_not_trusted(tmp_path: Path, edit: Any) -> None:
+    data = _rich_log(tmp_path)
+    decoder: PatchDecoder[Any] = PatchDecoder(NTriplesTerms(), source="s")
+    decoder.feed(data[: _frame_ends(data)[5]])
+    list(decoder)
+    blob = encode_snapshot(decoder, source="s", fingerprint="f", checkpoint=(1, 0), anchor=b"")
+    doc = json.loads(blob.split(b"\n", 1)[1])
+    edit(doc)
+    body = json.dumps(doc).encode()
+    forged = MAGIC + b" %d sha256=%s\n" % (VERSION, hashlib.sha256(body).hexdigest().encode()) + body
+    with pytest.raises(SnapshotError):
+        decode_snapshot(forged, NTriplesTerms(), source="s", limits=Limits())
+
+
+def _nested(depth: int) -> Any:
+    term: Any = ["iri", "http://example.org/x"]
+    for _ in range(depth):
+        term = ["triple", term, ["iri", "http://example.org/p"], ["iri", "http://example.org/o"]]
+    return term
+
+
+def test_deep_json_nesting_is_rejected(tmp_path: Path) -> None:
+    body = b"[" * 100_000 + b"]" * 100_000
+    forged = MAGIC + b" %d sha256=%s\n" % (VERSION, hashlib.sha256(body).hexdigest().encode()) + body
+    with pytest.raises(SnapshotError):
+        decode_snapshot(forged, NTriplesTerms(), source="s", limits=Limits())
+
+
+def test_rdflib_terms_round_trip(tmp_path: Path) -> None:
+    # The daemon snapshots with the target's adapter: rdflib terms for rdflib/file targets.
+    from patchsync.rdflib_terms import RdflibTerms
+
+    data = _rich_log(tmp_path)
+    adapter = RdflibTerms()
+    whole = _decode_all(data, PatchDecoder(adapter, source="s"))
+    cut = _frame_ends(data)[6]
+    first: PatchDecoder[Any] = PatchDecoder(adapter, source="s")
+    first.feed(data[:cut])
+    head = list(first)
+    snap = decode_snapshot(
+        encode_snapshot(first, source="s", fingerprint="f", checkpoint=(cut, 0), anchor=data[max(0, cut - 4096) : cut]),
+        adapter,
+        source="s",
+        limits=Limits(),
+    )
+    assert head + _decode_all(data[cut:], snap.decoder) == whole
