@@ -164,6 +164,7 @@ class SqlTarget:
         self._tx: RootTransaction | None = None
         self._in_unit = False  # a SAVEPOINT for the open unit is set
         self._term_conn: Any = None
+        self._failed = False  # a database error was seen: the connection may be dead
         self._term_cur: Any = None
         self._versions: dict[str, int | None] = {}
         self._pending: dict[str, Checkpoint] = {}
@@ -227,6 +228,7 @@ class SqlTarget:
             yield
         except (SQLAlchemyError, self._dbapi_error) as exc:
             # Driver errors come unwrapped from the hot path (the driver's own cursor).
+            self._failed = True
             kind = TargetUnavailable if is_transient(exc) else ApplyError
             raise kind(f"{self.name}: {what} failed: {_reason(exc)}") from exc
 
@@ -659,18 +661,23 @@ class SqlTarget:
                 cursor.close()
             self._cur = None
         if self._term_conn is not None:
-            with suppress(self._dbapi_error):
-                self._term_cur.close()
-                self._term_conn.driver_connection.autocommit = False
-                self._term_conn.close()
+            # Closed for good rather than pooled: it is in autocommit mode, and the pool's
+            # reset of a connection the server already dropped logs a traceback.
+            with suppress(self._dbapi_error, SQLAlchemyError):
+                self._term_conn.invalidate()
             self._term_conn = self._term_cur = None
         if conn is not None:
             try:
-                if self._locks and not conn.closed:
+                if self._failed:
+                    # The hot path bypasses SQLAlchemy, which cannot know the connection
+                    # may be dead; do not hand it back to the pool (the server releases
+                    # its advisory locks when it goes).
+                    conn.invalidate()
+                elif self._locks and not conn.closed:
                     with conn.begin():
                         conn.exec_driver_sql("SELECT pg_advisory_unlock_all()")
                 conn.close()
-            except SQLAlchemyError:
+            except (SQLAlchemyError, self._dbapi_error):
                 pass
             self._conn = None  # type: ignore[assignment]
         self._locks.clear()
