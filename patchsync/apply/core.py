@@ -182,6 +182,10 @@ class Applier:
         self._checked = True
         if not self.strict or self._patch_id is None:
             return
+        if self._prev == self._head and self._patch_id != self._head:
+            # The chain moves on by one. An id applied before would sit at or before the
+            # head, so its prev could not be the head without a cycle: no lookup needed.
+            return
         if self.target.has_patch(self._patch_id):
             self._skipping = True
             return

@@ -165,6 +165,9 @@ class SqlTarget:
         self._in_unit = False  # a SAVEPOINT for the open unit is set
         self._term_conn: Any = None
         self._failed = False  # a database error was seen: the connection may be dead
+        # Patch records of the committed units of the open transaction, written at flush.
+        self._records: list[tuple[Any, ...]] = []
+        self._record_ids: set[str] = set()
         self._term_cur: Any = None
         self._versions: dict[str, int | None] = {}
         self._pending: dict[str, Checkpoint] = {}
@@ -320,17 +323,28 @@ class SqlTarget:
         terms = sorted(hashes, key=hashes.__getitem__)
         values = [hashes[t] for t in terms]
         cursor = self._term_cursor()
-        if create:
-            cursor.execute(
-                "INSERT INTO ps_terms (h, term) SELECT * FROM unnest(%s::bigint[], %s::text[]) "
-                "ON CONFLICT (h, md5(term)) DO NOTHING",
-                (values, terms),
-            )
-        rows = cursor.execute("SELECT id, term FROM ps_terms WHERE h = ANY(%s::bigint[])", (values,)).fetchall()
         ids = self._ids
+        select = "SELECT id, term FROM ps_terms WHERE h = ANY(%s::bigint[])"
+        if create:
+            # One round trip: the inserted rows come back from RETURNING, the ones already
+            # there from the SELECT (whose snapshot does not show this statement's inserts).
+            rows = cursor.execute(
+                "WITH ins AS (INSERT INTO ps_terms (h, term) "
+                "SELECT * FROM unnest(%s::bigint[], %s::text[]) AS i(h, term) ORDER BY h "
+                f"ON CONFLICT (h, md5(term)) DO NOTHING RETURNING id, term) SELECT id, term FROM ins UNION ALL {select}",
+                (values, terms, values),
+            ).fetchall()
+        else:
+            rows = cursor.execute(select, (values,)).fetchall()
         for term_id, term in rows:
             if term in hashes:
                 ids[term] = term_id
+        if create and any(t not in ids for t in terms):
+            # Another applier committed some of these after our statement began: its rows
+            # made ours conflict, and only a new snapshot shows them.
+            for term_id, term in cursor.execute(select, (values,)).fetchall():
+                if term in hashes:
+                    ids[term] = term_id
 
     def _term_cursor(self) -> Any:
         """PostgreSQL: a cursor on an autocommit connection of its own, for the dictionary."""
@@ -390,6 +404,9 @@ class SqlTarget:
         self._locks.add(source)
 
     def head(self) -> str | None:
+        for record in reversed(self._records):  # not written yet, but committed units
+            if record[0] is not None:
+                return str(record[0])
         p = schema.patches
         with self._reading() as conn:
             value = conn.execute(
@@ -398,6 +415,8 @@ class SqlTarget:
         return None if value is None else str(value)
 
     def has_patch(self, patch_id: str) -> bool:
+        if patch_id in self._record_ids:
+            return True
         with self._reading():
             return self._cur.execute(self._has_patch_sql, (patch_id,)).fetchone() is not None
 
@@ -530,8 +549,8 @@ class SqlTarget:
     def commit(self, source: str, checkpoint: Checkpoint, records: Sequence[PatchRecord]) -> None:
         with self._guard("committing a unit"):
             if records:
-                self._cur.executemany(
-                    self._record_sql,
+                # Written with the checkpoints at the group's commit, in one executemany.
+                self._records.extend(
                     [
                         (
                             r.patch_id,
@@ -549,6 +568,7 @@ class SqlTarget:
                         for r in records
                     ],
                 )
+                self._record_ids.update(r.patch_id for r in records if r.patch_id is not None)
             if self._in_unit:
                 self._cur.execute("RELEASE SAVEPOINT ps_unit")
                 self._in_unit = False
@@ -588,6 +608,8 @@ class SqlTarget:
                     self._cur.execute("ROLLBACK TO SAVEPOINT ps_unit")
                     self._cur.execute("RELEASE SAVEPOINT ps_unit")
                     self._forget(self._unit_terms)
+                if self._records:
+                    self._cur.executemany(self._record_sql, self._records)
                 for source, cp in self._pending.items():
                     self._write_checkpoint(source, cp)
                 tx.commit()
@@ -596,6 +618,8 @@ class SqlTarget:
             raise
         self._tx = None
         self._tx_terms.clear()
+        self._records.clear()
+        self._record_ids.clear()
         self._pending.clear()
         self._group_rows = self._group_units = 0
 
@@ -611,6 +635,8 @@ class SqlTarget:
         self._forget(self._unit_terms)
         self._forget(self._tx_terms)
         self._complete = False
+        self._records.clear()
+        self._record_ids.clear()
         self._pending.clear()
         self._group_rows = self._group_units = 0
         # Versions read before may be stale now: re-read on the next checkpoint().
