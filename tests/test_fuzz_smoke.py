@@ -73,3 +73,28 @@ def test_a_planted_crash_is_found_saved_and_reproduced(tmp_path: Path) -> None:
     assert saved.parent == tmp_path / "selftest" / "crashes" and b"\xde\xad" in saved.read_bytes()
     again = subprocess.run(m.group(1).split(), capture_output=True, text=True, env={**os.environ, **env}, timeout=60)
     assert again.returncode != 0 and "ValueError: planted crash" in again.stderr
+
+
+# -- regressions: what the fuzzers found, minimized ------------------------------------------
+
+# (target, input, what it was). Decoder targets read a two-byte split point first.
+FINDINGS = [
+    # str.split() cuts at \x1c-\x1f too, so the "not a row code" message found no word to
+    # quote and raised IndexError (long run 1, rdfp, after 38,802 executions).
+    ("rdfp", b"\x92\x1f\x1f\x1f\n\x9f\x1f\x1f\x1f\n", "a line of ASCII unit separators"),
+    ("rdfp", b"\x00\x00\x1f\n", "minimized"),
+    ("apply", b"\x01\x1c\n", "the same through apply"),
+]
+
+
+@pytest.mark.parametrize(("target", "data", "what"), FINDINGS, ids=[f[2] for f in FINDINGS])
+def test_fuzz_findings_stay_fixed(target: str, data: bytes, what: str) -> None:
+    TARGETS[target](data)
+
+
+def test_a_line_of_separator_controls_is_a_decode_error() -> None:
+    from patchsync.codec.rdfp import read_rdfp
+    from patchsync.errors import DecodeError
+
+    with pytest.raises(DecodeError, match=r"line 1: a row starts with a row code .*not '\\x1f\\x1e'"):
+        read_rdfp(b"\x1f\x1e\n")
