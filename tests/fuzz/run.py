@@ -10,8 +10,9 @@ Reproduce saved inputs without atheris, showing the full traceback::
     python tests/fuzz/run.py --plain TARGET FILE...
 
 The project's modules are imported inside ``atheris.instrument_imports`` so libFuzzer gets
-coverage feedback from the decoders themselves (and from rdflib's term constructors, which
-the rdflib adapter calls).
+coverage feedback from the decoders themselves, and from rdflib (atheris instruments whole
+top-level packages), whose term constructors the rdflib adapter calls. Protobuf parsing is
+native code (upb) and contributes no Python coverage; its comparisons are not guided.
 """
 
 from __future__ import annotations
