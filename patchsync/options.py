@@ -67,3 +67,7 @@ class Limits:
     max_prefix_table_size: int = 1024
     max_datatype_table_size: int = 256
     max_nesting: int = 64
+    # Headers are per-patch metadata (ids, timestamps) that consumers keep with the patch
+    # record until the patch ends, so their number and size are bounded too.
+    max_headers: int = 1024
+    max_header_bytes: int = 64 * 1024

@@ -52,10 +52,16 @@ def _via_rdflib(target: DumpableTarget, fmt: str, out: IO[bytes]) -> int:
         graph: Any = scan_term(g, 0, rd)[0] if g else DATASET_DEFAULT_GRAPH_ID
         ds.add((terms[0], terms[1], terms[2], graph))
         n += 1
-    for (graph, prefix), iri in sorted(target.namespaces().items()):
-        if not graph:
-            u = nt.unpack(iri)
-            ds.bind(prefix, u[1], override=True, replace=True)
-    data = ds.serialize(format=DUMP_FORMATS[fmt] or fmt)
+    try:
+        for (graph, prefix), iri in sorted(target.namespaces().items()):
+            if not graph:
+                u = nt.unpack(iri)
+                ds.bind(prefix, u[1], override=True, replace=True)
+        data = ds.serialize(format=DUMP_FORMATS[fmt] or fmt)
+    except Exception as exc:
+        # rdflib raises bare Exceptions for terms Turtle cannot spell (an IRI with a space,
+        # say), which N-Quads stores escaped; the user gets one line, not a traceback.
+        reason = str(exc).encode("unicode_escape").decode("ascii")
+        raise FormatError(f"{fmt} output through rdflib cannot write this data ({reason}); dump as nq") from None
     out.write(data.encode("utf-8") if isinstance(data, str) else data)
     return n

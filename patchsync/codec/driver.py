@@ -14,9 +14,10 @@ h11 style:
 
 from __future__ import annotations
 
+import pickle
 from collections import deque
 from collections.abc import Iterator
-from typing import Final, Generic, TypeVar
+from typing import Any, Final, Generic, TypeVar
 
 from ..errors import DecodeError
 from .framing import Framer
@@ -40,6 +41,11 @@ class Signal:
 NEED_DATA: Final = Signal("NEED_DATA")
 #: ``next_event`` has handed out everything of a closed stream.
 END: Final = Signal("END")
+
+#: Rows of a frame decoded per step. A frame is parsed whole, but its events are queued a
+#: batch at a time as the consumer takes them, so a 16 MiB frame of millions of tiny rows
+#: (repeated-term statements are 4 bytes) never holds millions of events at once.
+ROW_BATCH = 4096
 
 
 class EventSource(Generic[E]):
@@ -96,11 +102,27 @@ class EventSource(Generic[E]):
 class FramedSource(EventSource[E]):
     """An :class:`EventSource` fed through a :class:`~patchsync.codec.framing.Framer`.
 
-    Subclasses set ``self._framer`` and implement ``_decode_frame(offset, payload)`` and
-    ``_finish()`` (end-of-stream checks once the closed input has no frame left).
+    Subclasses set ``self._framer`` and ``self.frames`` (frames finished), and implement
+    ``_decode_frame(offset, payload)``, which parses a frame and calls :meth:`_open_frame`
+    with its rows or records an error; ``_decode_rows(offset, rows, start)``, which
+    decodes up to ``ROW_BATCH`` rows from ``start`` and then either sets ``_row_next`` or
+    calls :meth:`_close_frame`; and ``_finish()`` (end-of-stream checks once the closed
+    input has no frame left).
     """
 
     _framer: Framer
+    frames: int
+    # The rows of the frame being decoded (None between frames) and the next row index.
+    # Class-level defaults keep decoders pickled before these existed loadable.
+    _rows: Any = None
+    _row_next = 0
+    _row_offset = 0
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Parsed protobuf rows do not pickle; the tail daemon snapshots between frames.
+        if self._rows is not None:
+            raise pickle.PicklingError("a decoder in the middle of a frame is not snapshotted")
+        return self.__dict__
 
     def feed(self, data: bytes | bytearray | memoryview) -> None:
         """Give the decoder more bytes of the stream."""
@@ -116,6 +138,9 @@ class FramedSource(EventSource[E]):
         return self._framer.offset
 
     def _advance(self) -> bool:
+        if self._rows is not None:
+            self._decode_rows(self._row_offset, self._rows, self._row_next)
+            return True
         frame = self._framer.next_frame()
         if frame is None:
             if not self._framer.closed:
@@ -127,6 +152,19 @@ class FramedSource(EventSource[E]):
 
     def _decode_frame(self, offset: int, payload: bytes) -> None:
         raise NotImplementedError
+
+    def _open_frame(self, offset: int, rows: Any) -> None:
+        """Start decoding the rows of the frame at ``offset`` (the first batch at once)."""
+        self._rows, self._row_next, self._row_offset = rows, 0, offset
+        self._decode_rows(offset, rows, 0)
+
+    def _decode_rows(self, offset: int, rows: Any, start: int) -> None:
+        raise NotImplementedError
+
+    def _close_frame(self) -> None:
+        """The open frame is done (decoded or failed): drop its rows, count it."""
+        self._rows = None
+        self.frames += 1
 
     def _finish(self) -> None:
         self._finished = True

@@ -166,13 +166,15 @@ class Framer:
         return bool(buf[row_len[1]] == 0x0A)
 
     def _single(self) -> tuple[int, bytes] | None:
-        if not self._closed:
-            return None
-        if self._pos == len(self._buf):
-            return None
         size = len(self._buf) - self._pos
+        # Checked before the input is complete: a bare frame has no length prefix, so its
+        # size is only known at the end, and buffering past the limit would be unbounded.
         if size > self.max_frame_bytes:
-            raise self._error(f"frame of {size} bytes exceeds the limit of {self.max_frame_bytes} bytes")
+            raise self._error(
+                f"frame of more than {self.max_frame_bytes} bytes exceeds the limit (non-delimited frame)"
+            )
+        if not self._closed or size == 0:
+            return None
         offset = self.offset
         payload = bytes(self._buf[self._pos :])
         self._pos = len(self._buf)

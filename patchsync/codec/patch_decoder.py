@@ -14,6 +14,10 @@ Rules checked here, besides the term rules in :mod:`.term_decoder` (all from
 * a transaction ends inside its patch (a FRAME frame, a PUNCTUATED patch, the stream);
 * header values are always set; ``PA`` has a value; TRIPLES rows ignore the graph.
 
+Resource limits (:class:`~patchsync.options.Limits`, DESIGN §1) are checked before the
+allocation they bound: frame length, lookup sizes, quoted-triple nesting, and the number
+and size of header rows in one patch (a consumer keeps a patch's headers until it ends).
+
 A frame is decoded whole when it arrives, but its events are handed out before an error
 found later in the same frame is raised, so a consumer can act on the complete units that
 precede a bad row (DESIGN §2). After an error the decoder stays failed.
@@ -42,7 +46,7 @@ from ..events import (
 )
 from ..options import PATCH_VERSION, Limits, PatchOptions, StatementType, StreamType
 from ..terms import TermAdapter, default_adapter
-from .driver import END, NEED_DATA, FramedSource
+from .driver import END, NEED_DATA, ROW_BATCH, FramedSource
 from .framing import Framer
 from .term_decoder import RuleViolation, TermDecoder
 
@@ -113,6 +117,12 @@ class PatchDecoder(FramedSource[Event], Generic[T]):
     in errors. ``framing`` is ``"auto"``, ``"delimited"`` or ``"single"``.
     """
 
+    # Header rows in the current patch, and their limits. Class-level defaults keep
+    # decoders pickled before these existed (tail snapshots) loadable.
+    _headers = 0
+    _max_headers = Limits().max_headers
+    _max_header_bytes = Limits().max_header_bytes
+
     def __init__(
         self,
         adapter: TermAdapter[T] | None = None,
@@ -125,6 +135,8 @@ class PatchDecoder(FramedSource[Event], Generic[T]):
         self.source = source
         self.limits = limits or Limits()
         self._framer = Framer(source=source, max_frame_bytes=self.limits.max_frame_bytes, framing=framing)
+        self._max_headers = self.limits.max_headers
+        self._max_header_bytes = self.limits.max_header_bytes
         self.options: PatchOptions | None = None
         self._options_msg: Any = None
         self._terms: TermDecoder[T] | None = None
@@ -166,22 +178,28 @@ class PatchDecoder(FramedSource[Event], Generic[T]):
             )
 
     def _decode_frame(self, offset: int, payload: bytes) -> None:
-        frame_index = self.frames
         try:
             frame = patch_pb2.RdfPatchFrame.FromString(payload)
         except ProtobufDecodeError:
             self._pending_error = self._error(
-                "frame is not a valid RdfPatchFrame (malformed protobuf or invalid UTF-8)", offset, None
+                "frame is not a valid RdfPatchFrame (malformed protobuf, invalid UTF-8 in a string, "
+                "or messages nested past protobuf's depth limit of 100)",
+                offset,
+                None,
             )
             self.frames += 1
             return
-        rows = frame.rows
-        index: int | None = 0
+        self._open_frame(offset, frame.rows)
+
+    def _decode_rows(self, offset: int, rows: Any, start: int) -> None:
+        frame_index = self.frames
+        stop = min(len(rows), start + ROW_BATCH)
+        index: int | None = start
         terms = self._terms
         append = self._queue.append
         quads = self._quads
         try:
-            for index, row in enumerate(rows):
+            for index, row in enumerate(rows[start:stop], start):
                 kind = row.WhichOneof("row")
                 # Statements are nearly every row: decoded inline, the rest in _row().
                 if (kind == "statement_add" or kind == "statement_delete") and terms is not None:
@@ -197,6 +215,9 @@ class PatchDecoder(FramedSource[Event], Generic[T]):
                     self._row(row, kind, offset, frame_index, index)
                     terms = self._terms
                     quads = self._quads
+            if stop < len(rows):
+                self._row_next = stop
+                return
             index = None
             if self._stream_type is StreamType.FRAME:
                 if self._in_tx:
@@ -206,10 +227,11 @@ class PatchDecoder(FramedSource[Event], Generic[T]):
                     )
                 self._queue.append(PatchEnd(offset, frame_index, len(rows)))
                 self._patch_open = False
+                self._headers = 0
                 self.patches += 1
         except RuleViolation as exc:
             self._pending_error = self._error(exc.rule, offset, index)
-        self.frames += 1
+        self._close_frame()
 
     def _row(self, row: Any, kind: str | None, offset: int, frame: int, index: int) -> None:
         terms = self._terms
@@ -240,6 +262,16 @@ class PatchDecoder(FramedSource[Event], Generic[T]):
             if field is None:
                 raise RuleViolation(
                     "header row without a value (the value oneof MUST be set; no repeated terms in headers)"
+                )
+            self._headers += 1
+            if self._headers > self._max_headers:
+                raise RuleViolation(
+                    f"more than {self._max_headers} header rows in one patch (this reader's limit of header rows)"
+                )
+            size = header.ByteSize()
+            if size > self._max_header_bytes:
+                raise RuleViolation(
+                    f"header row of {size} bytes exceeds this reader's limit of {self._max_header_bytes} bytes"
                 )
             value = terms.handlers[field](getattr(header, field))
             queue.append(Header(header.key, value, offset, frame, index))
@@ -272,6 +304,7 @@ class PatchDecoder(FramedSource[Event], Generic[T]):
                 )
             queue.append(PatchEnd(offset, frame, index))
             self._patch_open = False
+            self._headers = 0
             self.patches += 1
         elif kind == "options":
             if row.options != self._options_msg:

@@ -50,7 +50,7 @@ from ..rdf_events import (
     base_logical_type,
 )
 from ..terms import TermAdapter, default_adapter
-from .driver import END, NEED_DATA, FramedSource
+from .driver import END, NEED_DATA, ROW_BATCH, FramedSource
 from .framing import Framer
 from .term_decoder import RuleViolation, TermDecoder
 
@@ -179,35 +179,46 @@ class RdfDecoder(FramedSource[RdfEvent], Generic[T]):
         return DecodeError(rule, source=self.source, offset=offset, frame=self.frames, row=row)
 
     def _decode_frame(self, offset: int, payload: bytes) -> None:
-        frame_index = self.frames
         try:
             frame = rdf_pb2.RdfStreamFrame.FromString(payload)
         except ProtobufDecodeError:
             self._pending_error = self._error(
-                "frame is not a valid RdfStreamFrame (malformed protobuf or invalid UTF-8)", offset, None
+                "frame is not a valid RdfStreamFrame (malformed protobuf, invalid UTF-8 in a string, "
+                "or messages nested past protobuf's depth limit of 100)",
+                offset,
+                None,
             )
             self.frames += 1
             return
-        rows = frame.rows
-        index = 0
+        self._open_frame(offset, frame.rows)
+
+    def _decode_rows(self, offset: int, rows: Any, start: int) -> None:
+        frame_index = self.frames
+        stop = min(len(rows), start + ROW_BATCH)
+        batch = rows[start:stop]
+        index = start
         try:
-            start = 0
+            first = start
             if self._terms is not None and self._physical != PhysicalType.GRAPHS:
-                start = self._fast_rows(self._terms, rows, offset, frame_index)
-            for index in range(start, len(rows)):
-                self._row(rows[index], offset, frame_index, index)
+                first = self._fast_rows(self._terms, batch, offset, frame_index, start)
+            for index in range(first, stop):
+                self._row(batch[index - start], offset, frame_index, index)
+            if stop < len(rows):
+                self._row_next = stop
+                return
             self._queue.append(FrameEnd(offset, frame_index, len(rows)))
         except _RowViolation as exc:
             self._pending_error = self._error(exc.rule, offset, exc.row)
         except RuleViolation as exc:
             self._pending_error = self._error(exc.rule, offset, index)
-        self.frames += 1
+        self._close_frame()
 
-    def _fast_rows(self, terms: TermDecoder[T], rows: Any, offset: int, frame: int) -> int:
+    def _fast_rows(self, terms: TermDecoder[T], rows: Any, offset: int, frame: int, base: int) -> int:
         """Decode statement and lookup rows of a TRIPLES/QUADS stream inline (hot path).
 
-        Returns the index of the first row it leaves to :meth:`_row`, which handles every
-        other row kind and all errors; ``len(rows)`` when it decoded the whole frame.
+        ``rows`` is a batch whose first row has index ``base`` in the frame. Returns the
+        frame index of the first row it leaves to :meth:`_row`, which handles every other
+        row kind and all errors; ``base + len(rows)`` when it decoded the whole batch.
         """
         append = self._queue.append
         spo = terms.spo
@@ -215,9 +226,9 @@ class RdfDecoder(FramedSource[RdfEvent], Generic[T]):
         graph = terms.graph
         quads = statement_kind == "quad"
         name_entry = terms.name_entry
-        index = 0
+        index = base
         try:
-            for index, row in enumerate(rows):
+            for index, row in enumerate(rows, base):
                 kind = row.WhichOneof("row")
                 if kind == statement_kind:
                     msg = row.quad if quads else row.triple
@@ -232,7 +243,7 @@ class RdfDecoder(FramedSource[RdfEvent], Generic[T]):
                     return index
         except RuleViolation as exc:
             raise _RowViolation(exc.rule, index) from None
-        return len(rows)
+        return base + len(rows)
 
     def _row(self, row: Any, offset: int, frame: int, index: int) -> None:
         kind = row.WhichOneof("row")

@@ -90,9 +90,10 @@ class RdfPatchTextReader(EventSource[Event], Generic[T]):
     """Reads RDF Patch text into :mod:`patchsync.events` (see the module docstring).
 
     ``adapter`` builds the terms (rdflib terms when omitted); ``source`` names the input
-    in errors. ``limits.max_frame_bytes`` caps the length of one line and
-    ``limits.max_nesting`` the quoted-triple depth. After a ``DecodeError`` the reader
-    stays failed and raises it again.
+    in errors. ``limits.max_frame_bytes`` caps the length of one line,
+    ``limits.max_nesting`` the quoted-triple depth, and ``limits.max_headers`` /
+    ``limits.max_header_bytes`` the number of ``H`` rows in one patch and the length of
+    one. After a ``DecodeError`` the reader stays failed and raises it again.
     """
 
     def __init__(
@@ -116,6 +117,7 @@ class RdfPatchTextReader(EventSource[Event], Generic[T]):
         self._tx_line = 0
         self._patch_open = False  # content rows since the last Z
         self._iris: dict[str, T] = {}
+        self._headers = 0  # H rows since the last Z
         self.patches = 0
 
     # -- input ------------------------------------------------------------------------
@@ -175,6 +177,11 @@ class RdfPatchTextReader(EventSource[Event], Generic[T]):
             stop = after = end
         else:
             stop, after = nl, nl + 1
+            # The same limit when the whole line arrived in one piece (a large feed).
+            if stop - start > self.limits.max_frame_bytes:
+                raise self._error(
+                    f"line longer than the limit of {self.limits.max_frame_bytes} bytes", self._base + start, self._line
+                )
         offset = self._base + start
         number = self._line
         raw = buf[start:stop]
@@ -234,7 +241,9 @@ class RdfPatchTextReader(EventSource[Event], Generic[T]):
             end += 1
         code = line[pos:end]
         if not code or (end < n and (line[end].isalnum() or line[end] in "_-:")):
-            word = line[pos:].split(None, 1)[0][:20]
+            # Up to the next space or tab: str.split() would also cut at \x1c-\x1f, which
+            # IRIs and this reader do not take for spaces, and find nothing to quote.
+            word = line[pos:].split(" ", 1)[0].split("\t", 1)[0][:20]
             raise TermSyntaxError(f"a row starts with a row code (H, TX, TC, TA, PA, PD, A, D, Z), not {word!r}", pos)
         if code not in _CODES:
             raise TermSyntaxError(f"unknown row code {code!r}", pos)
@@ -244,6 +253,17 @@ class RdfPatchTextReader(EventSource[Event], Generic[T]):
             self._patch_open = True
             return (Add if code == "A" else Delete)(terms[0], terms[1], terms[2], g, offset, 0, number)
         if code == "H":
+            self._headers += 1
+            limits = self.limits
+            if self._headers > limits.max_headers:
+                raise TermSyntaxError(
+                    f"more than {limits.max_headers} H rows in one patch (this reader's limit of header rows)", pos
+                )
+            size = len(line.encode("utf-8"))
+            if size > limits.max_header_bytes:
+                raise TermSyntaxError(
+                    f"H row of {size} bytes exceeds this reader's limit of {limits.max_header_bytes} bytes", pos
+                )
             pos = skip_ws(line, end)
             key, pos = self._keyword(line, pos, "a header key")
             terms, _ = self._terms(line, pos, 1, 1, "H")
@@ -317,6 +337,7 @@ class RdfPatchTextReader(EventSource[Event], Generic[T]):
                 number,
             )
         self._patch_open = False
+        self._headers = 0
         self.patches += 1
         return PatchEnd(offset, 0, number)
 

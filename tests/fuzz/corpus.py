@@ -1,0 +1,72 @@
+"""Seed corpora for the fuzz targets, read from the conformance suites at run time.
+
+The upstream suites are not copied into the repository: the Jelly-RDF conformance files and
+the Jena-written patches live in the project's shared material beside the checkout
+(``../shared``, as in CI; ``PATCHSYNC_SHARED`` overrides the path). The repository's own
+Jelly-Patch conformance suite is in ``tests/conformance/patch``.
+
+Seeds are shaped for their target (see :mod:`.targets`): the decoder targets read a
+two-byte split point before the stream, the apply target a one-byte format selector.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+SHARED = Path(os.environ.get("PATCHSYNC_SHARED", str(REPO.parent / "shared")))
+PATCH_SUITE = REPO / "tests" / "conformance" / "patch"
+RDF_SUITE = SHARED / "conformance" / "rdf"
+JVM_PATCHES = SHARED / "testdata" / "jvm-patch"
+
+
+def _files(root: Path, *patterns: str) -> list[Path]:
+    found: set[Path] = set()
+    for pattern in patterns:
+        found.update(p for p in root.glob(pattern) if p.is_file())
+    return sorted(found)
+
+
+def split_seed(data: bytes) -> bytes:
+    """A decoder-target seed: the stream, split in its middle (little-endian u16 prefix)."""
+    return (len(data) // 2 & 0xFFFF).to_bytes(2, "little") + data
+
+
+def _as_patch_rows(quads: bytes) -> bytes:
+    """N-Triples / N-Quads lines as RDF Patch ``A`` rows (rich term syntax for the text reader)."""
+    rows = [b"A " + line.strip() for line in quads.splitlines() if line.strip() and not line.startswith(b"#")]
+    return b"\n".join(rows) + b"\n" if rows else b""
+
+
+def raw_sources(target: str) -> Iterator[bytes]:
+    """The conformance files a target starts from, before shaping."""
+    if target == "patch":
+        for path in _files(PATCH_SUITE, "**/*.jellyp"):
+            yield path.read_bytes()
+    elif target == "rdf":
+        for path in _files(RDF_SUITE, "**/*.jelly"):
+            yield path.read_bytes()
+    elif target == "rdfp":
+        for path in _files(PATCH_SUITE, "**/*.rdfp") + _files(JVM_PATCHES, "*.rdfp") + _files(RDF_SUITE, "*.rdfp"):
+            yield path.read_bytes()
+        for path in _files(RDF_SUITE, "**/*.nq", "**/*.nt"):
+            rows = _as_patch_rows(path.read_bytes())
+            if rows:
+                yield rows
+    elif target == "apply":
+        for data in raw_sources("patch"):
+            yield b"\x00" + data
+        for data in raw_sources("rdfp"):
+            yield b"\x01" + data
+    elif target == "selftest":
+        yield b"\xde\xac seed"
+    else:
+        raise KeyError(target)
+
+
+def seeds(target: str) -> list[bytes]:
+    """The shaped, de-duplicated seed inputs of ``target`` (empty if the suites are missing)."""
+    shaped = (data if target == "apply" else split_seed(data) for data in raw_sources(target))
+    return sorted(set(shaped))
