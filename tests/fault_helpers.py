@@ -21,11 +21,12 @@ from typing import Any
 
 import pytest
 
-from patchsync.apply import MemoryTarget, apply_file, apply_stream
+from patchsync.apply import MemoryTarget, apply_stream
 from patchsync.apply.sql import SqlTarget
 from patchsync.codec.framing import read_varint
 
 from .apply_helpers import state
+from .test_tail import reference
 
 PATCHSYNC = [sys.executable, "-m", "patchsync"]
 
@@ -80,11 +81,16 @@ def read_until(proc: subprocess.Popen[str], text: str, timeout: float = 60.0) ->
     raise AssertionError(f"no line with {text!r} on stderr; got: {''.join(seen)}")
 
 
-def reference(*paths: Path) -> Any:
-    target = MemoryTarget()
-    for p in paths:
-        apply_file(p, target)
-    return state(target)
+def frame_ends(data: bytes) -> list[int]:
+    """Byte offsets where each complete frame of a delimited log ends (a partial one is left out)."""
+    ends, pos = [], 0
+    while pos < len(data):
+        h = read_varint(data, pos, len(data))
+        if h is None or h[1] + h[0] > len(data):
+            break
+        pos = h[1] + h[0]
+        ends.append(pos)
+    return ends
 
 
 def prefix_through_frame(data: bytes, offset: int) -> bytes:

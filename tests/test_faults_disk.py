@@ -28,6 +28,7 @@ from .apply_helpers import state
 from .fault_helpers import (
     committed_reference,
     fill,
+    frame_ends,
     one_error_line,
     reference,
     remount,
@@ -71,19 +72,6 @@ def _look(spec: str, log: Path) -> tuple[Any, Any, list[str]]:
     return st, cps.get(str(log.resolve())), ids
 
 
-def _frame_ends(data: bytes) -> list[int]:
-    from patchsync.codec.framing import read_varint
-
-    ends, pos = [], 0
-    while pos < len(data):
-        h = read_varint(data, pos, len(data))
-        if h is None or h[1] + h[0] > len(data):
-            break
-        pos = h[1] + h[0]
-        ends.append(pos)
-    return ends
-
-
 def assert_last_committed(kind: str, spec: str, log: Path) -> Any:
     """The target holds exactly the units up to its checkpoint (file: possibly one flush ahead)."""
     st, cp, ids = _look(spec, log)
@@ -97,7 +85,7 @@ def assert_last_committed(kind: str, spec: str, log: Path) -> Any:
     # some later patch boundary of the log (one flush ahead), never a half unit.
     data = log.read_bytes()
     start = 0 if cp is None else cp.offset
-    for end in _frame_ends(data):
+    for end in frame_ends(data):
         if end <= start:
             continue
         probe = MemoryTarget()
@@ -155,7 +143,7 @@ def test_disk_full_during_tail(tmp_path: Path, mnt: Path, kind: str) -> None:
         ballast = fill(mnt)
         rest = _big_log(tmp_path, 1, 600)
         # Append patches 101..600 of the same log: bytes after patch 100's frame.
-        ends = _frame_ends(rest)
+        ends = frame_ends(rest)
         with open(log, "ab") as f:
             f.write(rest[ends[99] :])
         _, err = d.communicate(timeout=60)

@@ -17,6 +17,7 @@ from typing import Any
 from .fault_helpers import (
     applied_ids,
     committed_reference,
+    frame_ends,
     one_error_line,
     patches_applied,
     sql_checkpoint,
@@ -25,18 +26,6 @@ from .fault_helpers import (
     wait_for,
 )
 from .test_tail import log_bytes, write_patches
-
-
-def _frame_ends(data: bytes) -> list[int]:
-    from patchsync.codec.framing import read_varint
-
-    ends, pos = [], 0
-    while pos < len(data):
-        h = read_varint(data, pos, len(data))
-        assert h is not None
-        pos = h[1] + h[0]
-        ends.append(pos)
-    return ends
 
 
 def _run_until_stopped(log: Path, url: str, change: Any) -> tuple[str, bytes]:
@@ -99,12 +88,12 @@ def test_log_replaced_by_a_rename(tmp_path: Path, sqlite_url: str) -> None:
 
 def test_log_cut_back_and_rewritten_past_its_old_end(tmp_path: Path, sqlite_url: str) -> None:
     log = tmp_path / "log.jellyp"
-    first_ten = _frame_ends(log_bytes(1, 20, tmp_path))[9]
+    first_ten = frame_ends(log_bytes(1, 20, tmp_path))[9]
     # Patches 11..60 of another producer (seed 2): same first frame, same first ten patches.
     other = log_bytes(1, 60, tmp_path)
     other_seed = tmp_path / "other.jellyp"
     write_patches(other_seed, 1, 60, seed=2, rows=6)
-    replacement = other[:first_ten] + other_seed.read_bytes()[_frame_ends(other_seed.read_bytes())[9] :]
+    replacement = other[:first_ten] + other_seed.read_bytes()[frame_ends(other_seed.read_bytes())[9] :]
 
     def rewrite(path: Path) -> None:
         with open(path, "r+b") as f:

@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 
-from patchsync.apply import MemoryTarget, apply_file
 from patchsync.apply.sql import SqlTarget
 from patchsync.codec.ntriples import NTriplesTerms
 from patchsync.codec.patch_decoder import PatchDecoder
@@ -27,19 +26,8 @@ from patchsync.snapshot import MAGIC, VERSION, SnapshotError, decode_snapshot, e
 from patchsync.watch import Tailer
 
 from .apply_helpers import state
+from .fault_helpers import frame_ends, reference
 from .test_tail import log_bytes, write_patches
-
-
-def _frame_ends(data: bytes) -> list[int]:
-    from patchsync.codec.framing import read_varint
-
-    ends, pos = [], 0
-    while pos < len(data):
-        h = read_varint(data, pos, len(data))
-        assert h is not None
-        pos = h[1] + h[0]
-        ends.append(pos)
-    return ends
 
 
 def _tail_once(log: Path, url: str, state_dir: Path) -> tuple[Any, list[tuple[str, dict[str, Any]]]]:
@@ -52,12 +40,6 @@ def _tail_once(log: Path, url: str, state_dir: Path) -> tuple[Any, list[tuple[st
     return report, records
 
 
-def _reference(log: Path) -> Any:
-    target = MemoryTarget()
-    apply_file(log, target)
-    return state(target)
-
-
 def _snapshot_file(state_dir: Path) -> Path:
     [path] = state_dir.glob("*.snapshot")
     return path
@@ -67,7 +49,7 @@ def _snapshot_file(state_dir: Path) -> Path:
 def resumable(tmp_path: Path, sqlite_url: str) -> tuple[Path, Path, bytes]:
     """A log applied in one run (leaving a snapshot) and the bytes still to append to it."""
     data = log_bytes(1, 60, tmp_path)
-    cut = _frame_ends(data)[30]
+    cut = frame_ends(data)[30]
     log = tmp_path / "log.jellyp"
     log.write_bytes(data[:cut])
     state_dir = tmp_path / "state"
@@ -82,7 +64,7 @@ def _resume(log: Path, state_dir: Path, rest: bytes, url: str) -> tuple[Any, lis
         f.write(rest)
     report, records = _tail_once(log, url, state_dir)
     with SqlTarget(url) as t:
-        assert state(t) == _reference(log)
+        assert state(t) == reference(log)
     return report, records
 
 
@@ -154,7 +136,7 @@ def test_snapshot_of_another_log_is_ignored(tmp_path: Path, sqlite_url: str) -> 
     [line] = _ignored(records)
     assert "another log" in line["reason"]
     with SqlTarget(other_url) as t:
-        assert state(t) == _reference(log)
+        assert state(t) == reference(log)
 
 
 def test_snapshot_with_a_pickle_payload_is_never_unpickled(tmp_path: Path, sqlite_url: str) -> None:
@@ -183,7 +165,7 @@ def test_snapshot_with_a_pickle_payload_is_never_unpickled(tmp_path: Path, sqlit
         assert report.resumed_from == 0
         assert len(_ignored(records)) == 1
     with SqlTarget(sqlite_url) as t:
-        assert state(t) == _reference(log)
+        assert state(t) == reference(log)
 
 
 # -- the encoding itself -------------------------------------------------------------------
@@ -227,7 +209,7 @@ def test_round_trip_at_every_frame_boundary_equals_uninterrupted_decoding(tmp_pa
     data = _rich_log(tmp_path)
     adapter = NTriplesTerms()
     whole = _decode_all(data, PatchDecoder(adapter, source="s"))
-    ends = _frame_ends(data)
+    ends = frame_ends(data)
     assert len(ends) >= 12
     checked = 0
     for cut in ends[1:-1]:
@@ -251,7 +233,7 @@ def test_round_trip_at_every_frame_boundary_equals_uninterrupted_decoding(tmp_pa
 def test_snapshot_body_is_plain_json_with_tables_and_terms(tmp_path: Path) -> None:
     data = _rich_log(tmp_path)
     decoder: PatchDecoder[Any] = PatchDecoder(NTriplesTerms(), source="s")
-    decoder.feed(data[: _frame_ends(data)[5]])
+    decoder.feed(data[: frame_ends(data)[5]])
     list(decoder)
     blob = encode_snapshot(decoder, source="s", fingerprint="f", checkpoint=(1, 0), anchor=b"")
     header, body = blob.split(b"\n", 1)
@@ -264,7 +246,7 @@ def test_snapshot_body_is_plain_json_with_tables_and_terms(tmp_path: Path) -> No
 def test_decoder_not_between_patches_is_not_snapshotted(tmp_path: Path) -> None:
     data = _rich_log(tmp_path)
     decoder: PatchDecoder[Any] = PatchDecoder(NTriplesTerms(), source="s")
-    decoder.feed(data[: _frame_ends(data)[3] + 3])  # a partial frame is buffered
+    decoder.feed(data[: frame_ends(data)[3] + 3])  # a partial frame is buffered
     list(decoder)
     with pytest.raises(SnapshotError):
         encode_snapshot(decoder, source="s", fingerprint="f", checkpoint=(1, 0), anchor=b"")
@@ -291,7 +273,7 @@ def test_decoder_not_between_patches_is_not_snapshotted(tmp_path: Path) -> None:
 def test_invalid_fields_are_rejected_not_trusted(tmp_path: Path, edit: Any) -> None:
     data = _rich_log(tmp_path)
     decoder: PatchDecoder[Any] = PatchDecoder(NTriplesTerms(), source="s")
-    decoder.feed(data[: _frame_ends(data)[5]])
+    decoder.feed(data[: frame_ends(data)[5]])
     list(decoder)
     blob = encode_snapshot(decoder, source="s", fingerprint="f", checkpoint=(1, 0), anchor=b"")
     doc = json.loads(blob.split(b"\n", 1)[1])
@@ -323,7 +305,7 @@ def test_rdflib_terms_round_trip(tmp_path: Path) -> None:
     data = _rich_log(tmp_path)
     adapter = RdflibTerms()
     whole = _decode_all(data, PatchDecoder(adapter, source="s"))
-    cut = _frame_ends(data)[6]
+    cut = frame_ends(data)[6]
     first: PatchDecoder[Any] = PatchDecoder(adapter, source="s")
     first.feed(data[:cut])
     head = list(first)
