@@ -88,7 +88,7 @@ def _sqlite_setup(engine: Engine) -> None:
         # can drop the last commits, and then checkpoint and data go back together.
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute(f"PRAGMA busy_timeout={max(0, busy_ms)}")
-        # The hash indexes take inserts at random pages; a 64 MiB page cache (default 2 MiB)
+        # Inserts land all over the term and quad indexes; a 64 MiB page cache (default 2 MiB)
         # doubles the insert rate once the database outgrows the default.
         cursor.execute("PRAGMA cache_size=-65536")
         cursor.close()
