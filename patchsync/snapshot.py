@@ -92,6 +92,7 @@ def encode_snapshot(
         or framer.closed
         or framer.framing != "delimited"
         or decoder._queue
+        or decoder._rows is not None  # rows of a big frame still to decode (ROW_BATCH)
         or decoder._failed is not None
         or decoder._pending_error is not None
         or decoder._in_tx

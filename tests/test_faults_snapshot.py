@@ -27,6 +27,7 @@ from patchsync.watch import Tailer
 
 from .apply_helpers import state
 from .fault_helpers import frame_ends, reference
+from .helpers import encode
 from .test_tail import log_bytes, write_patches
 
 
@@ -250,6 +251,42 @@ def test_decoder_not_between_patches_is_not_snapshotted(tmp_path: Path) -> None:
     list(decoder)
     with pytest.raises(SnapshotError):
         encode_snapshot(decoder, source="s", fingerprint="f", checkpoint=(1, 0), anchor=b"")
+
+
+def test_decoder_inside_a_big_frame_is_not_snapshotted() -> None:
+    # A PUNCTUATED frame may hold many patches; one of more than ROW_BATCH rows is decoded
+    # a batch at a time. Between batches the decoder can stand after a patch end with an
+    # empty queue while the frame's remaining rows wait: its offset is already past the
+    # frame, so a snapshot there would resume after patches never decoded.
+    from patchsync.codec.driver import ROW_BATCH, Signal
+    from patchsync.codec.framing import encode_varint, read_varint
+
+    nt = NTriplesTerms()
+    options = PatchOptions(stream_type=StreamType.PUNCTUATED, statement_type=StatementType.TRIPLES)
+    data = encode(
+        [
+            e
+            for n in range(ROW_BATCH)
+            for e in (Add(f"<http://x/{n}>", "<http://x/p>", f'"{n}"', None, 0, 0, 0), PatchEnd(0, 0, 0))
+        ],
+        options,
+        nt,
+    )
+    payload, pos = b"", 0  # every frame's rows in one frame (rows are a repeated field)
+    while pos < len(data):
+        h = read_varint(data, pos, len(data))
+        assert h is not None
+        payload += data[h[1] : h[1] + h[0]]
+        pos = h[1] + h[0]
+    decoder: PatchDecoder[Any] = PatchDecoder(nt, source="s")
+    decoder.feed(encode_varint(len(payload)) + payload)
+    checked = 0
+    while not isinstance(event := decoder.next_event(), Signal):
+        if type(event) is PatchEnd and not decoder._queue and decoder._rows is not None:
+            checked += 1
+            with pytest.raises(SnapshotError):
+                encode_snapshot(decoder, source="s", fingerprint="f", checkpoint=(1, 0), anchor=b"")
+    assert checked >= 1 and decoder.frames == 1
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,6 @@ h11 style:
 
 from __future__ import annotations
 
-import pickle
 from collections import deque
 from collections.abc import Iterator
 from typing import Any, Final, Generic, TypeVar
@@ -113,16 +112,11 @@ class FramedSource(EventSource[E]):
     _framer: Framer
     frames: int
     # The rows of the frame being decoded (None between frames) and the next row index.
-    # Class-level defaults keep decoders pickled before these existed loadable.
+    # A decoder holding rows is inside a frame: not resumable from a frame boundary, so
+    # the tail daemon's snapshots (patchsync.snapshot) refuse it.
     _rows: Any = None
     _row_next = 0
     _row_offset = 0
-
-    def __getstate__(self) -> dict[str, Any]:
-        # Parsed protobuf rows do not pickle; the tail daemon snapshots between frames.
-        if self._rows is not None:
-            raise pickle.PicklingError("a decoder in the middle of a frame is not snapshotted")
-        return self.__dict__
 
     def feed(self, data: bytes | bytearray | memoryview) -> None:
         """Give the decoder more bytes of the stream."""
