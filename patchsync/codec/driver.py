@@ -18,6 +18,8 @@ from collections import deque
 from collections.abc import Iterator
 from typing import Any, Final, Generic, TypeVar
 
+from google.protobuf.message import DecodeError as ProtobufDecodeError
+
 from ..errors import DecodeError
 from .framing import Framer
 
@@ -101,9 +103,9 @@ class EventSource(Generic[E]):
 class FramedSource(EventSource[E]):
     """An :class:`EventSource` fed through a :class:`~patchsync.codec.framing.Framer`.
 
-    Subclasses set ``self._framer`` and ``self.frames`` (frames finished), and implement
-    ``_decode_frame(offset, payload)``, which parses a frame and calls :meth:`_open_frame`
-    with its rows or records an error; ``_decode_rows(offset, rows, start)``, which
+    Subclasses set ``_frame_type`` (the frame message), ``self._framer`` and ``self.frames``
+    (frames finished), and implement ``_error(rule, offset, row)``;
+    ``_decode_rows(offset, rows, start)``, which
     decodes up to ``ROW_BATCH`` rows from ``start`` and then either sets ``_row_next`` or
     calls :meth:`_close_frame`; and ``_finish()`` (end-of-stream checks once the closed
     input has no frame left).
@@ -111,6 +113,8 @@ class FramedSource(EventSource[E]):
 
     _framer: Framer
     frames: int
+    #: The protobuf frame message this decoder reads (set by each subclass).
+    _frame_type: Any
     # The rows of the frame being decoded (None between frames) and the next row index.
     # A decoder holding rows is inside a frame: not resumable from a frame boundary, so
     # the tail daemon's snapshots (patchsync.snapshot) refuse it.
@@ -145,6 +149,21 @@ class FramedSource(EventSource[E]):
         return True
 
     def _decode_frame(self, offset: int, payload: bytes) -> None:
+        """Parse a frame of ``_frame_type`` and start on its rows, or record why it is not one."""
+        try:
+            frame = self._frame_type.FromString(payload)
+        except ProtobufDecodeError:
+            self._pending_error = self._error(
+                f"frame is not a valid {self._frame_type.__name__} (malformed protobuf, invalid UTF-8 in a "
+                "string, or messages nested past protobuf's depth limit of 100)",
+                offset,
+                None,
+            )
+            self.frames += 1
+            return
+        self._open_frame(offset, frame.rows)
+
+    def _error(self, rule: str, offset: int, row: int | None) -> DecodeError:
         raise NotImplementedError
 
     def _open_frame(self, offset: int, rows: Any) -> None:

@@ -27,8 +27,6 @@ from __future__ import annotations
 
 from typing import Any, Generic, TypeVar
 
-from google.protobuf.message import DecodeError as ProtobufDecodeError
-
 from .._proto import patch_pb2
 from ..errors import DecodeError
 from ..events import (
@@ -123,6 +121,8 @@ class PatchDecoder(FramedSource[Event], Generic[T]):
     _max_headers = Limits().max_headers
     _max_header_bytes = Limits().max_header_bytes
 
+    _frame_type = patch_pb2.RdfPatchFrame
+
     def __init__(
         self,
         adapter: TermAdapter[T] | None = None,
@@ -176,20 +176,6 @@ class PatchDecoder(FramedSource[Event], Generic[T]):
                 end,
                 None,
             )
-
-    def _decode_frame(self, offset: int, payload: bytes) -> None:
-        try:
-            frame = patch_pb2.RdfPatchFrame.FromString(payload)
-        except ProtobufDecodeError:
-            self._pending_error = self._error(
-                "frame is not a valid RdfPatchFrame (malformed protobuf, invalid UTF-8 in a string, "
-                "or messages nested past protobuf's depth limit of 100)",
-                offset,
-                None,
-            )
-            self.frames += 1
-            return
-        self._open_frame(offset, frame.rows)
 
     def _decode_rows(self, offset: int, rows: Any, start: int) -> None:
         frame_index = self.frames

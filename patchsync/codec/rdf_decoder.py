@@ -31,8 +31,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any, Generic, TypeVar
 
-from google.protobuf.message import DecodeError as ProtobufDecodeError
-
 from .._proto import rdf_pb2
 from ..errors import DecodeError
 from ..options import Limits
@@ -151,6 +149,8 @@ class RdfDecoder(FramedSource[RdfEvent], Generic[T]):
     in errors. ``framing`` is ``"auto"``, ``"delimited"`` or ``"single"`` (one bare frame).
     """
 
+    _frame_type = rdf_pb2.RdfStreamFrame
+
     def __init__(
         self,
         adapter: TermAdapter[T] | None = None,
@@ -177,20 +177,6 @@ class RdfDecoder(FramedSource[RdfEvent], Generic[T]):
 
     def _error(self, rule: str, offset: int, row: int | None) -> DecodeError:
         return DecodeError(rule, source=self.source, offset=offset, frame=self.frames, row=row)
-
-    def _decode_frame(self, offset: int, payload: bytes) -> None:
-        try:
-            frame = rdf_pb2.RdfStreamFrame.FromString(payload)
-        except ProtobufDecodeError:
-            self._pending_error = self._error(
-                "frame is not a valid RdfStreamFrame (malformed protobuf, invalid UTF-8 in a string, "
-                "or messages nested past protobuf's depth limit of 100)",
-                offset,
-                None,
-            )
-            self.frames += 1
-            return
-        self._open_frame(offset, frame.rows)
 
     def _decode_rows(self, offset: int, rows: Any, start: int) -> None:
         frame_index = self.frames
