@@ -38,8 +38,8 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check patchsync tests bench scripts migrations
 	$(BIN)/mypy
 
-# The upstream Jelly-RDF suite lives in the project's shared material beside the checkout.
-RDF_SUITE := ../shared/conformance/rdf
+# The upstream Jelly-RDF suite, vendored (tests/data/upstream/README.md).
+RDF_SUITE := tests/data/upstream/jelly-rdf
 
 test: lint
 	$(BIN)/patchsync conformance tests/conformance/patch/from_jelly/manifest.ttl tests/conformance/patch/to_jelly/manifest.ttl

@@ -32,11 +32,11 @@ from pathlib import Path
 from typing import Any
 
 from patchsync.apply import apply_events, apply_stream
-from patchsync.codec.ntriples import NTriplesTerms
 from patchsync.codec.patch_decoder import PatchDecoder
 from patchsync.codec.patch_encoder import PatchEncoder
 from patchsync.events import Add, Delete
 from patchsync.options import PatchOptions, StatementType, StreamType
+from patchsync.terms.ntriples import NTriplesTerms
 
 from .workload import generate, simple_text
 
@@ -125,7 +125,7 @@ def sql_schema_ceiling(url: str, events: list[Any]) -> None:
     This is the storage ceiling: what the indexes cost with no units, savepoints,
     counts or checkpoints (adds and deletes both inserted, as in the plain ceiling).
     """
-    from patchsync.apply.sql import SqlTarget
+    from patchsync.apply.targets.sql import SqlTarget
 
     target = SqlTarget(url)
     quads = [e[:4] for e in events if type(e) is Add or type(e) is Delete]
@@ -201,8 +201,8 @@ def main(argv: list[str] | None = None) -> int:
     # rdflib Memory.
     from rdflib import Dataset
 
-    from patchsync.apply.rdflib_target import RdflibTarget
-    from patchsync.rdflib_terms import RdflibTerms
+    from patchsync.apply.targets.rdflib_store import RdflibTarget
+    from patchsync.terms.rdflib_adapter import RdflibTerms
 
     ev_rd = decode(data, RdflibTerms())
     n = statements(ev_rd)
@@ -217,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # Oxigraph.
     try:
-        from patchsync.apply.oxigraph_target import OxigraphTarget, OxigraphTerms
+        from patchsync.apply.targets.oxigraph import OxigraphTarget, OxigraphTerms
 
         ev_ox = decode(data, OxigraphTerms())
         record("Oxigraph: extend/remove", n, timed(lambda: oxigraph_ceiling(ev_ox, work / "ox-ceiling")))
@@ -233,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
         print("pyoxigraph not installed: Oxigraph skipped")
 
     # SQL.
-    from patchsync.apply.sql import SqlTarget
+    from patchsync.apply.targets.sql import SqlTarget
 
     ev_nt = decode(data, NTriplesTerms())
     sqlite_ceiling_url = f"sqlite:///{work / 'ceiling.db'}"

@@ -72,7 +72,7 @@ def _rdfp_module() -> Any | None:
 
 def _ntriples_adapter() -> Any | None:
     try:
-        from patchsync.codec.ntriples import NTriplesTerms
+        from patchsync.terms.ntriples import NTriplesTerms
     except ImportError:
         return None
     return NTriplesTerms()
@@ -271,7 +271,7 @@ def run_child_case(case: str, path: Path, repeat: int | None) -> dict[str, Any]:
     if case.startswith("decode-rdflib") or case in ("rdflib-parse", "read-rdfp"):
         import rdflib  # noqa: F401
 
-        import patchsync.rdflib_terms  # noqa: F401
+        import patchsync.terms.rdflib_adapter  # noqa: F401
     if case == "ceiling-parse":
         fn: Callable[[], Any] = lambda: ceiling_parse(data)  # noqa: E731
     elif case == "ceiling-walk":
@@ -601,7 +601,7 @@ def run(args: argparse.Namespace) -> int:
     if _ntriples_adapter() is not None:
         child_specs.append(("decode-ntriples", "decode .jellyp -> N-Triples strings", jelly_path, rows_n))
     else:
-        notes.append("patchsync.codec.ntriples is not available: no NTriplesTerms decode case")
+        notes.append("patchsync.terms.ntriples is not available: no NTriplesTerms decode case")
     child_specs.append(("decode-rdflib-keep", "decode .jellyp -> rdflib terms, events kept", jelly_path, rows_n))
     if rdfp is not None:
         child_specs.append(("read-rdfp", "read .rdfp -> rdflib terms (read_rdfp)", rdfp_path, rows_n))
@@ -781,7 +781,7 @@ def source_fingerprint() -> str:
     import hashlib
 
     import patchsync
-    import patchsync.rdflib_terms
+    import patchsync.terms.rdflib_adapter
 
     _rdfp_module()
     _ntriples_adapter()

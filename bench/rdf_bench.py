@@ -35,9 +35,9 @@ from patchsync.codec.framing import Framer
 from patchsync.codec.nquads import read_statements
 from patchsync.codec.rdf_decoder import RdfDecoder
 from patchsync.codec.rdf_encoder import encode_statements
-from patchsync.rdf_events import LogicalType, PhysicalType, RdfOptions, Statement
-from patchsync.rdflib_fast import FastRdflibTerms
-from patchsync.rdflib_terms import RdflibTerms
+from patchsync.events import LogicalType, PhysicalType, RdfOptions, Statement
+from patchsync.terms.rdflib_adapter import RdflibTerms
+from patchsync.terms.rdflib_fast import FastRdflibTerms
 
 
 def _ceiling(data: bytes) -> int:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 
-from patchsync.codec.ntriples import NTriplesTerms
+from patchsync.terms.ntriples import NTriplesTerms
 
 NT = NTriplesTerms()
 XSD = "http://www.w3.org/2001/XMLSchema#"

@@ -8,7 +8,7 @@ Run it from the repository root. What happens:
 
 * **Producer** (a subprocess of this module, ``--produce``): writes ``--rate`` patches per
   second for ``--minutes`` into a directory of rotated segments (a new ``.jellyp`` file
-  every ``--rotate`` patches) with :class:`patchsync.files.LogAppender`. Patches are small
+  every ``--rotate`` patches) with :class:`patchsync.logs.patch_logs.LogAppender`. Patches are small
   and chained (``H id``, ``H prev``): each updates a few properties of one of
   ``--entities`` resources (delete the old value, add the new one), so the target's size
   stays bounded and deletes are as frequent as adds; a quarter of the resources live in
@@ -106,7 +106,7 @@ class Workload:
         return f"<{EX}{prop}>"
 
     def _object(self, rng: random.Random, n: int, prop: str) -> str:
-        from patchsync.codec.ntriples import format_iri, format_literal
+        from patchsync.terms.ntriples import format_iri, format_literal
 
         if prop == "count":
             return format_literal(str(rng.randrange(10**6)), None, XSD_INT)
@@ -191,9 +191,9 @@ def produce(
     ``start + n / rate``): a producer that fell behind catches up at full speed, so the
     rate over the run stays the one asked for.
     """
-    from patchsync.codec.ntriples import NTriplesTerms
-    from patchsync.files import LogAppender
+    from patchsync.logs.patch_logs import LogAppender
     from patchsync.options import PatchOptions, StatementType, StreamType
+    from patchsync.terms.ntriples import NTriplesTerms
 
     options = PatchOptions(stream_type=StreamType.PUNCTUATED, statement_type=StatementType.QUADS)
     adapter = NTriplesTerms()

@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from patchsync.files import write_events
+from patchsync.logs.patch_logs import write_events
 from patchsync.options import PatchOptions
 
 from .workload import DEFAULT_SEED, GENERATOR_VERSION, iter_events

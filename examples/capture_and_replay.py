@@ -21,10 +21,10 @@ from rdflib import Dataset, Literal, Namespace, URIRef
 
 from patchsync.apply import MemoryTarget, apply_file
 from patchsync.capture import Recorder
-from patchsync.codec.ntriples import NTriplesTerms, format_term
 from patchsync.codec.rdfp import write_rdfp
-from patchsync.files import read_events
-from patchsync.rdflib_terms import RdflibTerms
+from patchsync.logs.patch_logs import read_events
+from patchsync.terms.ntriples import NTriplesTerms, format_term
+from patchsync.terms.rdflib_adapter import RdflibTerms
 
 EX = Namespace("http://example.org/")
 

@@ -9,7 +9,7 @@ Run it next to the tail daemon, from the repository root::
 segments (``00000001.jellyp``, ...), starting a new one every ``--rotate`` patches. Each
 patch is a chained transaction (``H id``, ``H prev``) that adds a few triples about one
 resource and deletes some added earlier, so replaying the log exercises both operations.
-Patches are written with :class:`patchsync.files.LogAppender`, which writes every frame
+Patches are written with :class:`patchsync.logs.patch_logs.LogAppender`, which writes every frame
 with a single ``write`` (a reader never sees half of a frame it can mistake for a whole
 one). ``--seed`` makes the log reproducible. With ``--stamp`` each patch carries the wall
 clock time of its write in a ``ts`` header (used by the latency benchmark).
@@ -25,10 +25,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from patchsync.codec.ntriples import NTriplesTerms
 from patchsync.events import Add, Delete, Header, PatchEnd, TxCommit, TxStart
-from patchsync.files import LogAppender
+from patchsync.logs.patch_logs import LogAppender
 from patchsync.options import PatchOptions, StatementType, StreamType
+from patchsync.terms.ntriples import NTriplesTerms
 
 EX = "http://example.org/"
 OPTIONS = PatchOptions(stream_type=StreamType.PUNCTUATED, statement_type=StatementType.TRIPLES)

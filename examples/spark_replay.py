@@ -19,10 +19,10 @@ import tempfile
 from pathlib import Path
 
 from patchsync.apply import MemoryTarget, apply_file
-from patchsync.codec.ntriples import NTriplesTerms
 from patchsync.events import Add, Delete, Event, Header, PatchEnd, TxAbort, TxCommit, TxStart
-from patchsync.files import write_events
+from patchsync.logs.patch_logs import write_events
 from patchsync.options import PatchOptions
+from patchsync.terms.ntriples import NTriplesTerms
 
 NT = NTriplesTerms()
 EX = "http://example.org/library/"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from alembic import context
 
-from patchsync.apply.sql.schema import VERSION_TABLE
+from patchsync.apply.targets.sql.schema import VERSION_TABLE
 
 connection = context.config.attributes["connection"]
 context.configure(connection=connection, version_table=VERSION_TABLE, render_as_batch=True)

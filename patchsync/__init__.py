@@ -6,7 +6,7 @@ The public API lives here; modules whose names start with ``_`` and names not li
 
 from typing import TYPE_CHECKING
 
-from .apply import (
+from patchsync.apply import (
     Applier,
     ApplyResult,
     Checkpoint,
@@ -18,11 +18,11 @@ from .apply import (
     apply_stream,
     open_target,
 )
-from .codec.patch_decoder import END, NEED_DATA, PatchDecoder
-from .codec.patch_encoder import PatchEncoder
-from .codec.rdf_decoder import RdfDecoder
-from .codec.rdf_encoder import RdfEncoder, encode_statements
-from .errors import (
+from patchsync.codec.patch_decoder import END, NEED_DATA, PatchDecoder
+from patchsync.codec.patch_encoder import PatchEncoder
+from patchsync.codec.rdf_decoder import RdfDecoder
+from patchsync.codec.rdf_encoder import RdfEncoder, encode_statements
+from patchsync.errors import (
     ApplyError,
     ChainError,
     CheckpointError,
@@ -33,34 +33,32 @@ from .errors import (
     TargetUnavailable,
     UsageError,
 )
-from .events import (
+from patchsync.events import (
     Add,
     Delete,
     Event,
-    Header,
-    Options,
-    PatchEnd,
-    Position,
-    PrefixAdd,
-    PrefixDelete,
-    TxAbort,
-    TxCommit,
-    TxStart,
-)
-from .options import Limits, PatchOptions, StatementType, StreamType
-from .rdf_events import (
     FrameEnd,
     GraphEnd,
     GraphStart,
+    Header,
     LogicalType,
     Namespace,
+    Options,
+    PatchEnd,
     PhysicalType,
+    Position,
+    PrefixAdd,
+    PrefixDelete,
     RdfEvent,
     RdfOptions,
     Statement,
     StreamOptions,
+    TxAbort,
+    TxCommit,
+    TxStart,
 )
-from .terms import TermAdapter, TripleTerm
+from patchsync.options import Limits, PatchOptions, StatementType, StreamType
+from patchsync.terms import TermAdapter, TripleTerm
 
 __version__ = "0.1.0"
 
@@ -130,12 +128,12 @@ __all__ = [
 # import rdflib (the codec does not need it).
 _CAPTURE = frozenset({"LogWriter", "Recorder", "RecordingStore", "record"})
 if TYPE_CHECKING:
-    from .capture import LogWriter, Recorder, RecordingStore, record
+    from patchsync.capture import LogWriter, Recorder, RecordingStore, record
 
 
 def __getattr__(name: str) -> object:
     if name in _CAPTURE:
-        from . import capture
+        from patchsync import capture
 
         return getattr(capture, name)
     raise AttributeError(f"module 'patchsync' has no attribute {name!r}")

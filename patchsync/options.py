@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from .errors import UsageError
+from patchsync.errors import UsageError
 
 #: Highest Jelly-Patch version tag this implementation reads and writes.
 PATCH_VERSION = 1

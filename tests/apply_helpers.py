@@ -7,10 +7,10 @@ import io
 from typing import Any
 
 from patchsync.apply import MemoryTarget, apply_events, apply_stream
-from patchsync.apply.core import ApplyResult
-from patchsync.codec.ntriples import NTriplesTerms
+from patchsync.apply.applier import ApplyResult
 from patchsync.codec.rdfp import read_rdfp
 from patchsync.options import PatchOptions, StatementType, StreamType
+from patchsync.terms.ntriples import NTriplesTerms
 
 from .helpers import encode
 

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from patchsync.apply import MemoryTarget, apply_stream
-from patchsync.apply.sql import SqlTarget
+from patchsync.apply.targets.sql import SqlTarget
 from patchsync.codec.framing import read_varint
 
 from .apply_helpers import state

@@ -11,9 +11,10 @@ from patchsync.codec.patch_encoder import PatchEncoder
 from patchsync.events import Event, Options, PatchEnd, strip_position
 from patchsync.options import PatchOptions
 
-# The project's shared material sits beside the checkout (CI clones main next to it too).
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-JVM_PATCHES = SHARED / "testdata" / "jvm-patch"
+# Upstream test data, vendored so that a clone alone passes its tests (see its README).
+UPSTREAM = Path(__file__).resolve().parent / "data" / "upstream"
+RDF_SUITE = UPSTREAM / "jelly-rdf"
+JVM_PATCHES = UPSTREAM / "jelly-jvm-patch"
 
 
 def encode(events: Iterable[Event], options: PatchOptions, adapter: Any = None, **kwargs: Any) -> bytes:
@@ -56,7 +57,7 @@ def flatten(groups: Sequence[Sequence[Event]]) -> list[Event]:
 def in_default_graph(groups: Sequence[Sequence[Event]], default: Any = None) -> list[list[Event]]:
     """Triples as quads in the default graph, as a QUADS stream carries them."""
     if default is None:
-        from patchsync.rdflib_terms import RdflibTerms
+        from patchsync.terms.rdflib_adapter import RdflibTerms
 
         default = RdflibTerms().default_graph()
     return [[e._replace(g=default) if getattr(e, "g", 0) is None else e for e in group] for group in groups]

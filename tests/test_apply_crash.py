@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from patchsync.apply import MemoryTarget
-from patchsync.apply.sql import SqlTarget
 from patchsync.apply.target import Checkpoint, PatchRecord
+from patchsync.apply.targets.sql import SqlTarget
 from patchsync.errors import ApplyError
 
 from .apply_helpers import apply_text, iri, state

@@ -11,9 +11,9 @@ import pytest
 
 from patchsync import UsageError
 from patchsync.apply import MemoryTarget, apply_stream
-from patchsync.codec.ntriples import NTriplesTerms
 from patchsync.codec.rdfp import read_rdfp
 from patchsync.options import PatchOptions, StatementType
+from patchsync.terms.ntriples import NTriplesTerms
 
 from .apply_helpers import state
 from .helpers import encode

@@ -10,7 +10,7 @@ from .apply_helpers import apply_text, iri, reference, state
 
 pytest.importorskip("pyoxigraph")
 
-from patchsync.apply.oxigraph_target import OxigraphTarget
+from patchsync.apply.targets.oxigraph import OxigraphTarget
 from patchsync.errors import ApplyError
 
 S, P, O = iri("s"), iri("p"), iri("o")  # noqa: E741

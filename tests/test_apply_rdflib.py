@@ -8,8 +8,8 @@ from pathlib import Path
 from rdflib import Dataset, Graph
 from rdflib.plugins.stores.memory import Memory
 
-from patchsync.apply.file_target import FileTarget
-from patchsync.apply.rdflib_target import RdflibTarget
+from patchsync.apply.targets.file import FileTarget
+from patchsync.apply.targets.rdflib_store import RdflibTarget
 
 from .apply_helpers import apply_text, iri, reference, state
 

@@ -6,8 +6,8 @@ import pytest
 from sqlalchemy import create_engine, inspect
 
 from patchsync.apply import apply_events
-from patchsync.apply.sql import SqlTarget, current_revision, head_revision, upgrade_database
-from patchsync.apply.sql.migrate import upgrade
+from patchsync.apply.targets.sql import SqlTarget, current_revision, head_revision, upgrade_database
+from patchsync.apply.targets.sql.migrate import upgrade
 from patchsync.errors import ApplyError
 
 from .apply_helpers import apply_text, iri, reference, state
@@ -83,7 +83,7 @@ def test_stale_checkpoint_is_detected_on_sqlite(sqlite_url: str) -> None:
     import io
 
     from patchsync.apply import Applier
-    from patchsync.files import iter_stream_events
+    from patchsync.logs.patch_logs import iter_stream_events
 
     text = f"A {S} {P} {iri('a')} .\n"
     a = SqlTarget(sqlite_url)

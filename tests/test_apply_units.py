@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from patchsync.apply import MemoryTarget
-from patchsync.apply.sql import SqlTarget
+from patchsync.apply.targets.sql import SqlTarget
 from patchsync.errors import ApplyError, ChainError, CheckpointError, DecodeError
 
 from .apply_helpers import apply_text, iri, state
@@ -33,7 +33,7 @@ def opener(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[Opener]:
     if kind in ("memory", "rdflib"):
         from rdflib import Dataset
 
-        from patchsync.apply.rdflib_target import RdflibTarget
+        from patchsync.apply.targets.rdflib_store import RdflibTarget
 
         same = MemoryTarget() if kind == "memory" else RdflibTarget(Dataset())
 
@@ -44,7 +44,7 @@ def opener(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[Opener]:
         return
     if kind == "oxigraph":
         pytest.importorskip("pyoxigraph")
-        from patchsync.apply.oxigraph_target import OxigraphTarget
+        from patchsync.apply.targets.oxigraph import OxigraphTarget
 
         box: list[Any] = []
 
@@ -59,7 +59,7 @@ def opener(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[Opener]:
         yield open_oxigraph
         return
     if kind.startswith("file-"):
-        from patchsync.apply.file_target import FileTarget
+        from patchsync.apply.targets.file import FileTarget
 
         path = tmp_path / f"state.{kind[5:]}"
 
@@ -296,8 +296,8 @@ def test_rdf_star_round_trip(request: pytest.FixtureRequest, opener: Opener) -> 
 def test_rdflib_refuses_rdf_star(tmp_path: Any, kind: str) -> None:
     from rdflib import Dataset
 
-    from patchsync.apply.file_target import FileTarget
-    from patchsync.apply.rdflib_target import RdflibTarget
+    from patchsync.apply.targets.file import FileTarget
+    from patchsync.apply.targets.rdflib_store import RdflibTarget
 
     target = RdflibTarget(Dataset()) if kind == "rdflib" else FileTarget(tmp_path / f"x.{kind[5:]}")
     text = f"A {S} {P} {O} .\nZ .\nTX .\nA {S} {P} {iri('2')} .\nA << {S} {P} {O} >> {P} {O} .\nTC .\n"
@@ -309,7 +309,7 @@ def test_rdflib_refuses_rdf_star(tmp_path: Any, kind: str) -> None:
 def test_single_graph_refuses_named_graphs(tmp_path: Any) -> None:
     from rdflib import Graph
 
-    from patchsync.apply.rdflib_target import RdflibTarget
+    from patchsync.apply.targets.rdflib_store import RdflibTarget
 
     target = RdflibTarget(Graph())
     with pytest.raises(ApplyError, match="single graph"):

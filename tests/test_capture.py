@@ -15,7 +15,7 @@ from rdflib.plugins.stores.memory import Memory
 from patchsync import Add, Delete, Header, PatchEnd, PrefixAdd, PrefixDelete, TxAbort, TxCommit, TxStart, UsageError
 from patchsync.capture import LogWriter, Recorder, segment_files, unbind_prefix
 from patchsync.events import Event
-from patchsync.files import iter_stream_events, read_events
+from patchsync.logs.patch_logs import iter_stream_events, read_events
 
 from .helpers import content, patches
 
@@ -418,7 +418,7 @@ def test_a_change_the_log_cannot_hold_is_undone_and_stops_the_recorder(tmp_path:
 
 def test_an_rdflib_replica_through_the_applier_is_equivalent(tmp_path: Path) -> None:
     from patchsync.apply import apply_file
-    from patchsync.apply.rdflib_target import RdflibTarget
+    from patchsync.apply.targets.rdflib_store import RdflibTarget
 
     log = tmp_path / "log.jellyp"
     with Recorder(Dataset(), log) as rec:
@@ -465,7 +465,7 @@ def test_flat_streams_are_refused(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="patch boundaries"):
         Recorder(Dataset(), io.BytesIO(), options=flat)
     log = tmp_path / "flat.jellyp"
-    from patchsync.files import LogAppender
+    from patchsync.logs.patch_logs import LogAppender
 
     with LogAppender(log, flat) as out:
         out.write([Add(S, P, Literal(1))])

@@ -13,12 +13,12 @@ from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
 from rdflib.namespace import XSD
 
 from patchsync.apply import MemoryTarget, apply_stream
-from patchsync.apply.rdflib_target import RdflibTarget
+from patchsync.apply.targets.rdflib_store import RdflibTarget
 from patchsync.capture import Recorder
-from patchsync.codec.ntriples import format_term
-from patchsync.diff import reverse
-from patchsync.files import iter_stream_events
-from patchsync.rdflib_terms import RdflibTerms
+from patchsync.capture.diff import reverse
+from patchsync.logs.patch_logs import iter_stream_events
+from patchsync.terms.ntriples import format_term
+from patchsync.terms.rdflib_adapter import RdflibTerms
 
 from .test_capture import replay, state
 

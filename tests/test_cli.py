@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from patchsync.events import Add, Delete, Header, PatchEnd
-from patchsync.files import read_events
+from patchsync.logs.patch_logs import read_events
 
 from .helpers import JVM_PATCHES, in_default_graph, patches
 

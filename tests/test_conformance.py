@@ -21,14 +21,13 @@ from patchsync.conformance import (
     run_manifests,
 )
 
-from .helpers import SHARED
+from .helpers import RDF_SUITE
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = ROOT / "tests" / "conformance" / "patch"
 FROM_JELLY = SUITE / "from_jelly" / "manifest.ttl"
 TO_JELLY = SUITE / "to_jelly" / "manifest.ttl"
 GENERATOR = ROOT / "scripts" / "gen_patch_conformance.py"
-RDF_SUITE = SHARED / "conformance" / "rdf"
 
 #: Cases that fail because of a known gap in the code under test. The set must match the
 #: failures exactly, so a fixed gap fails this test until its entry is removed.
@@ -201,7 +200,6 @@ BASE <https://w3id.org/jelly/dev/tests/rdf/from_jelly/>
     assert all("cannot read" in r.message for r in report.results)
 
 
-@pytest.mark.skipif(not RDF_SUITE.exists(), reason="shared/conformance is not beside the checkout")
 def test_upstream_jelly_rdf_suite_passes_case_by_case() -> None:
     report = run_manifests([RDF_SUITE / "from_jelly" / "manifest.ttl", RDF_SUITE / "to_jelly" / "manifest.ttl"])
     assert [(r.short_id, r.message) for r in report.results if r.status != "passed"] == []

@@ -11,10 +11,10 @@ from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
 
 from patchsync import Add, Delete, UsageError
 from patchsync.capture import Recorder
-from patchsync.cli import main
-from patchsync.diff import diff, read_dataset, reverse
+from patchsync.capture.diff import diff, read_dataset, reverse
+from patchsync.cli.main import main
 from patchsync.events import PrefixDelete
-from patchsync.files import read_events
+from patchsync.logs.patch_logs import read_events
 
 from .helpers import content
 from .test_capture import replay, state

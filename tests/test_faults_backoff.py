@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from patchsync.apply.sql import SqlTarget
+from patchsync.apply.targets.sql import SqlTarget
 from patchsync.errors import ApplyError, CheckpointError, TargetUnavailable, UsageError
-from patchsync.watch import Backoff, is_transient
+from patchsync.tail.daemon import Backoff, is_transient
 
 
 def test_delays_double_with_jitter_up_to_the_cap_then_give_up() -> None:

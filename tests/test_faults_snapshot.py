@@ -16,14 +16,14 @@ from typing import Any
 
 import pytest
 
-from patchsync.apply.sql import SqlTarget
-from patchsync.codec.ntriples import NTriplesTerms
+from patchsync.apply.targets.sql import SqlTarget
 from patchsync.codec.patch_decoder import PatchDecoder
 from patchsync.events import Add, Header, PatchEnd, TxCommit, TxStart
-from patchsync.files import LogAppender
+from patchsync.logs.patch_logs import LogAppender
 from patchsync.options import Limits, PatchOptions, StatementType, StreamType
-from patchsync.snapshot import MAGIC, VERSION, SnapshotError, decode_snapshot, encode_snapshot
-from patchsync.watch import Tailer
+from patchsync.tail.daemon import Tailer
+from patchsync.tail.snapshot import MAGIC, VERSION, SnapshotError, decode_snapshot, encode_snapshot
+from patchsync.terms.ntriples import NTriplesTerms
 
 from .apply_helpers import state
 from .fault_helpers import frame_ends, reference
@@ -337,7 +337,7 @@ def test_deep_json_nesting_is_rejected(tmp_path: Path) -> None:
 
 def test_rdflib_terms_round_trip(tmp_path: Path) -> None:
     # The daemon snapshots with the target's adapter: rdflib terms for rdflib/file targets.
-    from patchsync.rdflib_terms import RdflibTerms
+    from patchsync.terms.rdflib_adapter import RdflibTerms
 
     data = _rich_log(tmp_path)
     adapter = RdflibTerms()

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from patchsync import EncodeError, PatchOptions, StatementType, StreamType
-from patchsync.codec.ntriples import NTriplesTerms
-from patchsync.files import read_events
-from patchsync.rdflib_terms import RdflibTerms
+from patchsync.logs.patch_logs import read_events
+from patchsync.terms.ntriples import NTriplesTerms
+from patchsync.terms.rdflib_adapter import RdflibTerms
 
 from .helpers import JVM_PATCHES, decode, encode, flatten, in_default_graph, patches
 

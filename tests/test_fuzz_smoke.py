@@ -42,7 +42,7 @@ def fuzz(*args: str, env: dict[str, str] | None = None, timeout: int = 300) -> s
 @pytest.mark.parametrize("target", ["patch", "rdf", "rdfp", "apply"])
 def test_seed_corpus_comes_from_the_conformance_suites(target: str) -> None:
     found = seeds(target)
-    # The suites hold 141 .jellyp, 160 .jelly and 300+ text inputs; a missing ../shared
+    # The suites hold 141 .jellyp, 160 .jelly and 300+ text inputs; missing vendored data
     # would leave a target nearly unseeded, which must not pass unnoticed.
     assert len(found) > 100, f"{target}: only {len(found)} seeds"
     for data in found:

@@ -34,13 +34,13 @@ import pytest
 from patchsync._proto import patch_pb2, rdf_pb2
 from patchsync.apply.api import open_target
 from patchsync.codec.framing import encode_varint
-from patchsync.codec.ntriples import NTriplesTerms, scan_term
 from patchsync.codec.patch_decoder import PatchDecoder
 from patchsync.codec.patch_encoder import PatchEncoder
 from patchsync.codec.rdfp import RdfPatchTextReader, read_rdfp
 from patchsync.errors import DecodeError
 from patchsync.events import Add, Event, Header, PatchEnd, PrefixAdd, TxCommit, TxStart
 from patchsync.options import Limits, PatchOptions, StreamType
+from patchsync.terms.ntriples import NTriplesTerms, scan_term
 
 ROOT = Path(__file__).resolve().parents[1]
 MiB = 1024 * 1024

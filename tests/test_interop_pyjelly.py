@@ -24,16 +24,16 @@ from rdflib import BNode, Dataset
 
 from bench.rdf_data import generate_quads
 from patchsync.codec.nquads import read_statements
-from patchsync.codec.ntriples import NTriplesTerms
 from patchsync.codec.rdf_encoder import encode_statements
-from patchsync.rdf_conformance import decode_frames, ordered_isomorphism_error
-from patchsync.rdf_events import PhysicalType, RdfOptions
+from patchsync.conformance.rdf import decode_frames, ordered_isomorphism_error
+from patchsync.events import PhysicalType, RdfOptions
 from patchsync.terms import BNODE, IRI, LITERAL, TRIPLE
+from patchsync.terms.ntriples import NTriplesTerms
 
-from .helpers import SHARED
+from .helpers import RDF_SUITE
 
 NT = NTriplesTerms()
-SUITE = SHARED / "conformance" / "rdf"
+SUITE = RDF_SUITE
 Quad = tuple[str, str, str, str | None]
 
 
@@ -104,10 +104,6 @@ def _to_jelly_cases() -> list[Path]:
     return sorted(p.parent for p in (SUITE / "to_jelly").glob("*/pos_*/out.jelly"))
 
 
-needs_suite = pytest.mark.skipif(not SUITE.exists(), reason="shared/conformance is not beside the checkout")
-
-
-@needs_suite
 @pytest.mark.parametrize("path", _from_jelly_inputs(), ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}")
 def test_both_decoders_agree_and_pyjelly_reads_what_we_rewrite(path: Path) -> None:
     data = path.read_bytes()
@@ -119,7 +115,6 @@ def test_both_decoders_agree_and_pyjelly_reads_what_we_rewrite(path: Path) -> No
     assert_same(pyjelly_read(rewritten), ours)
 
 
-@needs_suite
 @pytest.mark.parametrize("case", _to_jelly_cases(), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_we_read_what_pyjelly_writes_from_the_to_jelly_inputs(case: Path) -> None:
     inputs: list[Quad] = []

@@ -8,7 +8,7 @@ import pytest
 from rdflib import Literal, URIRef
 
 from patchsync import Add, DecodeError, Header, PatchEnd, PatchOptions, StatementType, TxCommit, TxStart, UsageError
-from patchsync.files import LogAppender, read_events
+from patchsync.logs.patch_logs import LogAppender, read_events
 
 from .helpers import patches
 

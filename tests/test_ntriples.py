@@ -16,7 +16,11 @@ from hypothesis import strategies as st
 from rdflib import BNode, Literal, URIRef
 from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
 
-from patchsync.codec.ntriples import (
+from patchsync.errors import EncodeError
+from patchsync.events import Add, PatchEnd, TxCommit, TxStart
+from patchsync.options import PatchOptions
+from patchsync.terms import BNODE, DEFAULT_GRAPH, IRI, LITERAL, TRIPLE, XSD_STRING, TripleTerm
+from patchsync.terms.ntriples import (
     MAX_NESTING,
     NTriplesTerms,
     TermFormatError,
@@ -27,11 +31,7 @@ from patchsync.codec.ntriples import (
     format_term,
     scan_term,
 )
-from patchsync.errors import EncodeError
-from patchsync.events import Add, PatchEnd, TxCommit, TxStart
-from patchsync.options import PatchOptions
-from patchsync.rdflib_terms import RdflibTerms
-from patchsync.terms import BNODE, DEFAULT_GRAPH, IRI, LITERAL, TRIPLE, XSD_STRING, TripleTerm
+from patchsync.terms.rdflib_adapter import RdflibTerms
 
 from .helpers import content, decode, encode
 
@@ -354,7 +354,7 @@ def test_ntriples_terms_work_with_the_jelly_codec() -> None:
 
 
 def test_codec_modules_do_not_import_rdflib() -> None:
-    code = "import sys, patchsync.codec.ntriples, patchsync.codec.rdfp; print('rdflib' in sys.modules)"
+    code = "import sys, patchsync.terms.ntriples, patchsync.codec.rdfp; print('rdflib' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 

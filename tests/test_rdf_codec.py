@@ -14,12 +14,10 @@ from rdflib import BNode, Literal, URIRef
 
 from patchsync._proto import rdf_pb2 as pb
 from patchsync.codec.framing import encode_varint
-from patchsync.codec.ntriples import NTriplesTerms
 from patchsync.codec.rdf_decoder import END, NEED_DATA, RdfDecoder
 from patchsync.codec.rdf_encoder import RdfEncoder
 from patchsync.errors import DecodeError, EncodeError, UsageError
-from patchsync.options import Limits
-from patchsync.rdf_events import (
+from patchsync.events import (
     FrameEnd,
     GraphEnd,
     GraphStart,
@@ -31,8 +29,10 @@ from patchsync.rdf_events import (
     StreamOptions,
     base_logical_type,
 )
-from patchsync.rdflib_terms import RdflibTerms
+from patchsync.options import Limits
 from patchsync.terms import TripleTerm
+from patchsync.terms.ntriples import NTriplesTerms
+from patchsync.terms.rdflib_adapter import RdflibTerms
 
 NT = NTriplesTerms()
 

@@ -15,12 +15,12 @@ from rdflib.plugin import Parser, Serializer, get
 from patchsync.codec.patch_encoder import PatchEncoder
 from patchsync.errors import DecodeError, UsageError
 from patchsync.options import PatchOptions, StreamType
-from patchsync.rdflib_plugins import JellyParser, JellyPatchParser, JellySerializer
+from patchsync.plugins.rdflib_formats import JellyParser, JellyPatchParser, JellySerializer
 
-from .helpers import SHARED
+from .helpers import RDF_SUITE
 
 ROOT = Path(__file__).resolve().parents[1]
-FROM_JELLY = SHARED / "conformance" / "rdf" / "from_jelly"
+FROM_JELLY = RDF_SUITE / "from_jelly"
 EX = "http://example.org/"
 
 
@@ -189,7 +189,7 @@ def test_cli_errors_are_one_line() -> None:
     ],
 )
 def test_fast_rdflib_terms_build_what_rdflib_builds(lex: str, lang: str | None, datatype: str | None) -> None:
-    from patchsync.rdflib_fast import FastRdflibTerms
+    from patchsync.terms.rdflib_fast import FastRdflibTerms
 
     fast = FastRdflibTerms().literal(lex, lang, datatype)
     slow = Literal(lex, lang=lang, datatype=None if datatype is None else URIRef(datatype), normalize=False)

@@ -12,7 +12,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rdflib import BNode, Literal, URIRef
 
-from patchsync.codec.ntriples import MAX_NESTING, NTriplesTerms
 from patchsync.codec.patch_decoder import END, NEED_DATA
 from patchsync.codec.rdfp import _PLAIN_STATEMENT, RdfPatchTextReader, RdfPatchTextWriter, read_rdfp, write_rdfp
 from patchsync.errors import DecodeError, EncodeError, UsageError
@@ -31,7 +30,8 @@ from patchsync.events import (
     strip_position,
 )
 from patchsync.options import Limits, PatchOptions
-from patchsync.rdflib_terms import RdflibTerms
+from patchsync.terms.ntriples import MAX_NESTING, NTriplesTerms
+from patchsync.terms.rdflib_adapter import RdflibTerms
 
 from .helpers import JVM_PATCHES
 

@@ -108,9 +108,9 @@ def test_closed_log_appender_frees_its_encoder_without_a_full_gc(tmp_path: Path)
     cached terms per cache, stays in a reference cycle until Python's generation-2
     collection runs.
     """
-    from patchsync.codec.ntriples import NTriplesTerms
-    from patchsync.files import LogAppender
+    from patchsync.logs.patch_logs import LogAppender
     from patchsync.options import PatchOptions
+    from patchsync.terms.ntriples import NTriplesTerms
 
     work = Workload(seed=5, entities=100)
     gc.disable()

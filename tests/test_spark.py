@@ -19,7 +19,6 @@ pytest.importorskip("pyspark")
 pytest.importorskip("pyarrow")
 
 from patchsync.apply import MemoryTarget, apply_file
-from patchsync.codec.ntriples import NTriplesTerms
 from patchsync.errors import DecodeError
 from patchsync.events import (
     Add,
@@ -33,8 +32,9 @@ from patchsync.events import (
     TxCommit,
     TxStart,
 )
-from patchsync.files import write_events
+from patchsync.logs.patch_logs import write_events
 from patchsync.options import PatchOptions, StatementType, StreamType
+from patchsync.terms.ntriples import NTriplesTerms
 
 NT = NTriplesTerms()
 EX = "http://example.org/"
@@ -182,7 +182,7 @@ def test_change_rows_flag_aborted_units(spark: Any, tmp_path: Path) -> None:
 
 def test_replay_with_base_snapshot(spark: Any, logs: list[Path], tmp_path: Path) -> None:
     import patchsync.spark as ps
-    from patchsync.rdf_files import convert_rdf
+    from patchsync.logs.rdf_files import convert_rdf
 
     base = {
         (NT.iri(EX + "s0"), NT.iri(EX + "p0"), NT.iri(EX + f"base{i}"), NT.iri(EX + "g1") if i % 2 else "")
@@ -238,7 +238,7 @@ def test_bad_file_fails_with_the_codec_message(spark: Any, logs: list[Path], tmp
 
 
 def test_jelly_source_reads_quads(spark: Any, tmp_path: Path) -> None:
-    from patchsync.rdf_files import convert_rdf
+    from patchsync.logs.rdf_files import convert_rdf
 
     text = f'<{EX}a> <{EX}b> _:x <{EX}g> .\n<{EX}a> <{EX}b> "c"@en .\n'
     out = io.BytesIO()

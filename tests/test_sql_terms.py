@@ -13,10 +13,10 @@ import zlib
 import pytest
 from sqlalchemy import create_engine
 
-import patchsync.apply.sql.target as sql_target
-from patchsync.apply.sql import SqlTarget, current_revision, head_revision, upgrade_database
-from patchsync.apply.sql.migrate import upgrade
-from patchsync.apply.sql.schema import term_hash
+import patchsync.apply.targets.sql.target as sql_target
+from patchsync.apply.targets.sql import SqlTarget, current_revision, head_revision, upgrade_database
+from patchsync.apply.targets.sql.migrate import upgrade
+from patchsync.apply.targets.sql.schema import term_hash
 
 from .apply_helpers import apply_text, iri, reference, state
 
@@ -236,7 +236,7 @@ def test_downgrade_to_0002_and_back(sql_url: str) -> None:
     with engine.begin() as conn:
         from alembic import command
 
-        from patchsync.apply.sql.migrate import _config
+        from patchsync.apply.targets.sql.migrate import _config
 
         command.downgrade(_config(conn), "0002")  # type: ignore[arg-type]
         assert current_revision(conn) == "0002"

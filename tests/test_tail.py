@@ -23,10 +23,10 @@ from typing import Any
 import pytest
 
 from patchsync.apply import MemoryTarget, apply_file, apply_stream
-from patchsync.apply.sql import SqlTarget
-from patchsync.codec.ntriples import NTriplesTerms
-from patchsync.files import LogAppender
-from patchsync.watch import Tailer
+from patchsync.apply.targets.sql import SqlTarget
+from patchsync.logs.patch_logs import LogAppender
+from patchsync.tail.daemon import Tailer
+from patchsync.terms.ntriples import NTriplesTerms
 
 from .apply_helpers import state
 

@@ -7,10 +7,10 @@ Targets: :class:`MemoryTarget` (the reference), :class:`SqlTarget` (SQLite, Post
 three imported from their modules.
 """
 
-from .api import apply_events, apply_file, apply_stream, fingerprint, open_target
-from .core import Applier, ApplyResult
-from .memory import MemoryTarget
-from .target import Checkpoint, DumpableTarget, PatchRecord, SourceStatus, Target
+from patchsync.apply.api import apply_events, apply_file, apply_stream, fingerprint, open_target
+from patchsync.apply.applier import Applier, ApplyResult
+from patchsync.apply.target import Checkpoint, DumpableTarget, PatchRecord, SourceStatus, Target
+from patchsync.apply.targets.memory import MemoryTarget
 
 __all__ = [
     "Applier",

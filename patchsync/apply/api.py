@@ -9,13 +9,13 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from ..codec.framing import Framer
-from ..errors import DecodeError, UsageError
-from ..events import Event
-from ..files import CHUNK_SIZE, format_of, iter_stream_events
-from ..options import Limits
-from .core import DEFAULT_BATCH_ROWS, Applier, ApplyResult
-from .target import Target
+from patchsync.apply.applier import DEFAULT_BATCH_ROWS, Applier, ApplyResult
+from patchsync.apply.target import Target
+from patchsync.codec.framing import Framer
+from patchsync.errors import DecodeError, UsageError
+from patchsync.events import Event
+from patchsync.logs.patch_logs import CHUNK_SIZE, format_of, iter_stream_events
+from patchsync.options import Limits
 
 #: Bytes read up front to fingerprint a log (its first frame or line, cut at this size).
 FINGERPRINT_BYTES = CHUNK_SIZE
@@ -182,19 +182,19 @@ def open_target(spec: str, **options: Any) -> Any:
     else a SQLAlchemy URL (``sqlite:///state.db``, ``postgresql+psycopg://…``).
     """
     if spec.startswith("file:"):
-        from .file_target import FileTarget
+        from patchsync.apply.targets.file import FileTarget
 
         return FileTarget(spec[len("file:") :], **options)
     if spec.startswith("oxigraph:"):
-        from .oxigraph_target import OxigraphTarget
+        from patchsync.apply.targets.oxigraph import OxigraphTarget
 
         return OxigraphTarget(spec[len("oxigraph:") :], **options)
     if spec == "memory:":
-        from .memory import MemoryTarget
+        from patchsync.apply.targets.memory import MemoryTarget
 
         return MemoryTarget()
     if "://" in spec:
-        from .sql import SqlTarget
+        from patchsync.apply.targets.sql import SqlTarget
 
         return SqlTarget(spec, **options)
     raise UsageError(

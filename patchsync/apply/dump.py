@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import IO, Any
 
-from ..errors import FormatError
-from .target import DumpableTarget
+from patchsync.apply.target import DumpableTarget
+from patchsync.errors import FormatError
 
 #: Output formats of ``patchsync dump`` and the rdflib serializer each one uses.
 DUMP_FORMATS: dict[str, str | None] = {"nq": None, "nt": None, "trig": "trig", "ttl": "turtle"}
@@ -36,8 +36,8 @@ def _via_rdflib(target: DumpableTarget, fmt: str, out: IO[bytes]) -> int:
     from rdflib import Dataset
     from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
 
-    from ..codec.ntriples import NTriplesTerms, scan_term
-    from ..rdflib_terms import RdflibTerms
+    from patchsync.terms.ntriples import NTriplesTerms, scan_term
+    from patchsync.terms.rdflib_adapter import RdflibTerms
 
     nt = NTriplesTerms()
     rd: Any = RdflibTerms()

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from ..terms import TermAdapter
+from patchsync.terms import TermAdapter
 
 #: ``(s, p, o, g)`` in the target's adapter terms; ``g`` is ``None`` in TRIPLES streams.
 Quad = tuple[Any, Any, Any, Any]

@@ -4,7 +4,7 @@
 like the original and every real change reaches a patch log written by :class:`LogWriter`.
 """
 
-from ._log import LogWriter, segment_files
-from ._recorder import Recorder, RecordingStore, record, unbind_prefix
+from patchsync.capture._log import LogWriter, segment_files
+from patchsync.capture._recorder import Recorder, RecordingStore, record, unbind_prefix
 
 __all__ = ["LogWriter", "Recorder", "RecordingStore", "record", "segment_files", "unbind_prefix"]

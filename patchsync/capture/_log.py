@@ -5,7 +5,7 @@ patches: the recorder encodes a patch into the writer's encoder, and only
 :meth:`LogWriter.commit` hands the encoder's bytes to the file, in a single ``write``
 (followed by ``fsync`` when asked). A crash before the write leaves nothing; a crash
 during it leaves a partial trailing frame (or text without its ``Z .``), which the next
-appender cuts off (:class:`patchsync.files.LogAppender` for Jelly-Patch, the same rule
+appender cuts off (:class:`patchsync.logs.patch_logs.LogAppender` for Jelly-Patch, the same rule
 here for text).
 
 Segments: a directory target holds files named ``patch-<10-digit sequence>.<ext>``, so
@@ -22,10 +22,10 @@ import re
 from pathlib import Path
 from typing import IO, Any, Protocol
 
-from ..codec.patch_encoder import PatchEncoder
-from ..codec.rdfp import RdfPatchTextWriter, read_rdfp
-from ..errors import UsageError
-from ..events import (
+from patchsync.codec.patch_encoder import PatchEncoder
+from patchsync.codec.rdfp import RdfPatchTextWriter, read_rdfp
+from patchsync.errors import UsageError
+from patchsync.events import (
     Add,
     Delete,
     Header,
@@ -36,10 +36,10 @@ from ..events import (
     TxCommit,
     TxStart,
 )
-from ..files import LogAppender, format_of
-from ..options import PatchOptions, StreamType
-from ..rdflib_terms import RdflibTerms
-from ..terms import IRI
+from patchsync.logs.patch_logs import LogAppender, format_of
+from patchsync.options import PatchOptions, StreamType
+from patchsync.terms import IRI
+from patchsync.terms.rdflib_adapter import RdflibTerms
 
 SEGMENT_PATTERN = re.compile(r"patch-(\d{10})\.(jellyp|rdfp)\Z")
 _EXTENSIONS = {"jellyp": ".jellyp", "rdfp": ".rdfp"}
@@ -277,7 +277,7 @@ def segment_files(directory: str | os.PathLike[str]) -> list[Path]:
 
 def _segment_info(path: Path) -> tuple[str | None, int]:
     """The chain head of a segment and its number of patches."""
-    from ..files import read_events
+    from patchsync.logs.patch_logs import read_events
 
     head: str | None = None
     current: str | None = None

@@ -6,7 +6,7 @@ wraps the graph's store and every write rdflib makes, whatever API path led ther
 ``update``, ``remove_graph``, ``bind``), reaches one of its methods. Each write is checked
 against the inner store so that only real changes are recorded: an add of a present quad
 or a delete of an absent one records nothing, and a pattern delete records the concrete
-quads it removed. That makes every recorded log reversible (:func:`patchsync.diff.reverse`).
+quads it removed. That makes every recorded log reversible (:func:`patchsync.capture.diff.reverse`).
 
 Grouping. Changes made inside :meth:`Recorder.transaction` form one patch ``H id``,
 ``H prev``, user headers, ``TX`` … ``TC``; when the block raises, the patch ends in ``TA``
@@ -31,9 +31,9 @@ from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
 from rdflib.plugins.stores.memory import Memory, SimpleMemory
 from rdflib.store import Store
 
-from ..errors import UsageError
-from ..options import PatchOptions, StatementType
-from ._log import LogWriter
+from patchsync.capture._log import LogWriter
+from patchsync.errors import UsageError
+from patchsync.options import PatchOptions, StatementType
 
 # Change kinds kept for rolling back an aborted transaction.
 _ADD, _DELETE, _PREFIX = 0, 1, 2

@@ -20,8 +20,8 @@ from typing import Any, Final, Generic, TypeVar
 
 from google.protobuf.message import DecodeError as ProtobufDecodeError
 
-from ..errors import DecodeError
-from .framing import Framer
+from patchsync.codec.framing import Framer
+from patchsync.errors import DecodeError
 
 E = TypeVar("E")
 
@@ -117,7 +117,7 @@ class FramedSource(EventSource[E]):
     _frame_type: Any
     # The rows of the frame being decoded (None between frames) and the next row index.
     # A decoder holding rows is inside a frame: not resumable from a frame boundary, so
-    # the tail daemon's snapshots (patchsync.snapshot) refuse it.
+    # the tail daemon's snapshots (patchsync.tail.snapshot) refuse it.
     _rows: Any = None
     _row_next = 0
     _row_offset = 0

@@ -13,7 +13,7 @@ said, with :meth:`Framer.close`, that no more input will come.
 
 from __future__ import annotations
 
-from ..errors import DecodeError
+from patchsync.errors import DecodeError
 
 _MAX_VARINT_BYTES = 10
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import TypeVar
 
-from ..errors import DecodeError
-from ..terms import TermAdapter
-from .ntriples import TermSyntaxError, scan_term, skip_ws
+from patchsync.errors import DecodeError
+from patchsync.terms import TermAdapter
+from patchsync.terms.ntriples import TermSyntaxError, scan_term, skip_ws
 
 T = TypeVar("T")
 

@@ -27,9 +27,12 @@ from __future__ import annotations
 
 from typing import Any, Generic, TypeVar
 
-from .._proto import patch_pb2
-from ..errors import DecodeError
-from ..events import (
+from patchsync._proto import patch_pb2
+from patchsync.codec.driver import END, NEED_DATA, ROW_BATCH, FramedSource
+from patchsync.codec.framing import Framer
+from patchsync.codec.term_decoder import RuleViolation, TermDecoder
+from patchsync.errors import DecodeError
+from patchsync.events import (
     Add,
     Delete,
     Event,
@@ -42,11 +45,8 @@ from ..events import (
     TxCommit,
     TxStart,
 )
-from ..options import PATCH_VERSION, Limits, PatchOptions, StatementType, StreamType
-from ..terms import TermAdapter, default_adapter
-from .driver import END, NEED_DATA, ROW_BATCH, FramedSource
-from .framing import Framer
-from .term_decoder import RuleViolation, TermDecoder
+from patchsync.options import PATCH_VERSION, Limits, PatchOptions, StatementType, StreamType
+from patchsync.terms import TermAdapter, default_adapter
 
 __all__ = ["END", "NEED_DATA", "PatchDecoder", "options_from_message"]
 

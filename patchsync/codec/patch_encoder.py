@@ -15,9 +15,12 @@ from __future__ import annotations
 
 from typing import Any, Generic, TypeVar
 
-from .._proto import patch_pb2
-from ..errors import EncodeError
-from ..events import (
+from patchsync._proto import patch_pb2
+from patchsync.codec import wire
+from patchsync.codec.frame_buffer import FrameBuffer
+from patchsync.codec.term_encoder import TermEncoder
+from patchsync.errors import EncodeError
+from patchsync.events import (
     Add,
     Delete,
     Event,
@@ -30,11 +33,8 @@ from ..events import (
     TxCommit,
     TxStart,
 )
-from ..options import PatchOptions, StatementType, StreamType
-from ..terms import DEFAULT_GRAPH, IRI, TermAdapter, default_adapter
-from . import wire
-from .frames import FrameBuffer
-from .term_encoder import TermEncoder
+from patchsync.options import PatchOptions, StatementType, StreamType
+from patchsync.terms import DEFAULT_GRAPH, IRI, TermAdapter, default_adapter
 
 T = TypeVar("T")
 

@@ -21,7 +21,7 @@ Lenient where the spec allows it: a logical type that does not match the physica
 is accepted ("MAY throw"), a graph still open at the end of the stream is not an error,
 and namespace declarations are read in version 1 streams too.
 
-Every frame ends with a :class:`~patchsync.rdf_events.FrameEnd` event; grouped readers
+Every frame ends with a :class:`~patchsync.events.FrameEnd` event; grouped readers
 treat each frame as one RDF Message. Events of a frame that precede a bad row are handed
 out before the error is raised; after an error the decoder stays failed.
 """
@@ -31,10 +31,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any, Generic, TypeVar
 
-from .._proto import rdf_pb2
-from ..errors import DecodeError
-from ..options import Limits
-from ..rdf_events import (
+from patchsync._proto import rdf_pb2
+from patchsync.codec.driver import END, NEED_DATA, ROW_BATCH, FramedSource
+from patchsync.codec.framing import Framer
+from patchsync.codec.term_decoder import RuleViolation, TermDecoder
+from patchsync.errors import DecodeError
+from patchsync.events import (
     RDF_VERSION,
     FrameEnd,
     GraphEnd,
@@ -47,10 +49,8 @@ from ..rdf_events import (
     StreamOptions,
     base_logical_type,
 )
-from ..terms import TermAdapter, default_adapter
-from .driver import END, NEED_DATA, ROW_BATCH, FramedSource
-from .framing import Framer
-from .term_decoder import RuleViolation, TermDecoder
+from patchsync.options import Limits
+from patchsync.terms import TermAdapter, default_adapter
 
 __all__ = ["END", "NEED_DATA", "RdfDecoder", "messages", "options_from_message"]
 
@@ -143,7 +143,7 @@ def messages(events: Iterable[RdfEvent]) -> Iterator[list[Statement]]:
 
 
 class RdfDecoder(FramedSource[RdfEvent], Generic[T]):
-    """Decodes a Jelly-RDF byte stream into :mod:`patchsync.rdf_events`.
+    """Decodes a Jelly-RDF byte stream into :mod:`patchsync.events`.
 
     ``adapter`` builds the terms (rdflib terms when omitted). ``source`` names the input
     in errors. ``framing`` is ``"auto"``, ``"delimited"`` or ``"single"`` (one bare frame).

@@ -22,9 +22,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Generic, TypeVar
 
-from .._proto import rdf_pb2
-from ..errors import EncodeError
-from ..rdf_events import (
+from patchsync._proto import rdf_pb2
+from patchsync.codec import wire
+from patchsync.codec.frame_buffer import FrameBuffer
+from patchsync.codec.term_encoder import TermEncoder
+from patchsync.errors import EncodeError
+from patchsync.events import (
     FrameEnd,
     GraphEnd,
     GraphStart,
@@ -36,10 +39,7 @@ from ..rdf_events import (
     StreamOptions,
     is_grouped,
 )
-from ..terms import DEFAULT_GRAPH, IRI, TermAdapter, default_adapter
-from . import wire
-from .frames import FrameBuffer
-from .term_encoder import TermEncoder
+from patchsync.terms import DEFAULT_GRAPH, IRI, TermAdapter, default_adapter
 
 __all__ = ["RdfEncoder", "encode_statements", "options_message"]
 

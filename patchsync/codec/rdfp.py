@@ -36,8 +36,9 @@ import re
 from collections.abc import Iterable
 from typing import Any, Generic, TypeVar
 
-from ..errors import DecodeError, EncodeError, UsageError
-from ..events import (
+from patchsync.codec.driver import EventSource
+from patchsync.errors import DecodeError, EncodeError, UsageError
+from patchsync.events import (
     Add,
     Delete,
     Event,
@@ -50,10 +51,9 @@ from ..events import (
     TxCommit,
     TxStart,
 )
-from ..options import Limits
-from ..terms import DEFAULT_GRAPH, IRI, TermAdapter, default_adapter
-from .driver import EventSource
-from .ntriples import (
+from patchsync.options import Limits
+from patchsync.terms import DEFAULT_GRAPH, IRI, TermAdapter, default_adapter
+from patchsync.terms.ntriples import (
     BNODE_LABEL,
     IRI_EXCLUDED,
     PN_PREFIX,

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any, Generic, TypeVar
 
-from ..terms import TermAdapter
+from patchsync.terms import TermAdapter
 
 T = TypeVar("T")
 

@@ -12,9 +12,9 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
-from ..errors import EncodeError
-from ..terms import BNODE, DEFAULT_GRAPH, IRI, KIND_NAMES, LITERAL, TRIPLE, XSD_STRING, TermAdapter, Unpacked
-from . import wire
+from patchsync.codec import wire
+from patchsync.errors import EncodeError
+from patchsync.terms import BNODE, DEFAULT_GRAPH, IRI, KIND_NAMES, LITERAL, TRIPLE, XSD_STRING, TermAdapter, Unpacked
 
 T = TypeVar("T")
 

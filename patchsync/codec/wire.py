@@ -8,8 +8,8 @@ a mismatch cannot go unnoticed.
 
 from __future__ import annotations
 
-from ..errors import EncodeError
-from .framing import encode_varint
+from patchsync.codec.framing import encode_varint
+from patchsync.errors import EncodeError
 
 _SMALL = [encode_varint(i) for i in range(1 << 14)]
 

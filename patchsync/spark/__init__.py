@@ -16,15 +16,24 @@ One file is one partition: a log's decoder state runs through the whole file, so
 never split (DESIGN §7). Spark's parallelism is the number of files.
 """
 
-from ._env import check_extra
+from patchsync.spark._env import check_extra
 
 # Fail on import with the one-line install hint rather than a ModuleNotFoundError deep inside.
 check_extra()
 
-from ._env import DEFAULT_MASTER, build_session, check_environment, configure_python  # noqa: E402
-from ._errors import WorkerDecodeError, codec_errors  # noqa: E402
-from ._replay import change_rows, compact, iter_quads, nquads_lines, replay, snapshot, write_compact, write_replay  # noqa: E402
-from ._sources import (  # noqa: E402
+from patchsync.spark._env import DEFAULT_MASTER, build_session, check_environment, configure_python  # noqa: E402
+from patchsync.spark._errors import WorkerDecodeError, codec_errors  # noqa: E402
+from patchsync.spark._replay import (  # noqa: E402
+    change_rows,
+    compact,
+    iter_quads,
+    nquads_lines,
+    replay,
+    snapshot,
+    write_compact,
+    write_replay,
+)
+from patchsync.spark._sources import (  # noqa: E402
     CHANGE_SCHEMA,
     QUAD_SCHEMA,
     JellyDataSource,

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
+from patchsync.errors import UsageError
 
 #: Master used when none is given: two local cores, as the tests and the CLI default.
 DEFAULT_MASTER = "local[2]"
@@ -75,7 +75,7 @@ def build_session(
     configure_python()
     from pyspark.sql import SparkSession
 
-    from ._sources import register
+    from patchsync.spark._sources import register
 
     builder = (
         SparkSession.builder.master(master)

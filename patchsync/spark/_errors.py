@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from ..errors import DecodeError, PatchsyncError
+from patchsync.errors import DecodeError, PatchsyncError
 
 _MARK = "PATCHSYNC-DECODE-ERROR"
 _FOUND = re.compile(_MARK + r"<(\{.*?\})>" + _MARK)

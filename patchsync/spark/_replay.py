@@ -22,12 +22,12 @@ from typing import IO
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from ..codec.ntriples import NTriplesTerms
-from ..codec.patch_encoder import PatchEncoder
-from ..errors import UsageError
-from ..options import PatchOptions, StatementType, StreamType
-from ._errors import codec_errors
-from ._sources import expand_paths, paths_option
+from patchsync.codec.patch_encoder import PatchEncoder
+from patchsync.errors import UsageError
+from patchsync.options import PatchOptions, StatementType, StreamType
+from patchsync.spark._errors import codec_errors
+from patchsync.spark._sources import expand_paths, paths_option
+from patchsync.terms.ntriples import NTriplesTerms
 
 PathLike = str | os.PathLike[str]
 

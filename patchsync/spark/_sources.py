@@ -30,13 +30,23 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import BooleanType, IntegerType, LongType, StringType, StructField, StructType
 
-from ..codec.ntriples import NTriplesTerms
-from ..codec.patch_decoder import PatchDecoder
-from ..codec.rdf_decoder import RdfDecoder
-from ..errors import DecodeError, UsageError
-from ..events import Add, Delete, Header, PatchEnd, PrefixAdd, PrefixDelete, TxAbort, TxCommit, TxStart
-from ..rdf_events import Statement
-from ._errors import encode_decode_error
+from patchsync.codec.patch_decoder import PatchDecoder
+from patchsync.codec.rdf_decoder import RdfDecoder
+from patchsync.errors import DecodeError, UsageError
+from patchsync.events import (
+    Add,
+    Delete,
+    Header,
+    PatchEnd,
+    PrefixAdd,
+    PrefixDelete,
+    Statement,
+    TxAbort,
+    TxCommit,
+    TxStart,
+)
+from patchsync.spark._errors import encode_decode_error
+from patchsync.terms.ntriples import NTriplesTerms
 
 #: Rows per Arrow record batch handed to Spark.
 BATCH_ROWS = 65536
@@ -365,7 +375,7 @@ def decode_jelly_batches(path: str, index: int, *, batch_rows: int = BATCH_ROWS)
 
 def decode_nquads_batches(path: str, index: int, *, batch_rows: int = BATCH_ROWS) -> Iterator[pa.RecordBatch]:
     """Read one N-Quads / N-Triples file into record batches of quads (runs in a worker)."""
-    from ..codec.nquads import read_statements
+    from patchsync.codec.nquads import read_statements
 
     with open(path, encoding="utf-8") as f:
         statements = read_statements(f.read(), NTriplesTerms(), source=path)

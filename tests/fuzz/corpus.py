@@ -1,9 +1,8 @@
 """Seed corpora for the fuzz targets, read from the conformance suites at run time.
 
-The upstream suites are not copied into the repository: the Jelly-RDF conformance files and
-the Jena-written patches live in the project's shared material beside the checkout
-(``../shared``, as in CI; ``PATCHSYNC_SHARED`` overrides the path). The repository's own
-Jelly-Patch conformance suite is in ``tests/conformance/patch``.
+The upstream Jelly-RDF conformance files and the Jena-written patches are vendored in
+``tests/data/upstream`` (see its README); the repository's own Jelly-Patch conformance suite
+is in ``tests/conformance/patch``.
 
 Seeds are shaped for their target (see :mod:`.targets`): the decoder targets read a
 two-byte split point before the stream, the apply target a one-byte format selector.
@@ -11,15 +10,14 @@ two-byte split point before the stream, the apply target a one-byte format selec
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-SHARED = Path(os.environ.get("PATCHSYNC_SHARED", str(REPO.parent / "shared")))
+UPSTREAM = REPO / "tests" / "data" / "upstream"
 PATCH_SUITE = REPO / "tests" / "conformance" / "patch"
-RDF_SUITE = SHARED / "conformance" / "rdf"
-JVM_PATCHES = SHARED / "testdata" / "jvm-patch"
+RDF_SUITE = UPSTREAM / "jelly-rdf"
+JVM_PATCHES = UPSTREAM / "jelly-jvm-patch"
 
 
 def _files(root: Path, *patterns: str) -> list[Path]:

@@ -13,7 +13,7 @@ raises :class:`InvariantBroken` when a cross-check fails:
   error again. Text that reads back is written with the RDF Patch writer and must read
   back to the same events.
 * ``apply``: the first byte picks the format (even: ``.jellyp``, odd: ``.rdfp``), the rest
-  is applied to a :class:`~patchsync.apply.memory.MemoryTarget`; only ``PatchsyncError``
+  is applied to a :class:`~patchsync.apply.targets.memory.MemoryTarget`; only ``PatchsyncError``
   may escape, and applying the same bytes again (resuming at the checkpoint) must change
   nothing.
 """
@@ -27,15 +27,15 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from patchsync.apply.api import apply_stream
-from patchsync.apply.memory import MemoryTarget
+from patchsync.apply.targets.memory import MemoryTarget
 from patchsync.codec.driver import END
-from patchsync.codec.ntriples import NTriplesTerms
 from patchsync.codec.patch_decoder import PatchDecoder
 from patchsync.codec.rdf_decoder import RdfDecoder
 from patchsync.codec.rdfp import RdfPatchTextReader, read_rdfp, write_rdfp
 from patchsync.errors import DecodeError, PatchsyncError
 from patchsync.events import Event, Options, strip_position
-from patchsync.rdflib_terms import RdflibTerms
+from patchsync.terms.ntriples import NTriplesTerms
+from patchsync.terms.rdflib_adapter import RdflibTerms
 
 NT = NTriplesTerms()
 RDFLIB = RdflibTerms()

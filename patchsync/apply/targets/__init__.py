@@ -1,0 +1,1 @@
+"""Apply targets, one module per backend."""

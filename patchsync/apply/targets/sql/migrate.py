@@ -1,0 +1,75 @@
+"""Schema management through Alembic, configured in code (no ``alembic.ini``).
+
+The migration scripts live in the top-level ``migrations/`` folder and ship inside the
+package as ``patchsync/apply/targets/sql/migrations`` (a symbolic link to it, followed by wheel and
+editable builds), so an installed patchsync can upgrade a database without the source tree.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sqlalchemy import Connection, inspect
+
+from patchsync.apply.targets.sql.schema import VERSION_TABLE
+from patchsync.errors import ApplyError
+
+MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+
+
+def _config(connection: Connection) -> object:
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.attributes["connection"] = connection
+    return config
+
+
+def head_revision() -> str:
+    """The newest schema revision this patchsync knows."""
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    head = ScriptDirectory.from_config(config).get_current_head()
+    assert head is not None
+    return head
+
+
+def current_revision(connection: Connection) -> str | None:
+    """The database's schema revision, ``None`` if patchsync never created its schema there."""
+    from alembic.runtime.migration import MigrationContext
+
+    context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
+    return context.get_current_revision()
+
+
+def upgrade(connection: Connection, revision: str = "head") -> None:
+    """Upgrade the schema to ``revision`` inside the connection's transaction."""
+    from alembic import command
+
+    config = _config(connection)
+    command.upgrade(config, revision)  # type: ignore[arg-type]
+
+
+def ensure_schema(connection: Connection) -> None:
+    """Create the schema in an empty database; refuse a database at another revision."""
+    current = current_revision(connection)
+    head = head_revision()
+    if current == head:
+        return
+    if current is None:
+        existing = [t for t in inspect(connection).get_table_names() if t.startswith("ps_")]
+        if existing:
+            raise ApplyError(
+                f"the database has patchsync tables ({', '.join(sorted(existing))}) but no schema version; "
+                "refusing to touch it"
+            )
+        upgrade(connection)
+        return
+    raise ApplyError(
+        f"the database schema is at revision {current}, this patchsync needs {head}: "
+        "run 'patchsync db upgrade TARGET' first"
+    )

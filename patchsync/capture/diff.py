@@ -1,0 +1,252 @@
+"""Patches computed from data: the difference of two datasets, and the inverse of a log.
+
+:func:`diff` answers the minimal patch turning one rdflib dataset (or graph) into another:
+one ``D`` per quad only in the old, one ``A`` per quad only in the new. Blank nodes are
+compared by label, as RDF Patch does; with ``canonical=True`` each graph's blank nodes
+are first relabelled by rdflib's canonicalization, so isomorphic data gives an empty diff,
+and the patch names old blank nodes by their old labels so it applies to the old data.
+
+:func:`reverse` inverts a log whose changes are all real changes (what
+:class:`patchsync.capture.Recorder` writes): patches in reverse order, each committed
+transaction's rows reversed with ``A``/``D`` and ``PA``/``PD`` swapped; aborted
+transactions applied nothing, so they have no inverse.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import rdflib
+from rdflib import BNode, ConjunctiveGraph, Dataset, Graph, URIRef
+from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
+
+from patchsync.errors import DecodeError, FormatError, UsageError
+from patchsync.events import (
+    Add,
+    Delete,
+    Event,
+    Header,
+    PatchEnd,
+    PrefixAdd,
+    PrefixDelete,
+    TxAbort,
+    TxCommit,
+    TxStart,
+)
+from patchsync.terms import TripleTerm
+
+Quad = tuple[Any, Any, Any, Any]
+
+#: Input formats of :func:`read_dataset` by extension, as rdflib names them.
+RDF_INPUTS = {
+    ".nt": "nt",
+    ".nq": "nquads",
+    ".ttl": "turtle",
+    ".trig": "trig",
+    ".n3": "n3",
+    ".jsonld": "json-ld",
+    ".rdf": "xml",
+    ".owl": "xml",
+    ".xml": "xml",
+}
+
+
+def read_dataset(path: str | os.PathLike[str]) -> Dataset:
+    """An RDF file as an rdflib ``Dataset``, its format chosen by the extension.
+
+    N-Triples and N-Quads are read by patchsync's own scanner, which keeps blank node
+    labels (RDF Patch names blank nodes by label, DESIGN §1) and lexical forms exactly.
+    The other formats go through rdflib with literal normalization off; rdflib gives their
+    blank nodes fresh labels, so compare them with ``canonical=True``.
+    """
+    from patchsync.codec.nquads import read_statements
+    from patchsync.terms.rdflib_adapter import RdflibTerms
+
+    suffix = Path(path).suffix.lower()
+    fmt = RDF_INPUTS.get(suffix)
+    if fmt is None:
+        raise FormatError(
+            f"{path}: cannot tell the RDF format from the extension {suffix or '(none)'!r}; "
+            f"use one of {', '.join(RDF_INPUTS)}"
+        )
+    ds = Dataset()
+    data = Path(path).read_bytes()
+    if fmt in ("nt", "nquads"):
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise DecodeError(f"not UTF-8 text ({exc.reason})", source=str(path), offset=exc.start) from None
+        adapter: Any = RdflibTerms()
+        quads = read_statements(text, adapter, source=str(path))
+        if fmt == "nt" and any(g is not None for *_, g in quads):
+            raise DecodeError("an N-Triples file cannot name a graph (use .nq)", source=str(path))
+        for s_, p_, o_, g in quads:
+            if isinstance(s_, TripleTerm) or isinstance(o_, TripleTerm):
+                raise FormatError(f"{path}: quoted triples cannot be compared (rdflib has no RDF-star terms)")
+            ds.add((s_, p_, o_, g if g is not None else DATASET_DEFAULT_GRAPH_ID))  # type: ignore[arg-type]
+        return ds
+    saved = rdflib.NORMALIZE_LITERALS
+    # Normalizing would rewrite lexical forms ("01"^^xsd:integer to "1"), and a patch
+    # must carry the data exactly as written.
+    rdflib.NORMALIZE_LITERALS = False
+    try:
+        ds.parse(data=data, format=fmt, publicID=Path(path).resolve().as_uri())
+    except Exception as exc:  # rdflib raises many unrelated types for bad input
+        raise DecodeError(f"not valid {fmt}: {exc}".splitlines()[0], source=str(path)) from None
+    finally:
+        rdflib.NORMALIZE_LITERALS = saved
+    return ds
+
+
+def dataset_quads(graph: Graph, *, canonical: bool = False) -> tuple[set[Quad], dict[BNode, BNode]]:
+    """The quads of ``graph`` (default graph as ``DATASET_DEFAULT_GRAPH_ID``).
+
+    With ``canonical``, blank nodes are relabelled per graph by rdflib's canonicalization
+    and the second result maps each canonical blank node back to the original.
+    """
+    graphs: list[tuple[Any, Graph]]
+    if isinstance(graph, ConjunctiveGraph):
+        default_id = DATASET_DEFAULT_GRAPH_ID if isinstance(graph, Dataset) else graph.default_context.identifier
+        graphs = [
+            (DATASET_DEFAULT_GRAPH_ID if c.identifier == default_id else c.identifier, c) for c in graph.contexts()
+        ]
+    else:
+        graphs = [(DATASET_DEFAULT_GRAPH_ID, graph)]
+    quads: set[Quad] = set()
+    back: dict[BNode, BNode] = {}
+    for g, context in graphs:
+        triples = list(context.triples((None, None, None)))
+        if canonical:
+            mapping = _canonical_labels(triples)
+            back.update({c: b for b, c in mapping.items()})
+            triples = [(mapping.get(s, s), p, mapping.get(o, o)) for s, p, o in triples]  # type: ignore[call-overload]
+        quads.update((s, p, o, g) for s, p, o in triples)
+    return quads, back
+
+
+def _canonical_labels(triples: list[tuple[Any, Any, Any]]) -> dict[BNode, BNode]:
+    """Canonical blank nodes for the blank nodes of ``triples`` (rdflib's algorithm)."""
+    from rdflib.compare import _TripleCanonicalizer
+
+    if not any(isinstance(t, BNode) for s, _, o in triples for t in (s, o)):
+        return {}
+    g = Graph()
+    for t in triples:
+        g.add(t)
+    # The steps of rdflib's ``_TripleCanonicalizer.canonical_triples``, keeping the
+    # node-to-label map that the public ``to_canonical_graph`` discards.
+    c = _TripleCanonicalizer(g)
+    coloring = c._initial_color()
+    coloring = c._refine(coloring, coloring[:])
+    if not c._discrete(coloring):
+        coloring = c._traces(coloring, stats=None, depth=[0])
+    labels: dict[BNode, BNode] = {}
+    for color in coloring:
+        node = color.nodes[0]
+        if isinstance(node, BNode):
+            labels[node] = BNode("cb" + color.hash_color())
+    return labels
+
+
+def diff(old: Graph, new: Graph, *, canonical: bool = False, prefixes: bool = False) -> list[Event]:
+    """The minimal patch turning ``old`` into ``new`` (see the module docstring).
+
+    ``prefixes`` also writes ``PD``/``PA`` rows for namespace bindings that differ. The
+    result is one patch: ``TX``, deletions, additions, ``TC``, patch end (or nothing but the
+    patch end when the inputs are equal).
+    """
+    old_quads, old_back = dataset_quads(old, canonical=canonical)
+    new_quads, _ = dataset_quads(new, canonical=canonical)
+
+    def in_old_terms(term: Any) -> Any:
+        return old_back.get(term, term) if isinstance(term, BNode) else term
+
+    deleted = sorted(old_quads - new_quads, key=_sort_key)
+    added = sorted(new_quads - old_quads, key=_sort_key)
+    rows: list[Event] = []
+    if prefixes:
+        before, after = dict(old.namespaces()), dict(new.namespaces())
+        rows += [PrefixDelete(n, ns) for n, ns in sorted(before.items()) if after.get(n) != ns]
+        rows += [PrefixAdd(n, ns) for n, ns in sorted(after.items()) if before.get(n) != ns]
+    rows += [Delete(*map(in_old_terms, q)) for q in deleted]
+    rows += [Add(*map(in_old_terms, q)) for q in added]
+    if not rows:
+        return [PatchEnd()]
+    return [Header("id", URIRef(uuid.uuid4().urn)), TxStart(), *rows, TxCommit(), PatchEnd()]
+
+
+def _sort_key(q: Quad) -> tuple[str, ...]:
+    # Deterministic output makes diffs comparable and reviewable.
+    return tuple(f"{type(t).__name__}:{t}" for t in (q[3], q[0], q[1], q[2]))
+
+
+def reverse(events: Iterable[Event]) -> Iterator[Event]:
+    """The inverse of a log of real changes (see the module docstring).
+
+    Each output patch gets a fresh ``id``, a ``prev`` chained to the previous output
+    patch and a ``reverses`` header naming the patch it undoes. A ``PD`` without the
+    namespace IRI (RDF Patch text drops it) is inverted with the IRI the prefix had when
+    the log is read from its start; when that is unknown a :class:`UsageError` is raised.
+    """
+    patches: list[tuple[Any, list[Event]]] = []
+    bound: dict[str, Any] = {}
+    patch_id: Any = None
+    committed: list[Event] = []
+    unit: list[Event] = []
+
+    for event in events:
+        if isinstance(event, Header):
+            if event.key == "id":
+                patch_id = event.value
+        elif isinstance(event, (TxStart, TxCommit)):
+            committed += unit
+            unit = []
+        elif isinstance(event, TxAbort):
+            unit = []
+        elif isinstance(event, PatchEnd):
+            committed += unit
+            unit = []
+            if committed:
+                patches.append((patch_id, committed))
+            patch_id, committed = None, []
+        elif isinstance(event, PrefixDelete):
+            iri = event.iri if event.iri is not None else bound.get(event.name)
+            if iri is None:
+                raise UsageError(f"cannot reverse PD {event.name!r}: the namespace it removed is not in the log")
+            unit.append(event._replace(iri=iri))
+            bound.pop(event.name, None)
+        elif isinstance(event, PrefixAdd):
+            unit.append(event)
+            bound[event.name] = event.iri
+        elif isinstance(event, (Add, Delete)):
+            unit.append(event)
+
+    prev: Any = None
+    for original, rows in reversed(patches):
+        new_id = URIRef(uuid.uuid4().urn)
+        yield Header("id", new_id)
+        if prev is not None:
+            yield Header("prev", prev)
+        if original is not None:
+            yield Header("reverses", original)
+        yield TxStart()
+        for row in reversed(rows):
+            yield _inverse(row)
+        yield TxCommit()
+        yield PatchEnd()
+        prev = new_id
+
+
+def _inverse(row: Event) -> Event:
+    if isinstance(row, Add):
+        return Delete(row.s, row.p, row.o, row.g)
+    if isinstance(row, Delete):
+        return Add(row.s, row.p, row.o, row.g)
+    if isinstance(row, PrefixAdd):
+        return PrefixDelete(row.name, row.iri, row.g)
+    assert isinstance(row, PrefixDelete)  # only change rows are collected
+    return PrefixAdd(row.name, row.iri, row.g)

@@ -1,0 +1,238 @@
+"""File adapters around the sans-I/O codecs: formats by extension, reading, writing, appending.
+
+This is the only place the codec meets the file system. Readers pull fixed-size chunks
+into a decoder and close it at end of file, so memory stays bounded by one chunk plus one
+frame. Writers hand each completed frame to a single ``write`` call (DESIGN §6).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from patchsync.codec.patch_decoder import PatchDecoder
+from patchsync.codec.patch_encoder import DEFAULT_FRAME_ROWS, PatchEncoder
+from patchsync.errors import DecodeError, FormatError, UsageError
+from patchsync.events import Event, Header, Options, PatchEnd
+from patchsync.options import Limits, PatchOptions
+from patchsync.terms import IRI, TermAdapter
+
+CHUNK_SIZE = 1 << 20
+
+#: File extensions by format name.
+PATCH_FORMATS = {".jellyp": "jellyp", ".rdfp": "rdfp"}
+
+
+def format_of(path: str | os.PathLike[str], given: str | None = None) -> str:
+    """The patch format named by ``given`` or by the file extension."""
+    if given:
+        name = given.lower().lstrip(".")
+        if name not in PATCH_FORMATS.values():
+            raise FormatError(f"unknown patch format {given!r} (expected one of: {', '.join(PATCH_FORMATS.values())})")
+        return name
+    suffix = Path(path).suffix.lower()
+    try:
+        return PATCH_FORMATS[suffix]
+    except KeyError:
+        raise FormatError(
+            f"{path}: cannot tell the format from the extension {suffix or '(none)'!r}; "
+            f"use {', '.join(PATCH_FORMATS)} or name the format"
+        ) from None
+
+
+def _reader(fmt: str, adapter: TermAdapter[Any] | None, source: str, limits: Limits | None) -> Any:
+    if fmt == "jellyp":
+        return PatchDecoder(adapter, source=source, limits=limits)
+    from patchsync.codec.rdfp import RdfPatchTextReader
+
+    return RdfPatchTextReader(adapter, source=source, limits=limits)
+
+
+def iter_stream_events(
+    stream: IO[bytes],
+    fmt: str,
+    *,
+    adapter: TermAdapter[Any] | None = None,
+    source: str = "<stream>",
+    limits: Limits | None = None,
+    chunk_size: int = CHUNK_SIZE,
+) -> Iterator[Event]:
+    """Decode a binary stream of format ``fmt`` (``jellyp`` or ``rdfp``) to events."""
+    reader = _reader(fmt, adapter, source, limits)
+    while True:
+        chunk = stream.read(chunk_size)
+        if not chunk:
+            break
+        reader.feed(chunk)
+        yield from reader
+    reader.close()
+    yield from reader
+
+
+def read_events(
+    path: str | os.PathLike[str],
+    *,
+    fmt: str | None = None,
+    adapter: TermAdapter[Any] | None = None,
+    limits: Limits | None = None,
+) -> Iterator[Event]:
+    """All events of a patch file (``.jellyp`` or ``.rdfp``), decoded lazily."""
+    fmt = format_of(path, fmt)
+    with open(path, "rb") as f:
+        yield from iter_stream_events(f, fmt, adapter=adapter, source=str(path), limits=limits)
+
+
+def write_events(
+    events: Iterable[Event],
+    stream: IO[bytes],
+    fmt: str,
+    *,
+    options: PatchOptions | None = None,
+    adapter: TermAdapter[Any] | None = None,
+    max_frame_rows: int | None = None,
+) -> int:
+    """Encode events to ``stream`` in format ``fmt``; returns the number of patches written.
+
+    For ``rdfp`` output, ``options`` only decides whether patch boundaries are written
+    (not in FLAT, which is a single patch).
+    """
+    if fmt == "jellyp":
+        encoder: PatchEncoder[Any] = PatchEncoder(options, adapter, max_frame_rows=max_frame_rows or DEFAULT_FRAME_ROWS)
+        for event in events:
+            encoder.send(event)
+            out = encoder.take()
+            if out:
+                stream.write(out)
+        encoder.finish()
+        stream.write(encoder.take())
+        return encoder.patches_written
+    from patchsync.codec.rdfp import RdfPatchTextWriter
+    from patchsync.options import StreamType
+
+    segments = options is None or options.stream_type is not StreamType.FLAT
+    writer: RdfPatchTextWriter[Any] = RdfPatchTextWriter(adapter, segments=segments)
+    patches = 0
+    for event in events:
+        writer.send(event)
+        if type(event) is PatchEnd:
+            patches += 1
+            stream.write(writer.take().encode("utf-8"))
+    stream.write(writer.take().encode("utf-8"))
+    return patches
+
+
+class LogAppender:
+    """Appends patches to a ``.jellyp`` log, creating it if needed (DESIGN §6).
+
+    Holds an exclusive ``flock`` on the file while open, so two writers cannot interleave.
+    An existing log is read once to learn its options (the appended stream must repeat
+    them identically) and its chain head (the ``id`` header of its last patch, for the
+    next patch's ``prev``). The encoder then starts fresh in append mode, so the
+    concatenated file still decodes from the start. A trailing partial frame (a writer
+    that crashed mid-write) is cut off before appending, so it cannot corrupt the log.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        options: PatchOptions | None = None,
+        adapter: TermAdapter[Any] | None = None,
+        *,
+        fsync: bool = False,
+        max_frame_rows: int | None = None,
+    ) -> None:
+        self.path = Path(path)
+        self.fsync = fsync
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        self._file = os.fdopen(fd, "r+b", buffering=0)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._file.close()
+            raise UsageError(f"{self.path}: another writer holds the log's lock") from None
+        try:
+            existing, self.head, valid_end = self._scan(adapter)
+            if existing is not None and options is not None and existing != options:
+                raise UsageError(
+                    f"{self.path}: the log was written with different options ({existing}); "
+                    "an appended stream must repeat them identically"
+                )
+            self.options = existing or options or PatchOptions()
+            self._file.truncate(valid_end)
+            self._file.seek(valid_end)
+            self.encoder: PatchEncoder[Any] = PatchEncoder(
+                self.options,
+                adapter,
+                append=existing is not None,
+                max_frame_rows=max_frame_rows or DEFAULT_FRAME_ROWS,
+            )
+        except BaseException:
+            self._file.close()
+            raise
+
+    def _scan(self, adapter: TermAdapter[Any] | None) -> tuple[PatchOptions | None, str | None, int]:
+        """Options, last patch id and the offset after the last complete frame."""
+        options: PatchOptions | None = None
+        head: str | None = None
+        current: str | None = None
+        decoder: PatchDecoder[Any] = PatchDecoder(adapter, source=str(self.path))
+        self._file.seek(0)
+        end = 0
+        while True:
+            chunk = self._file.read(CHUNK_SIZE)
+            if not chunk:
+                break
+            decoder.feed(chunk)
+            for event in decoder:
+                kind = type(event)
+                if kind is Options:
+                    options = event.options  # type: ignore[union-attr]
+                elif kind is Header and event.key == "id":  # type: ignore[union-attr]
+                    u = decoder.adapter.unpack(event.value)  # type: ignore[union-attr]
+                    current = u[1] if u[0] == IRI else None
+                elif kind is PatchEnd:
+                    head, current = current or head, None
+            end = decoder.offset
+        if decoder.in_transaction:
+            raise DecodeError(
+                "the log ends inside a transaction; refusing to append after an unfinished patch",
+                source=str(self.path),
+                offset=end,
+            )
+        return options, head, end
+
+    def write(self, events: Iterable[Event]) -> None:
+        """Encode events and write every completed frame (one ``write`` per batch)."""
+        for event in events:
+            self.encoder.send(event)
+        self.flush()
+
+    def flush(self) -> None:
+        data = self.encoder.take()
+        if data:
+            self._file.write(data)
+            if self.fsync:
+                os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        """Finish the stream, flush and release the lock."""
+        if self._file.closed:
+            return
+        try:
+            self.encoder.finish()
+            self.flush()
+        finally:
+            self._file.close()
+
+    def abandon(self) -> None:
+        """Release the lock without writing what the encoder still holds (a failed patch)."""
+        self._file.close()
+
+    def __enter__(self) -> LogAppender:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

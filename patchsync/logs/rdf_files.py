@@ -1,0 +1,302 @@
+"""File adapters for RDF datasets: Jelly-RDF (``.jelly``) and the text formats.
+
+Used by ``patchsync convert`` and ``patchsync inspect``. Statements travel between formats
+as N-Triples term strings (:class:`~patchsync.terms.ntriples.NTriplesTerms`), which keep
+lexical forms and blank node labels exactly, and can hold RDF-star and generalized
+statements. N-Triples and N-Quads are read and written by patchsync itself (rdflib reads
+neither quoted triples nor generalized statements); Turtle and TriG go through rdflib.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from patchsync._proto import rdf_pb2
+from patchsync.codec.framing import Framer
+from patchsync.codec.nquads import read_statements
+from patchsync.codec.rdf_decoder import RdfDecoder
+from patchsync.codec.rdf_encoder import RdfEncoder
+from patchsync.errors import DecodeError, FormatError, UsageError
+from patchsync.events import (
+    FrameEnd,
+    GraphStart,
+    LogicalType,
+    Namespace,
+    PhysicalType,
+    RdfOptions,
+    Statement,
+    StreamOptions,
+)
+from patchsync.options import Limits
+from patchsync.terms import BNODE, LITERAL, TRIPLE, Unpacked
+from patchsync.terms.ntriples import NTriplesTerms
+
+__all__ = ["RDF_FORMATS", "convert_rdf", "jelly_summary", "rdf_format_of"]
+
+#: RDF formats by file extension.
+RDF_FORMATS = {".jelly": "jelly", ".nt": "nt", ".nq": "nq", ".ttl": "ttl", ".trig": "trig"}
+_RDFLIB_NAMES = {"ttl": "turtle", "trig": "trig"}
+
+_NT = NTriplesTerms()
+_DEFAULT = _NT.default_graph()
+
+Quad = tuple[str, str, str, str | None]
+
+
+def rdf_format_of(path: str | os.PathLike[str], given: str | None = None) -> str | None:
+    """The RDF format named by ``given`` or by the extension; ``None`` if it is not one."""
+    if given:
+        name = given.lower().lstrip(".")
+        return name if name in RDF_FORMATS.values() else None
+    return RDF_FORMATS.get(Path(path).suffix.lower())
+
+
+# -- reading ----------------------------------------------------------------------------
+
+
+def _nt_term(u: Unpacked, unpack: Any) -> str:
+    """An rdflib term (already unpacked) as an N-Triples string."""
+    kind = u[0]
+    if kind == TRIPLE:
+        return _NT.triple(*(_nt_term(unpack(t), unpack) for t in u[1:]))
+    if kind == LITERAL:
+        return _NT.literal(u[1], u[2], u[3])
+    if kind == BNODE:
+        return _NT.bnode(u[1])
+    if len(u) == 1:
+        return _DEFAULT
+    return _NT.iri(u[1])
+
+
+def _read_rdflib(data: bytes, fmt: str, source: str) -> tuple[list[Quad], list[tuple[str, str]]]:
+    from rdflib import Dataset
+
+    from patchsync.terms.rdflib_adapter import RdflibTerms
+
+    ds = Dataset()
+    try:
+        ds.parse(data=data, format=_RDFLIB_NAMES[fmt], publicID=Path(source).resolve().as_uri())
+    except Exception as exc:  # rdflib raises many unrelated types for bad input
+        raise DecodeError(f"not valid {fmt}: {exc}", source=source) from None
+    unpack = RdflibTerms().unpack
+    quads: list[Quad] = []
+    for s, p, o, g in ds.quads((None, None, None, None)):
+        graph = None if g is None else _nt_term(unpack(getattr(g, "identifier", g)), unpack)
+        quads.append(
+            (_nt_term(unpack(s), unpack), _nt_term(unpack(p), unpack), _nt_term(unpack(o), unpack), graph or None)
+        )
+    namespaces = [(prefix, str(iri)) for prefix, iri in ds.namespaces() if prefix]
+    return quads, namespaces
+
+
+def _decode_jelly(data: bytes, source: str, limits: Limits | None) -> Iterator[Any]:
+    decoder: RdfDecoder[str] = RdfDecoder(_NT, source=source, limits=limits)
+    decoder.feed(data)
+    decoder.close()
+    return iter(decoder)
+
+
+def _term_features(term: str, position: str) -> tuple[bool, bool]:
+    """(RDF-star, generalized) for one N-Triples term string in ``position`` (s, p, o, g)."""
+    if term.startswith("<<"):
+        u = _NT.unpack(term)
+        star, generalized = True, position in "pg"
+        for inner, pos in zip(u[1:], "spo", strict=True):
+            _, inner_generalized = _term_features(inner, pos)
+            generalized = generalized or inner_generalized
+        return star, generalized
+    first = term[:1]
+    if position == "p":
+        return False, first != "<"
+    if position in "sg":
+        return False, first == '"'
+    return False, False
+
+
+def _features(quads: Iterable[Quad]) -> tuple[bool, bool, bool]:
+    """Whether statements use named graphs, RDF-star, generalized positions."""
+    named = star = generalized = False
+    for s, p, o, g in quads:
+        terms = ((s, "s"), (p, "p"), (o, "o"), (g, "g")) if g else ((s, "s"), (p, "p"), (o, "o"))
+        named = named or bool(g)
+        for term, position in terms:
+            term_star, term_generalized = _term_features(term, position)
+            star = star or term_star
+            generalized = generalized or term_generalized
+    return named, star, generalized
+
+
+# -- writing -----------------------------------------------------------------------------
+
+
+def _nquads_lines(quads: Iterable[Quad], with_graphs: bool) -> Iterator[str]:
+    for s, p, o, g in quads:
+        if g and g != _DEFAULT:
+            if not with_graphs:
+                raise UsageError(f"a statement in graph {g} cannot be written to N-Triples or Turtle: use .nq or .trig")
+            yield f"{s} {p} {o} {g} .\n"
+        else:
+            yield f"{s} {p} {o} .\n"
+
+
+def convert_rdf(
+    data: bytes,
+    in_fmt: str,
+    out: IO[bytes],
+    out_fmt: str,
+    *,
+    source: str = "<stream>",
+    physical: str | None = None,
+    frame_rows: int | None = None,
+    limits: Limits | None = None,
+) -> int:
+    """Convert ``data`` from ``in_fmt`` to ``out_fmt`` (see :data:`RDF_FORMATS`); returns
+    the number of statements written.
+
+    Jelly to Jelly keeps the input's options (except ``physical``) and its frames. A text
+    input written as Jelly gets TRIPLES or QUADS (whether it names graphs) unless
+    ``physical`` (``triples``, ``quads``, ``graphs``) says otherwise, and declares RDF-star
+    and generalized statements exactly when they occur.
+    """
+    options: RdfOptions | None = None
+    namespaces: list[tuple[str, str]] = []
+    frames: list[list[Quad]]
+    if in_fmt == "jelly":
+        frames, current = [], []
+        for event in _decode_jelly(data, source, limits):
+            kind = type(event)
+            if kind is Statement:
+                current.append((event.s, event.p, event.o, event.g or None))
+            elif kind is FrameEnd:
+                frames.append(current)
+                current = []
+            elif kind is StreamOptions:
+                options = event.options
+            elif kind is Namespace:
+                namespaces.append((event.name, _NT.unpack(event.iri)[1]))
+        if not frames or current:
+            frames.append(current)
+    elif in_fmt in ("nt", "nq"):
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise DecodeError(f"not UTF-8 text: {exc.reason}", source=source, offset=exc.start) from None
+        frames = [read_statements(text, _NT, source=source)]
+    elif in_fmt in _RDFLIB_NAMES:
+        quads, namespaces = _read_rdflib(data, in_fmt, source)
+        frames = [quads]
+    else:
+        raise FormatError(f"unknown RDF format {in_fmt!r}")
+    every = [q for frame in frames for q in frame]
+    if out_fmt == "jelly":
+        named, star, generalized = _features(every)
+        chosen = (physical or ("quads" if named else "triples")).upper()
+        grouped = options is not None and options.grouped
+        base = options or RdfOptions()
+        options = RdfOptions(
+            physical_type=PhysicalType[chosen],
+            logical_type=base.logical_type if options is not None else LogicalType.UNSPECIFIED,
+            generalized_statements=base.generalized_statements or generalized,
+            rdf_star=base.rdf_star or star,
+            max_name_table_size=base.max_name_table_size,
+            max_prefix_table_size=base.max_prefix_table_size,
+            max_datatype_table_size=base.max_datatype_table_size,
+            stream_name=base.stream_name,
+            version=2 if namespaces else base.version,
+        )
+        encoder: RdfEncoder[str] = RdfEncoder(options, _NT, max_frame_rows=frame_rows or 1024)
+        for name, iri in namespaces:
+            encoder.namespace(name, _NT.iri(iri))
+        for frame in frames:
+            for s, p, o, g in frame:
+                encoder.statement(s, p, o, g)
+                if encoder.pending_bytes() >= 1 << 20:
+                    out.write(encoder.take())
+            if grouped:
+                encoder.end_frame()
+        encoder.finish()
+        out.write(encoder.take())
+    elif out_fmt in ("nt", "nq"):
+        buffer: list[str] = []
+        for line in _nquads_lines(every, out_fmt == "nq"):
+            buffer.append(line)
+            if len(buffer) >= 4096:
+                out.write("".join(buffer).encode("utf-8"))
+                buffer.clear()
+        out.write("".join(buffer).encode("utf-8"))
+    elif out_fmt in _RDFLIB_NAMES:
+        from rdflib import Dataset
+
+        text = "".join(_nquads_lines(every, out_fmt == "trig"))
+        ds = Dataset()
+        try:
+            ds.parse(data=text, format="nquads")
+        except Exception as exc:  # rdflib cannot hold RDF-star or generalized statements
+            raise UsageError(f"rdflib cannot write these statements as {out_fmt}: {exc}") from None
+        for name, iri in namespaces:
+            ds.bind(name, iri, override=True)
+        if out_fmt == "ttl":
+            out.write(ds.default_context.serialize(format="turtle", encoding="utf-8"))
+        else:
+            out.write(ds.serialize(format="trig", encoding="utf-8"))
+    else:
+        raise FormatError(f"unknown RDF format {out_fmt!r}")
+    return len(every)
+
+
+# -- inspect -----------------------------------------------------------------------------
+
+
+def jelly_summary(data: bytes, source: str, limits: Limits | None = None) -> dict[str, Any]:
+    """Validate a Jelly-RDF stream and summarize it (options, frames, rows, lookups)."""
+    options: RdfOptions | None = None
+    statements = graphs = namespaces = 0
+    frames = 0
+    for event in _decode_jelly(data, source, limits):
+        kind = type(event)
+        if kind is Statement:
+            statements += 1
+        elif kind is FrameEnd:
+            frames += 1
+        elif kind is StreamOptions:
+            options = event.options
+        elif kind is Namespace:
+            namespaces += 1
+        elif kind is GraphStart:
+            graphs += 1
+    # Lookup rows are encoding, not content: count them straight from the frames.
+    rows: Counter[str] = Counter()
+    framer = Framer(source=source)
+    framer.feed(data)
+    framer.close()
+    while (item := framer.next_frame()) is not None:
+        for row in rdf_pb2.RdfStreamFrame.FromString(item[1]).rows:
+            rows[row.WhichOneof("row") or "empty"] += 1
+    summary: dict[str, Any] = {
+        "file": source,
+        "format": "jelly",
+        "bytes": len(data),
+        "frames": frames,
+        "statements": statements,
+        "graph_starts": graphs,
+        "namespaces": namespaces,
+        "rows": dict(sorted(rows.items())),
+    }
+    if options is not None:
+        summary["options"] = {
+            "physical_type": options.physical_type.name,
+            "logical_type": options.logical_type,
+            "grouped": options.grouped,
+            "generalized_statements": options.generalized_statements,
+            "rdf_star": options.rdf_star,
+            "max_name_table_size": options.max_name_table_size,
+            "max_prefix_table_size": options.max_prefix_table_size,
+            "max_datatype_table_size": options.max_datatype_table_size,
+            "stream_name": options.stream_name,
+            "version": options.version,
+        }
+    return summary

@@ -1,0 +1,1 @@
+"""Plugins for other libraries: rdflib parsers and serializers (entry points in pyproject)."""

@@ -1,0 +1,1 @@
+"""The tail daemon: keeps a target in step with growing logs (``patchsync tail``)."""
