@@ -82,6 +82,7 @@ __all__ = [
     "GraphStart",
     "Header",
     "Limits",
+    "LogAppender",
     "LogWriter",
     "LogicalType",
     "MemoryTarget",
@@ -120,20 +121,32 @@ __all__ = [
     "apply_stream",
     "encode_statements",
     "open_target",
+    "read_events",
     "record",
+    "write_events",
     "__version__",
 ]
 
-# The rdflib change recorder is exported lazily, so that ``import patchsync`` does not
-# import rdflib (the codec does not need it).
-_CAPTURE = frozenset({"LogWriter", "Recorder", "RecordingStore", "record"})
+# Exported lazily: the rdflib change recorder, so that ``import patchsync`` does not import
+# rdflib (the codec does not need it), and the log-file layer, which a codec user need not load.
+_LAZY = {
+    "LogWriter": "patchsync.capture",
+    "Recorder": "patchsync.capture",
+    "RecordingStore": "patchsync.capture",
+    "record": "patchsync.capture",
+    "LogAppender": "patchsync.logs.patch_logs",
+    "read_events": "patchsync.logs.patch_logs",
+    "write_events": "patchsync.logs.patch_logs",
+}
 if TYPE_CHECKING:
     from patchsync.capture import LogWriter, Recorder, RecordingStore, record
+    from patchsync.logs.patch_logs import LogAppender, read_events, write_events
 
 
 def __getattr__(name: str) -> object:
-    if name in _CAPTURE:
-        from patchsync import capture
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'patchsync' has no attribute {name!r}")
+    import importlib
 
-        return getattr(capture, name)
-    raise AttributeError(f"module 'patchsync' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

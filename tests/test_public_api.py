@@ -21,6 +21,8 @@ PUBLIC = {
     "apply_events", "apply_file", "apply_stream", "open_target",
     # capture
     "Recorder", "RecordingStore", "LogWriter", "record",
+    # log files
+    "read_events", "write_events", "LogAppender",
     # errors
     "PatchsyncError", "DecodeError", "EncodeError", "UsageError", "FormatError",
     "ApplyError", "ChainError", "CheckpointError", "TargetUnavailable",
