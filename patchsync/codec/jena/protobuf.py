@@ -23,7 +23,7 @@ import struct
 from typing import Any, TypeVar
 
 from patchsync.codec.jena.stream import BinaryDecoder, BinaryEncoder, Short, utf8
-from patchsync.codec.jena.terms import NESTED, G, O, P, S
+from patchsync.codec.jena.terms import NESTED, POS_G, POS_O, POS_P, POS_S
 from patchsync.codec.term_decoder import RuleViolation
 from patchsync.codec.wire import ld, tag, varint
 
@@ -199,12 +199,12 @@ class RdfProtobufDecoder(BinaryDecoder[T]):
             if terms[number - 1] is not _UNSET:
                 raise RuleViolation(f"field {name} of {message} appears twice")
             terms[number - 1] = self._term(buf, a, b, number - 1, 0)
-        for position in (S, P, O):
+        for position in (POS_S, POS_P, POS_O):
             if terms[position] is _UNSET:
                 raise RuleViolation(f"{message} without {'SPO'[position]} (a statement needs all three terms)")
         if quad:
-            g = terms[G]
-            terms[G] = self.terms.default_graph if g is _UNSET else self.terms.graph(g)
+            g = terms[POS_G]
+            terms[POS_G] = self.terms.default_graph if g is _UNSET else self.terms.graph(g)
         return terms
 
     def _term(self, buf: bytearray, pos: int, end: int, position: int, depth: int) -> Any:

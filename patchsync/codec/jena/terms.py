@@ -29,7 +29,7 @@ from typing import Any, Generic, NoReturn, TypeVar
 from patchsync.codec.term_decoder import RuleViolation
 from patchsync.errors import EncodeError
 from patchsync.options import Limits
-from patchsync.terms import BNODE, DEFAULT_GRAPH, IRI, LITERAL, RDF_LANGSTRING, TRIPLE, XSD_STRING, TermAdapter
+from patchsync.terms import BNODE, DEFAULT_GRAPH, IRI, LITERAL, TRIPLE, TermAdapter
 
 T = TypeVar("T")
 
@@ -43,7 +43,7 @@ XSD_DECIMAL = XSD + "decimal"
 JENA_DEFAULT_GRAPHS = frozenset({"urn:x-arq:DefaultGraph", "urn:x-arq:DefaultGraphNode"})
 
 #: Statement positions, for REPEAT; ``NESTED`` marks a term inside a triple term.
-S, P, O, G, NESTED = 0, 1, 2, 3, -1
+POS_S, POS_P, POS_O, POS_G, NESTED = 0, 1, 2, 3, -1
 POSITION_NAMES = ("S", "P", "O", "G")
 
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
@@ -123,7 +123,7 @@ def integer_value(lex: str) -> int | None:
 
 def double_value(lex: str) -> float | None:
     """The double whose ``valDouble`` reads back as ``lex`` (finite values only), or ``None``."""
-    if len(lex) > 32 or "E" not in lex and "." not in lex:
+    if len(lex) > 32 or ("E" not in lex and "." not in lex):
         return None
     try:
         value = float(lex)
@@ -234,7 +234,9 @@ class TermReader(Generic[T]):
         return term  # type: ignore[no-any-return]
 
     def refuse(self, kind: str) -> NoReturn:
-        raise RuleViolation(f"{kind} in data (variables, ANY and UNDEF belong to patterns and results, not to RDF data)")
+        raise RuleViolation(
+            f"{kind} in data (variables, ANY and UNDEF belong to patterns and results, not to RDF data)"
+        )
 
     def triple(self, s: T, p: T, o: T) -> T:
         return self._build3(s, p, o)
@@ -320,8 +322,10 @@ class TermWriter(Generic[T]):
     def _literal(self, lex: str, lang: str | None, datatype: str | None) -> tuple[Any, ...]:
         if lang:
             return ("literal", lex, lang, None)
-        if datatype is None or datatype == XSD_STRING or datatype == RDF_LANGSTRING:
+        if datatype is None:
             return ("literal", lex, None, None)
+        # An explicit xsd:string is written as given (Jena reads it as the simple literal it
+        # is in RDF 1.1), so that terms come back exactly as they were handed in.
         if self.values:
             if datatype == XSD_INTEGER and (i := integer_value(lex)) is not None:
                 return ("integer", i)

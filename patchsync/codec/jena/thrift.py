@@ -141,15 +141,15 @@ class RdfThriftDecoder(BinaryDecoder[T]):
         return pos
 
     def _emit(self, s: Any, p: Any, o: Any, g: Any, quad: bool, offset: int, index: int) -> None:
-        if quad:
-            g = self.terms.default_graph if g is _UNSET else self.terms.graph(g)
-        else:
+        if not quad:
             g = None
+        elif g is _UNSET:
+            g = self.terms.default_graph
+        else:
+            g = self.terms.graph(g)
         self._statement(s, p, o, g, offset, index)
 
-    def _spo(
-        self, buf: bytearray, pos: int, end: int, quad: bool, depth: int
-    ) -> tuple[list[Any], int]:
+    def _spo(self, buf: bytearray, pos: int, end: int, quad: bool, depth: int) -> tuple[list[Any], int]:
         message = "RDF_Quad" if quad else "RDF_Triple"
         limit = 4 if quad else 3
         position = NESTED if depth else 0
