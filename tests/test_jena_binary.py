@@ -270,3 +270,33 @@ def test_format_registry() -> None:
     assert SUFFIXES == {".rt": "rdf-thrift", ".rpb": "rdf-protobuf"}
     with pytest.raises(FormatError, match="unknown RDF Binary format 'ttl'"):
         lookup("ttl")
+
+
+# -- Jena reads what we write ------------------------------------------------------------------
+
+READ_BY_JENA = ROOT / "data" / "upstream" / "jena" / "read-by-jena"
+JENA_SOURCE = JELLY_RDF / "to_jelly" / "quads_rdf_star" / "pos_004" / "in_000.nq"
+JENA_NAMESPACES = [("ex", "<http://example.org/>"), ("xsd", "<http://www.w3.org/2001/XMLSchema#>")]
+
+
+@pytest.mark.parametrize(
+    "file",
+    [
+        "quads_rdf_star_pos_004.rt",
+        "quads_rdf_star_pos_004-v.rt",
+        "quads_rdf_star_pos_004.rpb",
+        "quads_rdf_star_pos_004-v.rpb",
+    ],
+)
+def test_writer_output_is_what_jena_read(file: str) -> None:
+    """The vendored file is our writer's output that Jena 4.5.0 read back as ``<file>.nq``.
+
+    The writer must still produce exactly those bytes, and what Jena read must be the source.
+    """
+    adapter = NTriplesTerms()
+    quads = read_statements(JENA_SOURCE.read_text(encoding="utf-8"), adapter)
+    name = SUFFIXES[Path(file).suffix]
+    data = encode_statements(name, quads, adapter, namespaces=JENA_NAMESPACES, values="-v." in file)
+    assert data == (READ_BY_JENA / file).read_bytes()
+    jena_read = read_statements((READ_BY_JENA / (file + ".nq")).read_text(encoding="utf-8"), adapter)
+    assert sorted(set(jena_read), key=repr) == sorted(set(quads), key=repr)
