@@ -300,3 +300,23 @@ def test_writer_output_is_what_jena_read(file: str) -> None:
     assert data == (READ_BY_JENA / file).read_bytes()
     jena_read = read_statements((READ_BY_JENA / (file + ".nq")).read_text(encoding="utf-8"), adapter)
     assert sorted(set(jena_read), key=repr) == sorted(set(quads), key=repr)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_stream_larger_than_the_parse_window(name: str) -> None:
+    """Rows are parsed from 1 MiB windows of the buffer; rows crossing a window edge are kept."""
+    from bench.rdf_data import generate_quads
+
+    adapter = NTriplesTerms()
+    quads = [(s, p, o, g) for s, p, o, g in generate_quads(25_000)]
+    data = encode_statements(name, quads, adapter, namespaces=[("ex", "<http://example.org/resource/>")])
+    assert len(data) > 2 << 20
+    assert _quads(decode_bytes(name, data, adapter), adapter) == quads
+    decoder = lookup(name).decoder(adapter)
+    got: list[Any] = []
+    for i in range(0, len(data), 300_007):
+        decoder.feed(data[i : i + 300_007])
+        got.extend(decoder)
+    decoder.close()
+    got.extend(decoder)
+    assert _quads(got, adapter) == quads and decoder.complete

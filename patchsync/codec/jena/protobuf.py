@@ -50,9 +50,11 @@ _TERM_FIELDS = {
     22: ("valDecimal", 2),
 }
 _ROW_FIELDS = {1: "prefixDecl", 2: "triple", 3: "quad", 4: "base"}
+_SHORT_SPOG = frozenset({0x0A, 0x12, 0x1A, 0x22})  # keys of fields 1-4, length-delimited
+_CACHE_LIMIT = 1 << 16
 
 
-def _varint(buf: bytearray, pos: int, end: int) -> tuple[int, int]:
+def _varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
     result = 0
     shift = 0
     start = pos
@@ -80,7 +82,7 @@ def _wrong_type(message: str, name: str, got: int, want: int) -> RuleViolation:
     )
 
 
-def _field(buf: bytearray, pos: int, end: int) -> tuple[int, int, int, int, int]:
+def _field(buf: bytes, pos: int, end: int) -> tuple[int, int, int, int, int]:
     """The field at ``pos``: ``(number, wire type, a, b, next pos)``.
 
     Length-delimited: ``a, b`` are the payload's bounds; varint: ``a`` is the value; fixed
@@ -107,14 +109,14 @@ def _field(buf: bytearray, pos: int, end: int) -> tuple[int, int, int, int, int]
     raise RuleViolation(f"wire type {wire} in field {number} (groups and types 6-7 are not used by RDF Protobuf)")
 
 
-def _text(buf: bytearray, a: int, b: int, what: str) -> str:
+def _text(buf: bytes, a: int, b: int, what: str) -> str:
     try:
         return buf[a:b].decode("utf-8")
     except UnicodeDecodeError:
         raise RuleViolation(f"{what} is not valid UTF-8 (protobuf strings are UTF-8)") from None
 
 
-def _strings(buf: bytearray, pos: int, end: int, message: str, names: tuple[str, ...]) -> list[str]:
+def _strings(buf: bytes, pos: int, end: int, message: str, names: tuple[str, ...]) -> list[str]:
     """The string fields 1..n of a message of strings (absent ones are ``""``, as in proto3)."""
     values: list[str | None] = [None] * len(names)
     while pos < end:
@@ -133,8 +135,9 @@ class RdfProtobufDecoder(BinaryDecoder[T]):
     """Reads an RDF Protobuf stream (see :class:`~patchsync.codec.jena.stream.BinaryDecoder`)."""
 
     format_name = "RDF Protobuf"
+    _repeated = False
 
-    def _read_row(self, buf: bytearray, pos: int, end: int, offset: int, index: int) -> int:
+    def _read_row(self, buf: bytes, pos: int, end: int, offset: int, index: int) -> int:
         result = 0
         shift = 0
         i = pos
@@ -157,7 +160,7 @@ class RdfProtobufDecoder(BinaryDecoder[T]):
         self._row(buf, i, stop, offset, index)
         return stop
 
-    def _row(self, buf: bytearray, pos: int, end: int, offset: int, index: int) -> None:
+    def _row(self, buf: bytes, pos: int, end: int, offset: int, index: int) -> None:
         member = 0
         unknown = 0
         while pos < end:
@@ -186,19 +189,41 @@ class RdfProtobufDecoder(BinaryDecoder[T]):
                 raise RuleViolation(f"unknown RDF_StreamRow member, field {unknown} (unknown union member)")
             raise RuleViolation("RDF_StreamRow has no member set (empty row)")
 
-    def _statement_terms(self, buf: bytearray, pos: int, end: int, message: str, quad: bool) -> list[Any]:
+    def _statement_terms(self, buf: bytes, pos: int, end: int, message: str, quad: bool) -> list[Any]:
         terms: list[Any] = [_UNSET, _UNSET, _UNSET, _UNSET]
         limit = 4 if quad else 3
+        cache = self._term_cache
         while pos < end:
-            number, wire, a, b, pos = _field(buf, pos, end)
+            key_byte = buf[pos]
+            if key_byte in _SHORT_SPOG and pos + 1 < end and buf[pos + 1] < 0x80:
+                # Hot path: field 1-4, length-delimited, length in one byte.
+                number = key_byte >> 3
+                a = pos + 2
+                b = pos = a + buf[pos + 1]
+                if b > end:
+                    raise RuleViolation(f"field {number} announces more bytes than its message holds (truncated field)")
+            else:
+                number, wire, a, b, pos = _field(buf, pos, end)
+                if number > limit:
+                    continue
+                if wire != 2:
+                    raise _wrong_type(message, "SPOG"[number - 1], wire, 2)
             if number > limit:
                 continue
-            name = "SPOG"[number - 1]
-            if wire != 2:
-                raise _wrong_type(message, name, wire, 2)
             if terms[number - 1] is not _UNSET:
-                raise RuleViolation(f"field {name} of {message} appears twice")
-            terms[number - 1] = self._term(buf, a, b, number - 1, 0)
+                raise RuleViolation(f"field {'SPOG'[number - 1]} of {message} appears twice")
+            # A term's bytes decode to the same term while the prefixes stay the same (the
+            # cache is cleared when they change), except REPEAT, which is never cached.
+            key = buf[a:b]
+            term = cache.get(key, _UNSET)
+            if term is _UNSET:
+                self._repeated = False
+                term = self._term(buf, a, b, number - 1, 0)
+                if not self._repeated:
+                    if len(cache) >= _CACHE_LIMIT:
+                        cache.clear()
+                    cache[key] = term
+            terms[number - 1] = term
         for position in (POS_S, POS_P, POS_O):
             if terms[position] is _UNSET:
                 raise RuleViolation(f"{message} without {'SPO'[position]} (a statement needs all three terms)")
@@ -207,7 +232,7 @@ class RdfProtobufDecoder(BinaryDecoder[T]):
             terms[POS_G] = self.terms.default_graph if g is _UNSET else self.terms.graph(g)
         return terms
 
-    def _term(self, buf: bytearray, pos: int, end: int, position: int, depth: int) -> Any:
+    def _term(self, buf: bytes, pos: int, end: int, position: int, depth: int) -> Any:
         reader = self.terms
         result = _UNSET
         unknown = 0
@@ -237,6 +262,7 @@ class RdfProtobufDecoder(BinaryDecoder[T]):
                 result = reader.triple(s, p, o)
             elif number == 9:
                 result = reader.repeat(position)
+                self._repeated = True
             elif number == 20:
                 result = reader.integer(_zigzag(a, 64))
             elif number == 21:
@@ -251,7 +277,7 @@ class RdfProtobufDecoder(BinaryDecoder[T]):
             raise RuleViolation("RDF_Term has no member set (empty term)")
         return result
 
-    def _statement_terms_nested(self, buf: bytearray, pos: int, end: int, depth: int) -> list[Any]:
+    def _statement_terms_nested(self, buf: bytes, pos: int, end: int, depth: int) -> list[Any]:
         terms: list[Any] = [_UNSET, _UNSET, _UNSET]
         while pos < end:
             number, wire, a, b, pos = _field(buf, pos, end)
@@ -267,7 +293,7 @@ class RdfProtobufDecoder(BinaryDecoder[T]):
             raise RuleViolation("triple term without all of S, P and O")
         return [*terms, None]
 
-    def _literal(self, buf: bytearray, pos: int, end: int) -> Any:
+    def _literal(self, buf: bytes, pos: int, end: int) -> Any:
         lex = ""
         kind = 0
         value: str | None = None
@@ -300,7 +326,7 @@ class RdfProtobufDecoder(BinaryDecoder[T]):
         # simple = true, or (leniently) no kind at all: a simple literal.
         return self.terms.literal(lex, None, None)
 
-    def _decimal(self, buf: bytearray, pos: int, end: int) -> Any:
+    def _decimal(self, buf: bytes, pos: int, end: int) -> Any:
         value = scale = 0
         while pos < end:
             number, wire, a, _, pos = _field(buf, pos, end)

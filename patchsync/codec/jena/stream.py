@@ -28,6 +28,7 @@ from patchsync.terms import DEFAULT_GRAPH, IRI, TermAdapter, default_adapter
 T = TypeVar("T")
 
 _CACHE_LIMIT = 1 << 16
+_WINDOW = 1 << 20
 
 
 class Short(Exception):
@@ -73,6 +74,8 @@ class BinaryDecoder(EventSource[RdfEvent], Generic[T]):
         self._base = 0  # absolute offset of _buf[0]
         self._need = 0  # absolute offset the buffer must reach before a retry
         self._closed = False
+        #: Terms by their encoded bytes (formats whose term spans are known before parsing).
+        self._term_cache: dict[bytes, Any] = {}
 
     def feed(self, data: bytes | bytearray | memoryview) -> None:
         """Give the decoder more bytes of the stream."""
@@ -94,43 +97,57 @@ class BinaryDecoder(EventSource[RdfEvent], Generic[T]):
         """Whether the closed input has been decoded to its end."""
         return self._finished
 
-    def _read_row(self, buf: bytearray, pos: int, end: int, offset: int, index: int) -> int:
-        """Read the row at ``buf[pos]``, queue its events, answer the index after it."""
+    def _read_row(self, buf: bytes, pos: int, end: int, offset: int, index: int) -> int:
+        """Read the row at ``buf[pos]``, queue its events, answer the index after it.
+
+        Raises :class:`Short` when ``buf`` ends first, ``RuleViolation`` for a broken rule.
+        """
         raise NotImplementedError
 
     def _advance(self) -> bool:
         buf = self._buf
-        end = len(buf)
-        if not self._closed and self._base + end < self._need:
+        if not self._closed and self._base + len(buf) < self._need:
             return False
+        # Rows are parsed from an immutable copy of a window of the buffer: slices of bytes
+        # are hashable (term caches key on them) and the buffer may grow meanwhile. The
+        # window holds at least the row that last came up short.
+        start = self._pos
+        data = bytes(buf[start : start + max(_WINDOW, self._need - self._base - start)])
+        whole = start + len(data) >= len(buf)  # running out of the window = out of input
+        end = len(data)
+        pos = 0
         progressed = False
         for _ in range(ROW_BATCH):
-            pos = self._pos
             if pos >= end:
+                if not whole:
+                    return True
                 if self._closed:
                     self._finished = True
                     return True
                 self._compact()
                 return progressed
-            offset = self._base + pos
+            offset = self._base + start + pos
             try:
-                self._pos = self._read_row(buf, pos, end, offset, self.rows)
+                pos = self._read_row(data, pos, end, offset, self.rows)
             except Short as short:
                 if short.need - pos > self.max_row:
                     self._fail(f"row of more than {self.max_row} bytes exceeds the limit (oversize row)", offset)
-                elif self._closed:
+                    return True
+                self._need = self._base + start + short.need
+                if not whole:
+                    return True  # the next window reaches the row's end
+                if self._closed:
                     self._fail("the stream ends inside a row (truncated row)", offset)
-                else:
-                    self._need = self._base + short.need
-                    self._compact()
-                    return progressed
-                return True
+                    return True
+                self._compact()
+                return progressed
             except RuleViolation as exc:
                 self._fail(exc.rule, offset)
                 return True
             except RecursionError:
                 self._fail("terms nested too deeply", offset)
                 return True
+            self._pos = start + pos
             self.rows += 1
             progressed = True
         return True
@@ -155,6 +172,8 @@ class BinaryDecoder(EventSource[RdfEvent], Generic[T]):
 
     def _prefix(self, prefix: str, uri: str, offset: int, index: int) -> None:
         self._queue.append(Namespace(prefix, self.terms.declare(prefix, uri), offset, 0, index))
+        # Cached terms may be prefixed names spelled against the old declaration.
+        self._term_cache.clear()
 
 
 class BinaryEncoder(Generic[T]):

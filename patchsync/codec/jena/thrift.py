@@ -61,9 +61,11 @@ _TERM_FIELDS = {
     12: ("valDecimal", STRUCT),
 }
 _ROW_FIELDS = {1: "prefixDecl", 2: "triple", 3: "quad"}
+_PLAIN_MEMBERS = frozenset({0x1C, 0x2C, 0x3C, 0x4C})  # iri, bnode, literal, prefixName headers
+_CACHE_LIMIT = 1 << 16
 
 
-def _varint(buf: bytearray, pos: int, end: int) -> tuple[int, int]:
+def _varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
     result = 0
     shift = 0
     start = pos
@@ -86,7 +88,7 @@ def _zigzag(n: int, bits: int) -> int:
     return (n >> 1) ^ -(n & 1)
 
 
-def _header(buf: bytearray, pos: int, end: int, last: int) -> tuple[int, int, int]:
+def _header(buf: bytes, pos: int, end: int, last: int) -> tuple[int, int, int]:
     """A field header after field ``last``: ``(field id, type, next pos)``; type 0 is STOP."""
     if pos >= end:
         raise Short(pos + 1)
@@ -104,6 +106,36 @@ def _header(buf: bytearray, pos: int, end: int, last: int) -> tuple[int, int, in
     return _zigzag(raw, 16), kind, pos
 
 
+def _span(buf: bytes, pos: int, end: int) -> int:
+    """End of the term at ``pos`` if it is a plain one, else -1 (nothing is built).
+
+    Plain: an IRI, blank node, literal or prefixed name whose struct holds only strings
+    (and a literal's ``dtPrefix`` struct of strings), with short field headers and
+    one-byte lengths; the common case, which the term cache can then look up by its bytes.
+    """
+    if pos >= end or buf[pos] not in _PLAIN_MEMBERS:
+        return -1
+    p = pos + 1
+    depth = 1
+    while p < end:
+        b = buf[p]
+        if b == 0:
+            p += 1
+            depth -= 1
+            if depth == 0:
+                return p + 1 if p < end and buf[p] == 0 else -1
+        elif b & 0x0F == BINARY and b >> 4:
+            if p + 1 >= end or buf[p + 1] & 0x80:
+                return -1
+            p += 2 + buf[p + 1]
+        elif b & 0x0F == STRUCT and b >> 4 and depth == 1:
+            depth = 2
+            p += 1
+        else:
+            return -1
+    return -1
+
+
 def _wrong_type(message: str, name: str, got: int) -> RuleViolation:
     return RuleViolation(f"field {name} of {message} has Thrift type {_TYPE_NAMES[got]} (wrong field type)")
 
@@ -113,7 +145,7 @@ class RdfThriftDecoder(BinaryDecoder[T]):
 
     format_name = "RDF Thrift"
 
-    def _read_row(self, buf: bytearray, pos: int, end: int, offset: int, index: int) -> int:
+    def _read_row(self, buf: bytes, pos: int, end: int, offset: int, index: int) -> int:
         number, kind, pos = _header(buf, pos, end, 0)
         if kind == STOP:
             raise RuleViolation("RDF_StreamRow has no member set (empty union)")
@@ -149,11 +181,12 @@ class RdfThriftDecoder(BinaryDecoder[T]):
             g = self.terms.graph(g)
         self._statement(s, p, o, g, offset, index)
 
-    def _spo(self, buf: bytearray, pos: int, end: int, quad: bool, depth: int) -> tuple[list[Any], int]:
+    def _spo(self, buf: bytes, pos: int, end: int, quad: bool, depth: int) -> tuple[list[Any], int]:
         message = "RDF_Quad" if quad else "RDF_Triple"
         limit = 4 if quad else 3
         position = NESTED if depth else 0
         terms: list[Any] = [_UNSET, _UNSET, _UNSET, _UNSET]
+        cache = self._term_cache
         last = 0
         while True:
             number, kind, pos = _header(buf, pos, end, last)
@@ -168,13 +201,27 @@ class RdfThriftDecoder(BinaryDecoder[T]):
                 raise _wrong_type(message, name, kind)
             if terms[number - 1] is not _UNSET:
                 raise RuleViolation(f"field {name} of {message} appears twice")
-            terms[number - 1], pos = self._term(buf, pos, end, number - 1 if position == 0 else NESTED, depth)
+            stop = _span(buf, pos, end) if position == 0 else -1
+            if stop < 0:
+                terms[number - 1], pos = self._term(buf, pos, end, number - 1 if position == 0 else NESTED, depth)
+                continue
+            # A plain term seen before: the same bytes give the same term while the
+            # prefixes stay the same (the cache is cleared when they change).
+            key = buf[pos:stop]
+            term = cache.get(key, _UNSET)
+            if term is _UNSET:
+                term = self._term(buf, pos, end, number - 1, depth)[0]
+                if len(cache) >= _CACHE_LIMIT:
+                    cache.clear()
+                cache[key] = term
+            terms[number - 1] = term
+            pos = stop
         for i in range(3):
             if terms[i] is _UNSET:
                 raise RuleViolation(f"{message} without required field {'SPO'[i]}")
         return terms, pos
 
-    def _term(self, buf: bytearray, pos: int, end: int, position: int, depth: int) -> tuple[Any, int]:
+    def _term(self, buf: bytes, pos: int, end: int, position: int, depth: int) -> tuple[Any, int]:
         reader = self.terms
         number, kind, pos = _header(buf, pos, end, 0)
         if kind == STOP:
@@ -225,7 +272,7 @@ class RdfThriftDecoder(BinaryDecoder[T]):
             raise RuleViolation("RDF_Term has more than one member set (a union holds exactly one)")
         return term, pos
 
-    def _string(self, buf: bytearray, pos: int, end: int, what: str) -> tuple[str, int]:
+    def _string(self, buf: bytes, pos: int, end: int, what: str) -> tuple[str, int]:
         size, pos = _varint(buf, pos, end)
         if size > self.max_row:
             raise RuleViolation(f"{what} of {size} bytes exceeds the limit of {self.max_row} bytes (oversize string)")
@@ -237,9 +284,7 @@ class RdfThriftDecoder(BinaryDecoder[T]):
         except UnicodeDecodeError:
             raise RuleViolation(f"{what} is not valid UTF-8 (Thrift strings are UTF-8)") from None
 
-    def _strings(
-        self, buf: bytearray, pos: int, end: int, message: str, names: tuple[str, ...]
-    ) -> tuple[list[str], int]:
+    def _strings(self, buf: bytes, pos: int, end: int, message: str, names: tuple[str, ...]) -> tuple[list[str], int]:
         """A struct of required string fields 1..n."""
         values: list[str | None] = [None] * len(names)
         last = 0
@@ -262,7 +307,7 @@ class RdfThriftDecoder(BinaryDecoder[T]):
                 raise RuleViolation(f"{message} without required field {name}")
         return values, pos  # type: ignore[return-value]
 
-    def _literal(self, buf: bytearray, pos: int, end: int) -> tuple[Any, int]:
+    def _literal(self, buf: bytes, pos: int, end: int) -> tuple[Any, int]:
         lex: str | None = None
         lang: str | None = None
         datatype: str | None = None
@@ -298,7 +343,7 @@ class RdfThriftDecoder(BinaryDecoder[T]):
             raise RuleViolation("RDF_Literal has both a language tag and a datatype")
         return self.terms.literal(lex, lang, datatype), pos
 
-    def _decimal(self, buf: bytearray, pos: int, end: int) -> tuple[Any, int]:
+    def _decimal(self, buf: bytes, pos: int, end: int) -> tuple[Any, int]:
         value: int | None = None
         scale: int | None = None
         last = 0
@@ -322,7 +367,7 @@ class RdfThriftDecoder(BinaryDecoder[T]):
             raise RuleViolation("RDF_Decimal without required field value or scale")
         return self.terms.decimal(value, scale), pos
 
-    def _skip(self, buf: bytearray, pos: int, end: int, kind: int, depth: int) -> int:
+    def _skip(self, buf: bytes, pos: int, end: int, kind: int, depth: int) -> int:
         """Skip a value of type ``kind`` (an unknown field), bounded like everything else."""
         if depth > self.terms.max_nesting:
             raise RuleViolation(f"unknown field nested deeper than {self.terms.max_nesting} levels (nesting limit)")
@@ -369,7 +414,7 @@ class RdfThriftDecoder(BinaryDecoder[T]):
         pos += 1
         return self._skip_many(buf, pos, end, count, (types >> 4, types & 0x0F), depth)
 
-    def _skip_many(self, buf: bytearray, pos: int, end: int, count: int, kinds: tuple[int, ...], depth: int) -> int:
+    def _skip_many(self, buf: bytes, pos: int, end: int, count: int, kinds: tuple[int, ...], depth: int) -> int:
         if count > self.max_row:
             raise RuleViolation(f"a collection of {count} elements exceeds the limit of {self.max_row}")
         for _ in range(count):
