@@ -318,3 +318,37 @@ def test_encoder_refuses_what_it_cannot_write(name: str) -> None:
     encoder.finish()
     with pytest.raises(EncodeError, match="after finish"):
         encoder.statement("<http://s>", "<http://p>", "<http://o>")
+
+
+# -- the term caches must not outlive what a term's bytes mean ----------------------------------
+
+
+def test_redeclared_prefix_changes_what_cached_bytes_mean() -> None:
+    name = b"\x4c\x18" + s("ex") + b"\x18" + s("a") + END + END
+    data = t_prefix_row("ex", "http://one/") + t_triple_row(name, P, O)
+    data += t_prefix_row("ex", "http://two/") + t_triple_row(name, P, O)
+    assert [e.s for e in decode("rt", data)[1::2]] == ["<http://one/a>", "<http://two/a>"]
+    term = pb.RDF_Term(prefixName=pb.RDF_PrefixName(prefix="ex", localName="a"))
+    rows = [
+        pb.RDF_StreamRow(prefixDecl=pb.RDF_PrefixDecl(prefix="ex", uri="http://one/")),
+        p_triple(term, PP, PO),
+        pb.RDF_StreamRow(prefixDecl=pb.RDF_PrefixDecl(prefix="ex", uri="http://two/")),
+        p_triple(term, PP, PO),
+    ]
+    assert [e.s for e in decode("rpb", p_rows(*rows))[1::2]] == ["<http://one/a>", "<http://two/a>"]
+
+
+def test_repeat_is_never_taken_from_the_cache() -> None:
+    repeat = pb.RDF_Term(repeat=pb.RDF_REPEAT())
+    rows = [p_triple(PS, PP, PO), p_triple(repeat, PP, PO), p_triple(PO, PP, PO), p_triple(repeat, PP, PO)]
+    assert [e.s for e in decode("rpb", p_rows(*rows))] == ["<http://s>", "<http://s>", "<http://o>", "<http://o>"]
+    data = t_triple_row(S, P, O) + t_triple_row(REPEAT, P, O) + t_triple_row(O, P, O) + t_triple_row(REPEAT, P, O)
+    assert [e.s for e in decode("rt", data)] == ["<http://s>", "<http://s>", "<http://o>", "<http://o>"]
+
+
+def test_cached_term_in_another_position_is_still_checked() -> None:
+    # A literal term first seen as an object, then as a subject: the bytes are cached, and the
+    # format allows any term anywhere (generalized data): both decode to the same literal.
+    lit = b"\x3c\x18" + s("x") + END + END
+    events = decode("rt", t_triple_row(S, P, lit) + t_triple_row(lit, P, O))
+    assert events[0].o == events[1].s == '"x"'
