@@ -164,6 +164,8 @@ class TermReader(Generic[T]):
         #: Longest string (and value-form lexical form) accepted, in bytes.
         self.max_string = limits.max_frame_bytes
         self.prefixes: dict[str, str] = {}
+        #: Most distinct prefixes a stream may declare (the prefix map lives as long as it).
+        self.max_prefixes = limits.max_prefix_table_size
         #: S, P, O, G of the previous statement row (G ``None`` for a triple), for REPEAT.
         self.previous: list[Any] | None = None
         self._iris: dict[str, T] = {}
@@ -249,6 +251,10 @@ class TermReader(Generic[T]):
 
     def declare(self, prefix: str, uri: str) -> T:
         """Record a prefix declaration; answers the namespace IRI term."""
+        if prefix not in self.prefixes and len(self.prefixes) >= self.max_prefixes:
+            raise RuleViolation(
+                f"more than {self.max_prefixes} distinct prefixes declared (this reader's max_prefix_table_size)"
+            )
         self.prefixes[prefix] = uri
         return self.iri(uri)
 
