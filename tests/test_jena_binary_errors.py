@@ -357,5 +357,5 @@ def test_cached_term_in_another_position_is_still_checked() -> None:
 def test_number_of_declared_prefixes_is_bounded() -> None:
     rows = b"".join(t_prefix_row(f"p{i}", f"http://p{i}/") for i in range(5))
     assert len(decode("rt", rows + t_prefix_row("p0", "http://again/"), Limits(max_prefix_table_size=5))) == 6
-    fails("rt", rows + t_prefix_row("p5", "http://p5/"), "more than 5 distinct prefixes", row=5,
-          limits=Limits(max_prefix_table_size=5))  # fmt: skip
+    limits = Limits(max_prefix_table_size=5)
+    fails("rt", rows + t_prefix_row("p5", "http://p5/"), "more than 5 distinct prefixes", row=5, limits=limits)

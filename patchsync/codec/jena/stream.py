@@ -49,7 +49,9 @@ class BinaryDecoder(EventSource[RdfEvent], Generic[T]):
     no frames). ``g`` is ``None`` for triple rows; for quad rows it is the graph, the
     adapter's default-graph term when the quad has none (or names Jena's default graph).
     ``limits.max_frame_bytes`` bounds a row (and so every string), ``limits.max_nesting``
-    the depth of triple terms.
+    the depth of triple terms, ``limits.max_prefix_table_size`` the distinct prefixes.
+    Any term may stand in any position (the formats allow generalized statements, and
+    Jena reads them); a consumer that needs RDF 1.1 positions checks them itself.
     """
 
     #: Name of the format in error messages.
