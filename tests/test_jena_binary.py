@@ -320,3 +320,18 @@ def test_stream_larger_than_the_parse_window(name: str) -> None:
     decoder.close()
     got.extend(decoder)
     assert _quads(got, adapter) == quads and decoder.complete
+
+
+@pytest.mark.parametrize("name", ["rt", "rpb"])
+def test_read_dataset(name: str) -> None:
+    from patchsync.codec.jena import read_dataset
+
+    adapter = NTriplesTerms()
+    path = JENA / f"stream-dataset.{name}"
+    statements, namespaces = read_dataset(name, path.read_bytes(), adapter, source=path.name)
+    expected = read_statements((path.parent / (path.name + ".nq")).read_text(encoding="utf-8"), adapter)
+    assert sorted(statements, key=repr) == sorted(expected, key=repr) and any(g is None for *_, g in statements)
+    assert namespaces == []  # the SSE dataset has no prefix map
+    _, namespaces = read_dataset(name, (JENA / f"terms.{name}").read_bytes(), adapter)
+    # Jena writes the graph's prefix map as prefix rows, in both formats.
+    assert ("", "<http://example/>") in namespaces and ("xsd", "<http://www.w3.org/2001/XMLSchema#>") in namespaces

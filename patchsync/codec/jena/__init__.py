@@ -20,7 +20,7 @@ from patchsync.codec.jena.protobuf import RdfProtobufDecoder, RdfProtobufEncoder
 from patchsync.codec.jena.stream import BinaryDecoder, BinaryEncoder, encode_all
 from patchsync.codec.jena.thrift import RdfThriftDecoder, RdfThriftEncoder
 from patchsync.errors import FormatError
-from patchsync.events import RdfEvent
+from patchsync.events import Namespace, RdfEvent, Statement
 from patchsync.options import Limits
 from patchsync.terms import TermAdapter
 
@@ -37,6 +37,7 @@ __all__ = [
     "decode_bytes",
     "encode_statements",
     "lookup",
+    "read_dataset",
 ]
 
 T = TypeVar("T")
@@ -87,6 +88,32 @@ def decode_bytes(
     decoder.feed(data)
     decoder.close()
     yield from decoder
+
+
+def read_dataset(
+    name: str,
+    data: bytes,
+    adapter: TermAdapter[T] | None = None,
+    *,
+    source: str = "<stream>",
+    limits: Limits | None = None,
+) -> tuple[list[tuple[T, T, T, T | None]], list[tuple[str, T]]]:
+    """A whole stream as ``(statements, namespaces)``; a statement's ``g`` is ``None`` for
+    the default graph (a triple row, a quad without G, or a quad in Jena's default graph).
+    """
+    decoder = lookup(name).decoder(adapter, source=source, limits=limits)
+    decoder.feed(data)
+    decoder.close()
+    default = decoder.terms.default_graph
+    statements: list[tuple[T, T, T, T | None]] = []
+    namespaces: list[tuple[str, T]] = []
+    for event in decoder:
+        if isinstance(event, Statement):
+            g = event.g
+            statements.append((event.s, event.p, event.o, None if g is None or g == default else g))
+        elif isinstance(event, Namespace):
+            namespaces.append((event.name, event.iri))
+    return statements, namespaces
 
 
 def encode_statements(
