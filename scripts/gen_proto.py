@@ -15,7 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PROTO_DIR = ROOT / "proto"
 OUT_DIR = ROOT / "patchsync" / "_proto"
-SOURCES = ("rdf.proto", "patch.proto")
+SOURCES = ("rdf.proto", "patch.proto", "jena_rdf.proto")
 
 
 def generate(out_dir: Path) -> None:

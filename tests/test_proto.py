@@ -91,3 +91,66 @@ def test_rdf_schema_field_numbers() -> None:
     assert fields(rdf_pb2.RdfStreamRow)["namespace"] == 6
     assert fields(rdf_pb2.RdfStreamOptions)["logical_type"] == 14
     assert rdf_pb2.RdfStreamFrame.DESCRIPTOR.full_name == "eu.ostrzyciel.jelly.core.proto.v1.RdfStreamFrame"
+
+
+# Field numbers of Apache Jena's binary-rdf.proto as printed in specs/rdf-binary-jena.txt
+# ("Protobuf encoding of RDF Terms"); proto/jena_rdf.proto must match them exactly.
+JENA_FIELDS = {
+    "RDF_IRI": {"iri": 1},
+    "RDF_PrefixName": {"prefix": 1, "localName": 2},
+    "RDF_BNode": {"label": 1},
+    "RDF_Literal": {"lex": 1, "simple": 9, "langtag": 2, "datatype": 3, "dtPrefix": 4},
+    "RDF_Decimal": {"value": 1, "scale": 2},
+    "RDF_Var": {"name": 1},
+    "RDF_ANY": {},
+    "RDF_UNDEF": {},
+    "RDF_REPEAT": {},
+    "RDF_Term": {
+        "iri": 1,
+        "bnode": 2,
+        "literal": 3,
+        "prefixName": 4,
+        "variable": 5,
+        "tripleTerm": 6,
+        "any": 7,
+        "undefined": 8,
+        "repeat": 9,
+        "valInteger": 20,
+        "valDouble": 21,
+        "valDecimal": 22,
+    },
+    "RDF_Triple": {"S": 1, "P": 2, "O": 3},
+    "RDF_Quad": {"S": 1, "P": 2, "O": 3, "G": 4},
+    "RDF_PrefixDecl": {"prefix": 1, "uri": 2},
+    "RDF_StreamRow": {"prefixDecl": 1, "triple": 2, "quad": 3, "base": 4},
+    "RDF_Stream": {"row": 1},
+    "RDF_VarTuple": {"vars": 1},
+    "RDF_DataTuple": {"row": 1},
+    "RDF_Graph": {"triple": 1},
+}
+
+
+def test_jena_schema_field_numbers() -> None:
+    from google.protobuf.descriptor import FieldDescriptor
+
+    from patchsync._proto import jena_rdf_pb2
+
+    messages = jena_rdf_pb2.DESCRIPTOR.message_types_by_name
+    assert set(messages) == set(JENA_FIELDS)
+    for name, expected in JENA_FIELDS.items():
+        assert fields(getattr(jena_rdf_pb2, name)) == expected, name
+    # The spec's scalar types fix the wire encoding: zigzag for sint, fixed64 for double.
+    term = messages["RDF_Term"].fields_by_name
+    assert term["valInteger"].type == FieldDescriptor.TYPE_SINT64
+    assert term["valDouble"].type == FieldDescriptor.TYPE_DOUBLE
+    decimal = messages["RDF_Decimal"].fields_by_name
+    assert decimal["value"].type == FieldDescriptor.TYPE_SINT64 and decimal["scale"].type == FieldDescriptor.TYPE_SINT32
+    # Oneofs as in the spec; the package keeps these messages apart from Jelly's.
+    assert [f.name for f in messages["RDF_Literal"].oneofs_by_name["literalKind"].fields] == [
+        "simple",
+        "langtag",
+        "datatype",
+        "dtPrefix",
+    ]
+    assert len(messages["RDF_Term"].oneofs_by_name["term"].fields) == 12
+    assert jena_rdf_pb2.RDF_StreamRow.DESCRIPTOR.full_name == "patchsync.jena_rdf.RDF_StreamRow"

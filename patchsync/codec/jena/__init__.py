@@ -1,0 +1,132 @@
+"""Apache Jena's RDF Binary formats: RDF Thrift (``.rt``) and RDF Protobuf (``.rpb``).
+
+Sans-I/O like the Jelly codecs: a decoder is fed bytes and hands out
+:class:`~patchsync.events.Statement` / :class:`~patchsync.events.Namespace` events, an
+encoder takes statements and namespaces and returns bytes. ``specs/rdf-binary-jena.txt``
+is the format description; :mod:`.terms` holds the semantics both formats share,
+:mod:`.thrift` and :mod:`.protobuf` the two wire encodings.
+
+The format registry below is what the CLI and the rdflib plugins look formats up in:
+:data:`FORMATS` by name or alias, :data:`SUFFIXES` by file suffix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from patchsync.codec.jena.protobuf import RdfProtobufDecoder, RdfProtobufEncoder
+from patchsync.codec.jena.stream import BinaryDecoder, BinaryEncoder, encode_all
+from patchsync.codec.jena.thrift import RdfThriftDecoder, RdfThriftEncoder
+from patchsync.errors import FormatError
+from patchsync.events import Namespace, RdfEvent, Statement
+from patchsync.options import Limits
+from patchsync.terms import TermAdapter
+
+__all__ = [
+    "FORMATS",
+    "SUFFIXES",
+    "BinaryDecoder",
+    "BinaryEncoder",
+    "BinaryFormat",
+    "RdfProtobufDecoder",
+    "RdfProtobufEncoder",
+    "RdfThriftDecoder",
+    "RdfThriftEncoder",
+    "decode_bytes",
+    "encode_statements",
+    "lookup",
+    "read_dataset",
+]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class BinaryFormat:
+    """One RDF Binary format: its names, suffix and codec classes."""
+
+    name: str
+    alias: str
+    suffix: str
+    decoder: type[BinaryDecoder[Any]]
+    encoder: type[BinaryEncoder[Any]]
+    #: Whether Jena's writer of this format uses prefixed names (Thrift yes, Protobuf no).
+    jena_prefixed_names: bool
+
+
+_THRIFT = BinaryFormat("rdf-thrift", "rt", ".rt", RdfThriftDecoder, RdfThriftEncoder, True)
+_PROTOBUF = BinaryFormat("rdf-protobuf", "rpb", ".rpb", RdfProtobufDecoder, RdfProtobufEncoder, False)
+
+#: Formats by name and by alias.
+FORMATS: dict[str, BinaryFormat] = {f.name: f for f in (_THRIFT, _PROTOBUF)} | {
+    f.alias: f for f in (_THRIFT, _PROTOBUF)
+}
+#: Format names by file suffix.
+SUFFIXES: dict[str, str] = {f.suffix: f.name for f in (_THRIFT, _PROTOBUF)}
+
+
+def lookup(name: str) -> BinaryFormat:
+    """The format called ``name`` (``rdf-thrift``/``rt``, ``rdf-protobuf``/``rpb``)."""
+    found = FORMATS.get(name)
+    if found is None:
+        raise FormatError(f"unknown RDF Binary format {name!r} (known: {', '.join(sorted(FORMATS))})")
+    return found
+
+
+def decode_bytes(
+    name: str,
+    data: bytes,
+    adapter: TermAdapter[T] | None = None,
+    *,
+    source: str = "<stream>",
+    limits: Limits | None = None,
+) -> Iterator[RdfEvent]:
+    """Every event of a complete stream held in memory (raises ``DecodeError`` on bad input)."""
+    decoder = lookup(name).decoder(adapter, source=source, limits=limits)
+    decoder.feed(data)
+    decoder.close()
+    yield from decoder
+
+
+def read_dataset(
+    name: str,
+    data: bytes,
+    adapter: TermAdapter[T] | None = None,
+    *,
+    source: str = "<stream>",
+    limits: Limits | None = None,
+) -> tuple[list[tuple[T, T, T, T | None]], list[tuple[str, T]]]:
+    """A whole stream as ``(statements, namespaces)``; a statement's ``g`` is ``None`` for
+    the default graph (a triple row, a quad without G, or a quad in Jena's default graph).
+    """
+    decoder = lookup(name).decoder(adapter, source=source, limits=limits)
+    decoder.feed(data)
+    decoder.close()
+    default = decoder.terms.default_graph
+    statements: list[tuple[T, T, T, T | None]] = []
+    namespaces: list[tuple[str, T]] = []
+    for event in decoder:
+        if isinstance(event, Statement):
+            g = event.g
+            statements.append((event.s, event.p, event.o, None if g is None or g == default else g))
+        elif isinstance(event, Namespace):
+            namespaces.append((event.name, event.iri))
+    return statements, namespaces
+
+
+def encode_statements(
+    name: str,
+    statements: Iterable[tuple[T, T, T, T | None]],
+    adapter: TermAdapter[T] | None = None,
+    *,
+    namespaces: Iterable[tuple[str, T]] = (),
+    **options: Any,
+) -> bytes:
+    """A whole stream: prefix rows for ``namespaces``, then ``statements`` ``(s, p, o, g)``.
+
+    ``options`` go to the encoder (``prefixed_names``, ``values``, ``repeat``).
+    """
+    encoder = lookup(name).encoder(adapter, **options)
+    return encode_all(encoder, statements, namespaces)
