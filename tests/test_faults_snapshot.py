@@ -21,7 +21,7 @@ from patchsync.codec.patch_decoder import PatchDecoder
 from patchsync.events import Add, Header, PatchEnd, TxCommit, TxStart
 from patchsync.logs.patch_logs import LogAppender
 from patchsync.options import Limits, PatchOptions, StatementType, StreamType
-from patchsync.tail.daemon import Tailer
+from patchsync.tail import Tailer, TailOptions
 from patchsync.tail.snapshot import MAGIC, VERSION, SnapshotError, decode_snapshot, encode_snapshot
 from patchsync.terms.ntriples import NTriplesTerms
 
@@ -35,7 +35,7 @@ def _tail_once(log: Path, url: str, state_dir: Path) -> tuple[Any, list[tuple[st
     records: list[tuple[str, dict[str, Any]]] = []
     with (
         SqlTarget(url) as target,
-        Tailer([log], target, state_dir=state_dir, log=lambda e, f: records.append((e, f))) as tailer,
+        Tailer([log], target, TailOptions(state_dir=state_dir, log=lambda e, f: records.append((e, f)))) as tailer,
     ):
         [report] = tailer.run_once()
     return report, records

@@ -9,6 +9,7 @@ end.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import io
 import random
@@ -24,8 +25,9 @@ import pytest
 
 from patchsync.apply import MemoryTarget, apply_file, apply_stream
 from patchsync.apply.targets.sql import SqlTarget
+from patchsync.errors import UsageError
 from patchsync.logs.patch_logs import LogAppender
-from patchsync.tail.daemon import Tailer
+from patchsync.tail import Tailer, TailOptions
 from patchsync.terms.ntriples import NTriplesTerms
 
 from .apply_helpers import state
@@ -327,18 +329,18 @@ def test_restart_resumes_from_a_snapshot_not_the_start(tmp_path: Path, sqlite_ur
     log = tmp_path / "log.jellyp"
     write_patches(log, 1, 50)
     state_dir = tmp_path / "state"
-    with SqlTarget(sqlite_url) as target, Tailer([log], target, state_dir=state_dir) as tailer:
+    with SqlTarget(sqlite_url) as target, Tailer([log], target, TailOptions(state_dir=state_dir)) as tailer:
         [first] = tailer.run_once()
     assert first.resumed_from == 0 and first.result.patches == 50
     write_patches(log, 51, 60)
-    with SqlTarget(sqlite_url) as target, Tailer([log], target, state_dir=state_dir) as tailer:
+    with SqlTarget(sqlite_url) as target, Tailer([log], target, TailOptions(state_dir=state_dir)) as tailer:
         [second] = tailer.run_once()
     assert second.resumed_from > 0 and second.result.patches == 10
     assert second.result.replayed == 0
     assert sql_state(sqlite_url) == reference(log)
     # A snapshot ahead of the target (a target restored from an older copy) is not used.
     other = f"sqlite:///{tmp_path / 'other.db'}"
-    with SqlTarget(other) as target, Tailer([log], target, state_dir=state_dir) as tailer:
+    with SqlTarget(other) as target, Tailer([log], target, TailOptions(state_dir=state_dir)) as tailer:
         [third] = tailer.run_once()
     assert third.resumed_from == 0 and third.result.patches == 60
     assert sql_state(other) == reference(log)
@@ -352,11 +354,11 @@ def test_snapshot_resume_mid_session_keeps_lookups_and_repeated_terms(tmp_path: 
     log = tmp_path / "log.jellyp"
     log.write_bytes(data[:cut])
     state_dir = tmp_path / "state"
-    with SqlTarget(sqlite_url) as target, Tailer([log], target, state_dir=state_dir) as tailer:
+    with SqlTarget(sqlite_url) as target, Tailer([log], target, TailOptions(state_dir=state_dir)) as tailer:
         tailer.run_once()
     with open(log, "ab") as f:
         f.write(data[cut:])
-    with SqlTarget(sqlite_url) as target, Tailer([log], target, state_dir=state_dir) as tailer:
+    with SqlTarget(sqlite_url) as target, Tailer([log], target, TailOptions(state_dir=state_dir)) as tailer:
         [report] = tailer.run_once()
     assert report.resumed_from == cut and report.result.replayed == 0
     assert report.result.patches == 80 - len(frames) // 2 - 1
@@ -495,3 +497,30 @@ def test_once_applies_what_is_there_and_waits_on_a_partial_frame(tmp_path: Path,
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert sql_state(sqlite_url) == reference(log)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("chain", "loose"),
+        ("poll_interval", 0),
+        ("poll_interval", float("nan")),
+        ("hold_events", 0),
+        ("hold_events", 1.5),
+        ("snapshot_seconds", -1),
+        ("retry_max_delay", 0.01),
+        ("retry_timeout", -1),
+    ],
+)
+def test_tail_options_are_checked_and_name_the_parameter(field: str, value: object) -> None:
+    with pytest.raises(UsageError, match=field) as info:
+        TailOptions(**{field: value})  # type: ignore[arg-type]
+    assert "--" not in str(info.value)  # parameter names, not CLI flags
+
+
+def test_tail_options_are_frozen_and_hold_a_path(tmp_path: Path) -> None:
+    options = TailOptions(state_dir=str(tmp_path))  # type: ignore[arg-type]
+    assert options.state_dir == tmp_path and isinstance(options.state_dir, Path)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        options.poll = True  # type: ignore[misc]
+    assert TailOptions().state_dir is None and TailOptions().chain == "strict"

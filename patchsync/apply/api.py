@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import io
 import os
 from collections.abc import Callable, Iterable, Iterator
@@ -11,36 +10,12 @@ from typing import IO, Any
 
 from patchsync.apply.applier import DEFAULT_BATCH_ROWS, Applier, ApplyResult
 from patchsync.apply.target import Target
-from patchsync.codec.framing import Framer
-from patchsync.errors import DecodeError, UsageError
+from patchsync.errors import UsageError
 from patchsync.events import Event
-from patchsync.logs.patch_logs import CHUNK_SIZE, format_of, iter_stream_events
+from patchsync.logs.fingerprint import FINGERPRINT_BYTES as FINGERPRINT_BYTES
+from patchsync.logs.fingerprint import fingerprint as fingerprint
+from patchsync.logs.patch_logs import format_of, iter_stream_events
 from patchsync.options import Limits
-
-#: Bytes read up front to fingerprint a log (its first frame or line, cut at this size).
-FINGERPRINT_BYTES = CHUNK_SIZE
-
-
-def fingerprint(head: bytes, fmt: str) -> str:
-    """A log's identity (DESIGN §3): the hash of its first frame (Jelly) or first line (text).
-
-    ``head`` is the start of the log. Appending to a log keeps its fingerprint; replacing
-    it with another log changes it.
-    """
-    first = head
-    if fmt == "jellyp":
-        framer = Framer(max_frame_bytes=1 << 62)
-        framer.feed(head)
-        try:
-            if framer.next_frame() is not None:
-                first = head[: framer.offset]
-        except DecodeError:
-            pass
-    else:
-        end = head.find(b"\n")
-        if end >= 0:
-            first = head[: end + 1]
-    return hashlib.sha256(first).hexdigest()
 
 
 def apply_events(

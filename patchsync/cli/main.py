@@ -685,7 +685,7 @@ class _TailLog:
 
 
 def _tail(args: argparse.Namespace) -> int:
-    from patchsync.tail.daemon import Tailer, default_state_dir, open_retrying
+    from patchsync.tail import Tailer, TailOptions, default_state_dir, open_retrying
 
     state_dir = args.state_dir or default_state_dir(args.target)
     log = _TailLog(args.log_interval)
@@ -696,15 +696,17 @@ def _tail(args: argparse.Namespace) -> int:
         tailer = Tailer(
             args.paths,
             target,
-            chain=args.chain,
-            reset=args.reset,
-            keep_going=args.keep_going,
-            state_dir=state_dir,
-            poll=args.poll,
-            poll_interval=args.poll_interval,
-            log=log,
-            reopen=lambda: _open_target(args.target),
-            **retry,
+            TailOptions(
+                chain=args.chain,
+                reset=args.reset,
+                keep_going=args.keep_going,
+                state_dir=state_dir,
+                poll=args.poll,
+                poll_interval=args.poll_interval,
+                log=log,
+                reopen=lambda: _open_target(args.target),
+                **retry,
+            ),
         )
         try:
             reports = tailer.run_once() if args.once else tailer.run()
@@ -754,7 +756,7 @@ def _dump(args: argparse.Namespace) -> int:
 def _status(args: argparse.Namespace) -> int:
     import datetime
 
-    from patchsync.tail.daemon import default_state_dir, lag_bytes, read_status
+    from patchsync.tail import default_state_dir, lag_bytes, read_status
 
     target = _open_target(args.target)
     try:

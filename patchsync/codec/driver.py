@@ -116,8 +116,8 @@ class FramedSource(EventSource[E]):
     #: The protobuf frame message this decoder reads (set by each subclass).
     _frame_type: Any
     # The rows of the frame being decoded (None between frames) and the next row index.
-    # A decoder holding rows is inside a frame: not resumable from a frame boundary, so
-    # the tail daemon's snapshots (patchsync.tail.snapshot) refuse it.
+    # A decoder holding rows is inside a frame: not resumable from a frame boundary
+    # (between_frames is False), so the tail daemon's snapshots refuse it.
     _rows: Any = None
     _row_next = 0
     _row_offset = 0
@@ -134,6 +134,22 @@ class FramedSource(EventSource[E]):
     def offset(self) -> int:
         """Byte offset just past the last frame taken from the input."""
         return self._framer.offset
+
+    @property
+    def between_frames(self) -> bool:
+        """Whether the decoder stands between frames with nothing held back.
+
+        True when every byte fed forms whole frames that were decoded, every event was
+        taken, no error is pending and the input is not closed: the decoder's state could
+        then be carried over to another decoder starting at :attr:`offset`.
+        """
+        return (
+            not self._queue
+            and self._rows is None
+            and self._failed is None
+            and self._pending_error is None
+            and self._framer.at_boundary
+        )
 
     def _advance(self) -> bool:
         if self._rows is not None:

@@ -48,6 +48,32 @@ def encode_varint(value: int) -> bytes:
     return bytes(out)
 
 
+def whole_frames(buf: bytes | bytearray | memoryview, max_frame_bytes: int) -> tuple[int, bool]:
+    """How many leading bytes of ``buf`` are whole delimited frames, and whether bad bytes follow.
+
+    Returns ``(end, malformed)``: ``buf[:end]`` is a run of complete frames; ``malformed``
+    says the bytes after it start with a length prefix that can never be valid (a varint
+    longer than 10 bytes, or a length above ``max_frame_bytes``), rather than a frame
+    still being written. A reader of a growing file feeds only ``buf[:end]`` to its
+    decoder, and a malformed rest too, so that the decoder reports the error.
+    """
+    pos, end = 0, len(buf)
+    while pos < end:
+        try:
+            header = read_varint(buf, pos, end)
+        except ValueError:
+            return pos, True
+        if header is None:
+            break
+        length, start = header
+        if length > max_frame_bytes:
+            return pos, True
+        if start + length > end:
+            break
+        pos = start + length
+    return pos, False
+
+
 class Framer:
     """Cuts delimited frames (or one bare frame) out of a growing byte buffer.
 
@@ -63,6 +89,7 @@ class Framer:
         max_frame_bytes: int = 16 * 1024 * 1024,
         framing: str = "auto",
         base_offset: int = 0,
+        base_frame: int = 0,
     ) -> None:
         if framing not in ("auto", "delimited", "single"):
             raise ValueError(f"unknown framing {framing!r}")
@@ -73,7 +100,21 @@ class Framer:
         self._pos = 0  # consumed bytes at the front of _buf
         self._base = base_offset  # absolute offset of _buf[0]
         self._closed = False
-        self._frames = 0
+        self._frames = base_frame  # frames before base_offset (they only number frames in errors)
+
+    @property
+    def frames(self) -> int:
+        """Frames handed out so far, counting the ``base_frame`` ones before ``base_offset``."""
+        return self._frames
+
+    @property
+    def at_boundary(self) -> bool:
+        """Whether the framer stands between delimited frames with nothing buffered, still open.
+
+        Only then can another framer go on from :attr:`offset` (``base_offset``) with
+        nothing lost: a resumable position.
+        """
+        return self.framing == "delimited" and not self._closed and self.buffered == 0
 
     @property
     def offset(self) -> int:

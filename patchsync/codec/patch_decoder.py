@@ -27,7 +27,10 @@ from __future__ import annotations
 
 from typing import Any, Generic, TypeVar
 
+from google.protobuf.message import DecodeError as ProtobufDecodeError
+
 from patchsync._proto import patch_pb2
+from patchsync.codec.decoder_state import DecoderState
 from patchsync.codec.driver import END, NEED_DATA, ROW_BATCH, FramedSource
 from patchsync.codec.framing import Framer
 from patchsync.codec.term_decoder import RuleViolation, TermDecoder
@@ -152,6 +155,85 @@ class PatchDecoder(FramedSource[Event], Generic[T]):
     @property
     def in_transaction(self) -> bool:
         return self._in_tx
+
+    # -- resumable state --------------------------------------------------------------
+
+    @property
+    def resumable(self) -> bool:
+        """Whether :meth:`export_state` can be called: between frames, outside any patch."""
+        return self.between_frames and not self._in_tx and not self._patch_open
+
+    def export_state(self) -> DecoderState[T]:
+        """The state this decoder carries to the next patch (see :mod:`.decoder_state`).
+
+        Raises ``ValueError`` unless :attr:`resumable`: inside a frame, a patch or a
+        transaction, with events not yet taken, or after an error the state is not one a
+        decoder can start from.
+        """
+        if not self.resumable:
+            raise ValueError("the decoder is not at a frame boundary between patches")
+        terms = self._terms
+        return DecoderState(
+            offset=self._framer.offset,
+            frames=self.frames,
+            patches=self.patches,
+            tx_seen=self._tx_seen,
+            options=self._options_msg.SerializeToString() if self._options_msg is not None else None,
+            terms=terms.export_state() if terms is not None else None,
+        )
+
+    def restore_state(self, state: DecoderState[T]) -> None:
+        """Continue from ``state`` (exported by a decoder of the same stream); a fresh decoder only.
+
+        The next bytes fed must be those of the stream from ``state.offset`` on (the
+        framing is then ``"delimited"``). The state is validated like the stream's own
+        rows, against this decoder's limits: raises :class:`RuleViolation` or
+        ``ValueError`` for a state no decoder could have exported.
+        """
+        if self.frames or self._framer.offset or self._framer.buffered or self.options is not None or self._queue:
+            raise ValueError("restore_state() needs a decoder that was not fed yet")
+        for name in ("offset", "frames", "patches"):
+            value = getattr(state, name)
+            if type(value) is not int or value < 0:
+                raise ValueError(f"{name} {value!r} is not a non-negative integer")
+        if not isinstance(state.tx_seen, bool):
+            raise ValueError("tx_seen is not a boolean")
+        if (state.options is None) != (state.terms is None):
+            raise ValueError("the options and the term state go together")
+        self._framer = Framer(
+            source=self.source,
+            max_frame_bytes=self.limits.max_frame_bytes,
+            framing="delimited",
+            base_offset=state.offset,
+            base_frame=state.frames,
+        )
+        self.frames = state.frames
+        self.patches = state.patches
+        self._tx_seen = state.tx_seen
+        if state.options is not None and state.terms is not None:
+            try:
+                msg = patch_pb2.RdfPatchOptions.FromString(state.options)
+            except (ProtobufDecodeError, TypeError) as exc:
+                raise ValueError(f"options are not an RdfPatchOptions message: {exc}") from None
+            # The same validation (and limits) as the options row of the stream itself.
+            self._set_options(msg, state.offset, state.frames, 0)
+            self._queue.clear()  # the options were announced before the state was taken
+            assert self._terms is not None
+            self._terms.restore_state(state.terms)
+
+    @classmethod
+    def from_state(
+        cls,
+        state: DecoderState[T],
+        adapter: TermAdapter[T] | None = None,
+        *,
+        source: str = "<stream>",
+        limits: Limits | None = None,
+    ) -> PatchDecoder[T]:
+        """A new decoder continuing from ``state`` (see :meth:`restore_state`)."""
+        decoder: PatchDecoder[T] = cls(adapter, source=source, limits=limits, framing="delimited")
+        decoder.restore_state(state)
+        return decoder
 
     # -- decoding ---------------------------------------------------------------------
 

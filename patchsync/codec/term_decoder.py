@@ -16,6 +16,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any, Generic, TypeVar
 
+from patchsync.codec.decoder_state import LookupState, TermState
 from patchsync.terms import TermAdapter
 
 T = TypeVar("T")
@@ -85,6 +86,25 @@ class Lookup:
         replaced = self.values[entry_id] is not None
         self.values[entry_id] = value
         return replaced
+
+    def export_state(self) -> LookupState:
+        """The table's entries and 0-id state."""
+        entries = tuple((i, v) for i, v in enumerate(self.values) if v is not None)
+        return LookupState(self.size, self.last_id, entries)
+
+    def restore_state(self, state: LookupState) -> None:
+        """Load entries exported from a table of the same size; raises :class:`RuleViolation`."""
+        if state.size != self.size:
+            raise RuleViolation(f"{self.kind} lookup of size {state.size} restored into one of size {self.size}")
+        if type(state.last_id) is not int or not 0 <= state.last_id <= self.size:
+            raise RuleViolation(f"{self.kind} lookup's last id {state.last_id!r} is outside [0, {self.size}]")
+        values: list[str | None] = [None] * (self.size + 1)
+        for entry_id, value in state.entries:
+            if type(entry_id) is not int or not 1 <= entry_id <= self.size or not isinstance(value, str):
+                raise RuleViolation(f"{self.kind} entry {entry_id!r} out of range or not a string")
+            values[entry_id] = value
+        self.values = values
+        self.last_id = state.last_id
 
     def get(self, ref: int) -> str:
         if ref > self.size or ref < 1:
@@ -156,6 +176,42 @@ class TermDecoder(Generic[T]):
                 self.handlers[field] = self._default_graph_term
             else:
                 self.handlers[field] = partial(self.quoted, depth=1)
+
+    # -- resumable state --------------------------------------------------------------
+
+    def export_state(self) -> TermState[T]:
+        """The lookups, IRI 0-id state and repeated terms (not the caches of built terms)."""
+        return TermState(
+            self.names.export_state(),
+            self.prefixes.export_state(),
+            self.datatypes.export_state(),
+            self.last_prefix,
+            self.last_name,
+            self.last_s,
+            self.last_p,
+            self.last_o,
+            self.last_g,
+        )
+
+    def restore_state(self, state: TermState[T]) -> None:
+        """Load a state exported from a decoder of the same stream options (a fresh one).
+
+        Raises :class:`RuleViolation` if the state does not fit this decoder's lookups.
+        """
+        self.names.restore_state(state.names)
+        self.prefixes.restore_state(state.prefixes)
+        self.datatypes.restore_state(state.datatypes)
+        for what, value, size in (
+            ("prefix", state.last_prefix, self.prefixes.size),
+            ("name", state.last_name, self.names.size),
+        ):
+            if type(value) is not int or not 0 <= value <= size:
+                raise RuleViolation(f"last {what} id {value!r} is outside [0, {size}]")
+        self.last_prefix = state.last_prefix
+        self.last_name = state.last_name
+        self.last_s, self.last_p, self.last_o, self.last_g = state.last_s, state.last_p, state.last_o, state.last_g
+        # Nothing is cached yet for the restored entries: the caches fill on first use.
+        self._by_name = [None] * (self.names.size + 1)
 
     def _default_graph_term(self, _value: Any) -> T:
         return self._default_graph

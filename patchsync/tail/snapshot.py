@@ -29,12 +29,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from google.protobuf.message import DecodeError as ProtobufDecodeError
-
-from patchsync._proto import patch_pb2
-from patchsync.codec.framing import Framer
+from patchsync.codec.decoder_state import DecoderState, LookupState, TermState
 from patchsync.codec.patch_decoder import PatchDecoder
-from patchsync.codec.term_decoder import Lookup, RuleViolation, TermDecoder
+from patchsync.codec.term_decoder import RuleViolation
 from patchsync.errors import PatchsyncError
 from patchsync.options import Limits
 from patchsync.terms import BNODE, DEFAULT_GRAPH, IRI, LITERAL, TRIPLE, TermAdapter
@@ -86,52 +83,46 @@ def encode_snapshot(
     patch, queued events, a failed decoder): such a state is not resumable from a frame
     boundary, so the daemon skips the snapshot.
     """
-    framer: Framer = decoder._framer
-    if (
-        framer.buffered
-        or framer.closed
-        or framer.framing != "delimited"
-        or decoder._queue
-        or decoder._rows is not None  # rows of a big frame still to decode (ROW_BATCH)
-        or decoder._failed is not None
-        or decoder._pending_error is not None
-        or decoder._in_tx
-        or decoder._patch_open
-    ):
+    if not decoder.resumable:
         raise SnapshotError("the decoder is not at a frame boundary between patches")
+    state = decoder.export_state()
     adapter = decoder.adapter
-    terms = decoder._terms
     body: dict[str, Any] = {
         "source": source,
         "fingerprint": fingerprint,
-        "offset": decoder.offset,
+        "offset": state.offset,
         "checkpoint": [checkpoint[0], checkpoint[1]],
         "anchor_len": len(anchor),
         "anchor_sha256": hashlib.sha256(anchor).hexdigest(),
-        "frames": decoder.frames,
-        "patches": decoder.patches,
-        "tx_seen": decoder._tx_seen,
+        "frames": state.frames,
+        "patches": state.patches,
+        "tx_seen": state.tx_seen,
         "options": None,
         "terms": None,
     }
-    if decoder._options_msg is not None and terms is not None:
-        body["options"] = base64.b64encode(decoder._options_msg.SerializeToString()).decode("ascii")
+    terms = state.terms
+    if state.options is not None and terms is not None:
+        body["options"] = base64.b64encode(state.options).decode("ascii")
         body["terms"] = {
             "names": _lookup_out(terms.names),
             "prefixes": _lookup_out(terms.prefixes),
             "datatypes": _lookup_out(terms.datatypes),
             "last_prefix": terms.last_prefix,
             "last_name": terms.last_name,
-            "last": {k: _term_out(adapter, getattr(terms, f"last_{k}")) for k in "spog"},
+            "last": {
+                "s": _term_out(adapter, terms.last_s),
+                "p": _term_out(adapter, terms.last_p),
+                "o": _term_out(adapter, terms.last_o),
+                "g": _term_out(adapter, terms.last_g),
+            },
         }
     data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     header = b"%s %d sha256=%s\n" % (MAGIC, VERSION, hashlib.sha256(data).hexdigest().encode("ascii"))
     return header + data
 
 
-def _lookup_out(lookup: Lookup) -> dict[str, Any]:
-    entries = [[i, v] for i, v in enumerate(lookup.values) if v is not None]
-    return {"size": lookup.size, "last_id": lookup.last_id, "entries": entries}
+def _lookup_out(lookup: LookupState) -> dict[str, Any]:
+    return {"size": lookup.size, "last_id": lookup.last_id, "entries": [[i, v] for i, v in lookup.entries]}
 
 
 def _term_out(adapter: TermAdapter[Any], term: Any) -> Any:
@@ -204,55 +195,63 @@ def _restore(doc: Any, adapter: TermAdapter[Any], source: str, limits: Limits) -
         raise SnapshotError("checkpoint is not a pair of positions")
     anchor_len = _int(doc, "anchor_len", 0, min(offset, ANCHOR_BYTES))
     anchor_sha256 = _str(doc, "anchor_sha256")
-    decoder: PatchDecoder[Any] = PatchDecoder(adapter, source=source, limits=limits, framing="delimited")
-    framer = Framer(source=source, max_frame_bytes=limits.max_frame_bytes, framing="delimited", base_offset=offset)
-    framer._frames = _int(doc, "frames")  # only names frames in error messages
-    decoder._framer = framer
-    decoder.frames = framer._frames
-    decoder.patches = _int(doc, "patches")
     tx_seen = doc["tx_seen"]
     if not isinstance(tx_seen, bool):
         raise SnapshotError("tx_seen is not a boolean")
-    decoder._tx_seen = tx_seen
-    options = doc["options"]
-    if options is not None:
-        if not isinstance(options, str) or not isinstance(doc["terms"], dict):
+    options: bytes | None = None
+    terms: TermState[Any] | None = None
+    if doc["options"] is not None:
+        if not isinstance(doc["options"], str) or not isinstance(doc["terms"], dict):
             raise SnapshotError("options or terms malformed")
         try:
-            msg = patch_pb2.RdfPatchOptions.FromString(base64.b64decode(options, validate=True))
-        except (ProtobufDecodeError, ValueError) as exc:
-            raise SnapshotError(f"options are not an RdfPatchOptions message: {exc}") from None
-        # The same validation (and limits) as the options row of the stream itself.
-        decoder._set_options(msg, offset, decoder.frames, 0)
-        decoder._queue.clear()  # _set_options announces the options; they were seen before
-        assert decoder._terms is not None
-        _restore_terms(doc["terms"], decoder._terms, adapter, limits)
+            options = base64.b64decode(doc["options"], validate=True)
+        except ValueError as exc:
+            raise SnapshotError(f"options are not base64: {exc}") from None
+        terms = _terms_in(doc["terms"], adapter, limits)
+    state: DecoderState[Any] = DecoderState(
+        offset=offset,
+        frames=_int(doc, "frames"),
+        patches=_int(doc, "patches"),
+        tx_seen=tx_seen,
+        options=options,
+        terms=terms,
+    )
+    # The decoder validates the state like the stream's own rows (options, lookups).
+    decoder = PatchDecoder.from_state(state, adapter, source=source, limits=limits)
     return Snapshot(source, fingerprint, offset, (cp[0], cp[1]), decoder, anchor_len, anchor_sha256)
 
 
-def _restore_terms(doc: dict[str, Any], terms: TermDecoder[Any], adapter: TermAdapter[Any], limits: Limits) -> None:
-    for key, lookup in (("names", terms.names), ("prefixes", terms.prefixes), ("datatypes", terms.datatypes)):
-        table = doc[key]
-        if not isinstance(table, dict) or table.get("size") != lookup.size:
-            raise SnapshotError(f"{key} lookup does not match the stream options")
-        lookup.last_id = _int(table, "last_id", 0, lookup.size)
-        entries = table["entries"]
-        if not isinstance(entries, list):
-            raise SnapshotError(f"{key} entries are not a list")
-        for entry in entries:
-            if not (isinstance(entry, list) and len(entry) == 2 and type(entry[0]) is int):
-                raise SnapshotError(f"{key} entry {entry!r:.60} malformed")
-            entry_id, value = entry
-            if not 1 <= entry_id <= lookup.size or not isinstance(value, str):
-                raise SnapshotError(f"{key} entry {entry_id} out of range or not a string")
-            lookup.values[entry_id] = value
-    terms.last_prefix = _int(doc, "last_prefix", 0, terms.prefixes.size)
-    terms.last_name = _int(doc, "last_name", 0, terms.names.size)
+def _lookup_in(doc: Mapping[str, Any], key: str) -> LookupState:
+    table = doc[key]
+    if not isinstance(table, dict):
+        raise SnapshotError(f"{key} lookup malformed")
+    entries = table["entries"]
+    if not isinstance(entries, list):
+        raise SnapshotError(f"{key} entries are not a list")
+    pairs: list[tuple[int, str]] = []
+    for entry in entries:
+        if not (isinstance(entry, list) and len(entry) == 2 and type(entry[0]) is int):
+            raise SnapshotError(f"{key} entry {entry!r:.60} malformed")
+        pairs.append((entry[0], entry[1]))
+    return LookupState(_int(table, "size"), _int(table, "last_id"), tuple(pairs))
+
+
+def _terms_in(doc: dict[str, Any], adapter: TermAdapter[Any], limits: Limits) -> TermState[Any]:
     last = doc["last"]
     if not isinstance(last, dict):
         raise SnapshotError("repeated terms malformed")
-    for k in "spog":
-        setattr(terms, f"last_{k}", _term_in(last[k], adapter, limits.max_nesting))
+    depth = limits.max_nesting
+    return TermState(
+        names=_lookup_in(doc, "names"),
+        prefixes=_lookup_in(doc, "prefixes"),
+        datatypes=_lookup_in(doc, "datatypes"),
+        last_prefix=_int(doc, "last_prefix"),
+        last_name=_int(doc, "last_name"),
+        last_s=_term_in(last["s"], adapter, depth),
+        last_p=_term_in(last["p"], adapter, depth),
+        last_o=_term_in(last["o"], adapter, depth),
+        last_g=_term_in(last["g"], adapter, depth),
+    )
 
 
 def _term_in(doc: Any, adapter: TermAdapter[Any], depth_left: int) -> Any:

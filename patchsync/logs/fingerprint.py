@@ -1,0 +1,61 @@
+"""A log's identity: the fingerprint of its first frame (Jelly) or first line (text).
+
+The applier (``patchsync apply``) and the tail daemon both store it with a source's
+checkpoint and compare it on every start (DESIGN §3), so both compute it here, from the
+same first bytes, with the same notion of "first frame".
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from patchsync.codec.framing import Framer
+from patchsync.errors import DecodeError
+from patchsync.logs.patch_logs import CHUNK_SIZE
+
+#: Bytes read up front to fingerprint a log (its first frame or line, cut at this size).
+FINGERPRINT_BYTES = CHUNK_SIZE
+
+
+@dataclass(frozen=True, slots=True)
+class LogHead:
+    """What the first bytes of a Jelly log say about it."""
+
+    #: ``"delimited"``, ``"single"`` (one bare frame) or ``"auto"`` (too short to tell).
+    framing: str
+    #: Offset just past the first whole frame; ``None`` if the bytes hold none (yet) or
+    #: start malformed. A bare frame is never whole here: its end is the end of the log.
+    first_frame_end: int | None
+
+
+def jelly_head(head: bytes) -> LogHead:
+    """Look at the start of a Jelly log: its framing and where its first frame ends."""
+    framer = Framer(max_frame_bytes=1 << 62)
+    framer.feed(head)
+    try:
+        frame = framer.next_frame()
+    except DecodeError:
+        frame = None
+    return LogHead(framer.framing, framer.offset if frame is not None else None)
+
+
+def fingerprint(head: bytes, fmt: str) -> str:
+    """A log's identity (DESIGN §3): the hash of its first frame (Jelly) or first line (text).
+
+    ``head`` is the start of the log (up to ``FINGERPRINT_BYTES``). Appending to a log
+    keeps its fingerprint; replacing it with another log changes it.
+    """
+    first = head
+    if fmt == "jellyp":
+        end = jelly_head(head).first_frame_end
+        if end is not None:
+            first = head[:end]
+    else:
+        end = head.find(b"\n")
+        if end >= 0:
+            first = head[: end + 1]
+    return hashlib.sha256(first).hexdigest()
+
+
+__all__ = ["FINGERPRINT_BYTES", "LogHead", "fingerprint", "jelly_head"]

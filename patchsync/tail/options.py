@@ -1,0 +1,109 @@
+"""The tail daemon's settings: one frozen, validated :class:`TailOptions`, and its defaults."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from patchsync.apply.applier import CHAIN_POLICIES
+from patchsync.apply.target import Target
+from patchsync.errors import UsageError
+from patchsync.options import Limits
+
+#: Events of an unfinished unit held back before they are passed to the applier anyway.
+HOLD_EVENTS = 100_000
+#: Seconds between snapshots of a source's decoder state.
+SNAPSHOT_SECONDS = 5.0
+#: First wait before reopening a target that became unavailable; doubled per failed attempt.
+RETRY_INITIAL_SECONDS = 0.2
+#: Longest single wait between two attempts to reopen the target.
+RETRY_MAX_DELAY = 30.0
+#: Seconds the target may stay unavailable before the daemon gives up (exit 1).
+RETRY_TIMEOUT = 600.0
+
+#: Receives the daemon's structured log records: an event name and its fields.
+Log = Callable[[str, dict[str, Any]], None]
+
+
+def no_log(_event: str, _fields: dict[str, Any]) -> None:
+    """A :data:`Log` that drops every record."""
+
+
+@dataclass(frozen=True, slots=True)
+class TailOptions:
+    """How a :class:`~patchsync.tail.tailer.Tailer` runs; checked when built.
+
+    ``chain`` is the applier's chain policy (``"strict"`` or ``"ignore"``); ``reset``
+    starts a log over when its checkpoint no longer matches it; with ``keep_going`` a
+    failed source does not stop the others. ``state_dir`` holds per-source locks, decoder
+    snapshots and ``status.json`` (``None``: none of them). ``poll`` uses watchdog's polling
+    observer; ``poll_interval`` is also the longest the daemon sleeps without a file event.
+    ``limits`` bound the decoders; ``hold_events`` events of an unfinished unit are held
+    back before they are passed on anyway; a snapshot is written every
+    ``snapshot_seconds``. ``log`` receives structured log records.
+
+    ``reopen`` opens the target anew: with it, a target that becomes unavailable
+    (:func:`~patchsync.tail.retry.is_transient`) is discarded and reopened after a backoff
+    (exponential from ``RETRY_INITIAL_SECONDS`` up to ``retry_max_delay``, with jitter);
+    after ``retry_timeout`` seconds without success the daemon gives up. Without it such
+    errors stop the daemon.
+    """
+
+    chain: str = "strict"
+    reset: bool = False
+    keep_going: bool = False
+    state_dir: Path | None = None
+    poll: bool = False
+    poll_interval: float = 1.0
+    limits: Limits = field(default_factory=Limits)
+    hold_events: int = HOLD_EVENTS
+    snapshot_seconds: float = SNAPSHOT_SECONDS
+    log: Log = no_log
+    reopen: Callable[[], Target] | None = None
+    retry_max_delay: float = RETRY_MAX_DELAY
+    retry_timeout: float = RETRY_TIMEOUT
+
+    def __post_init__(self) -> None:
+        if self.chain not in CHAIN_POLICIES:
+            raise UsageError(f"chain is {self.chain!r}; expected one of {', '.join(sorted(CHAIN_POLICIES))}")
+        if self.state_dir is not None and not isinstance(self.state_dir, Path):
+            # Accept any path-like at run time; the field holds a Path.
+            object.__setattr__(self, "state_dir", Path(os.fspath(self.state_dir)))
+        if not _positive(self.poll_interval):
+            raise UsageError(f"poll_interval must be a positive number of seconds, not {self.poll_interval!r}")
+        if type(self.hold_events) is not int or self.hold_events < 1:
+            raise UsageError(f"hold_events must be a positive integer, not {self.hold_events!r}")
+        if not _positive(self.snapshot_seconds, zero=True):
+            raise UsageError(f"snapshot_seconds must be a number of seconds >= 0, not {self.snapshot_seconds!r}")
+        if not _positive(self.retry_max_delay) or self.retry_max_delay < RETRY_INITIAL_SECONDS:
+            raise UsageError(
+                f"retry_max_delay must be at least {RETRY_INITIAL_SECONDS} seconds, not {self.retry_max_delay!r}"
+            )
+        if not _positive(self.retry_timeout, zero=True):
+            raise UsageError(f"retry_timeout must be a number of seconds >= 0, not {self.retry_timeout!r}")
+        if not isinstance(self.limits, Limits):
+            raise UsageError(f"limits must be a Limits, not {type(self.limits).__name__}")
+        if not callable(self.log) or (self.reopen is not None and not callable(self.reopen)):
+            raise UsageError("log and reopen must be callables")
+
+
+def _positive(value: object, *, zero: bool = False) -> bool:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+        return False
+    return value >= 0 if zero else value > 0
+
+
+__all__ = [
+    "HOLD_EVENTS",
+    "RETRY_INITIAL_SECONDS",
+    "RETRY_MAX_DELAY",
+    "RETRY_TIMEOUT",
+    "SNAPSHOT_SECONDS",
+    "Log",
+    "TailOptions",
+    "no_log",
+]

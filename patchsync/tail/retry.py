@@ -1,0 +1,104 @@
+"""Waiting out a target that is unavailable for now: backoff, and which errors say so."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+
+from patchsync.apply.target import Target
+from patchsync.errors import PatchsyncError, TargetUnavailable, UsageError
+from patchsync.tail.options import RETRY_INITIAL_SECONDS, RETRY_MAX_DELAY, RETRY_TIMEOUT, Log, no_log
+
+
+class Backoff:
+    """Exponential backoff with jitter, bounded per wait (``max_delay``) and in total (``timeout``).
+
+    The clock starts at the first :meth:`next_delay` after a :meth:`reset`, so a target
+    that keeps failing right after each reopen still reaches the timeout.
+    """
+
+    def __init__(
+        self,
+        *,
+        initial: float = RETRY_INITIAL_SECONDS,
+        max_delay: float = RETRY_MAX_DELAY,
+        timeout: float = RETRY_TIMEOUT,
+        rng: random.Random | None = None,
+    ) -> None:
+        if initial <= 0 or max_delay < initial or timeout < 0:
+            raise UsageError("retry delays must be positive, the longest at least the first, the timeout >= 0")
+        self.initial = initial
+        self.max_delay = max_delay
+        self.timeout = timeout
+        self.rng = rng or random.Random()
+        self.attempt = 0
+        self.since: float | None = None
+
+    def reset(self) -> None:
+        """The target works again."""
+        self.attempt = 0
+        self.since = None
+
+    def elapsed(self, now: float) -> float:
+        """Seconds since the first failure of the current outage (0 if none)."""
+        return 0.0 if self.since is None else now - self.since
+
+    def next_delay(self, now: float) -> float | None:
+        """Seconds to wait before the next attempt, or ``None``: give up."""
+        if self.since is None:
+            self.since = now
+        left = self.timeout - (now - self.since)
+        if left <= 0:
+            return None
+        self.attempt += 1
+        # Full doubling up to the cap, then a random half of it off, so daemons that lost
+        # the same server do not all come back in the same instant.
+        cap = min(self.max_delay, self.initial * 2.0 ** min(self.attempt - 1, 60))
+        return min(left, cap * self.rng.uniform(0.5, 1.0))
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether ``exc`` means the target is out of reach for now (see :class:`TargetUnavailable`).
+
+    Looks through the exceptions ``exc`` was raised from (``__cause__``, then
+    ``__context__``): the applier wraps target errors in its own message. Telling a
+    transient driver error from a lasting one is each backend's job: it raises
+    :class:`TargetUnavailable` for the former.
+    """
+    current: BaseException | None = exc
+    seen: set[int] = set()
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, TargetUnavailable):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def open_retrying(
+    opener: Callable[[], Target],
+    *,
+    retry_max_delay: float = RETRY_MAX_DELAY,
+    retry_timeout: float = RETRY_TIMEOUT,
+    log: Log | None = None,
+) -> Target:
+    """``opener()``, retried with backoff while it fails with a transient error (a locked or
+    restarting database at the daemon's start)."""
+    backoff = Backoff(max_delay=retry_max_delay, timeout=retry_timeout)
+    while True:
+        try:
+            return opener()
+        except PatchsyncError as exc:
+            if not is_transient(exc):
+                raise
+            delay = backoff.next_delay(time.monotonic())
+            if delay is None:
+                raise
+            (log or no_log)(
+                "target_unavailable", {"error": str(exc), "attempt": backoff.attempt, "retry_in": round(delay, 3)}
+            )
+            time.sleep(delay)
+
+
+__all__ = ["Backoff", "is_transient", "open_retrying"]

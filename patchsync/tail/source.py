@@ -1,0 +1,464 @@
+"""One log being tailed: its file, read position, decoder, applier and snapshot.
+
+A :class:`Source` reads what was appended since the last pass, hands whole frames (cut by
+:func:`~patchsync.codec.framing.whole_frames`) to its one live decoder and passes the
+decoded events to its applier a whole unit at a time. It checks on every pass that the
+file is still the log it started on (the same inode and first frame, not shrunk, the bytes
+before the read position unchanged) and, between patches, saves the decoder's state.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+from patchsync.apply.applier import Applier, ApplyResult
+from patchsync.apply.target import Checkpoint, Target
+from patchsync.codec.framing import whole_frames
+from patchsync.codec.patch_decoder import PatchDecoder
+from patchsync.errors import CheckpointError, DecodeError
+from patchsync.events import Event, PatchEnd, TxAbort, TxCommit
+from patchsync.logs.fingerprint import FINGERPRINT_BYTES, fingerprint, jelly_head
+from patchsync.tail.options import TailOptions
+from patchsync.tail.snapshot import ANCHOR_BYTES, MAX_SNAPSHOT_BYTES, SnapshotError, decode_snapshot, encode_snapshot
+from patchsync.tail.state import lock_source, snapshot_path
+
+#: Bytes read from one source per pass, so one busy log cannot starve the others or a signal.
+READ_BUDGET = 8 << 20
+#: Bytes compared at the start of a log to notice it was replaced under the daemon.
+HEAD_SAMPLE = 4096
+#: Bytes before the read position compared on every pass to notice a log rewritten there.
+TAIL_SAMPLE = 64
+
+_BOUNDARY = (PatchEnd, TxCommit, TxAbort)
+
+
+class SourceHost(Protocol):
+    """What a source needs from the daemon running it."""
+
+    @property
+    def target(self) -> Target: ...
+
+    @property
+    def options(self) -> TailOptions: ...
+
+    @property
+    def stopping(self) -> bool: ...
+
+    def log(self, event: str, fields: dict[str, Any]) -> None: ...
+
+    def log_once(self, event: str, fields: dict[str, Any]) -> None: ...
+
+    def target_progressed(self) -> None:
+        """Units reached the target: the next loss of it starts a new backoff."""
+
+
+@dataclass
+class SourceReport:
+    """Where one source stands: applied counts, position and lag."""
+
+    source: str
+    state: str = "starting"  # starting, live, finished, failed
+    result: ApplyResult = field(default_factory=ApplyResult)
+    size: int = 0
+    applied_end: int = 0
+    lag_bytes: int = 0
+    lag_seconds: float = 0.0
+    error: str | None = None
+    resumed_from: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        """The record logged and written to ``status.json``."""
+        r = self.result
+        return {
+            "source": self.source,
+            "state": self.state,
+            "units": r.units,
+            "rows": r.rows,
+            "patches": r.patches,
+            "size": self.size,
+            "applied_end": self.applied_end,
+            "lag_bytes": self.lag_bytes,
+            "lag_seconds": round(self.lag_seconds, 3),
+            "error": self.error,
+        }
+
+
+def _cp_fields(cp: Checkpoint | None) -> dict[str, Any]:
+    if cp is None:
+        return {"checkpoint": "none"}
+    return {"cp_offset": cp.offset, "cp_frame": cp.frame, "cp_row": cp.row, "cp_patches": cp.patches}
+
+
+class Source:
+    """One log file being tailed: file handle, frame buffer, decoder and applier."""
+
+    def __init__(self, host: SourceHost, path: Path) -> None:
+        self.host = host
+        self.options = host.options
+        self.path = path
+        self.name = str(path.resolve())
+        self.report = SourceReport(self.name, result=ApplyResult(source=self.name))
+        self.file: IO[bytes] | None = None
+        self.ino: int | None = None
+        self.buf = bytearray()  # bytes read but not yet fed: a partial frame at most
+        self.buf_base = 0  # file offset of buf[0]
+        self.seen_tail = b""  # the last bytes before buf_base, to notice a rewrite there
+        self.decoder: PatchDecoder[Any] | None = None
+        self.applier: Applier | None = None
+        self.pending: list[Event] = []  # decoded events of a unit not yet complete
+        self.fingerprint: str | None = None
+        self.head: bytes = b""
+        self.single = False  # a bare, non-delimited frame: decoded only once finished
+        self.finished = False
+        self.done = False
+        self.failed = False
+        self.boundary = True  # the last event handed on ended a patch (snapshot point)
+        self.waiting_since: float | None = None
+        self.last_snapshot = 0.0
+        self.lock_fd: int | None = None
+
+    # -- opening and resuming ----------------------------------------------------------
+
+    def open(self) -> bool:
+        """Open the file and set up decoding once its first frame exists; False if not yet."""
+        try:
+            f = open(self.path, "rb")  # noqa: SIM115 - held open for the daemon's life
+        except FileNotFoundError:
+            return False
+        # The same bytes apply_file fingerprints, so tail and apply share checkpoints.
+        data = f.read(FINGERPRINT_BYTES)
+        head = jelly_head(data)
+        if head.first_frame_end is None and not self.finished:
+            # Not one whole frame yet (or a bare frame, complete only once finished).
+            f.close()
+            return False
+        self.file = f
+        self.ino = os.fstat(f.fileno()).st_ino
+        self.single = head.framing == "single"
+        self.fingerprint = fingerprint(data, "jellyp")
+        self.head = data[: min(HEAD_SAMPLE, head.first_frame_end or len(data))]
+        opts, target = self.options, self.host.target
+        self._lock()
+        self.applier = Applier(
+            target, source=self.name, fingerprint=self.fingerprint, chain=opts.chain, reset=opts.reset
+        )
+        self.applier.result = self.report.result
+        stored = target.checkpoint(self.name)
+        size = os.fstat(f.fileno()).st_size
+        if stored is not None and stored.offset >= size and not opts.reset:
+            raise CheckpointError(
+                f"{self.name}, byte {size}: the log shrank below its checkpoint (byte {stored.offset}); "
+                "it was truncated or rewritten"
+            )
+        start = self._load_snapshot(stored)
+        if start is None:
+            self.decoder = PatchDecoder(target.adapter, source=self.name, limits=opts.limits)
+            start = 0
+        self.buf_base = start
+        self.seen_tail = os.pread(f.fileno(), min(start, TAIL_SAMPLE), start - min(start, TAIL_SAMPLE))
+        self.report.resumed_from = start
+        self.report.applied_end = start
+        self.report.state = "live"
+        self.host.log("resume", {"source": self.name, "from_byte": start, **_cp_fields(stored)})
+        return True
+
+    def _lock(self) -> None:
+        """Take the per-source lock of the state directory, so two daemons cannot both apply it."""
+        state_dir = self.options.state_dir
+        if state_dir is None or self.lock_fd is not None:
+            return  # held already: a reconnect to the target keeps the source's lock
+        self.lock_fd = lock_source(state_dir, self.name)
+
+    def _snapshot_path(self) -> Path | None:
+        state_dir = self.options.state_dir
+        return None if state_dir is None else snapshot_path(state_dir, self.name)
+
+    def _load_snapshot(self, stored: Checkpoint | None) -> int | None:
+        """Install a saved decoder state if it is valid for the target's checkpoint; its offset.
+
+        Any snapshot that cannot be used is ignored with one log line: decoding from the
+        start of the log is always correct (the checkpoint is authoritative).
+        """
+        path = self._snapshot_path()
+        if path is None or stored is None or self.options.reset:
+            return None
+        try:
+            with open(path, "rb") as f:
+                if os.fstat(f.fileno()).st_size > MAX_SNAPSHOT_BYTES:
+                    raise SnapshotError(f"larger than {MAX_SNAPSHOT_BYTES} bytes")
+                data = f.read()
+        except FileNotFoundError:
+            return None
+        except (OSError, SnapshotError) as exc:
+            self._snapshot_ignored(path, str(exc))
+            return None
+        try:
+            snap = decode_snapshot(data, self.host.target.adapter, source=self.name, limits=self.options.limits)
+        except SnapshotError as exc:
+            self._snapshot_ignored(path, str(exc))
+            return None
+        # Valid only for this very log, and only if the target got at least as far as the
+        # snapshot: the snapshot sits between patches with every event before it applied,
+        # so the applier passes over the events from there up to the checkpoint.
+        if snap.fingerprint != self.fingerprint:
+            self._snapshot_ignored(path, "taken for another log with the same name (fingerprint differs)")
+            return None
+        assert self.file is not None
+        anchor = os.pread(self.file.fileno(), snap.anchor_len, snap.offset - snap.anchor_len)
+        if not snap.anchored_in(anchor):
+            self._snapshot_ignored(path, "taken for another log (the bytes before its offset differ)")
+            return None
+        if (stored.offset, stored.row) < snap.checkpoint:
+            self._snapshot_ignored(path, "ahead of the target's checkpoint (the target was restored from a copy?)")
+            return None
+        self.decoder = snap.decoder
+        return snap.offset
+
+    def _snapshot_ignored(self, path: Path, reason: str) -> None:
+        self.host.log("snapshot_ignored", {"source": self.name, "snapshot": str(path), "reason": reason})
+
+    def save_snapshot(self, now: float) -> None:
+        """Persist the decoder state if everything decoded so far is applied and no patch is open.
+
+        A snapshot that cannot be written (disk full, read-only state directory) is logged
+        and skipped: it only speeds up a restart.
+        """
+        path = self._snapshot_path()
+        applier, decoder = self.applier, self.decoder
+        if path is None or applier is None or decoder is None or self.pending or not self.boundary or self.single:
+            return
+        cp = self.host.target.checkpoint(self.name)
+        if cp is None or self.fingerprint is None or self.file is None:
+            return
+        offset = decoder.offset
+        anchor = os.pread(self.file.fileno(), min(offset, ANCHOR_BYTES), offset - min(offset, ANCHOR_BYTES))
+        try:
+            data = encode_snapshot(
+                decoder, source=self.name, fingerprint=self.fingerprint, checkpoint=(cp.offset, cp.row), anchor=anchor
+            )
+        except SnapshotError:
+            return
+        self.last_snapshot = now
+        tmp = path.with_suffix(".tmp")
+        try:
+            with open(tmp, "wb") as f:
+                f.write(data)
+            os.replace(tmp, path)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            self.host.log_once("snapshot_failed", {"source": self.name, "error": exc.strerror or str(exc)})
+
+    # -- one pass ----------------------------------------------------------------------
+
+    def pump(self, now: float) -> bool:
+        """Read, decode and apply what is new; returns whether bytes are left to read.
+
+        One call reads at most ``READ_BUDGET`` bytes, so a backlog drains over several
+        passes, during which signals and other sources get their turn.
+        """
+        if self.done or self.failed:
+            return False
+        if self.decoder is None and not self.open():
+            return False
+        assert self.file is not None and self.decoder is not None and self.applier is not None
+        applier = self.applier
+        # A partial frame is read again on every pass rather than kept: if its writer
+        # crashed, the next writer truncates it and writes other bytes in its place.
+        self.buf.clear()
+        self._check_file()
+        progressed = False
+        budget = READ_BUDGET
+        read_end = self.buf_base
+        while budget > 0 and not self.host.stopping:
+            self.file.seek(read_end)
+            chunk = self.file.read(min(budget, 1 << 20))
+            if not chunk:
+                break
+            budget -= len(chunk)
+            read_end += len(chunk)
+            self.buf += chunk
+            if not self.single:
+                progressed |= self._feed_frames()
+        eof = budget > 0
+        self.report.size = max(self.report.size, read_end)
+        if eof and self.finished and not self.host.stopping:
+            # A later file exists: this one is complete, a trailing partial frame is an error.
+            decoder = self.decoder
+            if not self.buf and applier.pause():
+                # Snapshot the end of a finished file, so a restart does not decode it again.
+                self.save_snapshot(now)
+            decoder.feed(bytes(self.buf))
+            self._consumed(self.buf)
+            self.buf.clear()
+            decoder.close()
+            progressed |= self._drain()
+            self._hand_on(final=True)
+            self.done = True
+            self.decoder = None
+            self.report.state = "finished"
+        flushed = applier.pause()
+        if flushed and progressed:
+            # Units reached the target: a later loss starts a new backoff and a new
+            # retry_timeout clock (a backlog drained through flapping connections is
+            # progress, not one long outage).
+            self.host.target_progressed()
+        self._update_lag(now, read_end, flushed)
+        if progressed or self.done:
+            self.host.log("applied", self.report.as_dict())
+        if self.done:
+            self.close()
+        return not eof and not self.done
+
+    def _check_file(self) -> None:
+        """Stop on a log that was replaced or shrank below what was read from it."""
+        assert self.file is not None
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            raise CheckpointError(f"{self.name}: the log was removed while being tailed") from None
+        size = st.st_size
+        self.report.size = size
+        if st.st_ino != self.ino:
+            raise CheckpointError(
+                f"{self.name}: the log was replaced by another file (inode changed) while being tailed"
+            )
+        if size < self.buf_base:
+            raise CheckpointError(
+                f"{self.name}, byte {size}: the log shrank below what was already decoded (byte {self.buf_base}); "
+                "it was truncated or rewritten"
+            )
+        head = os.pread(self.file.fileno(), len(self.head), 0)
+        if head != self.head:
+            raise CheckpointError(f"{self.name}, byte 0: the log's first frame changed: it was replaced")
+        # A writer only appends: the bytes just before the read position never change. If
+        # they did, the log was cut back and written again past the old end (the size
+        # check cannot see that), and decoding on from here would read another log.
+        n = len(self.seen_tail)
+        if n and os.pread(self.file.fileno(), n, self.buf_base - n) != self.seen_tail:
+            raise CheckpointError(
+                f"{self.name}, byte {self.buf_base - n}: bytes already decoded changed: the log was rewritten"
+            )
+
+    def _consumed(self, data: bytes | bytearray) -> None:
+        """Move the read position past ``data`` (bytes handed to the decoder)."""
+        self.buf_base += len(data)
+        if len(data) >= TAIL_SAMPLE:
+            self.seen_tail = bytes(data[-TAIL_SAMPLE:])
+        else:
+            self.seen_tail = (self.seen_tail + bytes(data))[-TAIL_SAMPLE:]
+
+    def _feed_frames(self) -> bool:
+        """Feed the decoder every whole frame in the buffer; keep a trailing partial one."""
+        assert self.decoder is not None
+        buf = self.buf
+        pos, malformed = whole_frames(buf, self.options.limits.max_frame_bytes)
+        if malformed:
+            # Whole frames first, then the bad bytes: the decoder raises its own error with
+            # the rule after the events of the frames before it.
+            pos = len(buf)
+        if pos == 0:
+            return False
+        self.decoder.feed(bytes(buf[:pos]))
+        self._consumed(buf[:pos])
+        del buf[:pos]
+        return self._drain()
+
+    def _drain(self) -> bool:
+        """Decode what the decoder holds and hand complete units on."""
+        assert self.decoder is not None and self.applier is not None
+        before = len(self.pending)
+        try:
+            self.pending.extend(self.decoder)
+        except DecodeError:
+            # The complete units before a bad frame are applied (DESIGN §2), then the error.
+            self._hand_on(final=False)
+            self.applier.pause()
+            raise
+        progressed = len(self.pending) > before
+        self._hand_on(final=False)
+        return progressed
+
+    def _hand_on(self, *, final: bool) -> None:
+        """Pass the events up to the last unit boundary (all of them at the end) to the applier."""
+        assert self.applier is not None
+        pending = self.pending
+        if not pending:
+            return
+        if final or len(pending) > self.options.hold_events:
+            cut = len(pending)
+        else:
+            cut = 0
+            for i in range(len(pending) - 1, -1, -1):
+                if type(pending[i]) in _BOUNDARY:
+                    cut = i + 1
+                    break
+            if cut == 0:
+                return
+        batch = pending[:cut]
+        del pending[:cut]
+        self.boundary = type(batch[-1]) is PatchEnd and not pending
+        self.applier.feed(batch)
+
+    def _update_lag(self, now: float, read_end: int, flushed: bool) -> None:
+        report = self.report
+        if flushed and not self.pending:
+            applied = self.buf_base
+        elif self.pending:
+            applied = self.pending[0].offset
+        else:
+            applied = report.applied_end
+        report.applied_end = applied
+        report.lag_bytes = max(0, report.size - applied)
+        if report.lag_bytes == 0:
+            self.waiting_since = None
+            report.lag_seconds = 0.0
+        else:
+            if self.waiting_since is None:
+                self.waiting_since = now
+            report.lag_seconds = now - self.waiting_since
+
+    # -- losing the target, failing, closing -------------------------------------------
+
+    def reset(self) -> None:
+        """Forget the decoder, applier and read position (the target was lost); keep the lock.
+
+        The next pass opens the source again from the reopened target's checkpoint (or a
+        snapshot not ahead of it), exactly as a restarted daemon would.
+        """
+        if self.done or self.failed:
+            return
+        if self.file is not None:
+            self.file.close()
+            self.file = None
+        self.decoder = None
+        self.applier = None
+        self.pending.clear()
+        self.buf.clear()
+        self.buf_base = 0
+        self.seen_tail = b""
+        self.boundary = True
+        self.report.state = "starting"
+
+    def fail(self, exc: BaseException) -> None:
+        """Stop this source for good with ``exc`` as its error."""
+        self.failed = True
+        self.report.state = "failed"
+        self.report.error = str(exc)
+        self.close()
+
+    def close(self) -> None:
+        """Close the file and release the lock."""
+        if self.file is not None:
+            self.file.close()
+            self.file = None
+        if self.lock_fd is not None:
+            os.close(self.lock_fd)
+            self.lock_fd = None
+
+
+__all__ = ["READ_BUDGET", "Source", "SourceHost", "SourceReport"]

@@ -1,0 +1,111 @@
+"""The daemon's state directory: per-source lock files, snapshot paths and ``status.json``.
+
+The state directory belongs to one target. Each source (a log, by its resolved path) has
+a lock file, so two daemons cannot both apply it, and a snapshot file, both named by a
+hash of the source's name; ``status.json`` records where every source stands for
+``patchsync status``.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from patchsync.apply.target import Checkpoint
+from patchsync.codec.framing import read_varint
+from patchsync.errors import ApplyError
+
+STATUS_FILE = "status.json"
+
+
+def _key(source: str) -> str:
+    return hashlib.sha256(source.encode()).hexdigest()[:24]
+
+
+def snapshot_path(state_dir: Path, source: str) -> Path:
+    """Where the decoder snapshot of ``source`` is kept."""
+    return state_dir / f"{_key(source)}.snapshot"
+
+
+def lock_source(state_dir: Path, source: str) -> int:
+    """Take the lock of ``source`` in ``state_dir``; its file descriptor (close it to release).
+
+    Raises :class:`ApplyError` if another daemon holds it or the lock file cannot be made.
+    """
+    path = state_dir / f"{_key(source)}.lock"
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise ApplyError(f"{source}: cannot create the lock file {path}: {exc.strerror or exc}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise ApplyError(f"{source}: another tail daemon is applying this log to the target") from None
+    return fd
+
+
+def write_status(state_dir: Path, sources: Iterable[dict[str, Any]]) -> None:
+    """Replace ``status.json`` atomically with the records of ``sources``; raises ``OSError``."""
+    data = {"updated_at": time.time(), "pid": os.getpid(), "sources": list(sources)}
+    tmp = state_dir / (STATUS_FILE + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1))
+    os.replace(tmp, state_dir / STATUS_FILE)
+
+
+def read_status(state_dir: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
+    """The per-source records of the last daemon that used ``state_dir`` (empty if none)."""
+    try:
+        data = json.loads((Path(state_dir) / STATUS_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+    out: dict[str, dict[str, Any]] = {}
+    for rec in data.get("sources", []) if isinstance(data, dict) else []:
+        if isinstance(rec, dict) and "source" in rec:
+            rec["pid"] = data.get("pid")
+            rec["updated_at"] = data.get("updated_at")
+            out[str(rec["source"])] = rec
+    return out
+
+
+def default_state_dir(target_spec: str) -> Path | None:
+    """Where the daemon keeps locks, snapshots and status for a target named on the CLI.
+
+    Next to the store for SQLite (``DB.tail``), file and Oxigraph targets; ``None``
+    (no snapshots, status or lock files) for other targets unless given explicitly.
+    """
+    for prefix in ("sqlite:///", "file:", "oxigraph:"):
+        if target_spec.startswith(prefix):
+            rest = target_spec[len(prefix) :].split("?", 1)[0]
+            if rest and rest != ":memory:":
+                return Path(rest + ".tail")
+    return None
+
+
+def lag_bytes(path: str | os.PathLike[str], checkpoint: Checkpoint) -> int | None:
+    """Bytes of ``path`` after the frame holding the checkpoint (``None`` if unreadable).
+
+    Rows of that frame after the checkpoint are not counted: the frame is the unit of
+    reading, and a frame's rows are applied together unless a transaction spans frames.
+    """
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            header = os.pread(f.fileno(), 10, checkpoint.offset)
+    except OSError:
+        return None
+    try:
+        parsed = read_varint(header, 0, len(header))
+    except ValueError:
+        parsed = None
+    end = checkpoint.offset + (parsed[1] + parsed[0] if parsed is not None else 0)
+    return max(0, size - end)
+
+
+__all__ = ["default_state_dir", "lag_bytes", "lock_source", "read_status", "snapshot_path", "write_status"]

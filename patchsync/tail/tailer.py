@@ -1,0 +1,360 @@
+"""The daemon's main loop: :class:`Tailer` runs every source, waits, and survives the target.
+
+See the package docstring (:mod:`patchsync.tail`) for the theory of operation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from patchsync.apply.target import Target
+from patchsync.errors import PatchsyncError, TargetUnavailable, UsageError
+from patchsync.options import Limits
+from patchsync.tail.observer import DirectoryWatch, Waker
+from patchsync.tail.options import (
+    HOLD_EVENTS,
+    RETRY_MAX_DELAY,
+    RETRY_TIMEOUT,
+    SNAPSHOT_SECONDS,
+    Log,
+    TailOptions,
+    no_log,
+)
+from patchsync.tail.retry import Backoff, is_transient
+from patchsync.tail.source import Source, SourceReport
+from patchsync.tail.state import write_status
+
+#: Seconds between rewrites of the state directory's status.json while running.
+STATUS_SECONDS = 1.0
+
+
+class _TargetLost(Exception):
+    """Internal: the target became unavailable during a pass (unwinds to the main loop)."""
+
+    def __init__(self, error: PatchsyncError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class Tailer:
+    """Tails ``.jellyp`` logs (files or directories of them) into ``target`` (see :mod:`patchsync.tail`).
+
+    ``paths`` are log files or directories; ``options`` say how (:class:`TailOptions`).
+    With ``options.reopen``, a target that becomes unavailable (:func:`is_transient`) is
+    discarded and reopened after a backoff, and every source resumes from the reopened
+    target's checkpoint; after ``options.retry_timeout`` seconds without success
+    :class:`TargetUnavailable` is raised. Without it such errors stop the daemon.
+    """
+
+    def __init__(
+        self, paths: Sequence[str | os.PathLike[str]], target: Target, options: TailOptions | None = None
+    ) -> None:
+        if not paths:
+            raise UsageError("tail needs at least one log file or directory")
+        self.paths = [Path(p) for p in paths]
+        for p in self.paths:
+            if not p.is_dir() and p.suffix.lower() != ".jellyp":
+                raise UsageError(f"{p}: tail reads Jelly-Patch logs (.jellyp) or directories of them")
+            if not p.exists() and not p.parent.is_dir():
+                raise UsageError(f"{p}: no such file or directory")
+        self.options = options = options if options is not None else TailOptions()
+        self.target = target
+        if options.state_dir is not None:
+            options.state_dir.mkdir(parents=True, exist_ok=True)
+        self.stopping = False
+        self.sources: dict[Path, Source] = {}
+        self._order: list[Source] = []
+        self._waker = Waker()
+        dirs = (str(p if p.is_dir() else p.parent) for p in self.paths)
+        self._watch = DirectoryWatch(dirs, self.wake, poll=options.poll, interval=options.poll_interval)
+        self._status_at = -1e9
+        self._backoff = Backoff(max_delay=options.retry_max_delay, timeout=options.retry_timeout)
+        self._logged: set[tuple[str, str]] = set()
+        self.reconnects = 0
+
+    # -- what sources see (SourceHost) ---------------------------------------------------
+
+    def log(self, event: str, fields: dict[str, Any]) -> None:
+        """Emit a structured log record through ``options.log``."""
+        self.options.log(event, fields)
+
+    def log_once(self, event: str, fields: dict[str, Any]) -> None:
+        """Log ``event`` only the first time for its source (for repeating, harmless failures)."""
+        key = (event, str(fields.get("source", "")))
+        if key not in self._logged:
+            self._logged.add(key)
+            self.log(event, fields)
+
+    def target_progressed(self) -> None:
+        """Units reached the target: a later loss of it starts a new backoff."""
+        self._backoff.reset()
+
+    # -- control -----------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Ask the daemon to stop after the current pass (safe from a signal handler)."""
+        self.stopping = True
+        self.wake()
+
+    def wake(self) -> None:
+        """Wake the main loop (from the observer thread or a signal handler)."""
+        self._waker.wake()
+
+    # -- discovery ---------------------------------------------------------------------
+
+    def _discover(self) -> None:
+        """Find the log files; in a directory, every file before the newest is finished."""
+        for p in self.paths:
+            if p.is_dir():
+                files = sorted(f for f in p.iterdir() if f.suffix.lower() == ".jellyp" and f.is_file())
+                for i, f in enumerate(files):
+                    src = self._source(f)
+                    if i < len(files) - 1:
+                        src.finished = True
+            else:
+                self._source(p)
+
+    def _source(self, path: Path) -> Source:
+        src = self.sources.get(path)
+        if src is None:
+            src = self.sources[path] = Source(self, path)
+            self._order.append(src)
+        return src
+
+    # -- running -----------------------------------------------------------------------
+
+    def run_once(self) -> list[SourceReport]:
+        """Apply what the logs hold now and return (the ``--once`` mode); raises on a failed source."""
+        with self._signals():
+            while not self.stopping:
+                if self._step(time.monotonic()):
+                    continue
+                try:
+                    self._finish()
+                    return self.reports()
+                except _TargetLost as lost:
+                    self._reconnect(lost.error)
+            self._finish_on_stop()
+        return self.reports()
+
+    @contextlib.contextmanager
+    def _signals(self) -> Iterator[None]:
+        """SIGTERM/SIGINT ask for a stop instead of killing the process mid-unit."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous = {sig: signal.signal(sig, lambda _s, _f: self.stop()) for sig in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    def run(self, *, install_signals: bool = True) -> list[SourceReport]:
+        """Tail until stopped (SIGTERM/SIGINT or :meth:`stop`), then flush and return."""
+        with self._signals() if install_signals else contextlib.nullcontext():
+            self._loop()
+        for src in self._order:
+            self.log("summary", src.report.as_dict())
+        self.log("stop", {"sources": len(self._order)})
+        return self.reports()
+
+    def _loop(self) -> None:
+        try:
+            self._watch.start()
+            self.log("start", {"paths": [str(p) for p in self.paths], "observer": self._watch.kind})
+            while not self.stopping:
+                if self._step(time.monotonic()):
+                    continue  # a backlog (or a reopened target): read on without waiting
+                if self.stopping:
+                    break
+                self._waker.wait(self.options.poll_interval)
+            self._finish_on_stop()
+        finally:
+            self._watch.stop()
+            self.close()
+
+    def _step(self, now: float) -> bool:
+        """One pass; after losing the target, reconnect and ask for another pass at once."""
+        try:
+            more = self._pass(now)
+        except _TargetLost as lost:
+            self._reconnect(lost.error)
+            return True
+        self._backoff.reset()  # a whole pass worked: the next loss starts a new backoff
+        return more
+
+    def _pass(self, now: float) -> bool:
+        """Pump every source once; returns whether one of them has bytes left to read."""
+        self._discover()
+        more = False
+        for src in list(self._order):
+            if self.stopping:
+                break
+            try:
+                more |= src.pump(now)
+                if now - src.last_snapshot >= self.options.snapshot_seconds:
+                    src.save_snapshot(now)
+            except PatchsyncError as exc:
+                if self.options.reopen is not None and is_transient(exc):
+                    raise _TargetLost(exc) from exc
+                src.fail(exc)
+                self.log("failed", src.report.as_dict())
+                self._write_status(now)
+                if not self.options.keep_going:
+                    raise
+        if now - self._status_at >= STATUS_SECONDS:
+            self._write_status(now)
+        return more
+
+    def _finish(self) -> None:
+        now = time.monotonic()
+        for src in self._order:
+            if src.applier is not None and not src.failed:
+                try:
+                    src.applier.pause()
+                    src.save_snapshot(now)
+                except PatchsyncError as exc:
+                    if self.options.reopen is not None and is_transient(exc):
+                        raise _TargetLost(exc) from exc
+                    raise
+        self._write_status(now)
+
+    def _finish_on_stop(self) -> None:
+        # Stopping with the target out of reach loses nothing: the units of the open
+        # database transaction went with it, with their checkpoint, and are applied again
+        # on the next start.
+        try:
+            self._finish()
+        except _TargetLost as lost:
+            self.log("stop_without_flush", {"error": str(lost.error)})
+            self._drop_target()
+            self._write_status(time.monotonic())
+
+    # -- losing and reopening the target -----------------------------------------------
+
+    def _drop_target(self) -> None:
+        discard = getattr(self.target, "discard", None)
+        with contextlib.suppress(Exception):
+            (discard or self.target.close)()
+        for src in self._order:
+            src.reset()
+
+    def _reconnect(self, error: BaseException) -> None:
+        """Discard the target, wait with backoff, reopen it; every source then resumes."""
+        reopen = self.options.reopen
+        assert reopen is not None
+        self._drop_target()
+        while True:
+            delay = self._backoff.next_delay(time.monotonic())
+            if delay is None:
+                raise TargetUnavailable(
+                    f"the target stayed unavailable for {self._backoff.elapsed(time.monotonic()):.1f}s "
+                    f"(--retry-timeout {self._backoff.timeout:g}); giving up. Last error: {error}"
+                ) from error
+            self.log(
+                "target_unavailable",
+                {"error": str(error), "attempt": self._backoff.attempt, "retry_in": round(delay, 3)},
+            )
+            deadline = time.monotonic() + delay
+            while not self.stopping and (left := deadline - time.monotonic()) > 0:
+                self._waker.wait(left)  # file events wake it too: wait out the rest
+            if self.stopping:
+                return
+            try:
+                self.target = reopen()
+            except PatchsyncError as exc:
+                if not is_transient(exc):
+                    raise
+                error = exc
+                continue
+            self.reconnects += 1
+            self.log("reconnected", {"attempt": self._backoff.attempt, "reconnects": self.reconnects})
+            return
+
+    # -- reporting ---------------------------------------------------------------------
+
+    def reports(self) -> list[SourceReport]:
+        """The state of every source."""
+        return [s.report for s in self._order]
+
+    def _write_status(self, now: float) -> None:
+        self._status_at = now
+        state_dir = self.options.state_dir
+        if state_dir is None:
+            return
+        try:
+            write_status(state_dir, (s.report.as_dict() for s in self._order))
+        except OSError as exc:
+            # Status is for `patchsync status`; a full or read-only state directory must
+            # not stop the daemon (the target's own errors do, with their own message).
+            self.log_once("status_failed", {"error": exc.strerror or str(exc)})
+
+    def close(self) -> None:
+        """Release files and locks (the target is the caller's)."""
+        for src in self._order:
+            src.close()
+        self._waker.close()
+
+    def __enter__(self) -> Tailer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def tail(
+    paths: Sequence[str | os.PathLike[str]],
+    target: Target,
+    *,
+    once: bool = False,
+    chain: str = "strict",
+    reset: bool = False,
+    keep_going: bool = False,
+    state_dir: str | os.PathLike[str] | None = None,
+    poll: bool = False,
+    poll_interval: float = 1.0,
+    limits: Limits | None = None,
+    hold_events: int = HOLD_EVENTS,
+    snapshot_seconds: float = SNAPSHOT_SECONDS,
+    log: Log | None = None,
+    reopen: Callable[[], Target] | None = None,
+    retry_max_delay: float = RETRY_MAX_DELAY,
+    retry_timeout: float = RETRY_TIMEOUT,
+) -> list[SourceReport]:
+    """Tail logs into ``target`` until stopped (or, with ``once``, apply what is there).
+
+    The other keywords are the fields of :class:`TailOptions`.
+    """
+    options = TailOptions(
+        chain=chain,
+        reset=reset,
+        keep_going=keep_going,
+        state_dir=Path(state_dir) if state_dir is not None else None,
+        poll=poll,
+        poll_interval=poll_interval,
+        limits=limits if limits is not None else Limits(),
+        hold_events=hold_events,
+        snapshot_seconds=snapshot_seconds,
+        log=log if log is not None else no_log,
+        reopen=reopen,
+        retry_max_delay=retry_max_delay,
+        retry_timeout=retry_timeout,
+    )
+    tailer = Tailer(paths, target, options)
+    if once:
+        try:
+            return tailer.run_once()
+        finally:
+            tailer.close()
+    return tailer.run()
+
+
+__all__ = ["STATUS_SECONDS", "Tailer", "tail"]
