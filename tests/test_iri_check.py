@@ -123,7 +123,7 @@ def test_jelly_patch_decoder_checks_once_per_built_iri(logs: tuple[Path, ...]) -
 def test_rdf_patch_text_checks_the_scheme(iri: str, ok: bool) -> None:
     text = f'A <{iri}> <http://example.org/p> "o" .\n'
     if ok:
-        assert [type(e) for e in read_rdfp(text, NTriplesTerms())][0] is Add
+        assert type(read_rdfp(text, NTriplesTerms())[0]) is Add
         return
     with pytest.raises(DecodeError, match=r"line 1: IRI .* is not absolute"):
         read_rdfp(text, NTriplesTerms())
