@@ -384,7 +384,7 @@ def _add_diff_parsers(sub: Any) -> None:
         "diff",
         help="the patch turning one RDF file into another",
         description="Write the minimal patch turning OLD into NEW. Inputs: .nt .nq .ttl .trig .n3 .jsonld .rdf; "
-        "blank nodes are matched by label (N-Triples/N-Quads keep labels), or by structure with --canonical.",
+        "blank nodes are matched by label (.nt .nq .ttl .trig keep labels), or by structure with --canonical.",
     )
     diff.add_argument("old", metavar="OLD", help="the RDF file the patch applies to")
     diff.add_argument("new", metavar="NEW", help="the RDF file the patch produces")
