@@ -71,3 +71,7 @@ class Limits:
     # record until the patch ends, so their number and size are bounded too.
     max_headers: int = 1024
     max_header_bytes: int = 64 * 1024
+    # RDF Patch data names IRIs absolutely; a relative one is almost always a decoding
+    # mistake (logs joined with ``cat`` decode against the first log's lookups), which
+    # must stop before it reaches a replica. Off for data that really is relative.
+    require_absolute_iris: bool = True

@@ -37,7 +37,6 @@ from patchsync.events import (
     TxCommit,
     TxStart,
 )
-from patchsync.terms import TripleTerm
 
 Quad = tuple[Any, Any, Any, Any]
 
@@ -58,13 +57,13 @@ RDF_INPUTS = {
 def read_dataset(path: str | os.PathLike[str]) -> Dataset:
     """An RDF file as an rdflib ``Dataset``, its format chosen by the extension.
 
-    N-Triples and N-Quads are read by patchsync's own scanner, which keeps blank node
-    labels (RDF Patch names blank nodes by label, DESIGN §1) and lexical forms exactly.
-    The other formats go through rdflib with literal normalization off; rdflib gives their
-    blank nodes fresh labels, so compare them with ``canonical=True``.
+    N-Quads, N-Triples, TriG and Turtle keep their blank node labels as written (RDF Patch
+    names blank nodes by label, DESIGN "blank node labels"; see
+    :mod:`patchsync.logs.rdf_labels`), so a diff of two files applies to a copy of the
+    first. The other formats go through rdflib with literal normalization off; rdflib gives
+    their blank nodes fresh labels, so compare them with ``canonical=True``.
     """
-    from patchsync.codec.nquads import read_statements
-    from patchsync.terms.rdflib_adapter import RdflibTerms
+    from patchsync.logs.rdf_labels import LABELLED_FORMATS, read_labelled
 
     suffix = Path(path).suffix.lower()
     fmt = RDF_INPUTS.get(suffix)
@@ -74,21 +73,14 @@ def read_dataset(path: str | os.PathLike[str]) -> Dataset:
             f"use one of {', '.join(RDF_INPUTS)}"
         )
     ds = Dataset()
-    data = Path(path).read_bytes()
-    if fmt in ("nt", "nquads"):
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise DecodeError(f"not UTF-8 text ({exc.reason})", source=str(path), offset=exc.start) from None
-        adapter: Any = RdflibTerms()
-        quads = read_statements(text, adapter, source=str(path))
-        if fmt == "nt" and any(g is not None for *_, g in quads):
-            raise DecodeError("an N-Triples file cannot name a graph (use .nq)", source=str(path))
-        for s_, p_, o_, g in quads:
-            if isinstance(s_, TripleTerm) or isinstance(o_, TripleTerm):
-                raise FormatError(f"{path}: quoted triples cannot be compared (rdflib has no RDF-star terms)")
+    if suffix in LABELLED_FORMATS:
+        found = read_labelled(path)
+        for name, iri in found.prefixes.items():
+            ds.bind(name, iri, override=True)
+        for s_, p_, o_, g in found.quads:
             ds.add((s_, p_, o_, g if g is not None else DATASET_DEFAULT_GRAPH_ID))  # type: ignore[arg-type]
         return ds
+    data = Path(path).read_bytes()
     saved = rdflib.NORMALIZE_LITERALS
     # Normalizing would rewrite lexical forms ("01"^^xsd:integer to "1"), and a patch
     # must carry the data exactly as written.
@@ -109,8 +101,11 @@ def dataset_quads(graph: Graph, *, canonical: bool = False) -> tuple[set[Quad], 
     and the second result maps each canonical blank node back to the original.
     """
     graphs: list[tuple[Any, Graph]]
-    if isinstance(graph, ConjunctiveGraph):
-        default_id = DATASET_DEFAULT_GRAPH_ID if isinstance(graph, Dataset) else graph.default_context.identifier
+    if isinstance(graph, Dataset):
+        graphs = [(c.identifier, c) for c in graph.graphs()]
+    elif isinstance(graph, ConjunctiveGraph):
+        # Still accepted from callers; its default graph has a blank node name of its own.
+        default_id = graph.default_context.identifier
         graphs = [
             (DATASET_DEFAULT_GRAPH_ID if c.identifier == default_id else c.identifier, c) for c in graph.contexts()
         ]
@@ -138,12 +133,17 @@ def _canonical_labels(triples: list[tuple[Any, Any, Any]]) -> dict[BNode, BNode]
     for t in triples:
         g.add(t)
     # The steps of rdflib's ``_TripleCanonicalizer.canonical_triples``, keeping the
-    # node-to-label map that the public ``to_canonical_graph`` discards.
+    # node-to-label map that the public ``to_canonical_graph`` discards: without it the
+    # patch could not name old blank nodes by their old labels. Checked against rdflib 7;
+    # if a release renames these steps, fail with that name rather than a traceback.
     c = _TripleCanonicalizer(g)
-    coloring = c._initial_color()
-    coloring = c._refine(coloring, coloring[:])
-    if not c._discrete(coloring):
-        coloring = c._traces(coloring, stats=None, depth=[0])
+    try:
+        coloring = c._initial_color()
+        coloring = c._refine(coloring, coloring[:])
+        if not c._discrete(coloring):
+            coloring = c._traces(coloring, stats=None, depth=[0])
+    except AttributeError as exc:
+        raise UsageError(f"canonical diffs need rdflib's canonicalizer steps ({exc}); use rdflib 7") from None
     labels: dict[BNode, BNode] = {}
     for color in coloring:
         node = color.nodes[0]

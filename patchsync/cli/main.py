@@ -9,6 +9,7 @@ leaves a half-written file behind.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import logging
 import os
@@ -79,6 +80,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_apply_parsers(sub)
     _add_diff_parsers(sub)
     _add_spark_parser(sub)
+    importlib.import_module("patchsync.cli.append").register(sub)
     return parser
 
 
@@ -102,7 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "spark-replay": _spark_replay,
     }
     try:
-        return handlers[args.command](args)
+        return (handlers.get(args.command) or args.func)(args)
     except UsageError as exc:
         _fail(str(exc))
         return EXIT_USAGE
@@ -382,7 +384,7 @@ def _add_diff_parsers(sub: Any) -> None:
         "diff",
         help="the patch turning one RDF file into another",
         description="Write the minimal patch turning OLD into NEW. Inputs: .nt .nq .ttl .trig .n3 .jsonld .rdf; "
-        "blank nodes are matched by label (N-Triples/N-Quads keep labels), or by structure with --canonical.",
+        "blank nodes are matched by label (.nt .nq .ttl .trig keep labels), or by structure with --canonical.",
     )
     diff.add_argument("old", metavar="OLD", help="the RDF file the patch applies to")
     diff.add_argument("new", metavar="NEW", help="the RDF file the patch produces")
@@ -492,6 +494,7 @@ def _add_apply_parsers(sub: Any) -> None:
     apply.add_argument("--reset", action="store_true", help="start a log over when its checkpoint no longer matches it")
     apply.add_argument("--from", dest="from_format", choices=["jellyp", "rdfp"], help="log format")
     apply.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
+    _add_relative_iris_flag(apply)
     apply.add_argument(
         "--graph",
         metavar="IRI",
@@ -585,6 +588,7 @@ def _apply(args: argparse.Namespace) -> int:
                     reset=args.reset,
                     progress=progress,
                     graph=args.graph,
+                    limits=_limits(args),
                 )
             finally:
                 progress.end()
@@ -626,6 +630,7 @@ def _add_tail_parser(sub: Any, target_help: str) -> None:
         help="seconds between polls, and the longest wait without a file event (default 1)",
     )
     tail.add_argument("--once", action="store_true", help="apply what the logs hold now and exit")
+    _add_relative_iris_flag(tail)
     tail.add_argument(
         "--keep-going", action="store_true", help="when one log fails, keep tailing the others (exit 1 at the end)"
     )
@@ -684,6 +689,21 @@ class _TailLog:
         print(" ".join(parts), file=sys.stderr, flush=True)
 
 
+def _add_relative_iris_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--allow-relative-iris",
+        action="store_true",
+        help="accept IRIs without a scheme (refused by default: they are the mark of logs joined with cat; "
+        "join logs with patchsync append)",
+    )
+
+
+def _limits(args: argparse.Namespace) -> Any:
+    from patchsync.options import Limits
+
+    return Limits(require_absolute_iris=not args.allow_relative_iris)
+
+
 def _tail(args: argparse.Namespace) -> int:
     from patchsync.tail import Tailer, TailOptions, default_state_dir, open_retrying
 
@@ -705,6 +725,7 @@ def _tail(args: argparse.Namespace) -> int:
                 poll_interval=args.poll_interval,
                 log=log,
                 reopen=lambda: _open_target(args.target),
+                limits=_limits(args),
                 **retry,
             ),
         )

@@ -412,5 +412,6 @@ class PatchDecoder(FramedSource[Event], Generic[T]):
             generalized=options.generalized_statements,
             rdf_star=options.rdf_star,
             max_nesting=self.limits.max_nesting,
+            require_absolute_iris=self.limits.require_absolute_iris,
         )
         self._queue.append(Options(options, offset, frame, index))

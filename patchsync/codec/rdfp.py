@@ -37,6 +37,7 @@ from collections.abc import Iterable
 from typing import Any, Generic, TypeVar
 
 from patchsync.codec.driver import EventSource
+from patchsync.codec.term_decoder import RuleViolation, check_absolute_iri
 from patchsync.errors import DecodeError, EncodeError, UsageError
 from patchsync.events import (
     Add,
@@ -107,6 +108,8 @@ class RdfPatchTextReader(EventSource[Event], Generic[T]):
         self.adapter: TermAdapter[T] = adapter if adapter is not None else default_adapter()
         self.source = source
         self.limits = limits or Limits()
+        # Terms are built through this one: it refuses relative IRIs when the limit asks.
+        self._builder: Any = _AbsoluteIris(self.adapter) if self.limits.require_absolute_iris else self.adapter
         self._buf = bytearray()
         self._start = 0  # index in _buf of the next unread line
         self._scan = 0  # index in _buf from which to look for the next newline
@@ -224,6 +227,8 @@ class RdfPatchTextReader(EventSource[Event], Generic[T]):
             return self._parse(text, offset, number)
         except TermSyntaxError as exc:
             raise self._error(f"{exc.message} (column {exc.pos + 1})", offset, number) from None
+        except RuleViolation as exc:
+            raise self._error(exc.rule, offset, number) from None
         except (ValueError, RecursionError) as exc:
             # The adapter refused a term (rdflib rejects some language tags, for one).
             raise self._error(f"term rejected by the term adapter: {exc}", offset, number) from None
@@ -287,6 +292,7 @@ class RdfPatchTextReader(EventSource[Event], Generic[T]):
         # Groups per term: IRI, blank node label, lexical form, language, datatype.
         groups = m.groups()
         adapter = self.adapter
+        builder = self._builder
         iris = self._iris
         terms: list[T | None] = []
         for i in range(1, 21, 5):
@@ -296,7 +302,7 @@ class RdfPatchTextReader(EventSource[Event], Generic[T]):
                 if term is None:
                     if len(iris) >= _IRI_CACHE_LIMIT:
                         iris.clear()
-                    term = iris[iri] = adapter.iri(iri)
+                    term = iris[iri] = builder.iri(iri)
                 terms.append(term)
             elif label is not None:
                 terms.append(adapter.bnode(label))
@@ -354,7 +360,7 @@ class RdfPatchTextReader(EventSource[Event], Generic[T]):
                 break
             if len(terms) == high:
                 raise TermSyntaxError(f"{what} row has too many terms (expected {_arity(low, high)})", pos)
-            term, pos = scan_term(line, pos, self.adapter, max_nesting=max_nesting)
+            term, pos = scan_term(line, pos, self._builder, max_nesting=max_nesting)
             terms.append(term)
         if len(terms) < low:
             raise TermSyntaxError(f"{what} row has {len(terms)} terms (expected {_arity(low, high)})", pos)
@@ -381,7 +387,23 @@ class RdfPatchTextReader(EventSource[Event], Generic[T]):
                 raise TermSyntaxError("a PA namespace must be an IRI, not a blank node", pos)
         else:
             raise TermSyntaxError("expected the PA namespace as <iri> or a quoted string", pos)
-        return self.adapter.iri(value), pos
+        return self._builder.iri(value), pos
+
+
+class _AbsoluteIris:
+    """A term adapter that refuses relative IRIs (``Limits.require_absolute_iris``)."""
+
+    def __init__(self, adapter: TermAdapter[Any]) -> None:
+        self._iri = adapter.iri
+        self.bnode = adapter.bnode
+        self.literal = adapter.literal
+        self.triple = adapter.triple
+        self.default_graph = adapter.default_graph
+        self.unpack = adapter.unpack
+
+    def iri(self, value: str) -> Any:
+        check_absolute_iri(value)
+        return self._iri(value)
 
 
 def _arity(low: int, high: int) -> str:

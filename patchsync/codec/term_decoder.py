@@ -12,6 +12,7 @@ spares the adapter (rdflib's constructors validate and are slow) for repeated te
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from functools import partial
 from typing import Any, Generic, TypeVar
@@ -22,6 +23,22 @@ from patchsync.terms import TermAdapter
 T = TypeVar("T")
 
 _CACHE_LIMIT = 1 << 16
+
+# RFC 3987 absolute IRI: scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ), then ":".
+_ABSOLUTE_IRI = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
+
+
+def check_absolute_iri(value: str) -> None:
+    """Raise :class:`RuleViolation` unless ``value`` is an absolute IRI (it has a scheme)."""
+    if _ABSOLUTE_IRI.match(value) is None:
+        shown = value if len(value) <= 80 else value[:77] + "..."
+        raise RuleViolation(
+            f"IRI <{shown}> is not absolute (RFC 3987: an absolute IRI starts with a scheme, "
+            'ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ) then ":"); logs joined with cat decode '
+            "against the first log's lookups, join them with patchsync append "
+            "(or allow relative IRIs if they are meant)"
+        )
+
 
 # Oneof field name -> (position kind, needs generalized, needs rdf-star).
 # Kinds: 0 IRI, 1 blank node, 2 literal, 3 quoted triple, 4 default graph.
@@ -133,8 +150,10 @@ class TermDecoder(Generic[T]):
         generalized: bool,
         rdf_star: bool,
         max_nesting: int,
+        require_absolute_iris: bool = False,
     ) -> None:
         self.adapter = adapter
+        self.require_absolute_iris = require_absolute_iris
         self.names = Lookup("name", max_names)
         self.prefixes = Lookup("prefix", max_prefixes)
         self.datatypes = Lookup("datatype", max_datatypes)
@@ -272,6 +291,9 @@ class TermDecoder(Generic[T]):
                     self.last_name = rn
                     return hit[1]
         value = self.iri_string(msg)  # applies the rules again and validates the ids
+        if self.require_absolute_iris:
+            # Once per newly built term: cached terms were checked when they were built.
+            check_absolute_iri(value)
         try:
             term = self.adapter.iri(value)
         except ValueError as exc:

@@ -230,6 +230,7 @@ def convert_rdf(
         out.write("".join(buffer).encode("utf-8"))
     elif out_fmt in _RDFLIB_NAMES:
         from rdflib import Dataset
+        from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
 
         text = "".join(_nquads_lines(every, out_fmt == "trig"))
         ds = Dataset()
@@ -240,7 +241,7 @@ def convert_rdf(
         for name, iri in namespaces:
             ds.bind(name, iri, override=True)
         if out_fmt == "ttl":
-            out.write(ds.default_context.serialize(format="turtle", encoding="utf-8"))
+            out.write(ds.get_context(DATASET_DEFAULT_GRAPH_ID).serialize(format="turtle", encoding="utf-8"))
         else:
             out.write(ds.serialize(format="trig", encoding="utf-8"))
     else:

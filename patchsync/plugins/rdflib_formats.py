@@ -113,8 +113,12 @@ class _Sink:
         self.sink = sink
         self.dataset: Dataset | None = None
         self.default: Graph = sink
-        if isinstance(sink, ConjunctiveGraph):
-            self.dataset = sink if isinstance(sink, Dataset) else None
+        if isinstance(sink, Dataset):
+            self.dataset = sink
+            # Dataset.default_context is deprecated; the default graph by its name works
+            # on every rdflib 7 (default_graph came in 7.2).
+            self.default = sink.get_context(DATASET_DEFAULT_GRAPH_ID)
+        elif isinstance(sink, ConjunctiveGraph):
             self.default = sink.default_context
         elif sink.store.context_aware and sink.identifier == DATASET_DEFAULT_GRAPH_ID:
             # Dataset.parse hands plugins its default graph (a Graph on the dataset's

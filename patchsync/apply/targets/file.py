@@ -6,11 +6,13 @@ and patch history) likewise (DESIGN §3). A crash between the two renames leaves
 with an old checkpoint: the next run replays a suffix of the log, which set semantics
 make harmless.
 
-Files this target wrote are read back by its own line reader, so blank node labels stay
-the system identifiers RDF Patch needs (rdflib's parsers rename blank nodes per document).
-It writes ``.nq``/``.nt`` as N-Quads/N-Triples and ``.trig``/``.ttl`` in a line-per-triple
-subset of TriG/Turtle (prefixes, then one triple per line, named graphs as blocks). A file
-without a sidecar is foreign and parsed by rdflib.
+Blank node labels are the system identifiers RDF Patch names nodes by (DESIGN "blank
+node labels"), so every file is read keeping them as written: files this target wrote by
+its own line reader, other files by :mod:`patchsync.logs.rdf_labels` (rdflib's parsers
+would rename blank nodes per document, and every patch row naming one would miss). It
+writes ``.nq``/``.nt`` as N-Quads/N-Triples and ``.trig``/``.ttl`` in a line-per-triple
+subset of TriG/Turtle (prefixes, then one triple per line, named graphs as blocks), blank
+nodes as ``_:label``.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
 from patchsync.apply.target import Checkpoint, PatchRecord
 from patchsync.apply.targets.rdflib_store import RdflibTarget
 from patchsync.errors import ApplyError, FormatError
+from patchsync.logs.rdf_labels import read_labelled
 from patchsync.terms.ntriples import TermSyntaxError, format_iri, scan_term, skip_ws
 
 FILE_FORMATS = {".trig": "trig", ".nq": "nquads", ".ttl": "turtle", ".nt": "nt"}
@@ -76,7 +79,16 @@ class FileTarget(RdflibTarget):
         if side:
             self._read_own()
         else:
-            self.graph.parse(self.path, format=FILE_FORMATS[self.suffix])
+            self._read_foreign()
+
+    def _read_foreign(self) -> None:
+        found = read_labelled(self.path, FILE_FORMATS[self.suffix])
+        for name, iri in found.prefixes.items():
+            # Kept as bindings of the target so they are written back with the data.
+            self._bind(name, iri)
+            self._bound.add(name)
+        for s, p, o, g in found.quads:
+            self.store.add((s, p, o), self._context(g))
 
     def _read_own(self) -> None:
         terms = self._terms

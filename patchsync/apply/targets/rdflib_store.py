@@ -86,9 +86,13 @@ class RdflibTarget(LocalLedger):
             raise ApplyError("rdflib targets cannot hold RDF-star quoted triples (graph name)")
         if self.is_dataset:
             if g is None or g == DATASET_DEFAULT_GRAPH_ID:
-                # rdflib 7.2+ names it default_graph; default_context is the older, deprecated name.
-                default = getattr(self.graph, "default_graph", None)
-                ctx = default if default is not None else self.graph.default_context  # type: ignore[attr-defined]
+                # Dataset.default_context is deprecated (default_graph came in rdflib 7.2); a
+                # ConjunctiveGraph, still accepted from callers, names its default graph itself.
+                ctx = (
+                    self.graph.get_context(DATASET_DEFAULT_GRAPH_ID)
+                    if isinstance(self.graph, Dataset)
+                    else self.graph.default_context  # type: ignore[attr-defined]
+                )
             else:
                 ctx = self.graph.get_context(g)  # type: ignore[attr-defined]
         elif g is None or g == DATASET_DEFAULT_GRAPH_ID or g == self.graph.identifier:

@@ -1,0 +1,41 @@
+"""``patchsync append SRC... -o DEST``: join or append patch logs so the result decodes.
+
+Joining Jelly-Patch logs with ``cat`` makes the second log's rows resolve against the
+first log's lookup tables; this command decodes and re-encodes instead (see
+:mod:`patchsync.logs.append`).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from patchsync.options import Limits
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``append`` parser."""
+    parser = sub.add_parser(
+        "append",
+        help="join or append patch logs (re-encoded, chain checked)",
+        description="Append the patches of the SRC logs (.jellyp or .rdfp, in the order given) to the .jellyp "
+        "log DEST, creating it if missing. Unlike cat, the patches are decoded and re-encoded, so the result "
+        "decodes. Each appended patch's H prev must name the patch before it (DEST's last H id, then the "
+        "previous appended patch); a broken chain appends nothing.",
+    )
+    parser.add_argument("sources", nargs="+", metavar="SRC", help="logs to append, in order")
+    parser.add_argument("-o", "--output", required=True, metavar="DEST", help="the .jellyp log appended to")
+    parser.add_argument("--fsync", action="store_true", help="fsync DEST after writing")
+    parser.add_argument(
+        "--allow-relative-iris", action="store_true", help="accept IRIs without a scheme in the sources"
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Append; prints one summary line."""
+    from patchsync.logs.append import append_logs
+
+    limits = Limits(require_absolute_iris=not args.allow_relative_iris)
+    patches = append_logs(args.output, args.sources, limits=limits, fsync=args.fsync)
+    print(f"{args.output}: {patches} patches appended from {len(args.sources)} logs")
+    return 0

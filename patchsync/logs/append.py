@@ -1,0 +1,143 @@
+"""Joining and appending patch logs so that the result still decodes.
+
+Jelly-Patch streams carry lookup tables (names, prefixes, datatypes) that later rows refer
+to by id; two logs written separately and joined byte by byte (``cat a.jellyp b.jellyp``)
+make the second log's rows resolve against the first log's tables. :func:`append_logs`
+decodes each source (``.jellyp`` or ``.rdfp``) and re-encodes its patches onto the
+destination through :class:`~patchsync.logs.patch_logs.LogAppender`, which locks the
+destination, repeats its options and cuts a trailing partial frame.
+
+The chain is checked first (DESIGN §6): each appended patch whose ``H prev`` is present
+must name the current head (the ``H id`` of the destination's last patch, then of each
+appended patch in turn). A broken chain raises :class:`ChainError` naming both ids before
+anything is written; any later failure truncates the destination back to where it was.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from patchsync.codec.patch_decoder import PatchDecoder
+from patchsync.errors import ChainError, FormatError, UsageError
+from patchsync.events import Event, Header, Options, PatchEnd
+from patchsync.logs.patch_logs import CHUNK_SIZE, LogAppender, format_of, read_events
+from patchsync.options import Limits, PatchOptions
+from patchsync.terms import IRI, TermAdapter
+from patchsync.terms.ntriples import NTriplesTerms
+
+
+def append_logs(
+    dest: str | os.PathLike[str],
+    sources: Sequence[str | os.PathLike[str]],
+    *,
+    options: PatchOptions | None = None,
+    limits: Limits | None = None,
+    fsync: bool = False,
+) -> int:
+    """Append the patches of ``sources`` (in order) to the ``.jellyp`` log ``dest``.
+
+    ``dest`` is created when missing, with ``options`` or else the first Jelly-Patch
+    source's options. Returns the number of patches appended. Raises :class:`ChainError`
+    for a broken chain, :class:`UsageError` for a source that is the destination, and the
+    decoders' :class:`DecodeError` for a malformed source (naming file and byte).
+    """
+    dest_path = Path(dest)
+    if format_of(dest_path) != "jellyp":
+        raise FormatError(f"{dest}: logs are appended to a .jellyp file (RDF Patch text is one patch per file)")
+    if not sources:
+        raise UsageError("nothing to append: name at least one source log")
+    for src in sources:
+        format_of(src)
+        if dest_path.exists() and Path(src).resolve() == dest_path.resolve():
+            raise UsageError(f"{src}: a log cannot be appended to itself")
+    adapter = NTriplesTerms()
+    head = log_head(dest_path, adapter) if dest_path.exists() else None
+    first_options = _check_chain(dest_path, head, sources, adapter, limits)
+
+    created = not dest_path.exists()
+    appender = LogAppender(dest_path, None if not created else (options or first_options), adapter, fsync=fsync)
+    start = dest_path.stat().st_size  # after the appender cut any partial frame
+    patches = [0]
+    try:
+        for src in sources:
+            appender.write(_content(src, adapter, limits, patches))
+        appender.close()
+    except BaseException:
+        # Nothing half-appended: back to the log as it was (the lock is still held).
+        os.truncate(dest_path, start)
+        appender.abandon()
+        if created:
+            dest_path.unlink(missing_ok=True)
+        raise
+    return patches[0]
+
+
+def log_head(path: str | os.PathLike[str], adapter: TermAdapter[Any] | None = None) -> str | None:
+    """The ``H id`` IRI of the last complete patch of a ``.jellyp`` log (``None`` if none).
+
+    A trailing partial frame is ignored, as :class:`LogAppender` cuts it.
+    """
+    decoder: PatchDecoder[Any] = PatchDecoder(adapter or NTriplesTerms(), source=str(path))
+    head: str | None = None
+    current: str | None = None
+    with open(path, "rb") as f:
+        while chunk := f.read(CHUNK_SIZE):
+            decoder.feed(chunk)
+            for event in decoder:
+                if type(event) is Header and event.key == "id":
+                    current = _iri(decoder.adapter, event.value)
+                elif type(event) is PatchEnd:
+                    head, current = current or head, None
+    return head
+
+
+def _check_chain(
+    dest: Path,
+    head: str | None,
+    sources: Sequence[str | os.PathLike[str]],
+    adapter: TermAdapter[Any],
+    limits: Limits | None,
+) -> PatchOptions | None:
+    """Decode every source once, checking ``prev`` against the running head; returns the
+    options of the first Jelly-Patch source."""
+    first: PatchOptions | None = None
+    for src in sources:
+        patch_id: str | None = None
+        for event in read_events(src, adapter=adapter, limits=limits):
+            kind = type(event)
+            if kind is Options and first is None:
+                first = event.options  # type: ignore[union-attr]
+            elif kind is Header and event.key == "id":  # type: ignore[union-attr]
+                patch_id = _iri(adapter, event.value)  # type: ignore[union-attr]
+            elif kind is Header and event.key == "prev":  # type: ignore[union-attr]
+                prev = _iri(adapter, event.value)  # type: ignore[union-attr]
+                if prev is not None and head is not None and prev != head:
+                    raise ChainError(
+                        f"{src}: patch {'<' + patch_id + '>' if patch_id else '(no id)'} has prev <{prev}> but the head of {dest} "
+                        f"is <{head}> (a gap or a fork); nothing was appended"
+                    )
+            elif kind is PatchEnd:
+                head, patch_id = patch_id or head, None
+    return first
+
+
+def _content(
+    src: str | os.PathLike[str], adapter: TermAdapter[Any], limits: Limits | None, patches: list[int]
+) -> Iterator[Event]:
+    # The options row belongs to the destination stream; the appender writes its own.
+    for event in read_events(src, adapter=adapter, limits=limits):
+        kind = type(event)
+        if kind is not Options:
+            patches[0] += kind is PatchEnd
+            yield event
+
+
+def _iri(adapter: TermAdapter[Any], term: Any) -> str | None:
+    u = adapter.unpack(term)
+    return u[1] if u[0] == IRI else None
+
+
+__all__ = ["append_logs", "log_head"]

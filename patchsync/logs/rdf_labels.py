@@ -1,0 +1,154 @@
+"""RDF files read keeping their blank node labels (N-Quads, N-Triples, TriG, Turtle).
+
+RDF Patch names blank nodes by label: labels are system identifiers (DESIGN, "blank node
+labels"). A patch computed from a file therefore only applies to a copy of that file when
+both are read with the labels as written; rdflib's parsers mint fresh labels per document.
+
+N-Quads and N-Triples go through patchsync's own line reader. Turtle and TriG go through
+rdflib's Notation3 parser with two hooks: a ``_:label`` becomes ``BNode(label)``, and a
+blank node written without a label (``[]``, ``[ ... ]``, a list) gets ``anon<n>`` by its
+order in the document, so the same bytes always give the same labels. A file that also
+writes such a label itself is refused: one of the two labels could not be kept.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import rdflib
+from rdflib import BNode, URIRef
+from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
+from rdflib.plugins.parsers.notation3 import BadSyntax, RDFSink, SinkParser
+from rdflib.plugins.parsers.trig import TrigSinkParser
+
+from patchsync.codec.nquads import read_statements
+from patchsync.errors import DecodeError, FormatError
+from patchsync.terms import TripleTerm
+from patchsync.terms.rdflib_adapter import RdflibTerms
+
+#: Formats read keeping labels, by extension, as rdflib names them.
+LABELLED_FORMATS = {".nq": "nquads", ".nt": "nt", ".trig": "trig", ".ttl": "turtle"}
+
+#: Labels given to blank nodes written without one: this prefix and a counter.
+UNLABELLED_PREFIX = "anon"
+
+Quad = tuple[Any, Any, Any, Any]
+
+
+class LabelledRdf:
+    """What :func:`read_labelled` found: quads (``g`` is ``None`` in the default graph)
+    and the prefixes the file declared."""
+
+    __slots__ = ("prefixes", "quads")
+
+    def __init__(self, quads: list[Quad], prefixes: dict[str, URIRef]) -> None:
+        self.quads = quads
+        self.prefixes = prefixes
+
+
+def read_labelled(path: str | os.PathLike[str], fmt: str | None = None) -> LabelledRdf:
+    """Read ``path`` (format from ``fmt`` or its extension) keeping blank node labels.
+
+    Raises :class:`DecodeError` for malformed input (naming the file and line) and
+    :class:`FormatError` for a format without labels or a label that cannot be kept.
+    """
+    source = str(path)
+    fmt = fmt or LABELLED_FORMATS.get(Path(path).suffix.lower(), "")
+    if fmt not in LABELLED_FORMATS.values():
+        raise FormatError(f"{source}: blank node labels are kept for {', '.join(LABELLED_FORMATS)} files only")
+    data = Path(path).read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DecodeError(f"not UTF-8 text ({exc.reason})", source=source, offset=exc.start) from None
+    if fmt in ("nt", "nquads"):
+        adapter: Any = RdflibTerms()
+        quads = read_statements(text, adapter, source=source)
+        if fmt == "nt" and any(g is not None for *_, g in quads):
+            raise DecodeError("an N-Triples file cannot name a graph (use .nq)", source=source)
+        if any(type(t) is TripleTerm for q in quads for t in q):
+            raise FormatError(f"{source}: quoted triples cannot be held in rdflib (it has no RDF-star terms)")
+        return LabelledRdf(list(quads), {})
+    return _read_turtle_family(text, fmt, source, Path(path).resolve().as_uri())
+
+
+class _Named:
+    """A graph name as the TriG parser's sink sees it (only its identifier is used)."""
+
+    __slots__ = ("identifier",)
+
+    def __init__(self, identifier: Any) -> None:
+        self.identifier = identifier
+
+
+class _Sink(RDFSink):  # method names are rdflib's
+    """Collects statements as quads and numbers unlabelled blank nodes in document order."""
+
+    def __init__(self) -> None:
+        super().__init__(_Named(DATASET_DEFAULT_GRAPH_ID))  # type: ignore[arg-type]
+        self.quads: list[Quad] = []
+        self.generated: set[str] = set()
+
+    def newGraph(self, identifier: Any) -> Any:
+        return _Named(identifier)
+
+    def newBlankNode(self, arg: Any = None, uri: str | None = None, why: Any = None) -> BNode:
+        self.counter += 1
+        label = f"{UNLABELLED_PREFIX}{self.counter}"
+        self.generated.add(label)
+        return BNode(label)
+
+    def makeStatement(self, quadruple: Any, why: Any = None) -> None:
+        f, p, s, o = quadruple
+        s, p, o = (self.normalise(None, t) for t in (s, p, o))
+        g = f.identifier if isinstance(f, _Named) else None
+        self.quads.append((s, p, o, None if g == DATASET_DEFAULT_GRAPH_ID else g))
+
+
+class _Labels:
+    """Mixed into rdflib's parsers: ``_:label`` is ``BNode(label)``, one node per label."""
+
+    written: set[str]
+
+    def anonymousNode(self, ln: str) -> BNode:
+        self.written.add(ln)
+        return BNode(ln)
+
+
+class _TurtleParser(_Labels, SinkParser):
+    pass
+
+
+class _TrigParser(_Labels, TrigSinkParser):
+    pass
+
+
+def _read_turtle_family(text: str, fmt: str, source: str, base: str) -> LabelledRdf:
+    sink = _Sink()
+    parser = (_TrigParser if fmt == "trig" else _TurtleParser)(sink, baseURI=base, turtle=True)
+    parser.written = set()
+    saved = rdflib.NORMALIZE_LITERALS
+    # Normalizing would rewrite lexical forms ("01"^^xsd:integer to "1"), and a patch
+    # must carry the data exactly as written.
+    rdflib.NORMALIZE_LITERALS = False
+    try:
+        parser.loadBuf(text)
+    except BadSyntax as exc:
+        raise DecodeError(f"not valid {fmt}: {exc._why}", source=source, line=exc.lines + 1) from None
+    except Exception as exc:  # rdflib raises many unrelated types for bad input
+        raise DecodeError(f"not valid {fmt}: {exc}".splitlines()[0], source=source) from None
+    finally:
+        rdflib.NORMALIZE_LITERALS = saved
+    clash = sorted(parser.written & sink.generated)
+    if clash:
+        raise FormatError(
+            f"{source}: the label _:{clash[0]} is written in the file and is also the label patchsync gives "
+            f"an unlabelled blank node ([] or a list); rename it so both labels can be kept"
+        )
+    prefixes = {name: URIRef(iri) for name, iri in parser._bindings.items()}
+    return LabelledRdf(sink.quads, prefixes)
+
+
+__all__ = ["LABELLED_FORMATS", "UNLABELLED_PREFIX", "LabelledRdf", "read_labelled"]
