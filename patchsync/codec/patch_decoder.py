@@ -50,7 +50,7 @@ from patchsync.events import (
 )
 from patchsync.options import PATCH_VERSION, Limits, PatchOptions, StatementType, StreamType
 from patchsync.terms import TermAdapter, default_adapter
-from patchsync.units import Kind, TransactionError, UnitTracker
+from patchsync.units import QUIET, Kind, TransactionError, UnitTracker
 
 __all__ = ["END", "NEED_DATA", "PatchDecoder", "options_from_message"]
 
@@ -59,9 +59,18 @@ T = TypeVar("T")
 _new_tuple = tuple.__new__
 
 _CHANGE = Kind.CHANGE
+_CHANGE_QUIET = QUIET[Kind.CHANGE]  # states where a statement row changes nothing
 # The row names of transaction rows in messages (Kind.TX.value is "TX", and so on).
-_TX_KINDS = {"transaction_start": Kind.TX, "transaction_commit": Kind.TC, "transaction_abort": Kind.TA}
-_TX_EVENTS = {"transaction_start": TxStart, "transaction_commit": TxCommit, "transaction_abort": TxAbort}
+_TX_KINDS: dict[str | None, Kind] = {
+    "transaction_start": Kind.TX,
+    "transaction_commit": Kind.TC,
+    "transaction_abort": Kind.TA,
+}
+_TX_EVENTS: dict[str | None, type[TxStart | TxCommit | TxAbort]] = {
+    "transaction_start": TxStart,
+    "transaction_commit": TxCommit,
+    "transaction_abort": TxAbort,
+}
 
 
 _CONTENT_ROWS = frozenset(
@@ -281,7 +290,7 @@ class PatchDecoder(FramedSource[Event], Generic[T]):
         terms = self._terms
         append = self._queue.append
         quads = self._quads
-        units_send = self._units.send
+        units = self._units
         try:
             for index, row in enumerate(rows[start:stop], start):
                 kind = row.WhichOneof("row")
@@ -294,7 +303,8 @@ class PatchDecoder(FramedSource[Event], Generic[T]):
                     append(
                         _new_tuple(Add if kind == "statement_add" else Delete, (s, p, o, g, offset, frame_index, index))  # type: ignore[arg-type]
                     )
-                    units_send(_CHANGE)
+                    if units.state not in _CHANGE_QUIET:
+                        units.send(_CHANGE)
                 else:
                     self._row(row, kind, offset, frame_index, index)
                     terms = self._terms
@@ -305,7 +315,7 @@ class PatchDecoder(FramedSource[Event], Generic[T]):
             index = None
             if self._stream_type is StreamType.FRAME:
                 try:
-                    units_send(Kind.PATCH_END)
+                    units.send(Kind.PATCH_END)
                 except TransactionError as exc:
                     # In FRAME streams a frame is a patch: transactions MUST NOT span frames.
                     raise RuleViolation(exc.text("the end of a FRAME frame (one patch)")) from None
@@ -362,9 +372,9 @@ class PatchDecoder(FramedSource[Event], Generic[T]):
             self._units.send(Kind.HEADER)
             queue.append(Header(header.key, value, offset, frame, index))
         elif kind in _TX_KINDS:
-            self._units.send(_TX_KINDS[kind])  # type: ignore[index]
+            self._units.send(_TX_KINDS[kind])
             self._tx_seen = True
-            queue.append(_TX_EVENTS[kind](offset, frame, index))  # type: ignore[index]
+            queue.append(_TX_EVENTS[kind](offset, frame, index))
         elif kind == "punctuation":
             if self._stream_type is not StreamType.PUNCTUATED:
                 raise RuleViolation(
