@@ -110,10 +110,12 @@ def dataset_quads(graph: Graph, *, canonical: bool = False) -> tuple[set[Quad], 
     """
     graphs: list[tuple[Any, Graph]]
     if isinstance(graph, ConjunctiveGraph):
-        default_id = DATASET_DEFAULT_GRAPH_ID if isinstance(graph, Dataset) else graph.default_context.identifier
-        graphs = [
-            (DATASET_DEFAULT_GRAPH_ID if c.identifier == default_id else c.identifier, c) for c in graph.contexts()
-        ]
+        # rdflib 7 deprecates Dataset.contexts() and default_context; graphs() and default_graph replace them.
+        if isinstance(graph, Dataset):
+            default_id, contexts = graph.default_graph.identifier, graph.graphs()
+        else:
+            default_id, contexts = graph.default_context.identifier, graph.contexts()
+        graphs = [(DATASET_DEFAULT_GRAPH_ID if c.identifier == default_id else c.identifier, c) for c in contexts]
     else:
         graphs = [(DATASET_DEFAULT_GRAPH_ID, graph)]
     quads: set[Quad] = set()
