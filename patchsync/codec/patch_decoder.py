@@ -171,21 +171,12 @@ class PatchDecoder(FramedSource[Event], Generic[T]):
         """Whether a transaction is open (between ``TX`` and its ``TC`` / ``TA``)."""
         return self._units.in_transaction
 
-    # tail/snapshot.py reads these two until the decoder exports its state publicly.
-    @property
-    def _in_tx(self) -> bool:
-        return self._units.in_transaction
-
-    @property
-    def _patch_open(self) -> bool:
-        return self._units.patch_open
-
     # -- resumable state --------------------------------------------------------------
 
     @property
     def resumable(self) -> bool:
         """Whether :meth:`export_state` can be called: between frames, outside any patch."""
-        return self.between_frames and not self._in_tx and not self._patch_open
+        return self.between_frames and not self._units.patch_open  # no patch (so no transaction) open
 
     def export_state(self) -> DecoderState[T]:
         """The state this decoder carries to the next patch (see :mod:`.decoder_state`).
