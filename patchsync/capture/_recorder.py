@@ -281,8 +281,10 @@ class _Recording:
         self.units.send(Kind.PATCH_END)  # a block is a patch of its own
         self.patch_headers = None
         if self.open:
-            sink = self.log.sink
-            sink.tx_commit() if commit else sink.tx_abort()
+            if commit:
+                self.log.sink.tx_commit()
+            else:
+                self.log.sink.tx_abort()
             self.end_patch()
         self.undo = []
 
