@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -70,7 +71,7 @@ def replay(events: Iterable[Event], target: Graph | None = None) -> Graph:
 def state(graph: Graph) -> tuple[set[Any], dict[str, Any]]:
     """Quads (default graph as DG) and the store's namespace bindings."""
     if isinstance(graph, ConjunctiveGraph):
-        default = DG if isinstance(graph, Dataset) else graph.default_context.identifier
+        default = graph.default_graph.identifier if isinstance(graph, Dataset) else graph.default_context.identifier
         quads = set()
         for s, p, o, g in graph.quads((None, None, None, None)):
             g = getattr(g, "identifier", g)  # ConjunctiveGraph yields graphs, Dataset identifiers
@@ -154,10 +155,27 @@ def test_plain_graph_is_recorded_as_triples() -> None:
 
 def test_conjunctive_graph_default_context_is_the_default_graph() -> None:
     out = io.BytesIO()
-    rec = Recorder(ConjunctiveGraph(), out)
-    rec.graph.add((S, P, Literal(1)))
-    rec.close()
-    assert Add(S, P, Literal(1), DG) in content(log_events(out.getvalue()))
+    with pytest.warns(DeprecationWarning, match="ConjunctiveGraph"):
+        cg = ConjunctiveGraph()  # the caller's deprecated object: the warning is rdflib's to the caller
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", category=DeprecationWarning, module="patchsync")
+        rec = Recorder(cg, out)
+        rec.graph.add((S, P, Literal(1)))
+        rec.graph.add((S, P, Literal(2), G))
+        rec.close()
+    # The same contexts as through the ConjunctiveGraph itself: its default context and G.
+    assert (S, P, Literal(1)) in cg.default_context
+    assert (S, P, Literal(2)) in cg.get_context(G)
+    assert {Add(S, P, Literal(1), DG), Add(S, P, Literal(2), G)} <= set(content(log_events(out.getvalue())))
+
+
+def test_a_conjunctive_graph_over_a_store_that_is_not_graph_aware_is_refused() -> None:
+    from rdflib.plugins.stores.auditable import AuditableStore
+
+    with pytest.warns(DeprecationWarning):
+        cg = ConjunctiveGraph(store=AuditableStore(Memory()))
+    with pytest.raises(UsageError, match="not graph-aware"):
+        Recorder(cg, io.BytesIO())
 
 
 def test_changes_reach_the_wrapped_store_and_the_original_object_sees_them() -> None:
@@ -441,9 +459,7 @@ def test_stores_without_the_memory_fast_path(kind: str) -> None:
     from rdflib.plugins.stores.auditable import AuditableStore
     from rdflib.plugins.stores.memory import SimpleMemory
 
-    graph: Graph = (
-        Graph(store=SimpleMemory()) if kind == "simple-memory" else ConjunctiveGraph(store=AuditableStore(Memory()))
-    )
+    graph: Graph = Graph(store=SimpleMemory()) if kind == "simple-memory" else Graph(store=AuditableStore(Memory()))
     out = io.BytesIO()
     rec = Recorder(graph, out)
     g = rec.graph

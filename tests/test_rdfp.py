@@ -338,9 +338,21 @@ BAD = [
     ("TX .\nA <http://x/s> <http://x/p> \xff .\n", "invalid UTF-8", 2),
     ("TX .\nTC .\nTC .\n", "TC without an open transaction", 3),
     ("TA .\n", "TA without an open transaction", 1),
-    ("TX .\nTX .\n", "TX while the transaction opened on line 1 is open", 2),
-    ("TX .\nA <http://x/s> <http://x/p> <http://x/o> .\nZ .\n", "Z (end of patch) inside the transaction", 3),
-    ("TX .\nA <http://x/s> <http://x/p> <http://x/o> .\n", "stream ends inside the transaction opened on line 1", 3),
+    (
+        "TX .\nTX .\n",
+        "TX while a transaction is open (transactions do not nest: the previous transaction operation MUST NOT be a transaction start); the open transaction started on line 1",
+        2,
+    ),
+    (
+        "TX .\nA <http://x/s> <http://x/p> <http://x/o> .\nZ .\n",
+        "Z (end of patch) inside a transaction (a transaction MUST start and commit/abort within one patch); the open transaction started on line 1",
+        3,
+    ),
+    (
+        "TX .\nA <http://x/s> <http://x/p> <http://x/o> .\n",
+        "stream ends inside a transaction (a transaction MUST start and commit/abort within one patch); the open transaction started on line 1",
+        3,
+    ),
     ("TX .\rTC .\n", "one row per line", 1),
 ]
 

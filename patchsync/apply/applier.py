@@ -38,6 +38,7 @@ from patchsync.errors import ApplyError, ChainError, CheckpointError, DecodeErro
 from patchsync.events import Add, Delete, Event, Header, PatchEnd, PrefixAdd, PrefixDelete, TxAbort, TxCommit, TxStart
 from patchsync.terms import IRI
 from patchsync.terms.ntriples import format_term
+from patchsync.units import Boundary, Kind, State, UnitTracker
 
 CHAIN_POLICIES = ("strict", "ignore")
 
@@ -81,10 +82,8 @@ class ApplyResult:
         self.replayed += other.replayed
 
 
-# Unit states.
-_IDLE = 0  # between units
-_IMPLICIT = 1  # rows outside TX
-_TX = 2  # inside TX
+_CHANGE = Kind.CHANGE
+_IMPLICIT_START = Boundary.IMPLICIT_START
 
 
 class Applier:
@@ -137,7 +136,8 @@ class Applier:
         self._patches = stored.patches if stored is not None else 0
         self._last_id = stored.last_id if stored is not None else None
         self._head = target.head()
-        self._state = _IDLE
+        # Units and their boundaries follow the transaction rules of patchsync.units.
+        self._units = UnitTracker()
         self._unit_open = False  # target.begin() was called for the current unit
         # The open unit's pending rows: quad -> its operations in order, as bits after a
         # leading 1 (add = 1, delete = 0), so one dict lookup per row keeps exact counts.
@@ -199,10 +199,9 @@ class Applier:
 
     # -- units ---------------------------------------------------------------------------
 
-    def _begin_unit(self, state: int, at: Event) -> None:
+    def _begin_unit(self, at: Event) -> None:
         if not self._checked:
             self._check_chain(at)
-        self._state = state
         if not self._skipping:
             self.target.begin()
             self._unit_open = True
@@ -308,7 +307,6 @@ class Applier:
         cp = Checkpoint(at.offset, at.frame, at.row, self._patches, self._last_id, self.fingerprint, time.time())
         self.target.commit(self.source, cp, records)
         self._unit_open = False
-        self._state = _IDLE
         self._mark_unit()
 
     def _mark_unit(self) -> None:
@@ -321,7 +319,6 @@ class Applier:
             self._unit_open = False
             self.result.aborted += 1
         self._p_added, self._p_deleted, self._p_noop = self._u_added0, self._u_deleted0, self._u_noop0
-        self._state = _IDLE
 
     # -- driving -------------------------------------------------------------------------
 
@@ -331,10 +328,10 @@ class Applier:
             self._run_events(events)
             if self._resume is not None:
                 # Everything was applied before; the checkpoint sits at a unit's end.
-                self._state = _IDLE
+                self._resumed()
             if self._held is not None:
                 self._release_held(None)
-            if self._state != _IDLE:
+            if self._units.in_unit:
                 # Unreachable with a decoder that validated the stream; guards hand-made event lists.
                 last = self._last
                 where = f", byte {last.offset}" if last is not None else ""
@@ -369,7 +366,7 @@ class Applier:
                 return True
             if self._held is not None:
                 self._release_held(None)
-            if self._state != _IDLE:
+            if self._units.in_unit:
                 return False
             self.target.flush()
         except BaseException as exc:
@@ -413,7 +410,14 @@ class Applier:
         self._commit(held, patch_end=False)
         return False
 
+    def _resumed(self) -> None:
+        # A checkpoint always sits at the end of a unit, so no unit is open here, even
+        # where the replayed rows leave the tracker in the implicit unit that a TX ended.
+        if self._units.in_unit:
+            self._units.reset(State.BETWEEN_UNITS)
+
     def _run_events(self, events: Iterable[Event]) -> None:
+        units_send = self._units.send
         resume = self._resume
         every = self.progress_every
         count = 0
@@ -429,13 +433,13 @@ class Applier:
                     self._replay(event, kind)
                     continue
                 resume = self._resume = None
-                # A checkpoint always sits at the end of a unit, so no unit is open here.
-                self._state = _IDLE
+                self._resumed()
             if self._held is not None and self._release_held(event):
+                units_send(Kind.PATCH_END)  # folded into the held TC's commit
                 continue
             if kind is Add or kind is Delete:
-                if self._state == _IDLE:
-                    self._begin_unit(_IMPLICIT, event)
+                if units_send(_CHANGE).boundary is _IMPLICIT_START:
+                    self._begin_unit(event)
                 if self._skipping:
                     continue
                 ops = self._ops
@@ -451,28 +455,29 @@ class Applier:
                     self._flush_ops()
                 self._last = event
             elif kind is Header:
+                units_send(Kind.HEADER)
                 self._header(event)  # type: ignore[arg-type]
             elif kind is TxStart:
-                if self._state == _IMPLICIT:
+                if units_send(Kind.TX).boundary is Boundary.IMPLICIT_END:
                     self._commit(self._last or event, patch_end=False)
-                self._begin_unit(_TX, event)
+                self._begin_unit(event)
                 self._last = event
             elif kind is TxCommit:
+                units_send(Kind.TC)
                 self._last = event
                 self._held = event
             elif kind is TxAbort:
+                units_send(Kind.TA)
                 self._abort()
             elif kind is PatchEnd:
-                if self._state == _IMPLICIT or self._state == _IDLE:
-                    if not self._checked:
-                        self._check_chain(event)
-                    self._commit(event, patch_end=True)
-                else:
-                    raise ApplyError(f"{self.source}, byte {event.offset}: the patch ends inside a transaction")
+                units_send(Kind.PATCH_END)  # raises inside a transaction
+                if not self._checked:
+                    self._check_chain(event)
+                self._commit(event, patch_end=True)
                 self._new_patch()
             elif kind is PrefixAdd or kind is PrefixDelete:
-                if self._state == _IDLE:
-                    self._begin_unit(_IMPLICIT, event)
+                if units_send(_CHANGE).boundary is _IMPLICIT_START:
+                    self._begin_unit(event)
                 if self._skipping:
                     continue
                 if kind is PrefixAdd:
@@ -484,14 +489,8 @@ class Applier:
 
     def _replay(self, event: Event, kind: type) -> None:
         """Track patch state over events already applied (before the checkpoint)."""
+        self._units.send_event(event)
         if kind is Header:
             self._header(event)  # type: ignore[arg-type]
         elif kind is PatchEnd:
             self._new_patch()
-            self._state = _IDLE
-        elif kind is TxStart:
-            self._state = _TX
-        elif kind is TxCommit or kind is TxAbort:
-            self._state = _IDLE
-        elif (kind is Add or kind is Delete or kind is PrefixAdd or kind is PrefixDelete) and self._state == _IDLE:
-            self._state = _IMPLICIT

@@ -34,6 +34,7 @@ from rdflib.store import Store
 from patchsync.capture._log import LogWriter
 from patchsync.errors import UsageError
 from patchsync.options import PatchOptions, StatementType
+from patchsync.units import Kind, TransactionError, UnitTracker
 
 # Change kinds kept for rolling back an aborted transaction.
 _ADD, _DELETE, _PREFIX = 0, 1, 2
@@ -61,12 +62,15 @@ def unbind_prefix(store: Store, prefix: str) -> None:
 
 
 class RecordingStore(Store):
-    """An rdflib store that forwards to ``inner`` and reports real changes to a recorder."""
+    """An rdflib store that forwards to ``inner`` and reports real changes to a recorder.
 
-    def __init__(self, inner: Store, recorder: Recorder) -> None:
+    Built by :class:`Recorder`, which hands it its (private) recording state.
+    """
+
+    def __init__(self, inner: Store, recording: _Recording) -> None:
         super().__init__()
         self.inner = inner
-        self._recorder = recorder
+        self._recording = recording
         self.context_aware = inner.context_aware
         self.formula_aware = inner.formula_aware
         self.graph_aware = inner.graph_aware
@@ -114,7 +118,7 @@ class RecordingStore(Store):
                 return
             self._inner_add(triple, context, quoted)
         try:
-            self._recorder._added(triple, context)
+            self._recording.added(triple, context)
         except BaseException:
             # Not in the log, so not in the store either: the two never disagree.
             self.inner.remove(triple, context)
@@ -137,7 +141,7 @@ class RecordingStore(Store):
         self._report_deleted(removed)
 
     def _report_deleted(self, removed: list[tuple[Any, Any]]) -> None:
-        deleted = self._recorder._deleted
+        deleted = self._recording.deleted
         try:
             for t, c in removed:
                 deleted(t, c)
@@ -164,7 +168,7 @@ class RecordingStore(Store):
 
     def _report_namespaces(self, before: dict[str, URIRef], after: dict[str, URIRef]) -> None:
         try:
-            self._recorder._namespaces_changed(before, after)
+            self._recording.namespaces_changed(before, after)
         except BaseException:
             _restore_namespaces(self.inner, before, after)
             raise
@@ -224,12 +228,212 @@ class RecordingStore(Store):
         self.inner.gc()
 
 
+class _Recording:
+    """The recorder's state and the store's callbacks: the patch being written.
+
+    A private class, so its fields are plain attributes that :class:`Recorder` and
+    :class:`RecordingStore` share. ``units`` follows the user's blocks through the
+    transaction rules of :mod:`patchsync.units`: a ``transaction()`` block is a
+    transaction, changes outside one an implicit unit that ``flush()`` (a patch end)
+    completes, and ``close()`` is the stream's end. In the log an implicit unit is
+    written as a patch of its own, ``TX`` … ``TC`` like a block's.
+    """
+
+    def __init__(self, log: LogWriter, headers: dict[str, Any], autocommit: int | None, graph: Graph) -> None:
+        self.log = log
+        self.headers = headers
+        self.autocommit = autocommit
+        self.quads = log.options.statement_type is StatementType.QUADS
+        # Graph identifiers that stand for the default graph: a ConjunctiveGraph's default
+        # context has a random identifier, a Dataset's is DATASET_DEFAULT_GRAPH_ID.
+        self.default_ids = {DATASET_DEFAULT_GRAPH_ID}
+        if isinstance(graph, ConjunctiveGraph) and not isinstance(graph, Dataset):
+            self.default_ids.add(graph.default_context.identifier)
+        self.map_default = not isinstance(graph, Dataset)
+        self.inner: Store = graph.store
+        self.units = UnitTracker()
+        self.sink_add: Callable[..., None] = log.sink.add
+        self.patch_headers: dict[str, Any] | None = None  # headers of the patch to start
+        self.open = False  # a patch has been started in the encoder (TX written)
+        self.patch_id: URIRef | None = None
+        self.changes = 0  # changes in the open patch
+        self.undo: list[tuple[Any, ...]] = []
+        self.closed = False
+        self.broken: BaseException | None = None
+        self.changes_recorded = 0
+
+    # -- blocks, flush and close, through the transaction rules ---------------------------
+
+    def start_block(self, headers: dict[str, Any]) -> None:
+        try:
+            self.units.check(Kind.TX)
+        except TransactionError as exc:
+            raise UsageError(f"transactions do not nest ({exc.rule.why})") from None
+        self.check_open()
+        self.flush()
+        self.units.send(Kind.TX)
+        self.patch_headers = headers
+        self.undo = []
+
+    def end_block(self, *, commit: bool) -> None:
+        """End the block with ``TC`` (``commit``) or, after a rollback, ``TA``."""
+        self.units.send(Kind.TC if commit else Kind.TA)
+        self.units.send(Kind.PATCH_END)  # a block is a patch of its own
+        self.patch_headers = None
+        if self.open:
+            if commit:
+                self.log.sink.tx_commit()
+            else:
+                self.log.sink.tx_abort()
+            self.end_patch()
+        self.undo = []
+
+    def flush(self) -> None:
+        try:
+            self.units.send(Kind.PATCH_END)
+        except TransactionError:
+            raise UsageError("flush() inside a transaction; the block commits when it ends") from None
+        if self.open:
+            self.log.sink.tx_commit()
+            self.end_patch()
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        if self.broken is not None:
+            self.closed = True
+            self.log.abandon()
+            return
+        try:
+            self.units.check(Kind.STREAM_END)
+        except TransactionError:
+            raise UsageError("close() inside a transaction") from None
+        self.flush()
+        self.units.send(Kind.STREAM_END)
+        self.closed = True
+        self.log.close()
+
+    # -- the store's callbacks ------------------------------------------------------------
+
+    def graph_term(self, context: Any) -> Any:
+        if not self.quads:
+            return None
+        g = context.identifier if isinstance(context, Graph) else context
+        # A Dataset's default graph already is DATASET_DEFAULT_GRAPH_ID; only a
+        # ConjunctiveGraph's random default identifier needs mapping.
+        if self.map_default and (g is None or g in self.default_ids):
+            return DATASET_DEFAULT_GRAPH_ID
+        return g
+
+    def begin(self) -> None:
+        self.check_open()
+        self.units.send(Kind.CHANGE)  # opens an implicit unit outside a block
+        sink = self.log.sink
+        self.patch_id = URIRef(uuid.uuid4().urn)
+        sink.header("id", self.patch_id)
+        if self.log.head is not None:
+            sink.header("prev", URIRef(self.log.head))
+        for key, value in {**self.headers, **(self.patch_headers or {})}.items():
+            sink.header(key, _header_term(value))
+        sink.tx_start()
+        self.sink_add = sink.add  # the sink only changes between patches (rotation)
+        self.open = True
+        self.changes = 0
+
+    def after_change(self) -> None:
+        self.changes += 1
+        self.changes_recorded += 1
+        if not self.units.in_transaction and self.autocommit is not None and self.changes >= self.autocommit:
+            self.flush()
+
+    def added(self, triple: Any, context: Any) -> None:
+        if not self.open:
+            self.begin()
+        s, p, o = triple
+        try:
+            self.sink_add(s, p, o, self.graph_term(context))
+        except BaseException as exc:
+            self.fail(exc)
+            raise
+        self.undo.append((_ADD, triple, context))
+        # after_change, inlined: this runs once per recorded add.
+        self.changes += 1
+        self.changes_recorded += 1
+        if self.autocommit is not None and not self.units.in_transaction and self.changes >= self.autocommit:
+            self.flush()
+
+    def deleted(self, triple: Any, context: Any) -> None:
+        if not self.open:
+            self.begin()
+        s, p, o = triple
+        try:
+            self.log.sink.delete(s, p, o, self.graph_term(context))
+        except BaseException as exc:
+            self.fail(exc)
+            raise
+        self.undo.append((_DELETE, triple, context))
+        self.after_change()
+
+    def namespaces_changed(self, before: dict[str, URIRef], after: dict[str, URIRef]) -> None:
+        if not self.open:
+            self.begin()
+        sink = self.log.sink
+        try:
+            # Deletions first: a replica applying PD then PA ends with exactly ``after``.
+            for name, ns in before.items():
+                if after.get(name) != ns:
+                    sink.prefix_delete(name, ns)
+            for name, ns in after.items():
+                if before.get(name) != ns:
+                    sink.prefix_add(name, ns)
+        except BaseException as exc:
+            self.fail(exc)
+            raise
+        self.undo.append((_PREFIX, before, after))
+        self.after_change()
+
+    # -- internals ------------------------------------------------------------------------
+
+    def end_patch(self) -> None:
+        self.log.sink.end_patch()
+        self.open = False
+        self.undo = []
+        self.log.commit(str(self.patch_id))
+
+    def rollback(self, inner: Store) -> None:
+        for change in reversed(self.undo):
+            kind = change[0]
+            if kind == _ADD:
+                inner.remove(change[1], change[2])
+            elif kind == _DELETE:
+                inner.add(change[1], change[2])
+            else:
+                _restore_namespaces(inner, change[1], change[2])
+
+    def fail(self, exc: BaseException) -> None:
+        # The encoder may hold half a row (its repeated-term state included), so the
+        # patch can never be finished: it is dropped unwritten and the recorder stops,
+        # as a failed protocol state machine does.
+        self.broken = exc
+        self.open = False
+        self.rollback(self.inner)
+        self.undo = []
+
+    def check_open(self) -> None:
+        if self.broken is not None:
+            raise UsageError(f"the recorder stopped after an error: {self.broken}")
+        if self.closed:
+            raise UsageError("the recorder is closed")
+
+
 class Recorder:
     """Records every change made through :attr:`graph` into a patch log.
 
-    ``graph`` is an rdflib ``Graph``, ``ConjunctiveGraph`` or ``Dataset``; the recorder
-    builds :attr:`graph`, a graph of the same kind and identifier over a
-    :class:`RecordingStore` wrapping the original's store. Make changes through
+    ``graph`` is an rdflib ``Graph`` or ``Dataset``; the recorder builds :attr:`graph`, a
+    graph of the same kind and identifier over a :class:`RecordingStore` wrapping the
+    original's store. A ``ConjunctiveGraph`` (deprecated by rdflib) over a graph-aware
+    store is still accepted and recorded through a ``Dataset`` view of it (its default
+    context stays the default graph). Make changes through
     :attr:`graph` (changes made through the original object bypass the recorder).
 
     ``log`` is a :class:`LogWriter` or anything it accepts as target (a ``.jellyp`` or
@@ -254,6 +458,12 @@ class Recorder:
     ) -> None:
         if autocommit is not None and autocommit < 1:
             raise UsageError("autocommit must be at least 1 change (or None)")
+        if isinstance(graph, ConjunctiveGraph) and not isinstance(graph, Dataset) and not graph.store.graph_aware:
+            raise UsageError(
+                f"a ConjunctiveGraph over a {type(graph.store).__name__} store (not graph-aware) cannot be "
+                "recorded: rdflib deprecates ConjunctiveGraph; record a Dataset, or a Graph of its default context"
+            )
+        # Dataset is a ConjunctiveGraph subclass; a caller's ConjunctiveGraph is one too.
         quads = isinstance(graph, ConjunctiveGraph)
         if options is None:
             options = PatchOptions(statement_type=StatementType.QUADS if quads else StatementType.TRIPLES)
@@ -268,27 +478,11 @@ class Recorder:
                 max_segment_bytes=max_segment_bytes,
                 max_segment_patches=max_segment_patches,
             )
-        self._quads = self.log.options.statement_type is StatementType.QUADS
         self.headers = dict(headers or {})
         self.autocommit = autocommit
-        self.store = RecordingStore(graph.store, self)
+        self._rec = _Recording(self.log, self.headers, autocommit, graph)
+        self.store = RecordingStore(graph.store, self._rec)
         self.graph: Graph = _rewrap(graph, self.store)
-        # Graph identifiers that stand for the default graph: a ConjunctiveGraph's default
-        # context has a random identifier, a Dataset's is DATASET_DEFAULT_GRAPH_ID.
-        self._default_ids = {DATASET_DEFAULT_GRAPH_ID}
-        if isinstance(graph, ConjunctiveGraph) and not isinstance(graph, Dataset):
-            self._default_ids.add(graph.default_context.identifier)
-        self._map_default = not isinstance(graph, Dataset)
-        self._sink_add: Callable[..., None] = self.log.sink.add
-        self._patch_headers: dict[str, Any] | None = None  # headers of the patch to start
-        self._open = False  # a patch has been started in the encoder (TX written)
-        self._patch_id: URIRef | None = None
-        self._changes = 0  # changes in the open patch
-        self._in_tx = False
-        self._undo: list[tuple[Any, ...]] = []
-        self._closed = False
-        self._broken: BaseException | None = None
-        self.changes_recorded = 0
 
     # -- public API ---------------------------------------------------------------------
 
@@ -300,40 +494,22 @@ class Recorder:
         before the block and the exception propagates. Keyword arguments are extra
         headers of this patch (values: rdflib terms, or strings taken as literals).
         """
-        if self._in_tx:
-            raise UsageError("transactions do not nest")
-        self._check_open()
-        self.flush()
-        self._in_tx = True
-        self._patch_headers = headers
-        self._undo = []
+        rec = self._rec
+        rec.start_block(headers)
         try:
             yield self.graph
         except BaseException:
             try:
-                self._rollback()
+                rec.rollback(self.store.inner)
             finally:
-                self._in_tx = False
-                if self._open:
-                    self.log.sink.tx_abort()
-                    self._end_patch()
+                rec.end_block(commit=False)
             raise
         else:
-            self._in_tx = False
-            if self._open:
-                self.log.sink.tx_commit()
-                self._end_patch()
-        finally:
-            self._patch_headers = None
-            self._undo = []
+            rec.end_block(commit=True)
 
     def flush(self) -> None:
         """Commit the changes made outside any transaction as one patch (if there are any)."""
-        if self._in_tx:
-            raise UsageError("flush() inside a transaction; the block commits when it ends")
-        if self._open:
-            self.log.sink.tx_commit()
-            self._end_patch()
+        self._rec.flush()
 
     def unbind(self, prefix: str) -> None:
         """Remove a namespace binding (rdflib has no API for this), recorded as ``PD``."""
@@ -344,137 +520,20 @@ class Recorder:
         """The id of the last patch written to the log (the next patch's ``prev``)."""
         return self.log.head
 
+    @property
+    def changes_recorded(self) -> int:
+        """Changes recorded so far (rolled-back ones included)."""
+        return self._rec.changes_recorded
+
     def close(self) -> None:
         """Commit pending changes and close the log."""
-        if self._closed:
-            return
-        if self._broken is not None:
-            self._closed = True
-            self.log.abandon()
-            return
-        if self._in_tx:
-            raise UsageError("close() inside a transaction")
-        self.flush()
-        self._closed = True
-        self.log.close()
+        self._rec.close()
 
     def __enter__(self) -> Recorder:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    # -- the store's callbacks ----------------------------------------------------------
-
-    def _graph_term(self, context: Any) -> Any:
-        if not self._quads:
-            return None
-        g = context.identifier if isinstance(context, Graph) else context
-        # A Dataset's default graph already is DATASET_DEFAULT_GRAPH_ID; only a
-        # ConjunctiveGraph's random default identifier needs mapping.
-        if self._map_default and (g is None or g in self._default_ids):
-            return DATASET_DEFAULT_GRAPH_ID
-        return g
-
-    def _begin(self) -> None:
-        self._check_open()
-        sink = self.log.sink
-        self._patch_id = URIRef(uuid.uuid4().urn)
-        sink.header("id", self._patch_id)
-        if self.log.head is not None:
-            sink.header("prev", URIRef(self.log.head))
-        for key, value in {**self.headers, **(self._patch_headers or {})}.items():
-            sink.header(key, _header_term(value))
-        sink.tx_start()
-        self._sink_add = sink.add  # the sink only changes between patches (rotation)
-        self._open = True
-        self._changes = 0
-
-    def _after_change(self) -> None:
-        self._changes += 1
-        self.changes_recorded += 1
-        if not self._in_tx and self.autocommit is not None and self._changes >= self.autocommit:
-            self.flush()
-
-    def _added(self, triple: Any, context: Any) -> None:
-        if not self._open:
-            self._begin()
-        s, p, o = triple
-        try:
-            self._sink_add(s, p, o, self._graph_term(context))
-        except BaseException as exc:
-            self._fail(exc)
-            raise
-        self._undo.append((_ADD, triple, context))
-        # _after_change, inlined: this runs once per recorded add.
-        self._changes += 1
-        self.changes_recorded += 1
-        if self.autocommit is not None and not self._in_tx and self._changes >= self.autocommit:
-            self.flush()
-
-    def _deleted(self, triple: Any, context: Any) -> None:
-        if not self._open:
-            self._begin()
-        s, p, o = triple
-        try:
-            self.log.sink.delete(s, p, o, self._graph_term(context))
-        except BaseException as exc:
-            self._fail(exc)
-            raise
-        self._undo.append((_DELETE, triple, context))
-        self._after_change()
-
-    def _namespaces_changed(self, before: dict[str, URIRef], after: dict[str, URIRef]) -> None:
-        if not self._open:
-            self._begin()
-        sink = self.log.sink
-        try:
-            # Deletions first: a replica applying PD then PA ends with exactly ``after``.
-            for name, ns in before.items():
-                if after.get(name) != ns:
-                    sink.prefix_delete(name, ns)
-            for name, ns in after.items():
-                if before.get(name) != ns:
-                    sink.prefix_add(name, ns)
-        except BaseException as exc:
-            self._fail(exc)
-            raise
-        self._undo.append((_PREFIX, before, after))
-        self._after_change()
-
-    # -- internals ----------------------------------------------------------------------
-
-    def _end_patch(self) -> None:
-        self.log.sink.end_patch()
-        self._open = False
-        self._undo = []
-        self.log.commit(str(self._patch_id))
-
-    def _rollback(self) -> None:
-        inner = self.store.inner
-        for change in reversed(self._undo):
-            kind = change[0]
-            if kind == _ADD:
-                inner.remove(change[1], change[2])
-            elif kind == _DELETE:
-                inner.add(change[1], change[2])
-            else:
-                _restore_namespaces(inner, change[1], change[2])
-
-    def _fail(self, exc: BaseException) -> None:
-        # The encoder may hold half a row (its repeated-term state included), so the
-        # patch can never be finished: it is dropped unwritten and the recorder stops,
-        # as a failed protocol state machine does.
-        self._broken = exc
-        self._open = False
-        self._rollback()
-        self._undo = []
-
-    def _check_open(self) -> None:
-        if self._broken is not None:
-            raise UsageError(f"the recorder stopped after an error: {self._broken}")
-        if self._closed:
-            raise UsageError("the recorder is closed")
 
 
 def _restore_namespaces(store: Store, before: dict[str, URIRef], after: dict[str, URIRef]) -> None:
@@ -495,16 +554,26 @@ def _header_term(value: Any) -> Any:
 
 
 def _rewrap(graph: Graph, store: RecordingStore) -> Graph:
-    """A graph like ``graph`` (kind, identifier, namespace policy) over ``store``."""
-    new: Graph
+    """A graph like ``graph`` (kind, identifier, namespace policy) over ``store``.
+
+    A caller's ``ConjunctiveGraph`` (deprecated in rdflib 7) is recorded through a
+    ``Dataset`` over the same store whose default graph is the ConjunctiveGraph's default
+    context and whose default graph is the union, as a ConjunctiveGraph's is: the same
+    writes land in the same contexts, and no deprecated class is built here. A Dataset
+    needs a graph-aware store (see :class:`Recorder`).
+    """
+    # rdflib has no public API to read a graph's namespace policy (the namespaces its
+    # namespace manager binds on first use), hence the getattr; Graph's constructor takes
+    # the policy, Dataset's does not, so a Dataset gets it as its attribute.
+    policy: Any = getattr(graph, "_bind_namespaces", "rdflib")
+    if not isinstance(graph, ConjunctiveGraph):
+        return Graph(store=store, identifier=graph.identifier, bind_namespaces=policy)
     if isinstance(graph, Dataset):
         new = Dataset(store=store, default_union=graph.default_union)
-    elif isinstance(graph, ConjunctiveGraph):
-        new = ConjunctiveGraph(store=store, identifier=graph.default_context.identifier)
     else:
-        new = Graph(store=store, identifier=graph.identifier)
-    # Dataset's constructor does not take the namespace policy, so it is copied over.
-    new._bind_namespaces = getattr(graph, "_bind_namespaces", new._bind_namespaces)
+        new = Dataset(store=store, default_union=True)
+        new.default_graph = Graph(store=store, identifier=graph.default_context.identifier)
+    new._bind_namespaces = policy
     return new
 
 

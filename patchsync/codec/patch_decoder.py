@@ -10,8 +10,8 @@ Rules checked here, besides the term rules in :mod:`.term_decoder` (all from
 
 * the options row comes first, is valid, and every repetition is identical;
 * each row has exactly one field set; punctuation only in PUNCTUATED streams;
-* ``TC``/``TA`` follow a ``TX``, ``TX`` does not follow an open ``TX``;
-* a transaction ends inside its patch (a FRAME frame, a PUNCTUATED patch, the stream);
+* the transaction rules of :mod:`patchsync.units` (``TC``/``TA`` follow a ``TX``, no
+  nesting, a transaction ends inside its patch: a FRAME frame, a PUNCTUATED patch, the stream);
 * header values are always set; ``PA`` has a value; TRIPLES rows ignore the graph.
 
 Resource limits (:class:`~patchsync.options.Limits`, DESIGN §1) are checked before the
@@ -50,12 +50,27 @@ from patchsync.events import (
 )
 from patchsync.options import PATCH_VERSION, Limits, PatchOptions, StatementType, StreamType
 from patchsync.terms import TermAdapter, default_adapter
+from patchsync.units import QUIET, Kind, TransactionError, UnitTracker
 
 __all__ = ["END", "NEED_DATA", "PatchDecoder", "options_from_message"]
 
 T = TypeVar("T")
 
 _new_tuple = tuple.__new__
+
+_CHANGE = Kind.CHANGE
+_CHANGE_QUIET = QUIET[Kind.CHANGE]  # states where a statement row changes nothing
+# The row names of transaction rows in messages (Kind.TX.value is "TX", and so on).
+_TX_KINDS: dict[str | None, Kind] = {
+    "transaction_start": Kind.TX,
+    "transaction_commit": Kind.TC,
+    "transaction_abort": Kind.TA,
+}
+_TX_EVENTS: dict[str | None, type[TxStart | TxCommit | TxAbort]] = {
+    "transaction_start": TxStart,
+    "transaction_commit": TxCommit,
+    "transaction_abort": TxAbort,
+}
 
 
 _CONTENT_ROWS = frozenset(
@@ -145,23 +160,23 @@ class PatchDecoder(FramedSource[Event], Generic[T]):
         self._terms: TermDecoder[T] | None = None
         self._quads = False
         self._stream_type: StreamType | None = None
-        self._in_tx = False
+        self._units = UnitTracker()  # where the stream stands in patches and transactions
         self._tx_seen = False
-        self._patch_open = False  # content rows since the last patch end
         super().__init__()
         self.frames = 0
         self.patches = 0
 
     @property
     def in_transaction(self) -> bool:
-        return self._in_tx
+        """Whether a transaction is open (between ``TX`` and its ``TC`` / ``TA``)."""
+        return self._units.in_transaction
 
     # -- resumable state --------------------------------------------------------------
 
     @property
     def resumable(self) -> bool:
         """Whether :meth:`export_state` can be called: between frames, outside any patch."""
-        return self.between_frames and not self._in_tx and not self._patch_open
+        return self.between_frames and not self._units.patch_open  # no patch (so no transaction) open
 
     def export_state(self) -> DecoderState[T]:
         """The state this decoder carries to the next patch (see :mod:`.decoder_state`).
@@ -243,16 +258,16 @@ class PatchDecoder(FramedSource[Event], Generic[T]):
     def _finish(self) -> None:
         self._finished = True
         end = self._framer.offset
-        if self._in_tx:
-            self._pending_error = self._error(
-                "stream ends inside a transaction (a transaction MUST start and commit/abort within one patch)",
-                end,
-                None,
-            )
-        elif self._stream_type is StreamType.FLAT:
+        patch_open = self._units.patch_open
+        try:
+            self._units.send(Kind.STREAM_END)
+        except TransactionError as exc:
+            self._pending_error = self._error(exc.text(), end, None)
+            return
+        if self._stream_type is StreamType.FLAT:
             self._queue.append(PatchEnd(end, self.frames, 0))
             self.patches += 1
-        elif self._stream_type is StreamType.PUNCTUATED and self._patch_open:
+        elif self._stream_type is StreamType.PUNCTUATED and patch_open:
             self._pending_error = self._error(
                 "stream ends inside a patch (in PUNCTUATED streams a punctuation mark MUST end every patch)",
                 end,
@@ -266,6 +281,7 @@ class PatchDecoder(FramedSource[Event], Generic[T]):
         terms = self._terms
         append = self._queue.append
         quads = self._quads
+        units = self._units
         try:
             for index, row in enumerate(rows[start:stop], start):
                 kind = row.WhichOneof("row")
@@ -278,7 +294,8 @@ class PatchDecoder(FramedSource[Event], Generic[T]):
                     append(
                         _new_tuple(Add if kind == "statement_add" else Delete, (s, p, o, g, offset, frame_index, index))  # type: ignore[arg-type]
                     )
-                    self._patch_open = True
+                    if units.state not in _CHANGE_QUIET:
+                        units.send(_CHANGE)
                 else:
                     self._row(row, kind, offset, frame_index, index)
                     terms = self._terms
@@ -288,17 +305,18 @@ class PatchDecoder(FramedSource[Event], Generic[T]):
                 return
             index = None
             if self._stream_type is StreamType.FRAME:
-                if self._in_tx:
-                    raise RuleViolation(
-                        "transaction not closed at the end of the frame "
-                        "(in FRAME streams transactions MUST NOT span multiple frames)"
-                    )
+                try:
+                    units.send(Kind.PATCH_END)
+                except TransactionError as exc:
+                    # In FRAME streams a frame is a patch: transactions MUST NOT span frames.
+                    raise RuleViolation(exc.text("the end of a FRAME frame (one patch)")) from None
                 self._queue.append(PatchEnd(offset, frame_index, len(rows)))
-                self._patch_open = False
                 self._headers = 0
                 self.patches += 1
         except RuleViolation as exc:
             self._pending_error = self._error(exc.rule, offset, index)
+        except TransactionError as exc:
+            self._pending_error = self._error(exc.text(), offset, index)
         self._close_frame()
 
     def _row(self, row: Any, kind: str | None, offset: int, frame: int, index: int) -> None:
@@ -342,36 +360,23 @@ class PatchDecoder(FramedSource[Event], Generic[T]):
                     f"header row of {size} bytes exceeds this reader's limit of {self._max_header_bytes} bytes"
                 )
             value = terms.handlers[field](getattr(header, field))
+            self._units.send(Kind.HEADER)
             queue.append(Header(header.key, value, offset, frame, index))
-            self._patch_open = True
-        elif kind == "transaction_start":
-            if self._in_tx:
-                raise RuleViolation(
-                    "TX while a transaction is open (the previous transaction operation MUST NOT be a transaction start)"
-                )
-            self._in_tx = self._tx_seen = True
-            self._patch_open = True
-            queue.append(TxStart(offset, frame, index))
-        elif kind == "transaction_commit" or kind == "transaction_abort":
-            if not self._in_tx:
-                word = "TC" if kind == "transaction_commit" else "TA"
-                raise RuleViolation(
-                    f"{word} without an open transaction (the previous transaction operation MUST be a transaction start)"
-                )
-            self._in_tx = False
-            self._patch_open = True
-            queue.append((TxCommit if kind == "transaction_commit" else TxAbort)(offset, frame, index))
+        elif kind in _TX_KINDS:
+            self._units.send(_TX_KINDS[kind])
+            self._tx_seen = True
+            queue.append(_TX_EVENTS[kind](offset, frame, index))
         elif kind == "punctuation":
             if self._stream_type is not StreamType.PUNCTUATED:
                 raise RuleViolation(
                     "punctuation row in a stream that is not PUNCTUATED (punctuation MUST NOT appear in other stream types)"
                 )
-            if self._in_tx:
-                raise RuleViolation(
-                    "punctuation inside a transaction (PUNCTUATED transactions MUST NOT contain punctuation marks)"
-                )
+            try:
+                self._units.send(Kind.PATCH_END)
+            except TransactionError as exc:
+                # PUNCTUATED transactions MUST NOT contain punctuation marks.
+                raise RuleViolation(exc.text("punctuation")) from None
             queue.append(PatchEnd(offset, frame, index))
-            self._patch_open = False
             self._headers = 0
             self.patches += 1
         elif kind == "options":
@@ -394,7 +399,7 @@ class PatchDecoder(FramedSource[Event], Generic[T]):
             self._queue.append(PrefixAdd(ns.name, iri, g, offset, frame, index))
         else:
             self._queue.append(PrefixDelete(ns.name, iri, g, offset, frame, index))
-        self._patch_open = True
+        self._units.send(_CHANGE)
 
     def _set_options(self, msg: Any, offset: int, frame: int, index: int) -> None:
         options = options_from_message(msg, self.limits)

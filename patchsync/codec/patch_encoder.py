@@ -35,6 +35,7 @@ from patchsync.events import (
 )
 from patchsync.options import PatchOptions, StatementType, StreamType
 from patchsync.terms import DEFAULT_GRAPH, IRI, TermAdapter, default_adapter
+from patchsync.units import Kind, TransactionError, UnitTracker
 
 T = TypeVar("T")
 
@@ -97,8 +98,7 @@ class PatchEncoder(Generic[T]):
             fresh=not append,
         )
         self._default_graph = self.adapter.default_graph()
-        self._in_tx = False
-        self._patch_rows = 0  # content rows in the current patch
+        self._units = UnitTracker()  # the transaction rules (patchsync.units)
         self._finished = False
         self.patches_written = 0
         self._emit_row(wire.ld(wire.ROW_OPTIONS, options_message(self.options).SerializeToString()))
@@ -111,7 +111,8 @@ class PatchEncoder(Generic[T]):
 
     @property
     def in_transaction(self) -> bool:
-        return self._in_tx
+        """Whether a transaction is open (between ``TX`` and its ``TC`` / ``TA``)."""
+        return self._units.in_transaction
 
     # -- content ------------------------------------------------------------------------
 
@@ -122,29 +123,24 @@ class PatchEncoder(Generic[T]):
         body = wire.ld_str(wire.HEADER_KEY, key) if key else b""
         body += t.guarded(lambda: t.term(value, wire.H_TAGS, "h"))
         self._content(wire.ld(wire.ROW_HEADER, body))
+        self._units.send(Kind.HEADER)
 
     def tx_start(self) -> None:
         """``TX``."""
         self._begin()
-        if self._in_tx:
-            raise EncodeError("TX while a transaction is open")
-        self._in_tx = True
+        self._unit(Kind.TX)
         self._content(wire.ROW_TX_START)
 
     def tx_commit(self) -> None:
         """``TC``."""
         self._begin()
-        if not self._in_tx:
-            raise EncodeError("TC without an open transaction")
-        self._in_tx = False
+        self._unit(Kind.TC)
         self._content(wire.ROW_TX_COMMIT)
 
     def tx_abort(self) -> None:
         """``TA``."""
         self._begin()
-        if not self._in_tx:
-            raise EncodeError("TA without an open transaction")
-        self._in_tx = False
+        self._unit(Kind.TA)
         self._content(wire.ROW_TX_ABORT)
 
     def add(self, s: T, p: T, o: T, g: T | None = None) -> None:
@@ -164,6 +160,7 @@ class PatchEncoder(Generic[T]):
         else:
             body = t.statement(s, p, o, graph, self._quads)
         self._content(wire.ld(row_tag, body))
+        self._units.send(Kind.CHANGE)
 
     def prefix_add(self, name: str, iri: T, g: T | None = None) -> None:
         """``PA name iri [g]``."""
@@ -179,28 +176,29 @@ class PatchEncoder(Generic[T]):
             raise EncodeError("end_patch() after finish()")
         if self._stream_type is StreamType.FLAT:
             return
-        if self._in_tx:
-            raise EncodeError("a patch cannot end inside a transaction")
+        self._unit(Kind.PATCH_END)
         if self._stream_type is StreamType.PUNCTUATED:
             self._emit_row(wire.ROW_PUNCTUATION)
         self._flush_frame()
-        self._patch_rows = 0
         self.patches_written += 1
 
     def finish(self) -> None:
         """End the stream: flush the last frame. Required for FLAT streams."""
         if self._finished:
             return
-        if self._in_tx:
-            raise EncodeError("the stream cannot end inside a transaction")
+        try:
+            self._units.check(Kind.STREAM_END)
+        except TransactionError as exc:
+            raise EncodeError(exc.text()) from None
         if self._stream_type is StreamType.FLAT:
             self.patches_written += 1
             self._flush_frame()
-        elif self._patch_rows:
+        elif self._units.patch_open:
             raise EncodeError("the stream ends inside a patch: call end_patch() first")
         elif self._frames.rows and self._frames.frames == 0 and self._stream_type is StreamType.PUNCTUATED:
             # An empty PUNCTUATED stream still carries its options.
             self._flush_frame()
+        self._units.send(Kind.STREAM_END)
         self._finished = True
 
     def send(self, event: Event) -> None:
@@ -267,9 +265,16 @@ class PatchEncoder(Generic[T]):
             return body
 
         self._content(wire.ld(row_tag, head + t.guarded(build)))
+        self._units.send(Kind.CHANGE)
+
+    def _unit(self, kind: Kind) -> None:
+        """Take a transaction row or a patch end through the transaction rules."""
+        try:
+            self._units.send(kind)
+        except TransactionError as exc:
+            raise EncodeError(exc.text()) from None
 
     def _content(self, row: bytes) -> None:
-        self._patch_rows += 1
         self._emit_row(row)
         if self._stream_type is not StreamType.FRAME and (
             len(self._frames.rows) >= self.max_frame_rows or self._frames.size >= self.max_frame_bytes

@@ -67,6 +67,7 @@ from patchsync.terms.ntriples import (
     scan_term,
     skip_ws,
 )
+from patchsync.units import KIND_OF, Kind, TransactionError, UnitTracker
 
 T = TypeVar("T")
 
@@ -85,6 +86,15 @@ _PLAIN_STATEMENT = re.compile(
 )
 # Row codes (PatchCodes in Jena); TB is Jena's alternative spelling of TX.
 _CODES = frozenset({"H", "TX", "TB", "TC", "TA", "PA", "PD", "A", "D", "Z"})
+# The control rows: their kind for the transaction rules, their event and their name in errors.
+_CONTROL: dict[str, tuple[Kind, type[TxStart | TxCommit | TxAbort | PatchEnd], str]] = {
+    "TX": (Kind.TX, TxStart, "TX"),
+    "TB": (Kind.TX, TxStart, "TB (TX)"),
+    "TC": (Kind.TC, TxCommit, "TC"),
+    "TA": (Kind.TA, TxAbort, "TA"),
+    "Z": (Kind.PATCH_END, PatchEnd, "Z (end of patch)"),
+}
+_CHANGE = Kind.CHANGE
 
 
 class RdfPatchTextReader(EventSource[Event], Generic[T]):
@@ -116,9 +126,8 @@ class RdfPatchTextReader(EventSource[Event], Generic[T]):
         self._base = 0  # stream offset of _buf[0]
         self._line = 1  # number of the next line
         self._closed = False
-        self._in_tx = False
-        self._tx_line = 0
-        self._patch_open = False  # content rows since the last Z
+        self._units = UnitTracker()  # the transaction rules (patchsync.units)
+        self._tx_line = 0  # line of the last TX, named in errors
         self._iris: dict[str, T] = {}
         self._headers = 0  # H rows since the last Z
         self.patches = 0
@@ -142,7 +151,8 @@ class RdfPatchTextReader(EventSource[Event], Generic[T]):
 
     @property
     def in_transaction(self) -> bool:
-        return self._in_tx
+        """Whether a transaction is open (between ``TX`` and its ``TC`` / ``TA``)."""
+        return self._units.in_transaction
 
     # -- output -----------------------------------------------------------------------
 
@@ -208,16 +218,15 @@ class RdfPatchTextReader(EventSource[Event], Generic[T]):
     def _finish(self) -> None:
         self._finished = True
         end = self._base + self._start
-        if self._in_tx:
+        patch_open = self._units.patch_open
+        try:
+            self._units.send(Kind.STREAM_END)
+        except TransactionError as exc:
             raise self._error(
-                f"stream ends inside the transaction opened on line {self._tx_line} "
-                "(each TX needs a TC or TA; a transaction cannot span patches)",
-                end,
-                self._line,
-            )
-        if self._patch_open:
+                f"{exc.text()}; the open transaction started on line {self._tx_line}", end, self._line
+            ) from None
+        if patch_open:
             self._queue.append(PatchEnd(end, 0, self._line))
-            self._patch_open = False
             self.patches += 1
 
     # -- rows -------------------------------------------------------------------------
@@ -255,7 +264,7 @@ class RdfPatchTextReader(EventSource[Event], Generic[T]):
         if code == "A" or code == "D":
             terms, _ = self._terms(line, end, 3, 4, code)
             g = terms[3] if len(terms) == 4 else None
-            self._patch_open = True
+            self._units.send(_CHANGE)
             return (Add if code == "A" else Delete)(terms[0], terms[1], terms[2], g, offset, 0, number)
         if code == "H":
             self._headers += 1
@@ -272,18 +281,18 @@ class RdfPatchTextReader(EventSource[Event], Generic[T]):
             pos = skip_ws(line, end)
             key, pos = self._keyword(line, pos, "a header key")
             terms, _ = self._terms(line, pos, 1, 1, "H")
-            self._patch_open = True
+            self._units.send(Kind.HEADER)
             return Header(key, terms[0], offset, 0, number)
         if code == "PA" or code == "PD":
             pos = skip_ws(line, end)
             name, pos = self._keyword(line, pos, "a prefix name")
             if code == "PD":
                 terms, _ = self._terms(line, pos, 0, 1, code)
-                self._patch_open = True
+                self._units.send(_CHANGE)
                 return PrefixDelete(name, None, terms[0] if terms else None, offset, 0, number)
             iri, pos = self._namespace(line, skip_ws(line, pos))
             terms, _ = self._terms(line, pos, 0, 1, code)
-            self._patch_open = True
+            self._units.send(_CHANGE)
             return PrefixAdd(name, iri, terms[0] if terms else None, offset, 0, number)
         self._terms(line, end, 0, 0, code)
         return self._control(code, offset, number)
@@ -310,42 +319,28 @@ class RdfPatchTextReader(EventSource[Event], Generic[T]):
                 terms.append(adapter.literal(lex, lang, dt))
             else:
                 terms.append(None)  # the optional graph
-        self._patch_open = True
+        self._units.send(_CHANGE)
         kind = Add if groups[0] == "A" else Delete
         return kind(terms[0], terms[1], terms[2], terms[3], offset, 0, number)
 
     def _control(self, code: str, offset: int, number: int) -> Event:
-        # The transaction rules of Jelly-Patch, which RDF Patch text shares.
-        if code == "TX" or code == "TB":
-            if self._in_tx:
-                raise self._error(
-                    f"TX while the transaction opened on line {self._tx_line} is open "
-                    "(a transaction cannot start inside another)",
-                    offset,
-                    number,
-                )
-            self._in_tx = True
-            self._tx_line = number
-            self._patch_open = True
-            return TxStart(offset, 0, number)
-        if code == "TC" or code == "TA":
-            if not self._in_tx:
-                raise self._error(f"{code} without an open transaction (it must follow a TX)", offset, number)
-            self._in_tx = False
-            self._patch_open = True
-            return (TxCommit if code == "TC" else TxAbort)(offset, 0, number)
-        # Z
-        if self._in_tx:
+        kind, event, name = _CONTROL[code]
+        try:
+            self._units.send(kind)
+        except TransactionError as exc:
             raise self._error(
-                f"Z (end of patch) inside the transaction opened on line {self._tx_line} "
-                "(a transaction must end inside its patch)",
+                f"{exc.text(name)}; the open transaction started on line {self._tx_line}"
+                if kind is Kind.TX or kind is Kind.PATCH_END
+                else exc.text(name),
                 offset,
                 number,
-            )
-        self._patch_open = False
-        self._headers = 0
-        self.patches += 1
-        return PatchEnd(offset, 0, number)
+            ) from None
+        if kind is Kind.TX:
+            self._tx_line = number
+        elif kind is Kind.PATCH_END:
+            self._headers = 0
+            self.patches += 1
+        return event(offset, 0, number)
 
     def _terms(self, line: str, pos: int, low: int, high: int, what: str) -> tuple[list[T], int]:
         """Read ``low`` to ``high`` terms, then the terminating dot and the line's end."""
@@ -439,11 +434,12 @@ class RdfPatchTextWriter(Generic[T]):
         self.adapter: TermAdapter[T] = adapter if adapter is not None else default_adapter()
         self.segments = segments
         self._out: list[str] = []
-        self._in_tx = False
+        self._units = UnitTracker()  # the transaction rules (patchsync.units)
 
     @property
     def in_transaction(self) -> bool:
-        return self._in_tx
+        """Whether a transaction is open (between ``TX`` and its ``TC`` / ``TA``)."""
+        return self._units.in_transaction
 
     def take(self) -> str:
         """The text produced since the previous ``take``."""
@@ -453,39 +449,35 @@ class RdfPatchTextWriter(Generic[T]):
 
     def send(self, event: Event) -> None:
         """Write one event."""
-        out = self._out
         if isinstance(event, (Add, Delete)):
             code = "A " if type(event) is Add else "D "
             s, p, o = self._term(event.s), self._term(event.p), self._term(event.o)
-            out.append(code + s + " " + p + " " + o + self._graph(event.g) + " .\n")
+            line = code + s + " " + p + " " + o + self._graph(event.g) + " .\n"
         elif isinstance(event, Header):
             key = event.key if PN_PREFIX.fullmatch(event.key) else format_string(event.key)
-            out.append("H " + key + " " + self._term(event.value) + " .\n")
+            line = "H " + key + " " + self._term(event.value) + " .\n"
         elif isinstance(event, PrefixAdd):
             u = self.adapter.unpack(event.iri) if event.iri is not None else None
             if u is None or u[0] != IRI:
                 raise EncodeError(f"PA {event.name!r} needs a namespace IRI, not {event.iri!r}")
-            out.append("PA " + format_string(event.name) + " " + format_iri(u[1]) + self._graph(event.g) + " .\n")
+            line = "PA " + format_string(event.name) + " " + format_iri(u[1]) + self._graph(event.g) + " .\n"
         elif isinstance(event, PrefixDelete):
-            out.append("PD " + format_string(event.name) + self._graph(event.g) + " .\n")
-        elif isinstance(event, TxStart):
-            if self._in_tx:
-                raise EncodeError("TX while a transaction is open")
-            self._in_tx = True
-            out.append("TX .\n")
-        elif isinstance(event, (TxCommit, TxAbort)):
-            code = "TC" if type(event) is TxCommit else "TA"
-            if not self._in_tx:
-                raise EncodeError(f"{code} without an open transaction")
-            self._in_tx = False
-            out.append(code + " .\n")
+            line = "PD " + format_string(event.name) + self._graph(event.g) + " .\n"
+        elif isinstance(event, (TxStart, TxCommit, TxAbort)):
+            line = _CONTROL_LINES[type(event)]
         elif isinstance(event, PatchEnd):
-            if self._in_tx:
-                raise EncodeError("a patch cannot end inside a transaction")
-            if self.segments:
-                out.append("Z .\n")
-        elif not isinstance(event, Options):
+            line = "Z .\n" if self.segments else ""
+        elif isinstance(event, Options):
+            return
+        else:
             raise EncodeError(f"not a patch event: {event!r}")
+        # The row is checked against the transaction rules only once it could be written.
+        try:
+            self._units.send(KIND_OF[type(event)])
+        except TransactionError as exc:
+            raise EncodeError(exc.text()) from None
+        if line:
+            self._out.append(line)
 
     def _term(self, term: T) -> str:
         return format_term(self.adapter, term)
@@ -497,6 +489,9 @@ class RdfPatchTextWriter(Generic[T]):
         if u[0] == DEFAULT_GRAPH:
             return ""
         return " " + format_term(self.adapter, g)
+
+
+_CONTROL_LINES: dict[type, str] = {TxStart: "TX .\n", TxCommit: "TC .\n", TxAbort: "TA .\n"}
 
 
 def write_rdfp(events: Iterable[Event], adapter: TermAdapter[Any] | None = None, *, segments: bool = True) -> str:
