@@ -20,11 +20,12 @@ from patchsync.apply.target import Checkpoint, Target
 from patchsync.codec.framing import whole_frames
 from patchsync.codec.patch_decoder import PatchDecoder
 from patchsync.errors import CheckpointError, DecodeError
-from patchsync.events import Event, PatchEnd, TxAbort, TxCommit
+from patchsync.events import Event
 from patchsync.logs.fingerprint import FINGERPRINT_BYTES, fingerprint, jelly_head
 from patchsync.tail.options import TailOptions
 from patchsync.tail.snapshot import ANCHOR_BYTES, MAX_SNAPSHOT_BYTES, SnapshotError, decode_snapshot, encode_snapshot
 from patchsync.tail.state import lock_source, snapshot_path
+from patchsync.units import State, UnitTracker
 
 #: Bytes read from one source per pass, so one busy log cannot starve the others or a signal.
 READ_BUDGET = 8 << 20
@@ -33,7 +34,8 @@ HEAD_SAMPLE = 4096
 #: Bytes before the read position compared on every pass to notice a log rewritten there.
 TAIL_SAMPLE = 64
 
-_BOUNDARY = (PatchEnd, TxCommit, TxAbort)
+# Where a unit has just ended and the events so far can go to the applier whole.
+_CUT_STATES = frozenset({State.BETWEEN_PATCHES, State.BETWEEN_UNITS})
 
 
 class SourceHost(Protocol):
@@ -110,6 +112,9 @@ class Source:
         self.decoder: PatchDecoder[Any] | None = None
         self.applier: Applier | None = None
         self.pending: list[Event] = []  # decoded events of a unit not yet complete
+        # The transaction rules (patchsync.units) tell where units end: pending[:cut] is whole.
+        self.units = UnitTracker()
+        self.cut = 0
         self.fingerprint: str | None = None
         self.head: bytes = b""
         self.single = False  # a bare, non-delimited frame: decoded only once finished
@@ -371,15 +376,21 @@ class Source:
     def _drain(self) -> bool:
         """Decode what the decoder holds and hand complete units on."""
         assert self.decoder is not None and self.applier is not None
-        before = len(self.pending)
+        pending, units = self.pending, self.units
+        before = len(pending)
         try:
-            self.pending.extend(self.decoder)
+            for event in self.decoder:
+                pending.append(event)
+                # The decoder has checked the rules already: this only follows them.
+                units.send_event(event)
+                if units.state in _CUT_STATES:
+                    self.cut = len(pending)
         except DecodeError:
             # The complete units before a bad frame are applied (DESIGN §2), then the error.
             self._hand_on(final=False)
             self.applier.pause()
             raise
-        progressed = len(self.pending) > before
+        progressed = len(pending) > before
         self._hand_on(final=False)
         return progressed
 
@@ -389,19 +400,13 @@ class Source:
         pending = self.pending
         if not pending:
             return
-        if final or len(pending) > self.options.hold_events:
-            cut = len(pending)
-        else:
-            cut = 0
-            for i in range(len(pending) - 1, -1, -1):
-                if type(pending[i]) in _BOUNDARY:
-                    cut = i + 1
-                    break
-            if cut == 0:
-                return
+        cut = len(pending) if final or len(pending) > self.options.hold_events else self.cut
+        if cut == 0:
+            return
         batch = pending[:cut]
         del pending[:cut]
-        self.boundary = type(batch[-1]) is PatchEnd and not pending
+        self.cut = max(0, self.cut - cut)
+        self.boundary = not pending and self.units.state is State.BETWEEN_PATCHES
         self.applier.feed(batch)
 
     def _update_lag(self, now: float, read_end: int, flushed: bool) -> None:
@@ -438,6 +443,8 @@ class Source:
         self.decoder = None
         self.applier = None
         self.pending.clear()
+        self.units.reset()
+        self.cut = 0
         self.buf.clear()
         self.buf_base = 0
         self.seen_tail = b""
