@@ -1,6 +1,6 @@
 """Jelly-Patch encoder and decoder: round trips, compression rules and error reporting.
 
-Spec references are to ../shared/specs/jelly-patch-spec.txt (JP) and jelly-rdf-spec.txt (JR).
+Spec references are to the Jelly-Patch specification (JP) and the Jelly-RDF specification (JR).
 """
 
 from __future__ import annotations
