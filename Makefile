@@ -54,6 +54,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.tail_bench
 	$(BIN)/python -m bench.spark_bench
 	$(BIN)/python -m bench.soak_bench
+	$(BIN)/python -m bench.jena_bench
 
 proto: $(STAMP)
 	$(BIN)/python scripts/gen_proto.py
