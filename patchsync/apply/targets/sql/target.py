@@ -1,22 +1,21 @@
 """The SQL target: quads, namespaces, checkpoints and patch history in SQLite or PostgreSQL.
 
-Hot path: quads are stored as four term ids (see :mod:`.schema`). Term ids are cached in
-memory; terms missing from the cache are looked up by hash in one query per few hundred
-and new ones inserted in bulk. On SQLite, which has one writer at a time, the cache knows
-when it holds every term in the database (nothing else wrote terms since it last looked)
-and then skips the lookups. Each run of adds (or deletes) from the applier becomes one
-``executemany`` of ``INSERT … ON CONFLICT DO NOTHING`` (``DELETE … WHERE`` the key) on
-SQLite, or one set-based statement over arrays (``unnest``) on PostgreSQL. The driver's row
-count is the number of rows that changed the table, which is exactly the set-semantics
-count the applier reports.
+The target is assembled from modules named for what they hold: :mod:`.engine` opens
+databases, :mod:`.terms` is the term dictionary (text <-> ids, cached), :mod:`.ledger`
+holds checkpoints and patch records, :mod:`.errors` translates driver errors; this
+module holds units, quad writes and the connection's lifetime.
+
+Hot path: quads are stored as four term ids (see :mod:`.schema`). Each run of adds (or
+deletes) from the applier becomes one ``executemany`` of ``INSERT … ON CONFLICT DO
+NOTHING`` (``DELETE … WHERE`` the key) on SQLite, or one set-based statement over arrays
+(``unnest``) on PostgreSQL. The driver's row count is the number of rows that changed the
+table, which is exactly the set-semantics count the applier reports.
 
 Transactions: a unit runs in a savepoint inside a database transaction that may hold
 several units (DESIGN §2); the transaction commits when it holds enough rows, units or
-seconds, and at the end of an apply. The checkpoint of each source is written into that
-same transaction right before it commits, guarded by a version number so two appliers
-cannot interleave units of one source (on PostgreSQL an advisory lock per source also
-makes the second applier fail up front). SQLite transactions start with
-``BEGIN IMMEDIATE`` so writers queue instead of failing at commit.
+seconds, and at the end of an apply, with the checkpoints of its sources (:mod:`.ledger`).
+SQLite transactions start with ``BEGIN IMMEDIATE`` so writers queue instead of failing at
+commit. Every driver error leaves through :func:`.errors.translate`.
 """
 
 from __future__ import annotations
