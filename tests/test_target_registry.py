@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,9 @@ import pytest
 import patchsync
 from patchsync.apply import CAN_DUMP, MemoryTarget, capabilities_of, register_target, target_schemes
 from patchsync.apply.api import open_target
+from patchsync.apply.dump import write_dump
 from patchsync.apply.registry import _TARGETS
+from patchsync.apply.target import CAPABILITIES
 from patchsync.apply.targets.sql import SqlTarget
 from patchsync.errors import UsageError
 
@@ -99,3 +102,36 @@ def test_the_registry_imports_no_backend() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+_METHODS = {CAN_DUMP: ("quads", "namespaces", "sources"), "contains": ("contains",), "history": ("history",)}
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite", "file", "oxigraph"])
+def test_declared_capabilities_are_backed_by_methods(kind: str, tmp_path: Path) -> None:
+    if kind == "oxigraph":
+        pytest.importorskip("pyoxigraph")
+    spec = {
+        "memory": "memory:",
+        "sqlite": f"sqlite:///{tmp_path / 's.db'}",
+        "file": f"file:{tmp_path / 'f.nq'}",
+        "oxigraph": f"oxigraph:{tmp_path / 'ox'}",
+    }[kind]
+    target = open_target(spec)
+    try:
+        declared = capabilities_of(target)
+        assert CAN_DUMP in declared
+        assert declared <= CAPABILITIES
+        for capability in declared:
+            for method in _METHODS.get(capability, (capability,)):
+                assert callable(getattr(target, method, None)), (kind, capability, method)
+    finally:
+        target.close()
+
+
+def test_a_target_without_the_dump_capability_cannot_be_dumped() -> None:
+    class Opaque(MemoryTarget):
+        capabilities = frozenset()
+
+    with pytest.raises(UsageError, match="Opaque targets cannot be dumped"):
+        write_dump(Opaque(), "nq", io.BytesIO())
