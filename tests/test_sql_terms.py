@@ -13,7 +13,7 @@ import zlib
 import pytest
 from sqlalchemy import create_engine
 
-import patchsync.apply.targets.sql.target as sql_target
+import patchsync.apply.targets.sql.terms as sql_terms
 from patchsync.apply.targets.sql import SqlTarget, current_revision, head_revision, upgrade_database
 from patchsync.apply.targets.sql.migrate import upgrade
 from patchsync.apply.targets.sql.schema import term_hash
@@ -112,7 +112,7 @@ def test_terms_sharing_a_hash_stay_distinct(sql_url: str, monkeypatch: pytest.Mo
     def weak(text: str) -> int:
         return zlib.crc32(text.encode()) % 16
 
-    monkeypatch.setattr(sql_target, "term_hash", weak)
+    monkeypatch.setattr(sql_terms, "term_hash", weak)
     text = random_log(7, patches=12)
     with SqlTarget(sql_url) as t:
         apply_text(text, t, batch_rows=5)

@@ -1,7 +1,9 @@
 """Replaying patch logs into targets: the applier state machine, targets and one-call API.
 
 ``apply_file``/``apply_stream``/``apply_events`` apply a log to a :class:`Target` and return
-an :class:`ApplyResult`; ``open_target`` opens a target by the names the CLI accepts.
+an :class:`ApplyResult`; ``open_target`` opens a target by the names the CLI accepts, through
+the scheme registry (:mod:`patchsync.apply.registry`, extended with ``register_target``).
+Targets declare optional abilities in ``capabilities`` (the ``CAN_*`` names).
 Targets: :class:`MemoryTarget` (the reference), :class:`SqlTarget` (SQLite, PostgreSQL),
 ``RdflibTarget``/``FileTarget`` (rdflib) and ``OxigraphTarget`` (pyoxigraph), the last
 three imported from their modules.
@@ -9,10 +11,28 @@ three imported from their modules.
 
 from patchsync.apply.api import apply_events, apply_file, apply_stream, fingerprint, open_target
 from patchsync.apply.applier import Applier, ApplyResult
-from patchsync.apply.target import Checkpoint, DumpableTarget, PatchRecord, SourceStatus, Target
+from patchsync.apply.registry import register_target, target_schemes
+from patchsync.apply.target import (
+    CAN_CONTAINS,
+    CAN_DISCARD,
+    CAN_DUMP,
+    CAN_HISTORY,
+    CAN_NAMESPACES,
+    Checkpoint,
+    DumpableTarget,
+    PatchRecord,
+    SourceStatus,
+    Target,
+    capabilities_of,
+)
 from patchsync.apply.targets.memory import MemoryTarget
 
 __all__ = [
+    "CAN_CONTAINS",
+    "CAN_DISCARD",
+    "CAN_DUMP",
+    "CAN_HISTORY",
+    "CAN_NAMESPACES",
     "Applier",
     "ApplyResult",
     "Checkpoint",
@@ -24,6 +44,9 @@ __all__ = [
     "apply_events",
     "apply_file",
     "apply_stream",
+    "capabilities_of",
     "fingerprint",
     "open_target",
+    "register_target",
+    "target_schemes",
 ]

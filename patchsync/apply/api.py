@@ -1,4 +1,7 @@
-"""One-call entry points: apply a file, a byte stream or events to a target; open targets by name."""
+"""One-call entry points: apply a file, a byte stream or events to a target; open targets by name.
+
+``open_target`` lives in :mod:`patchsync.apply.registry` and is re-exported here.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from patchsync.apply.applier import DEFAULT_BATCH_ROWS, Applier, ApplyResult
+from patchsync.apply.registry import open_target
 from patchsync.apply.target import Target
 from patchsync.errors import UsageError
 from patchsync.events import Event
@@ -149,30 +153,4 @@ class _Prepended(io.RawIOBase):
         return self._rest.read(size)
 
 
-def open_target(spec: str, **options: Any) -> Any:
-    """Open a target named on the command line.
-
-    ``file:PATH`` (``.trig``, ``.nq``, ``.ttl``, ``.nt``) is an rdflib file target,
-    ``oxigraph:DIR`` a pyoxigraph store, ``memory:`` a fresh in-memory target and anything
-    else a SQLAlchemy URL (``sqlite:///state.db``, ``postgresql+psycopg://…``).
-    """
-    if spec.startswith("file:"):
-        from patchsync.apply.targets.file import FileTarget
-
-        return FileTarget(spec[len("file:") :], **options)
-    if spec.startswith("oxigraph:"):
-        from patchsync.apply.targets.oxigraph import OxigraphTarget
-
-        return OxigraphTarget(spec[len("oxigraph:") :], **options)
-    if spec == "memory:":
-        from patchsync.apply.targets.memory import MemoryTarget
-
-        return MemoryTarget()
-    if "://" in spec:
-        from patchsync.apply.targets.sql import SqlTarget
-
-        return SqlTarget(spec, **options)
-    raise UsageError(
-        f"unknown target {spec!r}: use a SQLAlchemy URL (sqlite:///state.db, postgresql+psycopg://...), "
-        "file:PATH.trig|.nq|.ttl|.nt or oxigraph:DIR"
-    )
+__all__ = ["FINGERPRINT_BYTES", "apply_events", "apply_file", "apply_stream", "fingerprint", "open_target"]

@@ -13,10 +13,11 @@ suffix of whole units and the checkpoint still names exactly what the store hold
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
+from patchsync.errors import ApplyError, PatchsyncError
 from patchsync.terms import TermAdapter
 
 #: ``(s, p, o, g)`` in the target's adapter terms; ``g`` is ``None`` in TRIPLES streams.
@@ -68,12 +69,35 @@ class SourceStatus:
     checkpoint: Checkpoint
 
 
+#: Capability names a target may declare in ``capabilities`` (rdflib's ``Store`` flags are
+#: the model): callers test ``CAN_X in target.capabilities`` instead of probing attributes.
+#: ``dump``: :class:`DumpableTarget` reads (``quads``, ``namespaces``, ``sources``).
+CAN_DUMP = "dump"
+#: ``namespaces``: ``add_prefix``/``delete_prefix`` are stored (not accepted and dropped).
+CAN_NAMESPACES = "namespaces"
+#: ``history``: ``history(source=None) -> list[PatchRecord]`` (the SQL target).
+CAN_HISTORY = "history"
+#: ``contains``: ``contains(quads) -> list[bool]`` answers presence in bulk.
+CAN_CONTAINS = "contains"
+#: ``discard``: ``discard()`` closes without committing pending units (after a failure).
+CAN_DISCARD = "discard"
+CAPABILITIES = frozenset({CAN_DUMP, CAN_NAMESPACES, CAN_HISTORY, CAN_CONTAINS, CAN_DISCARD})
+
+
+def capabilities_of(target: object) -> frozenset[str]:
+    """What ``target`` declares it can do (empty for a target declaring nothing)."""
+    declared: frozenset[str] = getattr(type(target), "capabilities", frozenset())
+    return frozenset(declared)
+
+
 @runtime_checkable
 class Target(Protocol):
     """A store the applier writes to. See the module docstring for the call order."""
 
     #: The term adapter the target wants events decoded with.
     adapter: TermAdapter[Any]
+    #: Optional abilities the target declares (``CAN_*`` names above).
+    capabilities: ClassVar[frozenset[str]]
 
     def checkpoint(self, source: str) -> Checkpoint | None:
         """The stored checkpoint of ``source``, or ``None`` if it was never applied."""
@@ -148,6 +172,8 @@ class LocalLedger:
     called from ``commit``, after the unit's data changes are final.
     """
 
+    #: Memory and rdflib targets can be dumped and keep prefixes (subclasses add more).
+    capabilities: ClassVar[frozenset[str]] = frozenset({CAN_DUMP, CAN_NAMESPACES})
     checkpoints: dict[str, Checkpoint]
     history: list[PatchRecord]
     _ids: set[str]
@@ -178,3 +204,44 @@ class LocalLedger:
             self.history.append(record)
             if record.patch_id is not None:
                 self._ids.add(record.patch_id)
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorRule:
+    """One row of a backend's driver-error translation table (most specific rows first).
+
+    Errors that are instances of ``types`` and satisfy ``when`` become ``kind``
+    (:class:`~patchsync.errors.TargetUnavailable` when retrying later may succeed,
+    :class:`~patchsync.errors.ApplyError` when a retry repeats the failure).
+    """
+
+    name: str
+    types: tuple[type[BaseException], ...]
+    kind: type[ApplyError]
+    when: Callable[[BaseException], bool] = field(default=lambda _exc: True)
+
+    def matches(self, exc: BaseException) -> bool:
+        """Whether this row applies to ``exc``."""
+        return isinstance(exc, self.types) and self.when(exc)
+
+
+def classify_error(
+    rules: Iterable[ErrorRule], exc: BaseException, chain: Iterable[BaseException] = ()
+) -> type[ApplyError]:
+    """The ``kind`` of the first rule matching ``exc`` or any of ``chain``; else ``ApplyError``."""
+    candidates = [exc, *chain]
+    for rule in rules:
+        if any(rule.matches(e) for e in candidates):
+            return rule.kind
+    return ApplyError
+
+
+def translate_error(rules: Iterable[ErrorRule], exc: BaseException, where: str) -> PatchsyncError:
+    """``exc`` as the patchsync error ``rules`` give it, saying ``where: <driver message>``.
+
+    patchsync errors pass through unchanged. Raise the result ``from exc``.
+    """
+    if isinstance(exc, PatchsyncError):
+        return exc
+    message = str(exc).strip().splitlines()
+    return classify_error(rules, exc)(f"{where}: {message[0] if message else type(exc).__name__}")

@@ -17,6 +17,7 @@ nodes as ``_:label``.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import tempfile
@@ -28,9 +29,9 @@ from typing import Any
 from rdflib import Dataset, Graph, URIRef
 from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
 
-from patchsync.apply.target import Checkpoint, PatchRecord
+from patchsync.apply.target import Checkpoint, ErrorRule, PatchRecord, translate_error
 from patchsync.apply.targets.rdflib_store import RdflibTarget
-from patchsync.errors import ApplyError, FormatError
+from patchsync.errors import ApplyError, FormatError, PatchsyncError
 from patchsync.logs.rdf_labels import read_labelled
 from patchsync.terms.ntriples import TermSyntaxError, format_iri, scan_term, skip_ws
 
@@ -54,7 +55,7 @@ class FileTarget(RdflibTarget):
         try:
             self._load()
         except (OSError, ValueError, TermSyntaxError) as exc:
-            raise ApplyError(f"{self.path}: cannot read the target: {exc}") from exc
+            raise file_error(exc, self.path, "cannot read the target") from exc
 
     # -- load --------------------------------------------------------------------------
 
@@ -139,7 +140,7 @@ class FileTarget(RdflibTarget):
             }
             _write_atomically(self.sidecar, [json.dumps(side, indent=1, ensure_ascii=False), "\n"])
         except OSError as exc:
-            raise ApplyError(f"{self.path}: cannot write the target: {exc}") from exc
+            raise file_error(exc, self.path, "cannot write the target") from exc
         self._dirty = False
 
     def _lines(self) -> Iterator[str]:
@@ -181,4 +182,19 @@ def _write_atomically(path: Path, chunks: Any) -> None:
         raise
 
 
-__all__ = ["DATASET_DEFAULT_GRAPH_ID", "FILE_FORMATS", "FileTarget", "format_iri"]
+#: How file-system errors translate, most specific first. No file error is transient: a
+#: full disk or a read-only file system stays so until someone acts, and a retry loop
+#: would only hide it.
+FILE_ERROR_RULES: tuple[ErrorRule, ...] = (
+    ErrorRule("disk full", (OSError,), ApplyError, lambda e: getattr(e, "errno", None) in (errno.ENOSPC, errno.EDQUOT)),
+    ErrorRule("read-only", (OSError,), ApplyError, lambda e: getattr(e, "errno", None) in (errno.EROFS, errno.EACCES)),
+    ErrorRule("any other error", (OSError, ValueError, TermSyntaxError), ApplyError),
+)
+
+
+def file_error(exc: Exception, path: Path, what: str) -> PatchsyncError:
+    """``exc`` from reading or writing ``path`` as a patchsync error naming the path."""
+    return translate_error(FILE_ERROR_RULES, exc, f"{path}: {what}")
+
+
+__all__ = ["DATASET_DEFAULT_GRAPH_ID", "FILE_ERROR_RULES", "FILE_FORMATS", "FileTarget", "file_error", "format_iri"]

@@ -8,9 +8,10 @@ keeps an undo log, so ``rollback`` restores the state before ``begin`` exactly.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
-from patchsync.apply.target import Checkpoint, LocalLedger, PatchRecord, Quad
+from patchsync.apply.target import CAN_CONTAINS, CAN_DUMP, CAN_NAMESPACES, Checkpoint, LocalLedger, PatchRecord, Quad
+from patchsync.errors import UsageError
 from patchsync.terms.ntriples import NTriplesTerms
 
 _ADD = 0
@@ -19,6 +20,8 @@ _DEL = 1
 
 class MemoryTarget(LocalLedger):
     """A dataset, namespaces, checkpoints and patch history held in Python containers."""
+
+    capabilities: ClassVar[frozenset[str]] = frozenset({CAN_DUMP, CAN_NAMESPACES, CAN_CONTAINS})
 
     def __init__(self) -> None:
         self.adapter = NTriplesTerms()
@@ -105,3 +108,10 @@ class MemoryTarget(LocalLedger):
 
     def close(self) -> None:
         pass
+
+
+def open_memory_target(rest: str = "", **options: Any) -> MemoryTarget:
+    """``memory:`` from the target registry: a fresh in-memory target (it takes no name or options)."""
+    if rest or options:
+        raise UsageError(f"memory:{rest} takes no path or options; use memory:")
+    return MemoryTarget()

@@ -21,21 +21,49 @@ triple in subject position fails with :class:`ApplyError`.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import tempfile
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from patchsync.apply.target import Checkpoint, PatchRecord, Quad, SourceStatus
-from patchsync.errors import ApplyError, EncodeError, UsageError
+from patchsync.apply.target import CAN_DUMP, Checkpoint, ErrorRule, PatchRecord, Quad, SourceStatus, translate_error
+from patchsync.errors import ApplyError, EncodeError, TargetUnavailable, UsageError
 from patchsync.terms import BNODE, DEFAULT_GRAPH, IRI, LITERAL, TRIPLE, Unpacked
 from patchsync.terms.ntriples import format_term
 
 META = "urn:patchsync:meta"
 _CHECKPOINT = "urn:patchsync:checkpoint"
 _RECORD = "urn:patchsync:record"
+
+
+# errno values of a store that a retry cannot fix (RocksDB often reports them only in text).
+_FULL_OR_READ_ONLY = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM})
+_FULL_OR_READ_ONLY_TEXT = ("No space left", "Read-only file system", "Permission denied", "Disk quota")
+
+
+def _text_has(*needles: str) -> Any:
+    return lambda exc: any(n in str(exc) for n in needles)
+
+
+#: pyoxigraph errors translated, most specific first: a disk that is full or read-only is
+#: not transient; another process holding the store's RocksDB ``LOCK`` file is (it may
+#: exit, as a SQLite writer may commit); every other error is an ``ApplyError``.
+ERROR_RULES: tuple[ErrorRule, ...] = (
+    ErrorRule(
+        "disk full / read-only (errno)",
+        (OSError,),
+        ApplyError,
+        lambda e: getattr(e, "errno", None) in _FULL_OR_READ_ONLY,
+    ),
+    ErrorRule("disk full / read-only (message)", (OSError,), ApplyError, _text_has(*_FULL_OR_READ_ONLY_TEXT)),
+    ErrorRule("store locked by another process", (OSError,), TargetUnavailable, _text_has("/LOCK:", "lock hold")),
+    ErrorRule("any other I/O error", (OSError,), ApplyError),
+    ErrorRule("malformed data (journal, terms)", (ValueError, TypeError, SyntaxError), ApplyError),
+)
 
 
 def _ox() -> Any:
@@ -102,7 +130,13 @@ class OxigraphTerms:
 
 
 class OxigraphTarget:
-    """A pyoxigraph store in directory ``path`` (created if missing) as an apply target."""
+    """A pyoxigraph store in directory ``path`` (created if missing) as an apply target.
+
+    Every method that touches the store raises pyoxigraph's errors as patchsync errors
+    (:data:`ERROR_RULES`).
+    """
+
+    capabilities: ClassVar[frozenset[str]] = frozenset({CAN_DUMP})
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         ox = _ox()
@@ -110,19 +144,30 @@ class OxigraphTarget:
         self.adapter = OxigraphTerms()
         self.path = Path(path)
         self.journal = self.path.with_name(self.path.name + ".journal")
-        try:
+        self.store: Any = None
+        with self._guard("cannot open the oxigraph store"):
             self.store = ox.Store(str(self.path))
-        except OSError as exc:
-            raise ApplyError(f"{self.path}: cannot open the oxigraph store: {exc}") from exc
         self._meta = ox.NamedNode(META)
         self._cp_pred = ox.NamedNode(_CHECKPOINT)
         self._rec_pred = ox.NamedNode(_RECORD)
         self._default = ox.DefaultGraph()
         self._pending: dict[Any, bool] | None = None
         self._stale: list[Any] = []
-        self._load_meta()
-        if self.journal.exists():
-            self._redo()
+        try:
+            with self._guard("cannot read the oxigraph store"):
+                self._load_meta()
+                if self.journal.exists():
+                    self._redo()
+        except BaseException:
+            self.store = None  # releases RocksDB's lock on the directory
+            raise
+
+    @contextmanager
+    def _guard(self, what: str) -> Iterator[None]:
+        try:
+            yield
+        except Exception as exc:
+            raise translate_error(ERROR_RULES, exc, f"{self.path}: {what}") from exc
 
     # -- meta --------------------------------------------------------------------------
 
@@ -178,12 +223,13 @@ class OxigraphTarget:
 
     def quads(self) -> Iterator[tuple[str, str, str, str]]:
         a = self.adapter
-        for q in self.store:
-            g = q.graph_name
-            if g == self._meta:
-                continue
-            gtext = "" if isinstance(g, self._ox.DefaultGraph) else format_term(a, g)
-            yield (format_term(a, q.subject), format_term(a, q.predicate), format_term(a, q.object), gtext)
+        with self._guard("reading the oxigraph store failed"):
+            for q in self.store:
+                g = q.graph_name
+                if g == self._meta:
+                    continue
+                gtext = "" if isinstance(g, self._ox.DefaultGraph) else format_term(a, g)
+                yield (format_term(a, q.subject), format_term(a, q.predicate), format_term(a, q.object), gtext)
 
     def namespaces(self) -> dict[tuple[str, str], str]:
         # Oxigraph stores no prefixes; PA/PD are accepted and have no effect on it.
@@ -221,10 +267,12 @@ class OxigraphTarget:
         return changed
 
     def add(self, quads: Sequence[Quad]) -> int:
-        return self._change(quads, True)
+        with self._guard("reading the oxigraph store failed"):
+            return self._change(quads, True)
 
     def delete(self, quads: Sequence[Quad]) -> int:
-        return self._change(quads, False)
+        with self._guard("reading the oxigraph store failed"):
+            return self._change(quads, False)
 
     def add_prefix(self, graph: Any, name: str, iri: Any) -> None:
         pass
@@ -245,15 +293,13 @@ class OxigraphTarget:
             data = {name: getattr(record, name) for name in record.__slots__}
             meta.append(self._meta_quad(self._rec_pred, data))
             new_records.append((self._seq, record))
-        try:
+        with self._guard("oxigraph write failed"):
             if removes:
                 self._write_journal(removes, adds + meta)
                 self._apply(removes, adds + meta)
                 self.journal.unlink()
             else:
                 self.store.extend(adds + meta)
-        except OSError as exc:
-            raise ApplyError(f"{self.path}: oxigraph write failed: {exc}") from exc
         old = self.checkpoints.get(source)
         if old is not None:
             self._stale.append(old[2])
@@ -297,17 +343,15 @@ class OxigraphTarget:
         self._pending = None
 
     def flush(self) -> None:
-        try:
+        with self._guard("oxigraph flush failed"):
             for quad in self._stale:
                 self.store.remove(quad)
             self._stale = []
             self.store.flush()
-        except OSError as exc:
-            raise ApplyError(f"{self.path}: oxigraph flush failed: {exc}") from exc
 
     def close(self) -> None:
         """Flush and release the store (RocksDB allows one open store per directory)."""
-        if getattr(self, "store", None) is None:
+        if self.store is None:
             return
         try:
             self.flush()

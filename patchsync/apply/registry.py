@@ -1,0 +1,87 @@
+"""Apply targets found by the scheme of their spec (``sqlite:///state.db``, ``file:out.nq``).
+
+One table maps each scheme to a lazy ``"module:Class"`` loader, so naming a scheme imports
+nothing heavy until a target of that kind is opened (SQLAlchemy, rdflib and pyoxigraph
+load only when used). Third parties add schemes with :func:`register_target`. A loaded
+class is called as ``cls(rest, **options)`` where ``rest`` is what follows ``scheme:``,
+except for SQL targets, which take the whole URL (SQLAlchemy parses it).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, cast
+
+from patchsync.apply.target import Target
+from patchsync.errors import UsageError
+
+
+@dataclass(frozen=True, slots=True)
+class TargetEntry:
+    """One registered scheme: where its class lives and whether it wants the whole spec."""
+
+    loader: str
+    whole_spec: bool = False
+
+    def load(self) -> Callable[..., Target]:
+        """Import and return the target class (the first call imports its module)."""
+        module_name, _, attr = self.loader.partition(":")
+        module = importlib.import_module(module_name)
+        return cast("Callable[..., Target]", getattr(module, attr))
+
+
+_SQL = "patchsync.apply.targets.sql.target:SqlTarget"
+_TARGETS: dict[str, TargetEntry] = {
+    "sqlite": TargetEntry(_SQL, whole_spec=True),
+    "sqlite+pysqlite": TargetEntry(_SQL, whole_spec=True),
+    "postgresql": TargetEntry(_SQL, whole_spec=True),
+    "postgresql+psycopg": TargetEntry(_SQL, whole_spec=True),
+    "file": TargetEntry("patchsync.apply.targets.file:FileTarget"),
+    "oxigraph": TargetEntry("patchsync.apply.targets.oxigraph:OxigraphTarget"),
+    "memory": TargetEntry("patchsync.apply.targets.memory:open_memory_target"),
+}
+
+
+def register_target(scheme: str, loader: str, *, whole_spec: bool = False) -> None:
+    """Make ``scheme:…`` specs open targets of the class named by ``loader`` (``"module:Class"``).
+
+    The class is imported on first use. With ``whole_spec`` it receives the whole spec
+    (a URL), otherwise what follows ``scheme:``. Registering a scheme again replaces it.
+    """
+    module_name, sep, attr = loader.partition(":")
+    if not scheme or ":" in scheme or not sep or not module_name or not attr:
+        raise UsageError(f"register_target({scheme!r}, {loader!r}): expected a scheme and 'module:Class'")
+    _TARGETS[scheme.lower()] = TargetEntry(loader, whole_spec)
+
+
+def target_schemes() -> list[str]:
+    """The registered schemes, sorted."""
+    return sorted(_TARGETS)
+
+
+def open_target(spec: str, **options: Any) -> Target:
+    """Open the target named by ``spec`` (``scheme:rest``) through the registry.
+
+    ``file:PATH`` (``.trig``, ``.nq``, ``.ttl``, ``.nt``) is an rdflib file target,
+    ``oxigraph:DIR`` a pyoxigraph store, ``memory:`` a fresh in-memory target and
+    ``sqlite:``/``postgresql[+psycopg]:`` URLs SQL databases. An unknown scheme fails with
+    :class:`UsageError` listing the known ones.
+    """
+    scheme, sep, rest = spec.partition(":")
+    entry = _TARGETS.get(scheme.lower()) if sep else None
+    if entry is None and sep and "+" in scheme:
+        # A SQLAlchemy URL naming another driver of a known dialect (postgresql+psycopg2:).
+        base = _TARGETS.get(scheme.lower().partition("+")[0])
+        entry = base if base is not None and base.whole_spec else None
+    if entry is None:
+        raise UsageError(
+            f"unknown target {spec!r}: the scheme must be one of {', '.join(s + ':' for s in target_schemes())} "
+            "(sqlite:///state.db, postgresql+psycopg://..., file:PATH.trig|.nq|.ttl|.nt, oxigraph:DIR, memory:)"
+        )
+    cls = entry.load()
+    return cls(spec if entry.whole_spec else rest, **options)
+
+
+__all__ = ["TargetEntry", "open_target", "register_target", "target_schemes"]

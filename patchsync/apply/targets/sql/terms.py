@@ -1,0 +1,193 @@
+"""The SQL term dictionary: N-Triples term text <-> integer ids, cached in memory.
+
+Terms missing from the cache are looked up by hash in one query per few hundred and new
+ones inserted in bulk. On SQLite, which has one writer at a time, the cache knows when it
+holds every term in the database (nothing else wrote terms since it last looked) and then
+skips the lookups. On PostgreSQL new terms are committed at once on a connection of their
+own (see :meth:`TermDictionary._resolve_pg`). The dictionary only grows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from sqlalchemy import Engine
+
+from patchsync.apply.target import Quad
+from patchsync.apply.targets.sql.schema import term_hash
+
+# Term ids kept in memory by default (~100 MB of a daemon's memory at most on typical data);
+# beyond this the cache starts again (and is no longer complete).
+TERM_CACHE_SIZE = 1 << 19
+_LOOKUP_CHUNK = 500
+
+
+class TermDictionary:
+    """Term id resolution for :class:`~patchsync.apply.targets.sql.target.SqlTarget` (a mixin).
+
+    Term text -> id in ``_ids``. Entries first stored by the open unit / transaction are
+    listed (``_unit_terms``, ``_tx_terms``) so a rollback can forget them; ids read from
+    the database stay valid (never deleted).
+    """
+
+    engine: Engine
+    dialect: str
+    term_cache: int
+    _cur: Any
+    _mark: str
+    _ids: dict[str, int]
+    _unit_terms: list[str]
+    _tx_terms: list[str]
+    _term_conn: Any
+    _term_cur: Any
+    # SQLite only: whether the cache holds every term of the database, the largest id
+    # when that was last checked, and the next id to hand out (we hold the write lock).
+    _complete: bool
+    _known_max: int | None
+    _next_id: int
+
+    def _init_terms(self, term_cache: int) -> None:
+        self.term_cache = term_cache
+        self._ids = {}
+        self._unit_terms = []
+        self._tx_terms = []
+        self._term_conn = None
+        self._term_cur = None
+        self._complete = False
+        self._known_max = None
+        self._next_id = 1
+
+    def _keys(self, quads: Sequence[Quad], *, create: bool) -> list[tuple[int, int, int, int] | None]:
+        """Each quad as (s, p, o, g) term ids, in order; with ``create`` unknown terms are
+        stored, without it a quad with a term the database lacks is ``None`` (it cannot be there)."""
+        get = self._ids.get
+        keys: list[Any] = []
+        misses = []
+        for i, (s, p, o, g) in enumerate(quads):
+            key = (get(s), get(p), get(o), get(g or ""))
+            if None in key:
+                misses.append(i)
+            keys.append(key)
+        if misses:
+            # Resolving may start the cache over, so every term of these quads is asked for.
+            found = self._resolve({t or "" for i in misses for t in quads[i]}, create=create)
+            for i in misses:
+                s, p, o, g = quads[i]
+                key = (found.get(s), found.get(p), found.get(o), found.get(g or ""))
+                keys[i] = None if None in key else key
+        return keys
+
+    def _resolve(self, terms: set[str], *, create: bool) -> dict[str, int]:
+        """The ids of ``terms`` (those the database has, or all with ``create``), also cached."""
+        ids = self._ids
+        if len(ids) + len(terms) > self.term_cache:
+            ids.clear()
+            self._complete = False
+        hashes = {t: term_hash(t) for t in terms if t not in ids}
+        if hashes:
+            if self.dialect == "postgresql":
+                self._resolve_pg(hashes, create=create)
+            else:
+                self._resolve_sqlite(hashes, create=create)
+        return {t: ids[t] for t in terms if t in ids}
+
+    def _lookup(self, hashes: Iterable[int]) -> dict[str, int]:
+        """Stored terms (text -> id) with any of these hashes; the text tells colliding ones apart."""
+        found: dict[str, int] = {}
+        unique = list(set(hashes))
+        for i in range(0, len(unique), _LOOKUP_CHUNK):
+            chunk = unique[i : i + _LOOKUP_CHUNK]
+            sql = f"SELECT id, term FROM ps_terms WHERE h IN ({', '.join([self._mark] * len(chunk))})"
+            found.update((term, term_id) for term_id, term in self._cur.execute(sql, tuple(chunk)).fetchall())
+        return found
+
+    def _resolve_sqlite(self, hashes: dict[str, int], *, create: bool) -> None:
+        ids = self._ids
+        if not self._complete:
+            found = self._lookup(hashes.values())
+            for term in hashes:
+                term_id = found.get(term)
+                if term_id is not None:
+                    ids[term] = term_id
+        if not create:
+            return
+        # We hold the write lock (BEGIN IMMEDIATE), so ids are ours to hand out.
+        new = [(term, h) for term, h in hashes.items() if term not in ids]
+        if not new:
+            return
+        first = self._next_id
+        rows = [(first + i, h, term) for i, (term, h) in enumerate(new)]
+        self._cur.executemany("INSERT INTO ps_terms (id, h, term) VALUES (?, ?, ?)", rows)
+        for term_id, _, term in rows:
+            ids[term] = term_id
+        self._unit_terms.extend(term for term, _ in new)
+        self._next_id = first + len(rows)
+        self._known_max = self._next_id - 1
+
+    def _resolve_pg(self, hashes: dict[str, int], *, create: bool) -> None:
+        # New terms are committed at once on a connection of their own, outside the unit.
+        # Inside it, two appliers adding overlapping new terms in different orders would
+        # hold each other's index locks until their transactions end: a deadlock. A term
+        # without quads is harmless (the dictionary only grows), and the unit's commit
+        # flushes the WAL past these inserts, so a crash cannot keep quads and lose terms.
+        # Insert-or-ignore in hash order, then read back: when two appliers add the same
+        # term, the unique (h, md5(term)) index lets one insert win and both read its id.
+        terms = sorted(hashes, key=hashes.__getitem__)
+        values = [hashes[t] for t in terms]
+        cursor = self._term_cursor()
+        ids = self._ids
+        select = "SELECT id, term FROM ps_terms WHERE h = ANY(%s::bigint[])"
+        if create:
+            # One round trip: the inserted rows come back from RETURNING, the ones already
+            # there from the SELECT (whose snapshot does not show this statement's inserts).
+            rows = cursor.execute(
+                "WITH ins AS (INSERT INTO ps_terms (h, term) "
+                "SELECT * FROM unnest(%s::bigint[], %s::text[]) AS i(h, term) ORDER BY h "
+                f"ON CONFLICT (h, md5(term)) DO NOTHING RETURNING id, term) SELECT id, term FROM ins UNION ALL {select}",
+                (values, terms, values),
+            ).fetchall()
+        else:
+            rows = cursor.execute(select, (values,)).fetchall()
+        for term_id, term in rows:
+            if term in hashes:
+                ids[term] = term_id
+        if create and any(t not in ids for t in terms):
+            # Another applier committed some of these after our statement began: its rows
+            # made ours conflict, and only a new snapshot shows them.
+            for term_id, term in cursor.execute(select, (values,)).fetchall():
+                if term in hashes:
+                    ids[term] = term_id
+
+    def _term_cursor(self) -> Any:
+        """PostgreSQL: a cursor on an autocommit connection of its own, for the dictionary."""
+        if self._term_conn is None:
+            self._term_conn = self.engine.raw_connection()
+            driver = self._term_conn.driver_connection
+            driver.autocommit = True
+            cursor = driver.cursor()
+            # Safe without a flush of its own: see _resolve_pg.
+            cursor.execute("SET synchronous_commit = off")
+            self._term_cur = cursor
+        return self._term_cur
+
+    def _forget(self, terms: list[str]) -> None:
+        """Drop cache entries of terms whose insert was rolled back."""
+        pop = self._ids.pop
+        for term in terms:
+            pop(term, None)
+        terms.clear()
+
+    def _sync_terms(self) -> None:
+        """SQLite, at the start of our write transaction: where new ids start, and whether
+        the cache is still complete (no other writer added terms since we last looked)."""
+        top = self._cur.execute("SELECT max(id) FROM ps_terms").fetchone()[0] or 0
+        if self._known_max is None:
+            self._complete = top == 0 and not self._ids
+        elif top != self._known_max:
+            self._complete = False
+        self._known_max = top
+        self._next_id = top + 1
+
+
+__all__ = ["TERM_CACHE_SIZE", "TermDictionary"]
