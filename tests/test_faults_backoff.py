@@ -59,11 +59,6 @@ def test_transient_means_target_unavailable_somewhere_in_the_causes() -> None:
     assert not is_transient(looped)  # a cycle of causes ends
 
 
-@pytest.mark.xfail(
-    reason="SqlTarget.__init__ (apply/targets/sql/target.py, 'cannot open the database') raises ApplyError, "
-    "not TargetUnavailable, for a database locked beyond the busy timeout; the apply/ backend work translates it",
-    strict=False,
-)
 def test_a_locked_sqlite_database_is_transient(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 't.db'}?timeout=0.1"
     SqlTarget(url).close()

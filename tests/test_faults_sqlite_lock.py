@@ -13,8 +13,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 from .fault_helpers import (
     assert_exactly_once,
     one_error_line,
@@ -127,12 +125,6 @@ def test_tail_waits_for_a_lock_and_completes_after_release(tmp_path: Path) -> No
     assert_exactly_once(url, log, 50)
 
 
-@pytest.mark.xfail(
-    reason="SqlTarget.__init__ (apply/targets/sql/target.py, 'cannot open the database') raises ApplyError, "
-    "not TargetUnavailable, for a database locked beyond the busy timeout, so the daemon's open_retrying "
-    "no longer retries it; the apply/ backend work translates it",
-    strict=False,
-)
 def test_tail_started_on_a_locked_database_waits_for_it(tmp_path: Path) -> None:
     log = tmp_path / "log.jellyp"
     db = tmp_path / "t.db"

@@ -31,9 +31,9 @@ import contextlib
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
-from patchsync.apply.target import Checkpoint, PatchRecord, Quad, Target
+from patchsync.apply.target import CAN_CONTAINS, Checkpoint, PatchRecord, Quad, Target, capabilities_of
 from patchsync.errors import ApplyError, ChainError, CheckpointError, DecodeError, PatchsyncError
 from patchsync.events import Add, Delete, Event, Header, PatchEnd, PrefixAdd, PrefixDelete, TxAbort, TxCommit, TxStart
 from patchsync.terms import IRI
@@ -239,8 +239,8 @@ class Applier:
         if not multi:
             return
         # Where the target can tell presence in bulk (SQL), ask once for the whole batch.
-        contains = getattr(target, "contains", None)
-        initial = contains([q for q, _ in multi]) if contains is not None else None
+        bulk = CAN_CONTAINS in capabilities_of(target)
+        initial = cast(Any, target).contains([q for q, _ in multi]) if bulk else None
         final_add: list[Quad] = []
         final_delete: list[Quad] = []
         for index, (quad, seq) in enumerate(multi):

@@ -90,6 +90,12 @@ def capabilities_of(target: object) -> frozenset[str]:
     return frozenset(declared)
 
 
+def discard_target(target: object) -> None:
+    """Close ``target`` after a failure: without committing where it declares ``discard``."""
+    closer = target.discard if CAN_DISCARD in capabilities_of(target) else target.close  # type: ignore[attr-defined]
+    closer()
+
+
 @runtime_checkable
 class Target(Protocol):
     """A store the applier writes to. See the module docstring for the call order."""

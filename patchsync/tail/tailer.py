@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from patchsync.apply.target import Target
+from patchsync.apply.target import Target, discard_target
 from patchsync.errors import PatchsyncError, TargetUnavailable, UsageError
 from patchsync.options import Limits
 from patchsync.tail.observer import DirectoryWatch, Waker
@@ -241,9 +241,8 @@ class Tailer:
     # -- losing and reopening the target -----------------------------------------------
 
     def _drop_target(self) -> None:
-        discard = getattr(self.target, "discard", None)
         with contextlib.suppress(Exception):
-            (discard or self.target.close)()
+            discard_target(self.target)
         for src in self._order:
             src.reset()
 

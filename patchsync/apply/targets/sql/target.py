@@ -41,8 +41,8 @@ from patchsync.apply.target import (
     Quad,
 )
 from patchsync.apply.targets.sql import schema
-from patchsync.apply.targets.sql.engine import create_sql_engine, safe_url, upgrade_database
-from patchsync.apply.targets.sql.errors import is_transient, translate
+from patchsync.apply.targets.sql.engine import create_sql_engine, safe_url
+from patchsync.apply.targets.sql.errors import translate
 from patchsync.apply.targets.sql.ledger import Ledger
 from patchsync.apply.targets.sql.migrate import ensure_schema
 from patchsync.apply.targets.sql.terms import TERM_CACHE_SIZE, TermDictionary
@@ -392,6 +392,3 @@ class SqlTarget(TermDictionary, Ledger):
         else:
             self.discard()
 
-
-# ``is_transient`` and the engine helpers are importable from here as before the split.
-__all__ = ["TERM_CACHE_SIZE", "SqlTarget", "create_sql_engine", "is_transient", "upgrade_database"]
