@@ -19,7 +19,25 @@ from __future__ import annotations
 
 
 class PatchsyncError(Exception):
-    """Root of all errors raised by patchsync."""
+    """Root of all errors raised by patchsync.
+
+    Messages speak of the library's parameters as ``name=value`` (``reset=True``,
+    ``chain='ignore'``). :attr:`params` lists the ones a message names, so a front end can
+    show its own spelling instead (the command line shows its flags, ``--reset``).
+    """
+
+    #: ``(name, value)`` of each parameter the message names as ``name=repr(value)``.
+    params: tuple[tuple[str, object], ...] = ()
+
+    def naming(self, *params: tuple[str, object]) -> PatchsyncError:
+        """Record the parameters the message names; returns the error (``raise E(...).naming(...)``)."""
+        self.params = params
+        return self
+
+
+def param(name: str, value: object) -> str:
+    """How a message names a parameter setting: ``name=repr(value)``."""
+    return f"{name}={value!r}"
 
 
 class UsageError(PatchsyncError):

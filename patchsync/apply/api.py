@@ -14,7 +14,7 @@ from typing import IO, Any
 from patchsync.apply.applier import DEFAULT_BATCH_ROWS, Applier, ApplyResult
 from patchsync.apply.registry import open_target
 from patchsync.apply.target import Target
-from patchsync.errors import UsageError
+from patchsync.errors import UsageError, param
 from patchsync.events import Event
 from patchsync.logs.fingerprint import FINGERPRINT_BYTES as FINGERPRINT_BYTES
 from patchsync.logs.fingerprint import fingerprint as fingerprint
@@ -124,7 +124,7 @@ def apply_file(
 
 def _graph_term(target: Target, graph: str) -> Any:
     if not graph or any(c in graph for c in ' <>"{}|\\^`') or ":" not in graph:
-        raise UsageError(f"--graph {graph!r} is not an absolute IRI")
+        raise UsageError(f"{param('graph', graph)} is not an absolute IRI").naming(("graph", graph))
     return target.adapter.iri(graph)
 
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn, cast
 
 from patchsync.apply.target import CAN_CONTAINS, Checkpoint, PatchRecord, Quad, Target, capabilities_of
-from patchsync.errors import ApplyError, ChainError, CheckpointError, DecodeError, PatchsyncError
+from patchsync.errors import ApplyError, ChainError, CheckpointError, DecodeError, PatchsyncError, param
 from patchsync.events import Add, Delete, Event, Header, PatchEnd, PrefixAdd, PrefixDelete, TxAbort, TxCommit, TxStart
 from patchsync.terms import IRI
 from patchsync.terms.ntriples import format_term
@@ -128,8 +128,8 @@ class Applier:
         ):
             raise CheckpointError(
                 f"{source}: the log no longer matches the target's checkpoint (fingerprint {stored.fingerprint[:16]} "
-                f"stored, {fingerprint[:16]} now): it was replaced; apply with --reset (reset=True) to start it over"
-            )
+                f"stored, {fingerprint[:16]} now): it was replaced; apply with {param('reset', True)} to start it over"
+            ).naming(("reset", True))
         if reset:
             stored = None
         self._resume: tuple[int, int] | None = (stored.offset, stored.row) if stored is not None else None
@@ -194,8 +194,8 @@ class Applier:
             raise ChainError(
                 f"{self.source}, byte {at.offset}: patch {self._patch_id} follows "
                 f"{self._prev or '(no prev: a first patch)'} but the target's last applied patch is "
-                f"{self._head or '(none)'} ({kind}); use --chain ignore to apply anyway"
-            )
+                f"{self._head or '(none)'} ({kind}); use {param('chain', 'ignore')} to apply anyway"
+            ).naming(("chain", "ignore"))
 
     # -- units ---------------------------------------------------------------------------
 

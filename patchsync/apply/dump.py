@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import IO, Any
 
-from patchsync.apply.target import CAN_DUMP, DumpableTarget, capabilities_of
-from patchsync.errors import FormatError, UsageError
+from patchsync.apply.target import DumpableTarget, dumpable
+from patchsync.errors import FormatError
 
 #: Output formats of ``patchsync dump`` and the rdflib serializer each one uses.
 DUMP_FORMATS: dict[str, str | None] = {"nq": None, "nt": None, "trig": "trig", "ttl": "turtle"}
@@ -20,8 +20,7 @@ def write_dump(target: DumpableTarget, fmt: str, out: IO[bytes]) -> int:
     """
     if fmt not in DUMP_FORMATS:
         raise FormatError(f"unknown dump format {fmt!r} (expected one of: {', '.join(DUMP_FORMATS)})")
-    if CAN_DUMP not in capabilities_of(target):
-        raise UsageError(f"{type(target).__name__} targets cannot be dumped (no {CAN_DUMP!r} capability)")
+    target = dumpable(target)
     single_graph = fmt in ("nt", "ttl")
     if DUMP_FORMATS[fmt] is None:
         n = 0

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, cast, runtime_checkable
 
-from patchsync.errors import ApplyError, PatchsyncError
+from patchsync.errors import ApplyError, PatchsyncError, UsageError
 from patchsync.terms import TermAdapter
 
 #: ``(s, p, o, g)`` in the target's adapter terms; ``g`` is ``None`` in TRIPLES streams.
@@ -251,3 +251,10 @@ def translate_error(rules: Iterable[ErrorRule], exc: BaseException, where: str) 
         return exc
     message = str(exc).strip().splitlines()
     return classify_error(rules, exc)(f"{where}: {message[0] if message else type(exc).__name__}")
+
+
+def dumpable(target: Target) -> DumpableTarget:
+    """``target`` as a :class:`DumpableTarget`, or :class:`UsageError` if it declares no ``dump``."""
+    if CAN_DUMP not in capabilities_of(target):
+        raise UsageError(f"{type(target).__name__} targets cannot be dumped (no {CAN_DUMP!r} capability)")
+    return cast(DumpableTarget, target)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from patchsync.options import Limits
+from patchsync.cli.common import add_relative_iris_flag, limits
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -25,9 +25,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("sources", nargs="+", metavar="SRC", help="logs to append, in order")
     parser.add_argument("-o", "--output", required=True, metavar="DEST", help="the .jellyp log appended to")
     parser.add_argument("--fsync", action="store_true", help="fsync DEST after writing")
-    parser.add_argument(
-        "--allow-relative-iris", action="store_true", help="accept IRIs without a scheme in the sources"
-    )
+    add_relative_iris_flag(parser)
     parser.set_defaults(func=run)
 
 
@@ -35,7 +33,6 @@ def run(args: argparse.Namespace) -> int:
     """Append; prints one summary line."""
     from patchsync.logs.append import append_logs
 
-    limits = Limits(require_absolute_iris=not args.allow_relative_iris)
-    patches = append_logs(args.output, args.sources, limits=limits, fsync=args.fsync)
+    patches = append_logs(args.output, args.sources, limits=limits(args), fsync=args.fsync)
     print(f"{args.output}: {patches} patches appended from {len(args.sources)} logs")
     return 0

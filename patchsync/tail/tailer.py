@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from patchsync.apply.target import Target, discard_target
-from patchsync.errors import PatchsyncError, TargetUnavailable, UsageError
+from patchsync.errors import PatchsyncError, TargetUnavailable, UsageError, param
 from patchsync.options import Limits
 from patchsync.tail.observer import DirectoryWatch, Waker
 from patchsync.tail.options import (
@@ -256,8 +256,8 @@ class Tailer:
             if delay is None:
                 raise TargetUnavailable(
                     f"the target stayed unavailable for {self._backoff.elapsed(time.monotonic()):.1f}s "
-                    f"(--retry-timeout {self._backoff.timeout:g}); giving up. Last error: {error}"
-                ) from error
+                    f"({param('retry_timeout', self._backoff.timeout)}); giving up. Last error: {error}"
+                ).naming(("retry_timeout", self._backoff.timeout)) from error
             self.log(
                 "target_unavailable",
                 {"error": str(error), "attempt": self._backoff.attempt, "retry_in": round(delay, 3)},

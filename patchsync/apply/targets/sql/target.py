@@ -391,4 +391,3 @@ class SqlTarget(TermDictionary, Ledger):
             self.close()
         else:
             self.discard()
-

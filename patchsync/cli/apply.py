@@ -1,0 +1,112 @@
+"""``patchsync apply LOG...``: apply patch logs to a target, each unit exactly once."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from patchsync.cli.common import (
+    add_chain_flag,
+    add_relative_iris_flag,
+    add_target_flag,
+    close_target,
+    limits,
+    open_target,
+    patch_format,
+    result_line,
+)
+from patchsync.errors import UsageError
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    apply = sub.add_parser(
+        "apply",
+        help="apply patch logs to a target",
+        description="Apply .jellyp/.rdfp patch logs to a target. Each unit (transaction) is applied atomically "
+        "with the log's checkpoint, so re-running resumes where the last run stopped and applies nothing twice.",
+    )
+    apply.add_argument("logs", nargs="+", metavar="LOG", help="patch logs, applied in the order given")
+    add_target_flag(apply)
+    add_chain_flag(apply)
+    apply.add_argument("--reset", action="store_true", help="start a log over when its checkpoint no longer matches it")
+    apply.add_argument("--from", dest="from_format", choices=["jellyp", "rdfp"], help="log format")
+    apply.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
+    add_relative_iris_flag(apply)
+    apply.add_argument(
+        "--graph",
+        metavar="IRI",
+        help="put statements that name no graph (TRIPLES streams, triple rows of .rdfp) in this graph "
+        "instead of the default graph",
+    )
+    apply.set_defaults(func=run)
+
+
+class Progress:
+    """A one-line progress bar on stderr, only when stderr is a terminal."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled and sys.stderr.isatty()
+        self.name = ""
+        self.size = 0
+        self.start = 0.0
+
+    def begin(self, name: str, size: int) -> None:
+        self.name, self.size, self.start = name, size, time.monotonic()
+
+    def __call__(self, result: Any, offset: int) -> None:
+        if not self.enabled:
+            return
+        fraction = min(1.0, offset / self.size) if self.size else 0.0
+        width = 24
+        bar = "#" * int(fraction * width)
+        rate = result.rows / max(time.monotonic() - self.start, 1e-9)
+        sys.stderr.write(f"\r{self.name} [{bar:<{width}}] {fraction:4.0%} {result.rows:,} rows {rate:,.0f} rows/s ")
+        sys.stderr.flush()
+
+    def end(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+
+
+def run(args: argparse.Namespace) -> int:
+    from patchsync.apply.api import apply_file
+    from patchsync.apply.applier import ApplyResult
+
+    for log in args.logs:
+        patch_format(log, args.from_format)
+        if not Path(log).is_file():
+            raise UsageError(f"{log}: no such file")
+    target = open_target(args.target)
+    total = ApplyResult(source="total")
+    progress = Progress(not args.no_progress)
+    started = time.monotonic()
+    try:
+        for log in args.logs:
+            progress.begin(log, Path(log).stat().st_size)
+            try:
+                result = apply_file(
+                    log,
+                    target,
+                    fmt=args.from_format,
+                    chain=args.chain,
+                    reset=args.reset,
+                    progress=progress,
+                    graph=args.graph,
+                    limits=limits(args),
+                )
+            finally:
+                progress.end()
+            total.merge(result)
+            print(f"{log}: {result_line(result)}")
+        target.close()
+    except BaseException:
+        close_target(target, failed=True)
+        raise
+    elapsed = time.monotonic() - started
+    rate = total.rows / elapsed if elapsed > 0 else 0.0
+    print(f"total: {result_line(total)} in {elapsed:.2f}s ({rate:,.0f} rows/s)")
+    return 0

@@ -1,0 +1,156 @@
+"""What the command modules share: exit codes, error lines, files in and out, targets.
+
+Nothing here imports a heavy stack at module level: ``patchsync --version`` loads this
+module, so SQLAlchemy, rdflib and friends are imported inside the functions that need them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from patchsync.errors import PatchsyncError, UsageError
+
+if TYPE_CHECKING:
+    from patchsync.apply.target import Target
+    from patchsync.options import Limits
+
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+
+DEFAULT_TARGET = "sqlite:///patchsync.db"
+TARGET_HELP = (
+    "a SQLAlchemy URL (sqlite:///state.db, postgresql+psycopg://user@host/db), "
+    f"file:PATH.trig|.nq|.ttl|.nt or oxigraph:DIR (default {DEFAULT_TARGET})"
+)
+
+#: How the command line spells a library parameter that an error message names
+#: (``PatchsyncError.params``): the flag that sets it, given the value.
+FLAGS: dict[str, Callable[[object], str]] = {
+    "reset": lambda _value: "--reset",
+    "chain": lambda value: f"--chain {value}",
+    "graph": lambda value: f"--graph {value!r}",
+    "retry_timeout": lambda value: f"--retry-timeout {value:g}" if isinstance(value, float) else "--retry-timeout",
+    "require_absolute_iris": lambda _value: "--allow-relative-iris",
+}
+
+
+def fail(message: str) -> None:
+    """Print one error line on stderr."""
+    print(f"patchsync: {message}", file=sys.stderr)
+
+
+def error_line(exc: PatchsyncError) -> str:
+    """The error's message with each parameter it names spelled as the flag that sets it."""
+    text = str(exc)
+    for name, value in exc.params:
+        flag = FLAGS.get(name)
+        if flag is not None:
+            text = text.replace(f"{name}={value!r}", flag(value))
+    return text
+
+
+def read_all(path: str) -> bytes:
+    """The whole input: a file, or standard input for ``-``."""
+    if path == "-":
+        return sys.stdin.buffer.read()
+    return Path(path).read_bytes()
+
+
+def source_name(path: str) -> str:
+    """How errors name an input."""
+    return "<stdin>" if path == "-" else path
+
+
+def patch_format(path: str, given: str | None, *, writing: bool = False) -> str:
+    """The patch log format of ``path`` (by extension) or ``given`` (``--from``/``--to``)."""
+    from patchsync.logs.patch_logs import format_of
+
+    if path == "-" and not given:
+        flag = "--to" if writing else "--from"
+        raise UsageError(
+            f"{'writing standard output' if writing else 'reading standard input'} needs {flag} jellyp|rdfp"
+        )
+    return format_of(path, given)
+
+
+@contextmanager
+def output(path: str) -> Iterator[IO[bytes]]:
+    """A binary output that appears at ``path`` only if the block succeeds (``-``: stdout)."""
+    if path == "-":
+        yield sys.stdout.buffer
+        sys.stdout.buffer.flush()
+        return
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or Path("."))
+    try:
+        with os.fdopen(fd, "wb") as f:
+            yield f
+        os.replace(tmp, target)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def open_target(spec: str) -> Target:
+    """The target named on the command line (see :mod:`patchsync.apply.registry`)."""
+    from patchsync.apply.registry import open_target as open_registered
+
+    return open_registered(spec)
+
+
+def close_target(target: Target, *, failed: bool) -> None:
+    """Close ``target``; after a failure without committing where the target can."""
+    from patchsync.apply.target import discard_target
+
+    if failed:
+        discard_target(target)
+    else:
+        target.close()
+
+
+def add_target_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--target", default=DEFAULT_TARGET, help=TARGET_HELP)
+
+
+def add_chain_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--chain",
+        choices=["strict", "ignore"],
+        default="strict",
+        help="strict (default): a patch's prev must be the target's last patch id, re-delivered ids are skipped",
+    )
+
+
+def add_relative_iris_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--allow-relative-iris",
+        action="store_true",
+        help="accept IRIs without a scheme (refused by default: they are the mark of logs joined with cat; "
+        "join logs with patchsync append)",
+    )
+
+
+def limits(args: argparse.Namespace) -> Limits:
+    """Decoder limits from the flags of ``apply``, ``tail`` and ``append``."""
+    from patchsync.options import Limits
+
+    return Limits(require_absolute_iris=not args.allow_relative_iris)
+
+
+def result_line(r: Any) -> str:
+    """One line for an :class:`~patchsync.apply.applier.ApplyResult`."""
+    line = f"{r.patches} patches applied, {r.units} units ({r.added} added, {r.deleted} deleted, {r.noop} no-op)"
+    if r.aborted:
+        line += f", {r.aborted} aborted"
+    if r.skipped:
+        line += f", {r.skipped} re-delivered skipped"
+    if r.replayed:
+        line += f", {r.replayed} events already applied"
+    return line

@@ -1,0 +1,98 @@
+"""``patchsync convert IN OUT``: between patch formats, or between RDF formats."""
+
+from __future__ import annotations
+
+import argparse
+
+from patchsync.cli.common import output, patch_format, read_all, source_name
+from patchsync.errors import UsageError
+
+# Patch formats, then the RDF dataset formats of patchsync.logs.rdf_files (.jelly and text).
+FORMATS = ["jellyp", "rdfp", "jelly", "nt", "nq", "ttl", "trig"]
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    convert = sub.add_parser(
+        "convert",
+        help="convert between .jellyp and .rdfp",
+        description="Convert a patch log between Jelly-Patch (.jellyp) and RDF Patch text (.rdfp). "
+        "Formats follow the file extensions; use - with --from/--to for pipes.",
+    )
+    convert.add_argument("input", help="input file, or - for standard input")
+    convert.add_argument("output", help="output file, or - for standard output")
+    convert.add_argument("--from", dest="from_format", choices=FORMATS, help="input format")
+    convert.add_argument("--to", dest="to_format", choices=FORMATS, help="output format")
+    convert.add_argument(
+        "--physical",
+        choices=["triples", "quads", "graphs"],
+        help="Jelly-RDF physical stream type (default: the input's, else quads if it names graphs, else triples)",
+    )
+    convert.add_argument(
+        "--stream-type",
+        choices=["frame", "flat", "punctuated"],
+        help="Jelly-Patch stream type (default: the input's, else punctuated); flat merges all patches into one",
+    )
+    convert.add_argument(
+        "--statements", choices=["triples", "quads"], help="statement type (default: the input's, else quads)"
+    )
+    convert.add_argument("--frame-size", type=int, metavar="N", help="maximum rows per frame (default 1024)")
+    convert.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from patchsync.logs.rdf_files import rdf_format_of
+
+    rdf_in, rdf_out = rdf_format_of(args.input, args.from_format), rdf_format_of(args.output, args.to_format)
+    if rdf_in or rdf_out:
+        return _convert_rdf(args, rdf_in, rdf_out)
+    from patchsync.logs.convert import convert_log
+    from patchsync.options import StatementType, StreamType
+
+    in_fmt = patch_format(args.input, args.from_format)
+    out_fmt = patch_format(args.output, args.to_format, writing=True)
+    _check_frame_size(args)
+    data = read_all(args.input)
+    with output(args.output) as out:
+        convert_log(
+            data,
+            in_fmt,
+            out,
+            out_fmt,
+            source=source_name(args.input),
+            stream_type=StreamType[args.stream_type.upper()] if args.stream_type else None,
+            statement_type=StatementType[args.statements.upper()] if args.statements else None,
+            frame_rows=args.frame_size,
+        )
+    return 0
+
+
+def _check_frame_size(args: argparse.Namespace) -> None:
+    if args.frame_size is not None and args.frame_size < 1:
+        raise UsageError("--frame-size must be at least 1")
+
+
+def _convert_rdf(args: argparse.Namespace, in_fmt: str | None, out_fmt: str | None) -> int:
+    from patchsync.logs.rdf_files import convert_rdf
+
+    if in_fmt is None or out_fmt is None:
+        raise UsageError(
+            "convert works between patch formats (.jellyp, .rdfp) or between RDF formats "
+            "(.jelly, .nt, .nq, .ttl, .trig), not from one kind to the other"
+        )
+    if args.input == "-" and not args.from_format:
+        raise UsageError("reading standard input needs --from")
+    if args.output == "-" and not args.to_format:
+        raise UsageError("writing standard output needs --to")
+    _check_frame_size(args)
+    data = read_all(args.input)
+    with output(args.output) as out:
+        convert_rdf(
+            data,
+            in_fmt,
+            out,
+            out_fmt,
+            source=source_name(args.input),
+            physical=args.physical,
+            frame_rows=args.frame_size,
+        )
+    return 0

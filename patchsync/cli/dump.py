@@ -1,0 +1,35 @@
+"""``patchsync dump``: write a target's committed state."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from patchsync.cli.common import add_target_flag, open_target, output
+
+DUMP_FORMATS = ("nq", "nt", "trig", "ttl")
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    dump = sub.add_parser("dump", help="write a target's current state", description="Write a target's quads.")
+    add_target_flag(dump)
+    dump.add_argument("--format", default=None, choices=DUMP_FORMATS, help="output format (default nq)")
+    dump.add_argument("-o", "--output", default="-", help="output file (default: standard output)")
+    dump.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from patchsync.apply.dump import write_dump
+    from patchsync.apply.target import dumpable
+
+    fmt = args.format
+    if fmt is None:
+        suffix = Path(args.output).suffix.lstrip(".") if args.output != "-" else ""
+        fmt = suffix if suffix in DUMP_FORMATS else "nq"
+    target = open_target(args.target)
+    try:
+        with output(args.output) as out:
+            write_dump(dumpable(target), fmt, out)
+    finally:
+        target.close()
+    return 0

@@ -1,0 +1,140 @@
+"""``patchsync tail PATH...``: the daemon keeping a target in step with growing logs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from patchsync.cli.common import (
+    EXIT_ERROR,
+    add_chain_flag,
+    add_relative_iris_flag,
+    add_target_flag,
+    close_target,
+    fail,
+    limits,
+    open_target,
+)
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    tail = sub.add_parser(
+        "tail",
+        help="keep a target in step with growing patch logs",
+        description="Tail .jellyp logs (files, or directories read in file-name order) into a target: each unit "
+        "is applied as soon as it is complete, with the log's checkpoint; a restart resumes every log from its "
+        "checkpoint. SIGTERM/SIGINT finish the current unit and exit 0. Log lines go to stderr.",
+    )
+    tail.add_argument("paths", nargs="+", metavar="PATH", help="a .jellyp log or a directory of them")
+    add_target_flag(tail)
+    add_chain_flag(tail)
+    tail.add_argument("--poll", action="store_true", help="poll the file system instead of inotify (network mounts)")
+    tail.add_argument(
+        "--poll-interval",
+        type=float,
+        default=1.0,
+        metavar="S",
+        help="seconds between polls, and the longest wait without a file event (default 1)",
+    )
+    tail.add_argument("--once", action="store_true", help="apply what the logs hold now and exit")
+    add_relative_iris_flag(tail)
+    tail.add_argument(
+        "--keep-going", action="store_true", help="when one log fails, keep tailing the others (exit 1 at the end)"
+    )
+    tail.add_argument("--reset", action="store_true", help="start a log over when its checkpoint no longer matches it")
+    tail.add_argument(
+        "--state-dir",
+        metavar="DIR",
+        help="locks, decoder snapshots and status of the daemon (default: next to a SQLite/file/Oxigraph target, "
+        "as TARGET.tail)",
+    )
+    tail.add_argument(
+        "--log-interval", type=float, default=1.0, metavar="S", help="at most one progress line per log per S seconds"
+    )
+    tail.add_argument(
+        "--retry-max-delay",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="when the target is unavailable (connection lost, server restarting, SQLite locked), wait 0.2 s, "
+        "then twice as long per failed attempt, at most S seconds (default 30)",
+    )
+    tail.add_argument(
+        "--retry-timeout",
+        type=float,
+        default=600.0,
+        metavar="S",
+        help="give up (exit 1) when the target stays unavailable for S seconds (default 600; 0: never retry)",
+    )
+    tail.set_defaults(func=run)
+
+
+class TailLog:
+    """Structured ``key=value`` lines on stderr; progress lines rate-limited per source."""
+
+    def __init__(self, interval: float) -> None:
+        self.interval = interval
+        self.last: dict[str, float] = {}
+
+    def __call__(self, event: str, fields: dict[str, Any]) -> None:
+        if event == "applied" and fields.get("state") == "live":
+            now = time.monotonic()
+            source = str(fields.get("source"))
+            if now - self.last.get(source, -1e9) < self.interval:
+                return
+            self.last[source] = now
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
+        parts = [f"ts={stamp}", f"event={event}"]
+        for key, value in fields.items():
+            if value is None:
+                continue
+            text = json.dumps(value) if isinstance(value, (dict, list)) else str(value)
+            if not text or any(c in text for c in ' "='):
+                text = json.dumps(text)
+            parts.append(f"{key}={text}")
+        print(" ".join(parts), file=sys.stderr, flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    from patchsync.tail import Tailer, TailOptions, default_state_dir, open_retrying
+
+    state_dir = args.state_dir or default_state_dir(args.target)
+    log = TailLog(args.log_interval)
+    retry = {"retry_max_delay": args.retry_max_delay, "retry_timeout": args.retry_timeout}
+    target = open_retrying(lambda: open_target(args.target), log=log, **retry)
+    tailer = None
+    try:
+        tailer = Tailer(
+            args.paths,
+            target,
+            TailOptions(
+                chain=args.chain,
+                reset=args.reset,
+                keep_going=args.keep_going,
+                state_dir=state_dir,
+                poll=args.poll,
+                poll_interval=args.poll_interval,
+                log=log,
+                reopen=lambda: open_target(args.target),
+                limits=limits(args),
+                **retry,
+            ),
+        )
+        try:
+            reports = tailer.run_once() if args.once else tailer.run()
+        finally:
+            tailer.close()
+        target = tailer.target  # reopened if the first one was lost
+        target.close()
+    except BaseException:
+        if tailer is not None:
+            target = tailer.target
+        close_target(target, failed=True)
+        raise
+    failed = [r for r in reports if r.state == "failed"]
+    for r in failed:
+        fail(r.error or f"{r.source}: failed")
+    return EXIT_ERROR if failed else 0

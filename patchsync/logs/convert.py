@@ -1,0 +1,165 @@
+"""Whole-log operations on patch logs held in memory: convert and summarize.
+
+The command line's ``convert``, ``inspect`` and ``reverse`` are thin over these. Each reads
+the whole input first: a conversion validates everything before a byte is written, and
+Jelly-Patch needs its stream options (which features the patches use) before the first row.
+Terms travel as N-Triples strings, so every term is written exactly as it was read (no
+rdflib normalization). Reversing a log is in :mod:`patchsync.capture.reverse_log`.
+"""
+
+from __future__ import annotations
+
+import io
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import IO, Any
+
+from patchsync.codec.frame_stats import frame_stats
+from patchsync.events import Add, Delete, Event, Options, PatchEnd
+from patchsync.logs.patch_logs import iter_stream_events, write_events
+from patchsync.options import PatchOptions, StatementType, StreamType
+from patchsync.terms import BNODE, LITERAL, TRIPLE
+from patchsync.terms.ntriples import NTriplesTerms
+
+#: Row codes of RDF Patch text, by event class name (what ``inspect`` counts).
+ROW_CODES = {
+    "Header": "H",
+    "TxStart": "TX",
+    "TxCommit": "TC",
+    "TxAbort": "TA",
+    "PrefixAdd": "PA",
+    "PrefixDelete": "PD",
+    "Add": "A",
+    "Delete": "D",
+}
+
+
+def stream_events(data: bytes, fmt: str, source: str) -> Iterator[Event]:
+    """The events of a whole log in ``data``, terms as N-Triples strings."""
+    return iter_stream_events(io.BytesIO(data), fmt, adapter=NTriplesTerms(), source=source)
+
+
+@dataclass(frozen=True, slots=True)
+class Features:
+    """What a log holds that its writer's options must declare."""
+
+    #: The log's own options (Jelly-Patch); ``None`` for RDF Patch text.
+    options: PatchOptions | None
+    quads: bool = False
+    rdf_star: bool = False
+    generalized: bool = False
+
+
+def scan_features(data: bytes, fmt: str, source: str) -> Features:
+    """One pass over a whole log: its options (Jelly-Patch) or the features it uses (text).
+
+    Decoding the whole input also validates it, so a conversion fails before writing.
+    """
+    adapter = NTriplesTerms()
+    quads = star = generalized = False
+    for event in stream_events(data, fmt, source):
+        kind = type(event)
+        if kind is Options:
+            return Features(event.options)  # type: ignore[union-attr]
+        if kind is Add or kind is Delete:
+            assert isinstance(event, (Add, Delete))
+            if event.g:
+                quads = True
+            for position, term in (("s", event.s), ("p", event.p), ("o", event.o)):
+                u = adapter.unpack(term)
+                if u[0] == TRIPLE:
+                    star = True
+                    if position == "p":
+                        generalized = True
+                elif (u[0] == LITERAL and position != "o") or (u[0] == BNODE and position == "p"):
+                    generalized = True
+            if event.g and adapter.unpack(event.g)[0] == LITERAL:
+                generalized = True
+    return Features(None, quads, star, generalized)
+
+
+def convert_log(
+    data: bytes,
+    in_fmt: str,
+    out: IO[bytes],
+    out_fmt: str,
+    *,
+    source: str,
+    stream_type: StreamType | None = None,
+    statement_type: StatementType | None = None,
+    frame_rows: int | None = None,
+) -> None:
+    """Write the log in ``data`` to ``out`` in ``out_fmt``.
+
+    The output keeps the input's Jelly options where it has them; otherwise PUNCTUATED /
+    QUADS with RDF-star or generalized statements declared only when the input uses them.
+    ``stream_type`` and ``statement_type`` override; FLAT merges all patches into one.
+    """
+    found = scan_features(data, in_fmt, source)
+    base = found.options or PatchOptions(rdf_star=found.rdf_star, generalized_statements=found.generalized)
+    options = PatchOptions(
+        stream_type=stream_type or base.stream_type,
+        statement_type=statement_type or base.statement_type,
+        generalized_statements=base.generalized_statements,
+        rdf_star=base.rdf_star,
+        max_name_table_size=base.max_name_table_size,
+        max_prefix_table_size=base.max_prefix_table_size,
+        max_datatype_table_size=base.max_datatype_table_size,
+    )
+    write_events(
+        stream_events(data, in_fmt, source),
+        out,
+        out_fmt,
+        options=options,
+        adapter=NTriplesTerms(),
+        max_frame_rows=frame_rows,
+    )
+
+
+def summarize_log(data: bytes, fmt: str, source: str) -> dict[str, Any]:
+    """A JSON-ready summary: patches, rows by code and, for Jelly-Patch, options, frames, lookups."""
+    summary: dict[str, Any] = {"file": source, "format": fmt, "bytes": len(data)}
+    rows: Counter[str] = Counter()
+    patches = 0
+    options: PatchOptions | None = None
+    for event in stream_events(data, fmt, source):
+        if type(event) is PatchEnd:
+            patches += 1
+        elif type(event) is Options:
+            options = event.options
+        else:
+            rows[ROW_CODES[type(event).__name__]] += 1
+    summary["patches"] = patches
+    if fmt == "jellyp":
+        stats = frame_stats(data, source)
+        summary["frames"] = stats.frames
+        if options is not None:
+            summary["options"] = {
+                "stream_type": options.stream_type.name,
+                "statement_type": options.statement_type.name,
+                "generalized_statements": options.generalized_statements,
+                "rdf_star": options.rdf_star,
+                "max_name_table_size": options.max_name_table_size,
+                "max_prefix_table_size": options.max_prefix_table_size,
+                "max_datatype_table_size": options.max_datatype_table_size,
+                "version": options.version,
+            }
+        summary["lookups"] = stats.lookups
+        rows.update(stats.rows)
+    summary["rows"] = dict(sorted(rows.items()))
+    return summary
+
+
+def reversal_options(found: PatchOptions | None) -> PatchOptions:
+    """The options of a reversed log: the input's, except that FLAT becomes PUNCTUATED.
+
+    A FLAT stream is one patch; its inverse is several (last patch first), which FLAT
+    cannot separate.
+    """
+    if found is None:
+        return PatchOptions()
+    if found.stream_type is not StreamType.FLAT:
+        return found
+    fields = {name: getattr(found, name) for name in PatchOptions.__slots__}
+    return PatchOptions(**{**fields, "stream_type": StreamType.PUNCTUATED})
