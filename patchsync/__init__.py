@@ -6,22 +6,6 @@ The public API lives here; modules whose names start with ``_`` and names not li
 
 from typing import TYPE_CHECKING
 
-from patchsync.apply import (
-    Applier,
-    ApplyResult,
-    Checkpoint,
-    MemoryTarget,
-    PatchRecord,
-    Target,
-    apply_events,
-    apply_file,
-    apply_stream,
-    open_target,
-)
-from patchsync.codec.patch_decoder import END, NEED_DATA, PatchDecoder
-from patchsync.codec.patch_encoder import PatchEncoder
-from patchsync.codec.rdf_decoder import RdfDecoder
-from patchsync.codec.rdf_encoder import RdfEncoder, encode_statements
 from patchsync.errors import (
     ApplyError,
     ChainError,
@@ -127,9 +111,27 @@ __all__ = [
     "__version__",
 ]
 
-# Exported lazily: the rdflib change recorder, so that ``import patchsync`` does not import
-# rdflib (the codec does not need it), and the log-file layer, which a codec user need not load.
+# Exported lazily, so that ``import patchsync`` (and so every command's start) loads only the
+# small modules above: the codec, the applier and the log-file layer load on first use, and
+# the rdflib change recorder (rdflib) only when asked for.
 _LAZY = {
+    "Applier": "patchsync.apply",
+    "ApplyResult": "patchsync.apply",
+    "Checkpoint": "patchsync.apply",
+    "MemoryTarget": "patchsync.apply",
+    "PatchRecord": "patchsync.apply",
+    "Target": "patchsync.apply",
+    "apply_events": "patchsync.apply",
+    "apply_file": "patchsync.apply",
+    "apply_stream": "patchsync.apply",
+    "open_target": "patchsync.apply",
+    "END": "patchsync.codec.patch_decoder",
+    "NEED_DATA": "patchsync.codec.patch_decoder",
+    "PatchDecoder": "patchsync.codec.patch_decoder",
+    "PatchEncoder": "patchsync.codec.patch_encoder",
+    "RdfDecoder": "patchsync.codec.rdf_decoder",
+    "RdfEncoder": "patchsync.codec.rdf_encoder",
+    "encode_statements": "patchsync.codec.rdf_encoder",
     "LogWriter": "patchsync.capture",
     "Recorder": "patchsync.capture",
     "RecordingStore": "patchsync.capture",
@@ -139,7 +141,23 @@ _LAZY = {
     "write_events": "patchsync.logs.patch_logs",
 }
 if TYPE_CHECKING:
+    from patchsync.apply import (
+        Applier,
+        ApplyResult,
+        Checkpoint,
+        MemoryTarget,
+        PatchRecord,
+        Target,
+        apply_events,
+        apply_file,
+        apply_stream,
+        open_target,
+    )
     from patchsync.capture import LogWriter, Recorder, RecordingStore, record
+    from patchsync.codec.patch_decoder import END, NEED_DATA, PatchDecoder
+    from patchsync.codec.patch_encoder import PatchEncoder
+    from patchsync.codec.rdf_decoder import RdfDecoder
+    from patchsync.codec.rdf_encoder import RdfEncoder, encode_statements
     from patchsync.logs.patch_logs import LogAppender, read_events, write_events
 
 

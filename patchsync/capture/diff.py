@@ -24,7 +24,8 @@ import rdflib
 from rdflib import BNode, ConjunctiveGraph, Dataset, Graph, URIRef
 from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
 
-from patchsync.errors import DecodeError, FormatError, UsageError
+from patchsync import formats
+from patchsync.errors import DecodeError, UsageError
 from patchsync.events import (
     Add,
     Delete,
@@ -40,20 +41,6 @@ from patchsync.events import (
 
 Quad = tuple[Any, Any, Any, Any]
 
-#: Input formats of :func:`read_dataset` by extension, as rdflib names them.
-RDF_INPUTS = {
-    ".nt": "nt",
-    ".nq": "nquads",
-    ".ttl": "turtle",
-    ".trig": "trig",
-    ".n3": "n3",
-    ".jsonld": "json-ld",
-    ".rdf": "xml",
-    ".owl": "xml",
-    ".xml": "xml",
-}
-
-
 def read_dataset(path: str | os.PathLike[str]) -> Dataset:
     """An RDF file as an rdflib ``Dataset``, its format chosen by the extension.
 
@@ -63,21 +50,15 @@ def read_dataset(path: str | os.PathLike[str]) -> Dataset:
     first. The other formats go through rdflib with literal normalization off; rdflib gives
     their blank nodes fresh labels, so compare them with ``canonical=True``.
     """
-    from patchsync.logs.rdf_labels import LABELLED_FORMATS, read_labelled
+    from patchsync.logs.rdf_labels import read_labelled
 
-    suffix = Path(path).suffix.lower()
-    fmt = RDF_INPUTS.get(suffix)
-    if fmt is None:
-        raise FormatError(
-            f"{path}: cannot tell the RDF format from the extension {suffix or '(none)'!r}; "
-            f"use one of {', '.join(RDF_INPUTS)}"
-        )
+    fmt = formats.require(path, None, formats.DIFF_INPUT, "RDF", nameable=False)
     ds = Dataset()
-    if suffix in LABELLED_FORMATS:
-        found = read_labelled(path)
-        for name, iri in found.prefixes.items():
+    if fmt.keeps_labels:
+        labelled = read_labelled(path)
+        for name, iri in labelled.prefixes.items():
             ds.bind(name, iri, override=True)
-        for s_, p_, o_, g in found.quads:
+        for s_, p_, o_, g in labelled.quads:
             ds.add((s_, p_, o_, g if g is not None else DATASET_DEFAULT_GRAPH_ID))  # type: ignore[arg-type]
         return ds
     data = Path(path).read_bytes()
@@ -86,9 +67,9 @@ def read_dataset(path: str | os.PathLike[str]) -> Dataset:
     # must carry the data exactly as written.
     rdflib.NORMALIZE_LITERALS = False
     try:
-        ds.parse(data=data, format=fmt, publicID=Path(path).resolve().as_uri())
+        ds.parse(data=data, format=fmt.rdflib_name, publicID=Path(path).resolve().as_uri())
     except Exception as exc:  # rdflib raises many unrelated types for bad input
-        raise DecodeError(f"not valid {fmt}: {exc}".splitlines()[0], source=str(path)) from None
+        raise DecodeError(f"not valid {fmt.rdflib_name}: {exc}".splitlines()[0], source=str(path)) from None
     finally:
         rdflib.NORMALIZE_LITERALS = saved
     return ds

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 
+from patchsync import formats
 from patchsync.cli.common import output, patch_format, read_all, source_name
 from patchsync.errors import UsageError
 
-# Patch formats, then the RDF dataset formats of patchsync.logs.rdf_files (.jelly and text).
-FORMATS = ["jellyp", "rdfp", "jelly", "nt", "nq", "ttl", "trig"]
+# Patch formats, then the RDF formats convert reads and writes.
+FORMATS = formats.names(formats.PATCH_LOG) + formats.names(formats.RDF_CONVERT)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

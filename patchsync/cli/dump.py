@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from patchsync import formats
 from patchsync.cli.common import add_target_flag, open_target, output
 
-DUMP_FORMATS = ("nq", "nt", "trig", "ttl")
+DUMP_FORMATS = formats.names(formats.DUMP)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

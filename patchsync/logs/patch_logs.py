@@ -13,34 +13,23 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from patchsync import formats
 from patchsync.codec.patch_decoder import PatchDecoder
 from patchsync.codec.patch_encoder import DEFAULT_FRAME_ROWS, PatchEncoder
-from patchsync.errors import DecodeError, FormatError, UsageError
+from patchsync.errors import DecodeError, UsageError
 from patchsync.events import Event, Header, Options, PatchEnd
 from patchsync.options import Limits, PatchOptions
 from patchsync.terms import IRI, TermAdapter
 
 CHUNK_SIZE = 1 << 20
 
-#: File extensions by format name.
-PATCH_FORMATS = {".jellyp": "jellyp", ".rdfp": "rdfp"}
+#: Patch log formats by file extension (from :mod:`patchsync.formats`).
+PATCH_FORMATS = {suffix: f.name for f in formats.with_role(formats.PATCH_LOG) for suffix in f.suffixes}
 
 
 def format_of(path: str | os.PathLike[str], given: str | None = None) -> str:
     """The patch format named by ``given`` or by the file extension."""
-    if given:
-        name = given.lower().lstrip(".")
-        if name not in PATCH_FORMATS.values():
-            raise FormatError(f"unknown patch format {given!r} (expected one of: {', '.join(PATCH_FORMATS.values())})")
-        return name
-    suffix = Path(path).suffix.lower()
-    try:
-        return PATCH_FORMATS[suffix]
-    except KeyError:
-        raise FormatError(
-            f"{path}: cannot tell the format from the extension {suffix or '(none)'!r}; "
-            f"use {', '.join(PATCH_FORMATS)} or name the format"
-        ) from None
+    return formats.require(path, given, formats.PATCH_LOG, "patch").name
 
 
 def _reader(fmt: str, adapter: TermAdapter[Any] | None, source: str, limits: Limits | None) -> Any:

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from patchsync import formats
 from patchsync._proto import rdf_pb2
 from patchsync.codec.framing import Framer
 from patchsync.codec.nquads import read_statements
@@ -37,9 +38,8 @@ from patchsync.terms.ntriples import NTriplesTerms
 
 __all__ = ["RDF_FORMATS", "convert_rdf", "jelly_summary", "rdf_format_of"]
 
-#: RDF formats by file extension.
-RDF_FORMATS = {".jelly": "jelly", ".nt": "nt", ".nq": "nq", ".ttl": "ttl", ".trig": "trig"}
-_RDFLIB_NAMES = {"ttl": "turtle", "trig": "trig"}
+#: RDF formats ``convert`` reads and writes, by file extension (from :mod:`patchsync.formats`).
+RDF_FORMATS = {suffix: f.name for f in formats.with_role(formats.RDF_CONVERT) for suffix in f.suffixes}
 
 _NT = NTriplesTerms()
 _DEFAULT = _NT.default_graph()
@@ -49,13 +49,17 @@ Quad = tuple[str, str, str, str | None]
 
 def rdf_format_of(path: str | os.PathLike[str], given: str | None = None) -> str | None:
     """The RDF format named by ``given`` or by the extension; ``None`` if it is not one."""
-    if given:
-        name = given.lower().lstrip(".")
-        return name if name in RDF_FORMATS.values() else None
-    return RDF_FORMATS.get(Path(path).suffix.lower())
+    found = formats.find(path, given, formats.RDF_CONVERT)
+    return found.name if found is not None else None
 
 
 # -- reading ----------------------------------------------------------------------------
+
+
+def _rdflib_name(fmt: str) -> str:
+    found = formats.by_name(fmt)
+    assert found is not None and found.rdflib_name is not None, fmt
+    return found.rdflib_name
 
 
 def _nt_term(u: Unpacked, unpack: Any) -> str:
@@ -79,7 +83,7 @@ def _read_rdflib(data: bytes, fmt: str, source: str) -> tuple[list[Quad], list[t
 
     ds = Dataset()
     try:
-        ds.parse(data=data, format=_RDFLIB_NAMES[fmt], publicID=Path(source).resolve().as_uri())
+        ds.parse(data=data, format=_rdflib_name(fmt), publicID=Path(source).resolve().as_uri())
     except Exception as exc:  # rdflib raises many unrelated types for bad input
         raise DecodeError(f"not valid {fmt}: {exc}", source=source) from None
     unpack = RdflibTerms().unpack
@@ -186,7 +190,7 @@ def convert_rdf(
         except UnicodeDecodeError as exc:
             raise DecodeError(f"not UTF-8 text: {exc.reason}", source=source, offset=exc.start) from None
         frames = [read_statements(text, _NT, source=source)]
-    elif in_fmt in _RDFLIB_NAMES:
+    elif in_fmt in ("ttl", "trig"):  # through rdflib
         quads, namespaces = _read_rdflib(data, in_fmt, source)
         frames = [quads]
     else:
@@ -228,7 +232,7 @@ def convert_rdf(
                 out.write("".join(buffer).encode("utf-8"))
                 buffer.clear()
         out.write("".join(buffer).encode("utf-8"))
-    elif out_fmt in _RDFLIB_NAMES:
+    elif out_fmt in ("ttl", "trig"):  # through rdflib
         from rdflib import Dataset
         from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
 

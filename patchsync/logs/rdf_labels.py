@@ -23,13 +23,19 @@ from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
 from rdflib.plugins.parsers.notation3 import BadSyntax, RDFSink, SinkParser
 from rdflib.plugins.parsers.trig import TrigSinkParser
 
+from patchsync import formats
 from patchsync.codec.nquads import read_statements
 from patchsync.errors import DecodeError, FormatError
 from patchsync.terms import TripleTerm
 from patchsync.terms.rdflib_adapter import RdflibTerms
 
 #: Formats read keeping labels, by extension, as rdflib names them.
-LABELLED_FORMATS = {".nq": "nquads", ".nt": "nt", ".trig": "trig", ".ttl": "turtle"}
+LABELLED_FORMATS = {
+    suffix: f.rdflib_name
+    for f in formats.with_role(formats.FILE_TARGET)
+    if f.keeps_labels and f.rdflib_name
+    for suffix in f.suffixes
+}
 
 #: Labels given to blank nodes written without one: this prefix and a counter.
 UNLABELLED_PREFIX = "anon"

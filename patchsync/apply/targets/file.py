@@ -29,13 +29,16 @@ from typing import Any
 from rdflib import Dataset, Graph, URIRef
 from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
 
+from patchsync import formats
 from patchsync.apply.target import Checkpoint, ErrorRule, PatchRecord, translate_error
 from patchsync.apply.targets.rdflib_store import RdflibTarget
 from patchsync.errors import ApplyError, FormatError, PatchsyncError
 from patchsync.logs.rdf_labels import read_labelled
 from patchsync.terms.ntriples import TermSyntaxError, format_iri, scan_term, skip_ws
 
-FILE_FORMATS = {".trig": "trig", ".nq": "nquads", ".ttl": "turtle", ".nt": "nt"}
+FILE_FORMATS = {
+    suffix: f.rdflib_name for f in formats.with_role(formats.FILE_TARGET) if f.rdflib_name for suffix in f.suffixes
+}
 SIDECAR_SUFFIX = ".patchsync.json"
 
 

@@ -1,0 +1,120 @@
+"""The file formats patchsync knows: one registry, looked up by name or file suffix.
+
+Each :class:`Format` says what kind of file it is (a patch log, or RDF data), its names and
+suffixes, whether it can hold named graphs, the name rdflib's parsers and serializers use
+for it (if rdflib reads it), whether patchsync keeps its blank node labels, and what
+patchsync can do with it (roles). Readers, writers, the CLI, ``diff`` and the file target
+all ask here instead of keeping tables of their own; adding a format is one entry.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from patchsync.errors import FormatError
+
+#: Roles: what patchsync does with a format.
+PATCH_LOG = "patch log"  # read and written as a patch log (apply, tail, convert, append)
+RDF_CONVERT = "convert"  # RDF data that ``convert`` reads and writes
+DIFF_INPUT = "diff input"  # RDF data that ``diff`` reads
+FILE_TARGET = "file target"  # a ``file:`` target can be a file of this format
+DUMP = "dump"  # ``dump --format``
+
+
+@dataclass(frozen=True, slots=True)
+class Format:
+    """One file format."""
+
+    name: str
+    suffixes: tuple[str, ...]
+    #: ``"patch"`` or ``"rdf"``.
+    kind: str
+    roles: frozenset[str]
+    #: Whether the format can name graphs (quads).
+    graphs: bool = True
+    #: rdflib's parser/serializer name, where patchsync reads or writes it through rdflib.
+    rdflib_name: str | None = None
+    #: Whether patchsync keeps blank node labels as written (docs/design.md §1).
+    keeps_labels: bool = False
+
+
+def _f(
+    name: str,
+    suffixes: tuple[str, ...],
+    kind: str,
+    roles: set[str],
+    *,
+    graphs: bool = True,
+    rdflib_name: str | None = None,
+    keeps_labels: bool = False,
+) -> Format:
+    return Format(name, suffixes, kind, frozenset(roles), graphs, rdflib_name, keeps_labels)
+
+
+#: Every known format, in the order messages list them.
+FORMATS: tuple[Format, ...] = (
+    _f("jellyp", (".jellyp",), "patch", {PATCH_LOG}, keeps_labels=True),
+    _f("rdfp", (".rdfp",), "patch", {PATCH_LOG}, keeps_labels=True),
+    _f("jelly", (".jelly",), "rdf", {RDF_CONVERT}, keeps_labels=True),
+    _f("nt", (".nt",), "rdf", {RDF_CONVERT, DIFF_INPUT, FILE_TARGET, DUMP}, graphs=False, rdflib_name="nt",
+       keeps_labels=True),
+    _f("nq", (".nq",), "rdf", {RDF_CONVERT, DIFF_INPUT, FILE_TARGET, DUMP}, rdflib_name="nquads",
+       keeps_labels=True),
+    _f("ttl", (".ttl",), "rdf", {RDF_CONVERT, DIFF_INPUT, FILE_TARGET, DUMP}, graphs=False,
+       rdflib_name="turtle", keeps_labels=True),
+    _f("trig", (".trig",), "rdf", {RDF_CONVERT, DIFF_INPUT, FILE_TARGET, DUMP}, rdflib_name="trig",
+       keeps_labels=True),
+    _f("n3", (".n3",), "rdf", {DIFF_INPUT}, graphs=False, rdflib_name="n3"),
+    _f("jsonld", (".jsonld",), "rdf", {DIFF_INPUT}, rdflib_name="json-ld"),
+    _f("rdfxml", (".rdf", ".owl", ".xml"), "rdf", {DIFF_INPUT}, graphs=False, rdflib_name="xml"),
+)  # fmt: skip
+
+_BY_NAME = {f.name: f for f in FORMATS}
+_BY_SUFFIX = {suffix: f for f in FORMATS for suffix in f.suffixes}
+
+
+def with_role(role: str) -> tuple[Format, ...]:
+    """The formats that have ``role``, in registry order."""
+    return tuple(f for f in FORMATS if role in f.roles)
+
+
+def names(role: str) -> list[str]:
+    """The names of the formats that have ``role`` (for ``choices=`` and messages)."""
+    return [f.name for f in with_role(role)]
+
+
+def suffixes(role: str) -> list[str]:
+    """The file suffixes of the formats that have ``role``."""
+    return [s for f in with_role(role) for s in f.suffixes]
+
+
+def by_name(name: str) -> Format | None:
+    """The format called ``name`` (case and a leading dot ignored), or ``None``."""
+    return _BY_NAME.get(name.lower().lstrip("."))
+
+
+def by_suffix(path: str | os.PathLike[str]) -> Format | None:
+    """The format of ``path`` by its suffix, or ``None``."""
+    return _BY_SUFFIX.get(Path(path).suffix.lower())
+
+
+def find(path: str | os.PathLike[str], given: str | None, role: str) -> Format | None:
+    """The format named by ``given``, else by the suffix of ``path``, if it has ``role``."""
+    found = by_name(given) if given else by_suffix(path)
+    return found if found is not None and role in found.roles else None
+
+
+def require(path: str | os.PathLike[str], given: str | None, role: str, what: str, *, nameable: bool = True) -> Format:
+    """:func:`find`, or :class:`FormatError` naming what was expected (``what``: "patch", "RDF")."""
+    found = find(path, given, role)
+    if found is not None:
+        return found
+    if given:
+        raise FormatError(f"unknown {what} format {given!r} (expected one of: {', '.join(names(role))})")
+    suffix = Path(path).suffix.lower()
+    raise FormatError(
+        f"{path}: cannot tell the format from the extension {suffix or '(none)'!r}; "
+        f"use one of {', '.join(suffixes(role))}" + (" or name the format" if nameable else "")
+    )
