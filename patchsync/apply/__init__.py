@@ -9,9 +9,9 @@ Targets: :class:`MemoryTarget` (the reference), :class:`SqlTarget` (SQLite, Post
 three imported from their modules.
 """
 
-from patchsync.apply.api import apply_events, apply_file, apply_stream, fingerprint, open_target
-from patchsync.apply.applier import Applier, ApplyResult
-from patchsync.apply.registry import register_target, target_schemes
+from typing import TYPE_CHECKING
+
+from patchsync.apply.registry import open_target, register_target, target_schemes
 from patchsync.apply.target import (
     CAN_CONTAINS,
     CAN_DISCARD,
@@ -25,7 +25,33 @@ from patchsync.apply.target import (
     Target,
     capabilities_of,
 )
-from patchsync.apply.targets.memory import MemoryTarget
+
+if TYPE_CHECKING:
+    from patchsync.apply.api import apply_events, apply_file, apply_stream, fingerprint
+    from patchsync.apply.applier import Applier, ApplyResult
+    from patchsync.apply.targets.memory import MemoryTarget
+
+# The applier and the one-call API load on first use: opening a target to read its
+# checkpoints (``patchsync status``) needs neither.
+_LAZY = {
+    "apply_events": "patchsync.apply.api",
+    "apply_file": "patchsync.apply.api",
+    "apply_stream": "patchsync.apply.api",
+    "fingerprint": "patchsync.apply.api",
+    "Applier": "patchsync.apply.applier",
+    "ApplyResult": "patchsync.apply.applier",
+    "MemoryTarget": "patchsync.apply.targets.memory",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'patchsync.apply' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
+
 
 __all__ = [
     "CAN_CONTAINS",

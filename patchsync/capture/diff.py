@@ -41,6 +41,7 @@ from patchsync.events import (
 
 Quad = tuple[Any, Any, Any, Any]
 
+
 def read_dataset(path: str | os.PathLike[str]) -> Dataset:
     """An RDF file as an rdflib ``Dataset``, its format chosen by the extension.
 

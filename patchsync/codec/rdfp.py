@@ -58,6 +58,7 @@ from patchsync.terms.ntriples import (
     BNODE_LABEL,
     IRI_EXCLUDED,
     PN_PREFIX,
+    LazyPattern,
     TermSyntaxError,
     format_iri,
     format_string,
@@ -81,7 +82,7 @@ _PLAIN_TERM = (
     "(?:<(?!_:)([^" + IRI_EXCLUDED + "]*)>|_:(" + BNODE_LABEL + ')|"([^"\\\\\r\n]*)"'
     "(?:@([a-zA-Z]+(?:-[a-zA-Z0-9]+)*)|\\^\\^<(?!_:)([^" + IRI_EXCLUDED + "]*)>)?)"
 )
-_PLAIN_STATEMENT = re.compile(
+_PLAIN_STATEMENT = LazyPattern(
     "[ \\t]*([AD])[ \\t]+" + "[ \\t]+".join([_PLAIN_TERM] * 3) + "(?:[ \\t]+" + _PLAIN_TERM + ")?[ \\t]*\\.[ \\t]*"
 )
 # Row codes (PatchCodes in Jena); TB is Jena's alternative spelling of TX.
@@ -243,7 +244,7 @@ class RdfPatchTextReader(EventSource[Event], Generic[T]):
             raise self._error(f"term rejected by the term adapter: {exc}", offset, number) from None
 
     def _parse(self, line: str, offset: int, number: int) -> Event | None:
-        m = _PLAIN_STATEMENT.fullmatch(line)
+        m = _PLAIN_STATEMENT.pattern.fullmatch(line)
         if m is not None:
             return self._plain_statement(m, offset, number)
         pos = skip_ws(line, 0)

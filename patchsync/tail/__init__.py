@@ -63,11 +63,36 @@ failure is recorded in the state directory's ``status.json`` (shown by ``patchsy
 status``).
 """
 
-from patchsync.tail.options import TailOptions
-from patchsync.tail.retry import Backoff, is_transient, open_retrying
-from patchsync.tail.source import SourceReport
+from typing import TYPE_CHECKING
+
 from patchsync.tail.state import default_state_dir, lag_bytes, read_status
-from patchsync.tail.tailer import Tailer, tail
+
+if TYPE_CHECKING:
+    from patchsync.tail.options import TailOptions
+    from patchsync.tail.retry import Backoff, is_transient, open_retrying
+    from patchsync.tail.source import SourceReport
+    from patchsync.tail.tailer import Tailer, tail
+
+# The daemon itself loads on first use: ``patchsync status`` reads the state directory only.
+_LAZY = {
+    "TailOptions": "patchsync.tail.options",
+    "Backoff": "patchsync.tail.retry",
+    "is_transient": "patchsync.tail.retry",
+    "open_retrying": "patchsync.tail.retry",
+    "SourceReport": "patchsync.tail.source",
+    "Tailer": "patchsync.tail.tailer",
+    "tail": "patchsync.tail.tailer",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'patchsync.tail' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
+
 
 __all__ = [
     "Backoff",

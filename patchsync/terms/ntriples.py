@@ -19,6 +19,7 @@ what Apache Jena's patch writer emits besides N-Triples: Turtle's bare numbers a
 from __future__ import annotations
 
 import re
+import sys
 from typing import Any, TypeVar
 
 from patchsync.errors import EncodeError
@@ -64,10 +65,39 @@ _PN_CHARS = _PN_CHARS_U + "\\-0-9\u00b7\u0300-\u036f\u203f-\u2040"
 #: Regex source of N-Triples ``BLANK_NODE_LABEL`` without the ``_:``.
 BNODE_LABEL = "[" + _PN_CHARS_U + "0-9](?:[" + _PN_CHARS + ".]*[" + _PN_CHARS + "])?"
 
+
+class LazyPattern:
+    """A regular expression compiled on first use.
+
+    The grammar's character classes span most of Unicode; compiling one costs several
+    milliseconds, which every command would otherwise pay at start-up for patterns it
+    may never use (``patchsync --version`` needs none).
+    """
+
+    __slots__ = ("_compiled", "source")
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self._compiled: re.Pattern[str] | None = None
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        """The compiled pattern."""
+        if self._compiled is None:
+            self._compiled = re.compile(self.source)
+        return self._compiled
+
+    def match(self, string: str, pos: int = 0, endpos: int = sys.maxsize) -> re.Match[str] | None:
+        return self.pattern.match(string, pos, endpos)
+
+    def fullmatch(self, string: str, pos: int = 0, endpos: int = sys.maxsize) -> re.Match[str] | None:
+        return self.pattern.fullmatch(string, pos, endpos)
+
+
 #: Turtle ``PN_PREFIX``: what an unquoted RDF Patch keyword (header key, prefix name) is.
-PN_PREFIX = re.compile("[" + _PN_CHARS_BASE + "](?:[" + _PN_CHARS + ".]*[" + _PN_CHARS + "])?")
-_BNODE_LABEL = re.compile(BNODE_LABEL)
-_BNODE = re.compile("_:(" + BNODE_LABEL + ")")
+PN_PREFIX = LazyPattern("[" + _PN_CHARS_BASE + "](?:[" + _PN_CHARS + ".]*[" + _PN_CHARS + "])?")
+_BNODE_LABEL = LazyPattern(BNODE_LABEL)
+_BNODE = LazyPattern("_:(" + BNODE_LABEL + ")")
 
 #: Regex class body of the characters IRIREF excludes (only written as ``\u`` escapes).
 IRI_EXCLUDED = '\\x00-\\x20<>"{}|^`\\\\'
@@ -377,7 +407,7 @@ def scan_triple(line: str, pos: int, adapter: TermAdapter[T], depth_left: int = 
 
 # Fast paths for unpack: the shapes the format_* functions produce without escapes.
 _PLAIN_IRI_TERM = re.compile("<(?!_:)([^" + IRI_EXCLUDED + "]*)>")
-_PLAIN_BNODE_TERM = re.compile("_:(" + BNODE_LABEL + ")")
+_PLAIN_BNODE_TERM = LazyPattern("_:(" + BNODE_LABEL + ")")
 _PLAIN_LITERAL_TERM = re.compile(
     r'"([^"\\\r\n]*)"(?:@([a-zA-Z]+(?:-[a-zA-Z0-9]+)*)|\^\^<(?!_:)([^' + IRI_EXCLUDED + "]*)>)?"
 )
