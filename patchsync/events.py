@@ -154,7 +154,7 @@ def strip_position(event: Event) -> Event:
 # of the frame), ``frame`` (frame index) and ``row`` (row index in the frame).
 #
 # A frame is one RDF Message when a stream is read in grouped mode
-# (``specs/rdf-messages.txt``, DESIGN §8): the decoder ends every frame with
+# (``specs/rdf-messages.txt``, docs/design.md §8): the decoder ends every frame with
 # :class:`FrameEnd`, so a consumer can group statements by frame or ignore the boundaries
 # (flat reading).
 
@@ -204,7 +204,7 @@ class RdfOptions:
     """The options row of a Jelly-RDF stream.
 
     The defaults suit a dataset written as one flat stream of quads with the lookup sizes
-    of DESIGN §6. ``logical_type`` may be any registered RDF-STaX number (its base type,
+    of docs/design.md §6. ``logical_type`` may be any registered RDF-STaX number (its base type,
     the value mod 10, must be 1 to 4) or 0 for unspecified.
     """
 

@@ -1,7 +1,7 @@
 """Stream options and decoder limits, validated up front.
 
 :class:`PatchOptions` mirrors the ``RdfPatchOptions`` row (Jelly-Patch spec, "Patch stream
-options"); :class:`Limits` holds what a consumer is willing to accept (DESIGN §1).
+options"); :class:`Limits` holds what a consumer is willing to accept (docs/design.md §1).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ class StatementType(enum.IntEnum):
 class PatchOptions:
     """The options row of a Jelly-Patch stream.
 
-    The defaults are the writer defaults of DESIGN §6 (PUNCTUATED, QUADS, LRU lookups of
+    The defaults are the writer defaults of docs/design.md §6 (PUNCTUATED, QUADS, LRU lookups of
     4000 names, 150 prefixes and 32 datatypes).
     """
 
@@ -60,7 +60,7 @@ class PatchOptions:
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """Resource limits a decoder enforces before allocating (DESIGN §1)."""
+    """Resource limits a decoder enforces before allocating (docs/design.md §1)."""
 
     max_frame_bytes: int = 16 * 1024 * 1024
     max_name_table_size: int = 4096

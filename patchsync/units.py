@@ -1,7 +1,7 @@
 """Units of atomicity: the transaction rules of RDF Patch as one transition table.
 
 Theory of operation. Every reader, writer and consumer of patch events walks the same
-small state machine (DESIGN §2; ``specs/rdf-patch-text.md``; ``specs/jelly-patch-spec.txt``,
+small state machine (docs/design.md §2; ``specs/rdf-patch-text.md``; ``specs/jelly-patch-spec.txt``,
 "Transactions"). Rows are reduced to a :class:`Kind` (``H``, ``TX``, ``TC``, ``TA``, a
 change, the end of a patch, the end of the stream) and :data:`TRANSITIONS` says, for each
 (:class:`State`, :class:`Kind`) pair, either the :class:`Step` taken (the next state and
@@ -90,7 +90,7 @@ class Kind(enum.Enum):
 
 
 class Boundary(enum.Enum):
-    """The end of a unit of atomicity that a step marks (DESIGN §2)."""
+    """The end of a unit of atomicity that a step marks (docs/design.md §2)."""
 
     NONE = "none"
     #: ``TC``: the transaction's changes are applied atomically.

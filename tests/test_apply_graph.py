@@ -1,4 +1,4 @@
-"""DESIGN §5: TRIPLES streams go to the default graph of a dataset target, or a chosen graph."""
+"""docs/design.md §5: TRIPLES streams go to the default graph of a dataset target, or a chosen graph."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Applier semantics on every target, each compared with the in-memory reference target.
 
-Covers DESIGN §2 (units), §3 (checkpoints, re-runs, replaced logs), §4 (chains) and §5 (set
+Covers docs/design.md §2 (units), §3 (checkpoints, re-runs, replaced logs), §4 (chains) and §5 (set
 semantics, namespaces) on the memory, SQLite and PostgreSQL targets.
 """
 

@@ -34,7 +34,7 @@ def replay(events: Iterable[Event], target: Graph | None = None) -> Graph:
     """Apply committed units to ``target`` (a new Dataset by default) with set semantics.
 
     Rows outside a transaction form a unit ending at the next ``TX`` or at patch end;
-    ``TX`` … ``TA`` applies nothing (DESIGN §2).
+    ``TX`` … ``TA`` applies nothing (docs/design.md §2).
     """
     if target is None:
         target = Dataset()
@@ -42,7 +42,7 @@ def replay(events: Iterable[Event], target: Graph | None = None) -> Graph:
         target._bind_namespaces = "none"  # type: ignore[attr-defined]
     ds = target
     unit: list[Event] = []
-    # A statement without a graph is in the default graph (DESIGN §5), never "any graph".
+    # A statement without a graph is in the default graph (docs/design.md §5), never "any graph".
     quads = isinstance(ds, Dataset)
 
     def apply(rows: list[Event]) -> None:

@@ -8,7 +8,7 @@ units, and once space is freed (or the mount is writable again) a rerun must fin
 every patch applied once.
 
 A ``file:`` target is rewritten as a whole at each flush, data first and its checkpoint
-sidecar second (DESIGN §3): a failure between the two leaves the data one flush ahead of
+sidecar second (docs/design.md §3): a failure between the two leaves the data one flush ahead of
 the checkpoint, which a rerun replays harmlessly. The checks accept exactly that.
 """
 

@@ -1,6 +1,6 @@
 """``patchsync diff OLD NEW`` then ``patchsync apply`` to a copy of OLD gives exactly NEW.
 
-DESIGN, "blank node labels": blank node labels are system identifiers (RDF Patch
+docs/design.md §1, "blank node labels": blank node labels are system identifiers (RDF Patch
 semantics), so ``_:b1`` in a patch means the node written ``_:b1`` in the data it applies
 to. Both commands must therefore read N-Quads, N-Triples, TriG and Turtle keeping the
 labels as written, and the ``file:`` target must write them back. The result is compared

@@ -1,4 +1,4 @@
-"""Delimited framing, bare-frame detection and partial frames (DESIGN §1)."""
+"""Delimited framing, bare-frame detection and partial frames (docs/design.md §1)."""
 
 from __future__ import annotations
 

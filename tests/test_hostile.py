@@ -3,9 +3,9 @@
 Each case runs ``patchsync apply`` / ``inspect`` / ``convert`` / ``dump`` as a subprocess and
 checks the user's contract: a bad input gets one clear line (file, byte offset, rule), a
 non-zero exit and no traceback, and nothing of it is half-applied (the complete units
-before it are applied, DESIGN §2); a legal input is stored and dumps back identical.
+before it are applied, docs/design.md §2); a legal input is stored and dumps back identical.
 
-Memory limits (DESIGN §1, ``patchsync.options.Limits``), measured as the peak RSS of the
+Memory limits (docs/design.md §1, ``patchsync.options.Limits``), measured as the peak RSS of the
 child process (``os.wait4``):
 
 * an input rejected for a size limit (length prefix, lookup sizes, a 100 MB literal, a
@@ -355,7 +355,7 @@ def test_a_hundred_thousand_transactions_apply_one_unit_each(tmp_path: Path) -> 
 
 @pytest.mark.parametrize("fmt", ["rdfp", "jellyp"])
 def test_a_100_mb_literal_is_over_the_frame_limit(fmt: str, tmp_path: Path) -> None:
-    # DESIGN §1: a frame (a line of text) is at most 16 MiB, so a 100 MB literal is refused
+    # docs/design.md §1: a frame (a line of text) is at most 16 MiB, so a 100 MB literal is refused
     # with the limit named, as soon as the limit is passed: not after reading 100 MB.
     log = tmp_path / f"big.{fmt}"
     lex = "x" * (100 * 1000 * 1000)

@@ -1,4 +1,4 @@
-"""Appending to patch logs on disk (DESIGN §6): lock, options, chain head, crash leftovers."""
+"""Appending to patch logs on disk (docs/design.md §6): lock, options, chain head, crash leftovers."""
 
 from __future__ import annotations
 

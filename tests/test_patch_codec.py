@@ -185,7 +185,7 @@ def test_events_carry_frame_offsets_and_rows() -> None:
 
 
 def test_append_mode_stream_decodes_as_one_log() -> None:
-    """DESIGN §6: an appended stream must not depend on earlier lookup or repeated-term state."""
+    """docs/design.md §6: an appended stream must not depend on earlier lookup or repeated-term state."""
     options = PatchOptions(statement_type=StatementType.TRIPLES, max_name_table_size=8)
     first = [Add(ex(f"s{i}"), ex("p"), ex(f"o{i}")) for i in range(20)]
     second = [Add(ex(f"s{i}"), ex("p"), ex(f"o{i}")) for i in range(15, 30)]
@@ -254,7 +254,7 @@ def test_decode_error_names_source_offset_frame_row_and_rule() -> None:
     err = info.value
     assert (err.source, err.offset, err.frame, err.row) == ("feed.jellyp", len(good), 1, 1)
     assert str(err).startswith(f"feed.jellyp, byte {len(good)}, frame 1, row 1: TX while a transaction is open")
-    # Events before the bad row are handed out first (DESIGN §2) ...
+    # Events before the bad row are handed out first (docs/design.md §2) ...
     assert [type(e).__name__ for e in seen] == ["Options", "PatchEnd", "TxStart"]
     # ... and a failed decoder stays failed.
     with pytest.raises(DecodeError):

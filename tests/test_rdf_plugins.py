@@ -69,7 +69,7 @@ def test_graph_round_trips_and_namespaces_are_optional(tmp_path: Path) -> None:
 
 
 def test_named_graphs_do_not_go_into_a_single_graph(tmp_path: Path) -> None:
-    # DESIGN §5: QUADS into a single-graph target fail clearly if a quad names a graph.
+    # docs/design.md §5: QUADS into a single-graph target fail clearly if a quad names a graph.
     path = tmp_path / "d.jelly"
     sample_dataset().serialize(destination=str(path), format="patchsync-jelly")
     with pytest.raises(UsageError, match="Dataset"):
@@ -97,7 +97,7 @@ def node(n: str) -> URIRef:
 
 
 def test_patch_log_is_applied_unit_by_unit(tmp_path: Path) -> None:
-    # DESIGN §2: committed TX applied, TA dropped, rows outside TX are a unit ending at TX
+    # docs/design.md §2: committed TX applied, TA dropped, rows outside TX are a unit ending at TX
     # or patch end, an incomplete unit at the end is never applied.
     enc: PatchEncoder[URIRef] = PatchEncoder(PatchOptions(stream_type=StreamType.PUNCTUATED))
     enc.add(S, P, node("a"))
@@ -125,7 +125,7 @@ def test_patch_log_is_applied_unit_by_unit(tmp_path: Path) -> None:
 
 
 def test_patch_log_blank_nodes_are_system_identifiers(tmp_path: Path) -> None:
-    # DESIGN §1: _:b1 is the same node in every patch and in the target.
+    # docs/design.md §1: _:b1 is the same node in every patch and in the target.
     enc: PatchEncoder[object] = PatchEncoder(PatchOptions(stream_type=StreamType.FRAME))
     enc.add(BNode("b1"), P, node("x"))
     enc.end_patch()

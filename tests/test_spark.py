@@ -1,7 +1,7 @@
 """The Spark pipeline against the single-process applier, on a real local Spark.
 
 One session-scoped ``local[2]`` SparkSession serves every test (starting a JVM costs
-seconds); logs are tiny and generated. The differential test is DESIGN §7: Spark's replay
+seconds); logs are tiny and generated. The differential test is docs/design.md §7: Spark's replay
 must equal what ``apply_file`` leaves in the reference :class:`MemoryTarget`.
 """
 

@@ -91,7 +91,7 @@ def test_a_tiny_term_cache_starts_over_and_looks_terms_up(sql_url: str) -> None:
 
 
 def test_aborted_unit_forgets_the_terms_it_stored(sql_url: str) -> None:
-    # DESIGN §2: TA discards the unit, including the dictionary rows it added; a term
+    # docs/design.md §2: TA discards the unit, including the dictionary rows it added; a term
     # first seen there and used again later must be stored again, not taken from memory.
     new = iri("only-in-aborted")
     text = (

@@ -39,7 +39,7 @@ def apply_events(
     The complete units are applied, each atomically with the checkpoint of ``source``;
     re-running with the same source applies nothing twice. ``graph`` (an IRI) receives the
     statements and namespaces that name no graph (those of a TRIPLES stream, or triple rows
-    of RDF Patch text) instead of the default graph (DESIGN §5).
+    of RDF Patch text) instead of the default graph (docs/design.md §5).
     """
     if graph is not None:
         events = _into_graph(events, _graph_term(target, graph))

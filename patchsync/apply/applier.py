@@ -1,7 +1,7 @@
 """The applier: a state machine from decoded events to atomic units on a :class:`Target`.
 
 Theory of operation. Events arrive in log order. The applier groups them into units of
-atomicity (DESIGN §2): ``TX … TC`` is one unit, ``TX … TA`` is dropped, and rows outside a
+atomicity (docs/design.md §2): ``TX … TC`` is one unit, ``TX … TA`` is dropped, and rows outside a
 transaction form an implicit unit that ends at the next ``TX`` or at patch end. Only a
 complete unit reaches ``Target.commit``; a unit still open when the events stop (an
 incomplete patch, a decode error) is rolled back, so the target never holds part of a
@@ -12,12 +12,12 @@ different quads commute, so only the order of operations on one quad matters, an
 applier keeps it (a quad touched several times in a batch is resolved on its own). This
 lets SQL targets use one bulk statement per batch however adds and deletes interleave.
 Each batch returns how many rows changed the target, so counts follow set semantics row
-by row, exactly as applying the rows one at a time (DESIGN §5).
+by row, exactly as applying the rows one at a time (docs/design.md §5).
 
-Chains (DESIGN §4) are checked when a patch's first change arrives (its headers come
+Chains (docs/design.md §4) are checked when a patch's first change arrives (its headers come
 first): with ``chain="strict"`` a patch whose ``prev`` is not the target's head fails
 with :class:`ChainError` and a patch whose ``id`` the target already holds is skipped
-whole. Every unit commit carries the source's checkpoint (DESIGN §3); resuming replays
+whole. Every unit commit carries the source's checkpoint (docs/design.md §3); resuming replays
 the decode from the start of the log and sends nothing to the target up to the
 checkpoint, so no unit is applied twice or skipped.
 
@@ -386,7 +386,7 @@ class Applier:
         raise ApplyError(f"{where}: the target failed: {exc}") from exc
 
     def _fail(self, exc: BaseException) -> None:
-        # A decode error comes after every complete unit before it: keep those (DESIGN §2).
+        # A decode error comes after every complete unit before it: keep those (docs/design.md §2).
         # Cleanup is best effort: a target that failed may fail again, and the original
         # error is the one to report.
         if isinstance(exc, DecodeError) and self._held is not None:

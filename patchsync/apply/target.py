@@ -1,13 +1,13 @@
 """The contract between the applier state machine and the stores it writes to.
 
 The applier (:mod:`.core`) owns every rule of units, chains and checkpoints; a target only
-stores. It is driven in this order for each unit of atomicity (DESIGN §2)::
+stores. It is driven in this order for each unit of atomicity (docs/design.md §2)::
 
     begin()  (add(batch) | delete(batch) | add_prefix(...) | delete_prefix(...))*  commit(...) | rollback()
 
 and ``flush()`` makes every committed unit durable. A target may group several committed
 units in one storage transaction for throughput, as long as the checkpoint written with
-them is the one of the last unit in the group (DESIGN §2, §3): a crash then loses a
+them is the one of the last unit in the group (docs/design.md §2, §3): a crash then loses a
 suffix of whole units and the checkpoint still names exactly what the store holds.
 """
 
@@ -26,7 +26,7 @@ Quad = tuple[Any, Any, Any, Any]
 
 @dataclass(frozen=True, slots=True)
 class Checkpoint:
-    """Where applying one source log stopped (DESIGN §3).
+    """Where applying one source log stopped (docs/design.md §3).
 
     ``offset``/``frame``/``row`` are the position of the last event of the last applied
     unit (a frame offset and row index for Jelly-Patch, a line offset and number for
@@ -46,7 +46,7 @@ class Checkpoint:
 
 @dataclass(frozen=True, slots=True)
 class PatchRecord:
-    """One applied patch, kept for audit (DESIGN §4): chain ids, position, counts, headers."""
+    """One applied patch, kept for audit (docs/design.md §4): chain ids, position, counts, headers."""
 
     patch_id: str | None
     prev: str | None
@@ -134,7 +134,7 @@ class Target(Protocol):
         ...
 
     def delete_prefix(self, graph: Any, name: str) -> None:
-        """Remove the binding of ``name`` whatever its IRI (DESIGN §5)."""
+        """Remove the binding of ``name`` whatever its IRI (docs/design.md §5)."""
         ...
 
     def commit(self, source: str, checkpoint: Checkpoint, records: Sequence[PatchRecord]) -> None:

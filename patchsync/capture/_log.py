@@ -9,7 +9,7 @@ appender cuts off (:class:`patchsync.logs.patch_logs.LogAppender` for Jelly-Patc
 here for text).
 
 Segments: a directory target holds files named ``patch-<10-digit sequence>.<ext>``, so
-file-name order is log order (DESIGN §6). A segment is finished when a later one exists,
+file-name order is log order (docs/design.md §6). A segment is finished when a later one exists,
 so a new segment is created only after the previous one is closed, and the chain head
 carries over into the new segment's first ``prev``.
 """

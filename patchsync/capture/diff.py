@@ -46,7 +46,7 @@ def read_dataset(path: str | os.PathLike[str]) -> Dataset:
     """An RDF file as an rdflib ``Dataset``, its format chosen by the extension.
 
     N-Quads, N-Triples, TriG and Turtle keep their blank node labels as written (RDF Patch
-    names blank nodes by label, DESIGN "blank node labels"; see
+    names blank nodes by label, docs/design.md §1, "blank node labels"; see
     :mod:`patchsync.logs.rdf_labels`), so a diff of two files applies to a copy of the
     first. The other formats go through rdflib with literal normalization off; rdflib gives
     their blank nodes fresh labels, so compare them with ``canonical=True``.

@@ -8,7 +8,7 @@ h11 style:
   closed input is exhausted);
 * an error found while decoding a chunk is raised only after the events decoded before it
   have been handed out, so a consumer can act on the complete units preceding a bad row
-  (DESIGN §2);
+  (docs/design.md §2);
 * after an error the decoder stays failed and raises the same error again.
 """
 

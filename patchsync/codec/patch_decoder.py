@@ -14,13 +14,13 @@ Rules checked here, besides the term rules in :mod:`.term_decoder` (all from
   nesting, a transaction ends inside its patch: a FRAME frame, a PUNCTUATED patch, the stream);
 * header values are always set; ``PA`` has a value; TRIPLES rows ignore the graph.
 
-Resource limits (:class:`~patchsync.options.Limits`, DESIGN §1) are checked before the
+Resource limits (:class:`~patchsync.options.Limits`, docs/design.md §1) are checked before the
 allocation they bound: frame length, lookup sizes, quoted-triple nesting, and the number
 and size of header rows in one patch (a consumer keeps a patch's headers until it ends).
 
 A frame is decoded whole when it arrives, but its events are handed out before an error
 found later in the same frame is raised, so a consumer can act on the complete units that
-precede a bad row (DESIGN §2). After an error the decoder stays failed.
+precede a bad row (docs/design.md §2). After an error the decoder stays failed.
 """
 
 from __future__ import annotations

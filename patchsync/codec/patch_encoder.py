@@ -2,7 +2,7 @@
 
 Sans-I/O like the decoder: every call appends to an internal buffer and
 :meth:`PatchEncoder.take` hands over the bytes completed so far, each frame whole, so an
-adapter can write every frame with a single ``write`` (DESIGN §6).
+adapter can write every frame with a single ``write`` (docs/design.md §6).
 
 Frames end at a patch end in FRAME and PUNCTUATED streams (so a tailing reader sees each
 patch as soon as it is committed), when ``max_frame_rows`` or ``max_frame_bytes`` is
@@ -60,7 +60,7 @@ def options_message(options: PatchOptions) -> Any:
 class PatchEncoder(Generic[T]):
     """Writes a Jelly-Patch stream.
 
-    ``append=True`` starts a stream that continues an existing log (DESIGN §6): the
+    ``append=True`` starts a stream that continues an existing log (docs/design.md §6): the
     options row is repeated and nothing is written relative to the earlier lookup or
     repeated-term state, so the concatenated file still decodes.
     """

@@ -20,7 +20,7 @@ Decisions where the spec is open, following what Apache Jena's reader accepts:
   line ends and a leading UTF-8 byte order mark are accepted, a stray CR is an error.
 * Terms may be in any position (generalized statements), as in Jena; the text format
   has no options row to say otherwise, so a target that cannot store them decides.
-* Rows outside a transaction are allowed (DESIGN §2: they form an implicit transaction).
+* Rows outside a transaction are allowed (docs/design.md §2: they form an implicit transaction).
 * A ``Z`` row ends a patch; at the end of the stream, content after the last ``Z`` forms
   a final patch. So the writer's ``Z`` after every patch, the last one included, reads
   back as exactly the patches written, and a Jena file without any ``Z`` is one patch.

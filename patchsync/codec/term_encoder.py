@@ -21,7 +21,7 @@ T = TypeVar("T")
 _CACHE_LIMIT = 1 << 16
 
 # A value no id equals: after an append to an existing log the decoder's 0-rule state is
-# unknown to us, so nothing may be written relative to it (DESIGN §6).
+# unknown to us, so nothing may be written relative to it (docs/design.md §6).
 UNKNOWN = -2
 
 

@@ -7,7 +7,7 @@ decodes each source (``.jellyp`` or ``.rdfp``) and re-encodes its patches onto t
 destination through :class:`~patchsync.logs.patch_logs.LogAppender`, which locks the
 destination, repeats its options and cuts a trailing partial frame.
 
-The chain is checked first (DESIGN §6): each appended patch whose ``H prev`` is present
+The chain is checked first (docs/design.md §6): each appended patch whose ``H prev`` is present
 must name the current head (the ``H id`` of the destination's last patch, then of each
 appended patch in turn). A broken chain raises :class:`ChainError` naming both ids before
 anything is written; any later failure truncates the destination back to where it was.

@@ -1,7 +1,7 @@
 """A log's identity: the fingerprint of its first frame (Jelly) or first line (text).
 
 The applier (``patchsync apply``) and the tail daemon both store it with a source's
-checkpoint and compare it on every start (DESIGN §3), so both compute it here, from the
+checkpoint and compare it on every start (docs/design.md §3), so both compute it here, from the
 same first bytes, with the same notion of "first frame".
 """
 
@@ -41,7 +41,7 @@ def jelly_head(head: bytes) -> LogHead:
 
 
 def fingerprint(head: bytes, fmt: str) -> str:
-    """A log's identity (DESIGN §3): the hash of its first frame (Jelly) or first line (text).
+    """A log's identity (docs/design.md §3): the hash of its first frame (Jelly) or first line (text).
 
     ``head`` is the start of the log (up to ``FINGERPRINT_BYTES``). Appending to a log
     keeps its fingerprint; replacing it with another log changes it.

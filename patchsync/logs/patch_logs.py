@@ -2,7 +2,7 @@
 
 This is the only place the codec meets the file system. Readers pull fixed-size chunks
 into a decoder and close it at end of file, so memory stays bounded by one chunk plus one
-frame. Writers hand each completed frame to a single ``write`` call (DESIGN §6).
+frame. Writers hand each completed frame to a single ``write`` call (docs/design.md §6).
 """
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ def write_events(
 
 
 class LogAppender:
-    """Appends patches to a ``.jellyp`` log, creating it if needed (DESIGN §6).
+    """Appends patches to a ``.jellyp`` log, creating it if needed (docs/design.md §6).
 
     Holds an exclusive ``flock`` on the file while open, so two writers cannot interleave.
     An existing log is read once to learn its options (the appended stream must repeat

@@ -1,6 +1,6 @@
 """RDF files read keeping their blank node labels (N-Quads, N-Triples, TriG, Turtle).
 
-RDF Patch names blank nodes by label: labels are system identifiers (DESIGN, "blank node
+RDF Patch names blank nodes by label: labels are system identifiers (docs/design.md §1, "blank node
 labels"). A patch computed from a file therefore only applies to a copy of that file when
 both are read with the labels as written; rdflib's parsers mint fresh labels per document.
 

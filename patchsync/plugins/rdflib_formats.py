@@ -7,20 +7,20 @@ Plugin names (chosen not to clash with pyjelly, which registers ``jelly`` and
     Jelly-RDF (``.jelly``). ``Dataset().parse("x.jelly", format="patchsync-jelly")``
     reads a TRIPLES stream into the default graph and QUADS/GRAPHS streams into the
     dataset's graphs; parsing into a plain ``Graph`` accepts only default-graph
-    statements (DESIGN §5). ``graph.serialize(destination=..., format="patchsync-jelly")``
+    statements (docs/design.md §5). ``graph.serialize(destination=..., format="patchsync-jelly")``
     writes a TRIPLES stream for a ``Graph`` and a QUADS stream for a ``Dataset``.
 ``patchsync-jellyp`` (parser)
     Applies a Jelly-Patch log (``.jellyp``) to a dataset, the Jelly-Patch counterpart of
-    rdflib's ``format="patch"``: every unit of DESIGN §2 (a committed transaction, or the
+    rdflib's ``format="patch"``: every unit of docs/design.md §2 (a committed transaction, or the
     rows outside transactions up to the next ``TX`` or patch end) is applied whole, an
     aborted transaction is dropped, and an incomplete unit at the end is never applied.
     On a ``DecodeError`` the complete units before it stay applied and the error is raised.
 
 Blank nodes: a Jelly-RDF document gets fresh rdflib blank nodes per parse, one per label,
-like rdflib's own parsers. Patch logs keep labels as node identifiers (DESIGN §1), so
+like rdflib's own parsers. Patch logs keep labels as node identifiers (docs/design.md §1), so
 ``_:b1`` is the same node in every patch and in the dataset. rdflib 7 has no RDF-star
 terms, so a quoted triple in either format raises :class:`~patchsync.errors.UsageError`
-instead of being dropped (DESIGN §5). rdflib cannot remove a namespace binding, so a ``PD``
+instead of being dropped (docs/design.md §5). rdflib cannot remove a namespace binding, so a ``PD``
 row changes nothing.
 """
 
@@ -123,7 +123,7 @@ class _Sink:
         elif sink.store.context_aware and sink.identifier == DATASET_DEFAULT_GRAPH_ID:
             # Dataset.parse hands plugins its default graph (a Graph on the dataset's
             # store): named graphs go to that store. Any other Graph is a single-graph
-            # target, which refuses named graphs (DESIGN §5).
+            # target, which refuses named graphs (docs/design.md §5).
             self.dataset = Dataset(store=sink.store, default_union=True)
         self._contexts: dict[Any, Graph] = {}
         self._pending: list[tuple[Any, Any, Any, Graph]] = []
@@ -223,7 +223,7 @@ class JellyPatchParser(Parser):
                 if kind is Add or kind is Delete or kind is PrefixAdd:
                     unit.append(_unit_op(target, event))
                 elif kind is TxStart:
-                    apply()  # the implicit unit before a TX ends here (DESIGN §2)
+                    apply()  # the implicit unit before a TX ends here (docs/design.md §2)
                 elif kind is TxCommit or kind is PatchEnd:
                     apply()
                 elif kind is TxAbort:

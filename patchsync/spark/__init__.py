@@ -13,7 +13,7 @@ Importing this package imports pyspark, so ``patchsync`` itself never imports it
   :class:`~patchsync.errors.DecodeError`.
 
 One file is one partition: a log's decoder state runs through the whole file, so a file is
-never split (DESIGN §7). Spark's parallelism is the number of files.
+never split (docs/design.md §7). Spark's parallelism is the number of files.
 """
 
 from patchsync.spark._env import check_extra

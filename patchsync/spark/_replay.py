@@ -1,8 +1,8 @@
 """Replay and compaction of patch logs as Spark jobs (driver side).
 
 Replay uses that add and delete are set operations on single quads: the state of a quad
-after a sequence of units depends only on the last committed operation on that quad (DESIGN
-§7). So the job is a group-by on the quad, keeping the operation with the greatest
+after a sequence of units depends only on the last committed operation on that quad
+(docs/design.md §7). So the job is a group-by on the quad, keeping the operation with the greatest
 ``(log_index, row)``, the order in which the single-process applier would have run it; a
 base snapshot enters as adds ordered before every log. Only that group-by shuffles; the
 decode is one task per file.

@@ -1,21 +1,21 @@
 """PySpark data sources: ``jelly-patch`` (change rows) and ``jelly`` / ``patchsync-nquads`` (quads).
 
 Theory of operation. A patch log cannot be split: its lookup tables, repeated terms and open
-transaction run through the whole file (DESIGN §7). So each file is one input partition, and
+transaction run through the whole file (docs/design.md §7). So each file is one input partition, and
 a worker decodes it from its first byte with the sans-I/O :class:`PatchDecoder` and the
 :class:`NTriplesTerms` adapter, whose terms are already the N-Triples strings stored in the
 columns. Rows are gathered into plain column lists and handed to Spark as Arrow record
 batches of :data:`BATCH_ROWS` rows, which crosses the Python/JVM boundary once per batch
 instead of once per row.
 
-Change rows of one unit (DESIGN §2) are held back until the unit ends, because whether they
+Change rows of one unit (docs/design.md §2) are held back until the unit ends, because whether they
 are committed is only known then: ``TC`` and the end of an implicit unit commit, ``TA``
 does not. A file that breaks a codec rule fails its task with :class:`DecodeError`; the
 driver turns that back into the codec's one-line message (see :mod:`._errors`).
 
 Paths are read with ``open``: local or mounted file systems (on a cluster, a path every
 executor sees). A directory stands for its files with the format's suffix, in file-name
-order (DESIGN §6).
+order (docs/design.md §6).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ BATCH_ROWS = 65536
 #: Bytes read from a file per ``feed``.
 CHUNK_BYTES = 1 << 20
 
-#: Columns of a change row (DESIGN §7). ``log_index`` is the file's place in log order.
+#: Columns of a change row (docs/design.md §7). ``log_index`` is the file's place in log order.
 CHANGE_SCHEMA = StructType(
     [
         StructField("log", StringType(), False),
@@ -253,7 +253,7 @@ def decode_change_batches(path: str, index: int, *, batch_rows: int = BATCH_ROWS
             elif kind is Header:
                 op, key, s, p, o, g = "H", event[0], None, None, event[1], None
             elif kind is TxStart:
-                cols.end_unit(True)  # an implicit unit ends at the next TX (DESIGN §2)
+                cols.end_unit(True)  # an implicit unit ends at the next TX (docs/design.md §2)
                 continue
             elif kind is TxCommit:
                 cols.end_unit(True)

@@ -13,14 +13,14 @@ partial frame at the end of the file is not kept: it is read again on the next p
 because a writer that crashed mid-frame leaves it to be truncated by the next writer
 (:class:`LogAppender` cuts a trailing partial frame before appending) and other bytes take
 its place. The decoder is never closed while the file can grow; it is closed when the file
-is finished, i.e. a later file of its directory exists (DESIGN §6). A log is identified by
+is finished, i.e. a later file of its directory exists (docs/design.md §6). A log is identified by
 the fingerprint of its first frame (:mod:`patchsync.logs.fingerprint`), the same one
 ``patchsync apply`` stores, so both share checkpoints.
 
 Units reach the applier whole: decoded events are held back after the last unit boundary
 (``TC``, ``TA``, patch end), so a transaction still being written never keeps the
 database transaction open while the daemon waits, and every complete unit is committed
-(and flushed, DESIGN §2/§3) as soon as the input pauses. A transaction larger than
+(and flushed, docs/design.md §2/§3) as soon as the input pauses. A transaction larger than
 ``hold_events`` is passed through anyway and stays open in the applier until its end
 arrives; only then is the target flushed.
 

@@ -1,7 +1,7 @@
 """Decoder snapshots of the tail daemon as plain, validated data (no pickle).
 
 A snapshot lets a restarted daemon resume decoding a log in the middle instead of from its
-first byte (DESIGN §3: "persisting the decoder state with the checkpoint is faster"). It
+first byte (docs/design.md §3: "persisting the decoder state with the checkpoint is faster"). It
 holds exactly the state a :class:`~patchsync.codec.patch_decoder.PatchDecoder` carries
 from one patch to the next at a frame boundary: the stream options, the three lookup
 tables, the IRI 0-id state, the repeated terms and the position. Caches of built terms are

@@ -386,7 +386,7 @@ class Source:
                 if units.state in _CUT_STATES:
                     self.cut = len(pending)
         except DecodeError:
-            # The complete units before a bad frame are applied (DESIGN §2), then the error.
+            # The complete units before a bad frame are applied (docs/design.md §2), then the error.
             self._hand_on(final=False)
             self.applier.pause()
             raise

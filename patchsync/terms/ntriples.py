@@ -27,7 +27,7 @@ from patchsync.terms.base import BNODE, DEFAULT_GRAPH, IRI, LITERAL, TRIPLE, Ter
 
 T = TypeVar("T")
 
-#: Deepest quoted-triple nesting read or written (DESIGN §1).
+#: Deepest quoted-triple nesting read or written (docs/design.md §1).
 MAX_NESTING = 64
 
 XSD = "http://www.w3.org/2001/XMLSchema#"

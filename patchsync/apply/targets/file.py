@@ -2,11 +2,11 @@
 
 The file is loaded into rdflib on open and written back on ``flush`` (end of an apply) as
 a temporary file renamed into place, then the sidecar ``PATH.patchsync.json`` (checkpoints
-and patch history) likewise (DESIGN §3). A crash between the two renames leaves new data
+and patch history) likewise (docs/design.md §3). A crash between the two renames leaves new data
 with an old checkpoint: the next run replays a suffix of the log, which set semantics
 make harmless.
 
-Blank node labels are the system identifiers RDF Patch names nodes by (DESIGN "blank
+Blank node labels are the system identifiers RDF Patch names nodes by (docs/design.md §1, "blank
 node labels"), so every file is read keeping them as written: files this target wrote by
 its own line reader, other files by :mod:`patchsync.logs.rdf_labels` (rdflib's parsers
 would rename blank nodes per document, and every patch row naming one would miss). It

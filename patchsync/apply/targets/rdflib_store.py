@@ -7,7 +7,7 @@ the store exactly as before the unit. Checkpoints and the patch history live in 
 object (a caller's graph has no place for them); :class:`~patchsync.apply.targets.file.FileTarget`
 persists them beside the file.
 
-rdflib binds prefixes store-wide (DESIGN §5): ``PA``/``PD`` of any graph change the one
+rdflib binds prefixes store-wide (docs/design.md §5): ``PA``/``PD`` of any graph change the one
 store-wide table, and rdflib keeps one prefix per namespace IRI. rdflib has no RDF-star
 terms, so a quoted triple fails with :class:`ApplyError` instead of being dropped.
 """
@@ -35,7 +35,7 @@ class RdflibTarget(LocalLedger):
     """Applies patches to an rdflib ``Graph`` (one graph), ``Dataset`` or ``Store`` (quads).
 
     A plain ``Graph`` takes triples and quads of the default graph; a quad naming another
-    graph fails clearly instead of being merged into it (DESIGN §5).
+    graph fails clearly instead of being merged into it (docs/design.md §5).
     """
 
     def __init__(self, obj: Graph | Store) -> None:

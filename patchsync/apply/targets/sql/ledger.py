@@ -1,4 +1,4 @@
-"""Checkpoints and patch records of the SQL target (DESIGN §3, §4).
+"""Checkpoints and patch records of the SQL target (docs/design.md §3, §4).
 
 Each source's checkpoint is written into the same database transaction as the units it
 covers, right before it commits, guarded by a version number so two appliers cannot

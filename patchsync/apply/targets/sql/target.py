@@ -12,7 +12,7 @@ NOTHING`` (``DELETE … WHERE`` the key) on SQLite, or one set-based statement o
 table, which is exactly the set-semantics count the applier reports.
 
 Transactions: a unit runs in a savepoint inside a database transaction that may hold
-several units (DESIGN §2); the transaction commits when it holds enough rows, units or
+several units (docs/design.md §2); the transaction commits when it holds enough rows, units or
 seconds, and at the end of an apply, with the checkpoints of its sources (:mod:`.ledger`).
 SQLite transactions start with ``BEGIN IMMEDIATE`` so writers queue instead of failing at
 commit. Every driver error leaves through :func:`.errors.translate`.
