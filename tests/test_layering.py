@@ -169,6 +169,33 @@ def test_no_module_over_600_lines(name: str) -> None:
     assert lines <= MAX_LINES, f"{name} has {lines} lines; split it by what it holds"
 
 
+MAX_PRIVATE_READS = 10
+
+
+def _private_reads() -> list[str]:
+    """Reads of another object's private attributes (``x._y``; not ``self``/``cls``, dunders,
+    or namedtuple's public ``_replace``)."""
+    found = []
+    for name, path in _modules().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load)):
+                continue
+            attr, value = node.attr, node.value
+            if not attr.startswith("_") or attr.startswith("__") or attr == "_replace":
+                continue
+            if isinstance(value, ast.Name) and value.id in ("self", "cls"):
+                continue
+            found.append(f"{name}:{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_few_reads_of_private_attributes() -> None:
+    # Each left is a library without a public way (rdflib's namespace removal, its canonical
+    # blank node mapping, its Turtle parser's prefixes); the count may only go down.
+    found = _private_reads()
+    assert len(found) <= MAX_PRIVATE_READS, "\n".join(found)
+
+
 def test_a_small_package_root() -> None:
     root = sorted(p.name for p in PACKAGE.glob("*.py"))
     assert len(root) <= MAX_ROOT_MODULES, root

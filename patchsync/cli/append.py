@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import argparse
 
-from patchsync.cli.common import add_relative_iris_flag, limits
+from patchsync.cli.common import Subcommands, add_relative_iris_flag, limits
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(sub: Subcommands) -> None:
     """Add the ``append`` parser."""
     parser = sub.add_parser(
         "append",

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from patchsync.cli.common import (
+    Subcommands,
     add_chain_flag,
     add_relative_iris_flag,
     add_target_flag,
@@ -21,7 +22,7 @@ from patchsync.cli.common import (
 from patchsync.errors import UsageError
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(sub: Subcommands) -> None:
     apply = sub.add_parser(
         "apply",
         help="apply patch logs to a target",

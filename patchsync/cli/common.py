@@ -13,13 +13,20 @@ import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from patchsync.errors import PatchsyncError, UsageError
 
 if TYPE_CHECKING:
     from patchsync.apply.target import Target
     from patchsync.options import Limits
+
+
+class Subcommands(Protocol):
+    """What a command module's ``register`` gets: argparse's sub-command table."""
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser: ...
+
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from patchsync.cli.common import EXIT_ERROR
+from patchsync.cli.common import EXIT_ERROR, Subcommands
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(sub: Subcommands) -> None:
     conformance = sub.add_parser(
         "conformance",
         help="run conformance test manifests",

@@ -5,14 +5,14 @@ from __future__ import annotations
 import argparse
 
 from patchsync import formats
-from patchsync.cli.common import output, patch_format, read_all, source_name
+from patchsync.cli.common import Subcommands, output, patch_format, read_all, source_name
 from patchsync.errors import UsageError
 
 # Patch formats, then the RDF formats convert reads and writes.
 FORMATS = formats.names(formats.PATCH_LOG) + formats.names(formats.RDF_CONVERT)
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(sub: Subcommands) -> None:
     convert = sub.add_parser(
         "convert",
         help="convert between .jellyp and .rdfp",

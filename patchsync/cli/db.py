@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 
+from patchsync.cli.common import Subcommands
 from patchsync.errors import UsageError
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(sub: Subcommands) -> None:
     db = sub.add_parser("db", help="manage a SQL target's schema", description="Manage a SQL target's schema.")
     db_sub = db.add_subparsers(dest="db_command", required=True, metavar="ACTION")
     upgrade = db_sub.add_parser("upgrade", help="upgrade the schema to the newest revision")

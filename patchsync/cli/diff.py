@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from patchsync.cli.common import output, patch_format, read_all, source_name
+from patchsync.cli.common import Subcommands, output, patch_format, read_all, source_name
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(sub: Subcommands) -> None:
     diff = sub.add_parser(
         "diff",
         help="the patch turning one RDF file into another",

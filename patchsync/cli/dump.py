@@ -6,12 +6,12 @@ import argparse
 from pathlib import Path
 
 from patchsync import formats
-from patchsync.cli.common import add_target_flag, open_target, output
+from patchsync.cli.common import Subcommands, add_target_flag, open_target, output
 
 DUMP_FORMATS = formats.names(formats.DUMP)
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(sub: Subcommands) -> None:
     dump = sub.add_parser("dump", help="write a target's current state", description="Write a target's quads.")
     add_target_flag(dump)
     dump.add_argument("--format", default=None, choices=DUMP_FORMATS, help="output format (default nq)")

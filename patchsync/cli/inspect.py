@@ -6,11 +6,11 @@ import argparse
 import json
 from typing import Any
 
-from patchsync.cli.common import patch_format, read_all, source_name
+from patchsync.cli.common import Subcommands, patch_format, read_all, source_name
 from patchsync.cli.convert import FORMATS
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(sub: Subcommands) -> None:
     inspect = sub.add_parser(
         "inspect", help="summarize a patch file", description="Validate a patch file and summarize it."
     )

@@ -6,10 +6,11 @@ import argparse
 import time
 from pathlib import Path
 
+from patchsync.cli.common import Subcommands
 from patchsync.errors import PatchsyncError, UsageError
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(sub: Subcommands) -> None:
     replay = sub.add_parser(
         "spark-replay",
         help="replay patch logs with Spark, writing the state as Parquet or N-Quads",

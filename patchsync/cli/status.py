@@ -7,10 +7,10 @@ import datetime
 import json
 from typing import Any
 
-from patchsync.cli.common import add_target_flag, open_target
+from patchsync.cli.common import Subcommands, add_target_flag, open_target
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(sub: Subcommands) -> None:
     status = sub.add_parser(
         "status",
         help="show per-log checkpoints of a target",

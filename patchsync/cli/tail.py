@@ -10,6 +10,7 @@ from typing import Any
 
 from patchsync.cli.common import (
     EXIT_ERROR,
+    Subcommands,
     add_chain_flag,
     add_relative_iris_flag,
     add_target_flag,
@@ -20,7 +21,7 @@ from patchsync.cli.common import (
 )
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(sub: Subcommands) -> None:
     tail = sub.add_parser(
         "tail",
         help="keep a target in step with growing patch logs",

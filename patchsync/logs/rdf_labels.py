@@ -142,7 +142,10 @@ def _read_turtle_family(text: str, fmt: str, source: str, base: str) -> Labelled
     try:
         parser.loadBuf(text)
     except BadSyntax as exc:
-        raise DecodeError(f"not valid {fmt}: {exc._why}", source=source, line=exc.lines + 1) from None
+        # str(exc) is "at line N of <uri>:", then "Bad syntax (why) at ^ in:", then context.
+        lines = str(exc).splitlines()
+        why = lines[1] if len(lines) > 1 else str(exc)
+        raise DecodeError(f"not valid {fmt}: {why}", source=source, line=exc.lines + 1) from None
     except Exception as exc:  # rdflib raises many unrelated types for bad input
         raise DecodeError(f"not valid {fmt}: {exc}".splitlines()[0], source=source) from None
     finally:
