@@ -333,21 +333,31 @@ class Source:
                 f"{self.name}: the log was replaced by another file (inode changed) while being tailed"
             )
         if size < self.buf_base:
-            raise CheckpointError(
-                f"{self.name}, byte {size}: the log shrank below what was already decoded (byte {self.buf_base}); "
-                "it was truncated or rewritten"
-            )
-        head = os.pread(self.file.fileno(), len(self.head), 0)
+            raise self._shrank(size)
+        fd = self.file.fileno()
+        head = os.pread(fd, len(self.head), 0)
         if head != self.head:
+            if len(head) < len(self.head):  # cut back after the size was taken above
+                raise self._shrank(os.fstat(fd).st_size)
             raise CheckpointError(f"{self.name}, byte 0: the log's first frame changed: it was replaced")
         # A writer only appends: the bytes just before the read position never change. If
         # they did, the log was cut back and written again past the old end (the size
         # check cannot see that), and decoding on from here would read another log.
         n = len(self.seen_tail)
-        if n and os.pread(self.file.fileno(), n, self.buf_base - n) != self.seen_tail:
-            raise CheckpointError(
-                f"{self.name}, byte {self.buf_base - n}: bytes already decoded changed: the log was rewritten"
-            )
+        if n:
+            sample = os.pread(fd, n, self.buf_base - n)
+            if sample != self.seen_tail:
+                if len(sample) < n:  # cut back after the size was taken above
+                    raise self._shrank(os.fstat(fd).st_size)
+                raise CheckpointError(
+                    f"{self.name}, byte {self.buf_base - n}: bytes already decoded changed: the log was rewritten"
+                )
+
+    def _shrank(self, size: int) -> CheckpointError:
+        return CheckpointError(
+            f"{self.name}, byte {size}: the log shrank below what was already decoded (byte {self.buf_base}); "
+            "it was truncated or rewritten"
+        )
 
     def _consumed(self, data: bytes | bytearray) -> None:
         """Move the read position past ``data`` (bytes handed to the decoder)."""
