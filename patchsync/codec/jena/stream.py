@@ -20,7 +20,7 @@ from typing import Any, Generic, TypeVar
 from patchsync.codec.driver import ROW_BATCH, EventSource
 from patchsync.codec.jena.terms import TermReader, TermWriter
 from patchsync.codec.term_decoder import RuleViolation
-from patchsync.errors import DecodeError, EncodeError
+from patchsync.errors import DecodeError, EncodeError, UsageError
 from patchsync.events import FrameEnd, GraphEnd, GraphStart, Namespace, RdfEvent, Statement, StreamOptions
 from patchsync.options import Limits
 from patchsync.terms import DEFAULT_GRAPH, IRI, TermAdapter, default_adapter
@@ -82,7 +82,7 @@ class BinaryDecoder(EventSource[RdfEvent], Generic[T]):
     def feed(self, data: bytes | bytearray | memoryview) -> None:
         """Give the decoder more bytes of the stream."""
         if self._closed:
-            raise ValueError("feed() after close()")
+            raise UsageError("feed() after close()")
         self._buf += data
 
     def close(self) -> None:
