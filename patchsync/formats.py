@@ -66,6 +66,8 @@ FORMATS: tuple[Format, ...] = (
        rdflib_name="turtle", keeps_labels=True),
     _f("trig", (".trig",), "rdf", {RDF_CONVERT, DIFF_INPUT, FILE_TARGET, DUMP}, rdflib_name="trig",
        keeps_labels=True),
+    _f("rdf-thrift", (".rt",), "rdf", {RDF_CONVERT, DUMP}, keeps_labels=True),
+    _f("rdf-protobuf", (".rpb",), "rdf", {RDF_CONVERT, DUMP}, keeps_labels=True),
     _f("n3", (".n3",), "rdf", {DIFF_INPUT}, graphs=False, rdflib_name="n3"),
     _f("jsonld", (".jsonld",), "rdf", {DIFF_INPUT}, rdflib_name="json-ld"),
     _f("rdfxml", (".rdf", ".owl", ".xml"), "rdf", {DIFF_INPUT}, graphs=False, rdflib_name="xml"),

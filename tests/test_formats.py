@@ -20,7 +20,15 @@ def test_names_and_suffixes_are_unique() -> None:
 
 def test_tables_of_the_readers_come_from_the_registry() -> None:
     assert PATCH_FORMATS == {".jellyp": "jellyp", ".rdfp": "rdfp"}
-    assert RDF_FORMATS == {".jelly": "jelly", ".nt": "nt", ".nq": "nq", ".ttl": "ttl", ".trig": "trig"}
+    assert RDF_FORMATS == {
+        ".jelly": "jelly",
+        ".nt": "nt",
+        ".nq": "nq",
+        ".ttl": "ttl",
+        ".trig": "trig",
+        ".rt": "rdf-thrift",
+        ".rpb": "rdf-protobuf",
+    }
     assert FILE_FORMATS == {".nt": "nt", ".nq": "nquads", ".ttl": "turtle", ".trig": "trig"}
     # The file target keeps labels of every format it reads (docs/design.md §1).
     assert LABELLED_FORMATS == FILE_FORMATS
@@ -48,7 +56,7 @@ def test_rdf_formats_are_not_patch_formats() -> None:
 
 
 def test_roles() -> None:
-    assert formats.names(formats.DUMP) == ["nt", "nq", "ttl", "trig"]
+    assert formats.names(formats.DUMP) == ["nt", "nq", "ttl", "trig", "rdf-thrift", "rdf-protobuf"]
     assert "n3" in formats.names(formats.DIFF_INPUT) and "n3" not in formats.names(formats.RDF_CONVERT)
     rdfxml = formats.by_suffix("onto.owl")
     assert rdfxml is not None and rdfxml.rdflib_name == "xml" and not rdfxml.keeps_labels

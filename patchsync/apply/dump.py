@@ -7,8 +7,16 @@ from typing import IO, Any
 from patchsync.apply.target import DumpableTarget, dumpable
 from patchsync.errors import FormatError
 
-#: Output formats of ``patchsync dump`` and the rdflib serializer each one uses.
-DUMP_FORMATS: dict[str, str | None] = {"nq": None, "nt": None, "trig": "trig", "ttl": "turtle"}
+#: Output formats of ``patchsync dump`` and the rdflib serializer each one uses (``None``:
+#: written by patchsync itself).
+DUMP_FORMATS: dict[str, str | None] = {
+    "nq": None,
+    "nt": None,
+    "trig": "trig",
+    "ttl": "turtle",
+    "rdf-thrift": None,
+    "rdf-protobuf": None,
+}
 
 
 def write_dump(target: DumpableTarget, fmt: str, out: IO[bytes]) -> int:
@@ -22,6 +30,17 @@ def write_dump(target: DumpableTarget, fmt: str, out: IO[bytes]) -> int:
         raise FormatError(f"unknown dump format {fmt!r} (expected one of: {', '.join(DUMP_FORMATS)})")
     target = dumpable(target)
     single_graph = fmt in ("nt", "ttl")
+    if fmt in ("rdf-thrift", "rdf-protobuf"):
+        from patchsync.logs.rdf_files import write_rdf_binary
+
+        quads = list(target.quads())
+        from patchsync.terms.ntriples import NTriplesTerms
+
+        nt = NTriplesTerms()
+        namespaces = sorted(target.namespaces().items())
+        declared = [(prefix, nt.unpack(iri)[1]) for (graph, prefix), iri in namespaces if not graph]
+        out.write(write_rdf_binary(fmt, quads, declared))
+        return len(quads)
     if DUMP_FORMATS[fmt] is None:
         n = 0
         for s, p, o, g in target.quads():

@@ -76,9 +76,11 @@ def _convert_rdf(args: argparse.Namespace, in_fmt: str | None, out_fmt: str | No
     from patchsync.logs.rdf_files import convert_rdf
 
     if in_fmt is None or out_fmt is None:
+        patch = ", ".join(formats.suffixes(formats.PATCH_LOG))
+        rdf = ", ".join(formats.suffixes(formats.RDF_CONVERT))
         raise UsageError(
-            "convert works between patch formats (.jellyp, .rdfp) or between RDF formats "
-            "(.jelly, .nt, .nq, .ttl, .trig), not from one kind to the other"
+            f"convert works between patch formats ({patch}) or between RDF formats ({rdf}), "
+            "not from one kind to the other"
         )
     if args.input == "-" and not args.from_format:
         raise UsageError("reading standard input needs --from")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from patchsync import formats
 from patchsync.cli.common import Subcommands, add_target_flag, open_target, output
@@ -25,8 +24,8 @@ def run(args: argparse.Namespace) -> int:
 
     fmt = args.format
     if fmt is None:
-        suffix = Path(args.output).suffix.lstrip(".") if args.output != "-" else ""
-        fmt = suffix if suffix in DUMP_FORMATS else "nq"
+        found = formats.find(args.output, None, formats.DUMP) if args.output != "-" else None
+        fmt = found.name if found is not None else "nq"
     target = open_target(args.target)
     try:
         with output(args.output) as out:

@@ -17,6 +17,7 @@ from typing import IO, Any
 
 from patchsync import formats
 from patchsync._proto import rdf_pb2
+from patchsync.codec import jena
 from patchsync.codec.framing import Framer
 from patchsync.codec.nquads import read_statements
 from patchsync.codec.rdf_decoder import RdfDecoder
@@ -193,6 +194,10 @@ def convert_rdf(
     elif in_fmt in ("ttl", "trig"):  # through rdflib
         quads, namespaces = _read_rdflib(data, in_fmt, source)
         frames = [quads]
+    elif in_fmt in jena.FORMATS:
+        statements, declared = jena.read_dataset(in_fmt, data, _NT, source=source, limits=limits)
+        frames = [statements]
+        namespaces = [(name, _NT.unpack(iri)[1]) for name, iri in declared]
     else:
         raise FormatError(f"unknown RDF format {in_fmt!r}")
     every = [q for frame in frames for q in frame]
@@ -248,9 +253,24 @@ def convert_rdf(
             out.write(ds.get_context(DATASET_DEFAULT_GRAPH_ID).serialize(format="turtle", encoding="utf-8"))
         else:
             out.write(ds.serialize(format="trig", encoding="utf-8"))
+    elif out_fmt in jena.FORMATS:
+        out.write(write_rdf_binary(out_fmt, every, namespaces))
     else:
         raise FormatError(f"unknown RDF format {out_fmt!r}")
     return len(every)
+
+
+def write_rdf_binary(fmt: str, quads: Iterable[Quad], namespaces: Iterable[tuple[str, str]]) -> bytes:
+    """Quads of N-Triples strings (``g`` ``None`` or ``""`` for the default graph) as Jena's
+    RDF Thrift or RDF Protobuf, with prefixed names where Jena's own writer uses them."""
+    found = jena.lookup(fmt)
+    return jena.encode_statements(
+        fmt,
+        ((s, p, o, g or None) for s, p, o, g in quads),
+        _NT,
+        namespaces=[(name, _NT.iri(iri)) for name, iri in namespaces],
+        prefixed_names=found.jena_prefixed_names,
+    )
 
 
 # -- inspect -----------------------------------------------------------------------------
