@@ -31,7 +31,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
-from patchsync.errors import ChainError, PatchsyncError
+from patchsync.errors import ChainError, PatchsyncError, UsageError
 from patchsync.streams._loop import LoopThread
 from patchsync.streams.errors import StreamGap, translate
 from patchsync.streams.url import StreamURL, parse_stream_url
@@ -51,6 +51,8 @@ EXPECTED_STREAM = "Nats-Expected-Stream"
 _WRONG_LAST_ID = 10070
 _WRONG_LAST_SEQ = 10071
 _NO_MESSAGE = 10037
+
+_RECONNECT_WAIT = 0.5
 
 
 class StreamMessage(NamedTuple):
@@ -124,6 +126,8 @@ class NatsLog:
         self.subject = self.url.subject
         self.request_timeout = request_timeout
         self._connect_timeout = connect_timeout
+        if reconnect_attempts < 1:
+            raise UsageError("reconnect_attempts must be at least 1")
         self._reconnect_attempts = reconnect_attempts
         #: The client's last asynchronous error (reported by callbacks, not raised).
         self.last_error: BaseException | None = None
@@ -135,7 +139,9 @@ class NatsLog:
         self._nc: Client | None = None
         self._js: JetStreamContext | None = None
         try:
-            self._call(self._connect, timeout=connect_timeout * 3 + 1)
+            # The client tries reconnect_attempts times, each bounded by connect_timeout
+            # and spaced by its reconnect wait.
+            self._call(self._connect, timeout=(connect_timeout + _RECONNECT_WAIT) * (self._reconnect_attempts + 1) + 1)
         except BaseException:
             self._loop.close()
             raise
@@ -169,8 +175,9 @@ class NatsLog:
             name="patchsync",
             connect_timeout=self._connect_timeout,
             allow_reconnect=True,
+            # 0 would mean "no limit" to the client.
             max_reconnect_attempts=self._reconnect_attempts,
-            reconnect_time_wait=0.5,
+            reconnect_time_wait=_RECONNECT_WAIT,
             error_cb=on_error,
         )
         self._js = self._nc.jetstream(timeout=self.request_timeout)

@@ -6,7 +6,7 @@ bad message is found and reported alone. Terms travel as N-Triples strings betwe
 decoder and the encoder, so each is re-encoded exactly as it was read.
 
 Message options are the log's own (RDF Patch text logs: PUNCTUATED, and RDF-star or
-generalized statements only when the log uses them); a FLAT log is one patch, sent as a
+generalized statements only when the patch uses them); a FLAT log is one patch, sent as a
 PUNCTUATED message. Every published patch needs an ``id`` header (it is the message id the
 server deduplicates by, and the next patch's ``prev``).
 """
@@ -20,6 +20,7 @@ from typing import Any
 
 from patchsync.codec.patch_decoder import PatchDecoder
 from patchsync.codec.patch_encoder import PatchEncoder
+from patchsync.codec.rdfp import RdfPatchTextReader, write_rdfp
 from patchsync.errors import DecodeError, UsageError
 from patchsync.events import Event, Header, Options, PatchEnd
 from patchsync.logs.convert import scan_features
@@ -91,10 +92,6 @@ def log_patches(path: str | os.PathLike[str], *, limits: Limits | None = None) -
     fmt = format_of(path)
     source = str(path)
     options: PatchOptions | None = None
-    if fmt == "rdfp":
-        with open(path, "rb") as f:
-            found = scan_features(f.read(), fmt, source)
-        options = PatchOptions(rdf_star=found.rdf_star, generalized_statements=found.generalized)
     reader = _reader(fmt, source, limits)
     pending: list[Event] = []
     number = 0
@@ -121,18 +118,24 @@ def log_patches(path: str | os.PathLike[str], *, limits: Limits | None = None) -
                 pending.append(event)
                 if kind is PatchEnd:
                     number += 1
-                    yield _message(pending, options, source, number)
+                    yield _message(pending, options or _text_options(pending, source), source, number)
                     pending = []
     if pending and options is not None and options.stream_type is StreamType.FLAT:
         number += 1
         yield _message(pending, options, source, number)
 
 
+def _text_options(events: list[Event], source: str) -> PatchOptions:
+    """Options for a patch read from RDF Patch text: the features this patch uses."""
+    # The rules of `convert` (scan_features), applied to this one patch, so that a log
+    # still being written need not be read to its end first.
+    found = scan_features(write_rdfp(events, _TERMS).encode("utf-8"), "rdfp", source)
+    return PatchOptions(rdf_star=found.rdf_star, generalized_statements=found.generalized)
+
+
 def _reader(fmt: str, source: str, limits: Limits | None) -> Any:
     if fmt == "jellyp":
         return PatchDecoder(_TERMS, source=source, limits=limits)
-    from patchsync.codec.rdfp import RdfPatchTextReader
-
     return RdfPatchTextReader(_TERMS, source=source, limits=limits)
 
 
