@@ -174,3 +174,16 @@ def test_message_size_counts_headers() -> None:
     assert message_size(b"x" * 100, "urn:a", None, "s") > 100 + len("Nats-Msg-Id: urn:a")
     events = patch_events("a", 1, None)
     assert events[0] == Header("id", "<urn:patch:a:1>")
+
+
+def test_text_patches_declare_only_the_features_they_use(tmp_path: Path) -> None:
+    log = tmp_path / "log.rdfp"
+    log.write_text(
+        "H id <urn:p:1> .\nTX .\nA <http://x/s> <http://x/p> <http://x/o> .\nTC .\nZ .\n"
+        "H id <urn:p:2> .\nH prev <urn:p:1> .\nTX .\n"
+        'A << <http://x/s> <http://x/p> <http://x/o> >> <http://x/q> "1" .\nTC .\nZ .\n'
+    )
+    plain, star = (read_payload(m.payload) for m in log_patches(log))
+    assert type(plain[0]) is Options and type(star[0]) is Options
+    assert not plain[0].options.rdf_star and not plain[0].options.generalized_statements
+    assert star[0].options.rdf_star and not star[0].options.generalized_statements

@@ -18,19 +18,20 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
+from patchsync import formats
 from patchsync.codec.patch_decoder import PatchDecoder
 from patchsync.codec.patch_encoder import PatchEncoder
-from patchsync.codec.rdfp import RdfPatchTextReader, write_rdfp
+from patchsync.codec.rdfp import RdfPatchTextReader
 from patchsync.errors import DecodeError, UsageError
-from patchsync.events import Event, Header, Options, PatchEnd
-from patchsync.logs.convert import scan_features
-from patchsync.logs.patch_logs import CHUNK_SIZE, format_of
+from patchsync.events import Add, Delete, Event, Header, Options, PatchEnd
 from patchsync.options import Limits, PatchOptions, StreamType
 from patchsync.streams.nats_log import MSG_ID, StreamMessage
-from patchsync.terms import IRI
+from patchsync.terms import BNODE, IRI, LITERAL, TRIPLE
 from patchsync.terms.ntriples import NTriplesTerms, format_term
 
 _TERMS = NTriplesTerms()
+#: Bytes read from a log at a time.
+CHUNK_SIZE = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +90,7 @@ def log_patches(path: str | os.PathLike[str], *, limits: Limits | None = None) -
     complete patch and is left for a later run. Anything else the decoder refuses is a
     :class:`DecodeError` naming the file and byte.
     """
-    fmt = format_of(path)
+    fmt = formats.require(path, None, formats.PATCH_LOG, "patch", nameable=False).name
     source = str(path)
     options: PatchOptions | None = None
     reader = _reader(fmt, source, limits)
@@ -118,19 +119,30 @@ def log_patches(path: str | os.PathLike[str], *, limits: Limits | None = None) -
                 pending.append(event)
                 if kind is PatchEnd:
                     number += 1
-                    yield _message(pending, options or _text_options(pending, source), source, number)
+                    yield _message(pending, options or _text_options(pending), source, number)
                     pending = []
     if pending and options is not None and options.stream_type is StreamType.FLAT:
         number += 1
         yield _message(pending, options, source, number)
 
 
-def _text_options(events: list[Event], source: str) -> PatchOptions:
-    """Options for a patch read from RDF Patch text: the features this patch uses."""
-    # The rules of `convert` (scan_features), applied to this one patch, so that a log
-    # still being written need not be read to its end first.
-    found = scan_features(write_rdfp(events, _TERMS).encode("utf-8"), "rdfp", source)
-    return PatchOptions(rdf_star=found.rdf_star, generalized_statements=found.generalized)
+def _text_options(events: list[Event]) -> PatchOptions:
+    """Options for a patch read from RDF Patch text: the features this one patch uses."""
+    # The rules of `convert` (logs.convert.scan_features) per patch, so that a log still
+    # being written need not be read to its end first.
+    star = generalized = False
+    for event in events:
+        if type(event) is Add or type(event) is Delete:
+            for position, term in zip("spog", event[:4], strict=True):
+                if not term:
+                    continue  # no graph, or the default graph ("")
+                kind = _TERMS.unpack(term)[0]
+                if kind == TRIPLE:
+                    star = True
+                    generalized = generalized or position in "pg"
+                elif (kind == LITERAL and position != "o") or (kind == BNODE and position == "p"):
+                    generalized = True
+    return PatchOptions(rdf_star=star, generalized_statements=generalized)
 
 
 def _reader(fmt: str, source: str, limits: Limits | None) -> Any:
