@@ -190,7 +190,7 @@ def test_an_existing_stream_must_carry_the_patch_subject(nats_stream: str) -> No
         async def add() -> None:
             await log.js.add_stream(StreamConfig(name=log.name, subjects=["other.subject"]))
 
-        log._call(add)
+        log.run(add)
         with pytest.raises(UsageError, match=r"does not take subject 'patchsync\."):
             log.ensure_stream()
 

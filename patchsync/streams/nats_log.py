@@ -148,12 +148,21 @@ class NatsLog:
 
     # -- plumbing -----------------------------------------------------------------------
 
+    def run(self, fn: Callable[[], Awaitable[T]]) -> T:
+        """Run ``fn()`` (an async function using :attr:`js`) on the facade's loop, errors translated.
+
+        For what the facade does not cover (cluster details, administration).
+        """
+        return self._call(fn)
+
     def _call(self, fn: Callable[[], Awaitable[T]], *, timeout: float | None = None) -> T:
         async def run() -> T:
             return await fn()
 
         try:
-            return self._loop.run(run(), self.request_timeout + 2 if timeout is None else timeout)
+            # Each request to the server is bounded by request_timeout already; this deadline
+            # is the safety net over a call's few sequential requests.
+            return self._loop.run(run(), self.request_timeout * 4 + 2 if timeout is None else timeout)
         except PatchsyncError:
             raise
         except Exception as exc:
@@ -184,6 +193,7 @@ class NatsLog:
 
     @property
     def js(self) -> JetStreamContext:
+        """The client's JetStream context (for what the facade does not cover)."""
         assert self._js is not None
         return self._js
 
@@ -313,6 +323,15 @@ class NatsLog:
 
         return self._call(last)
 
+    def leader(self) -> str | None:
+        """The server leading the stream in a cluster (``None`` on a single server)."""
+
+        async def leader() -> str | None:
+            cluster = (await self.js.stream_info(self.name)).cluster
+            return cluster.leader if cluster is not None else None
+
+        return self._call(leader)
+
     def first_seq(self) -> int:
         """The sequence of the oldest message still held (retention may have removed older)."""
 
@@ -384,7 +403,7 @@ class NatsLog:
         """
         if from_seq < 1:
             raise ValueError("stream sequences start at 1")
-        return self._call(lambda: self._fetch(from_seq, batch, timeout), timeout=timeout + self.request_timeout + 2)
+        return self._call(lambda: self._fetch(from_seq, batch, timeout), timeout=timeout + self.request_timeout * 3 + 2)
 
     async def _fetch(self, from_seq: int, batch: int, timeout: float) -> list[StreamMessage]:
         import nats.errors as ne
