@@ -7,6 +7,7 @@
   the check of a received message before it is applied.
 - :mod:`.publish`: :func:`publish_logs` (resumable) and :class:`StreamWriter` (a recorder
   committing straight to a stream).
+- :mod:`.compact`: :func:`compact_logs`, the net effect of logs as one patch.
 - :mod:`.errors`: the stream errors, and the table translating the client's exceptions.
 
 nats-py is the optional ``nats`` extra: importing this package does not need it, opening a
@@ -15,6 +16,7 @@ nats-py is the optional ``nats`` extra: importing this package does not need it,
 
 from __future__ import annotations
 
+from patchsync.streams.compact import CompactReport, compact_logs
 from patchsync.streams.errors import MessageTooLarge, StreamGap, StreamNotFound, StreamRefused, StreamUnavailable
 from patchsync.streams.nats_log import NatsLog, PublishResult, StreamHead, StreamLag, StreamMessage, StreamState
 from patchsync.streams.payloads import PatchMessage, decode_message, log_patches
@@ -22,6 +24,7 @@ from patchsync.streams.publish import PublishReport, StreamSettings, StreamWrite
 from patchsync.streams.url import StreamURL, is_stream_url, parse_stream_url
 
 __all__ = [
+    "CompactReport",
     "MessageTooLarge",
     "NatsLog",
     "PatchMessage",
@@ -38,6 +41,7 @@ __all__ = [
     "StreamURL",
     "StreamUnavailable",
     "StreamWriter",
+    "compact_logs",
     "decode_message",
     "is_stream_url",
     "log_patches",

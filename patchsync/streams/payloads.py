@@ -29,7 +29,8 @@ from patchsync.streams.nats_log import MSG_ID, StreamMessage
 from patchsync.terms import BNODE, IRI, LITERAL, TRIPLE
 from patchsync.terms.ntriples import NTriplesTerms, format_term
 
-_TERMS = NTriplesTerms()
+#: Terms as N-Triples strings: each is re-encoded exactly as it was read.
+NT_TERMS = NTriplesTerms()
 #: Bytes read from a log at a time.
 CHUNK_SIZE = 1 << 20
 
@@ -56,13 +57,13 @@ def message_options(options: PatchOptions | None) -> PatchOptions:
 
 def header_text(term: str) -> str:
     """A header value as chain ids are compared: an IRI's text, else its N-Triples form."""
-    u = _TERMS.unpack(term)
+    u = NT_TERMS.unpack(term)
     return str(u[1]) if u[0] == IRI else term
 
 
 def encode_patch(events: Iterable[Event], options: PatchOptions) -> bytes:
     """One patch (its events, terms as N-Triples strings) as a self-contained Jelly-Patch stream."""
-    encoder: PatchEncoder[str] = PatchEncoder(options, _TERMS)
+    encoder: PatchEncoder[str] = PatchEncoder(options, NT_TERMS)
     for event in events:
         encoder.send(event)
     if encoder.patches_written == 0:
@@ -93,7 +94,7 @@ def log_patches(path: str | os.PathLike[str], *, limits: Limits | None = None) -
     fmt = formats.require(path, None, formats.PATCH_LOG, "patch", nameable=False).name
     source = str(path)
     options: PatchOptions | None = None
-    reader = _reader(fmt, source, limits)
+    reader = patch_reader(fmt, source, limits)
     pending: list[Event] = []
     number = 0
     with open(path, "rb") as f:
@@ -119,14 +120,14 @@ def log_patches(path: str | os.PathLike[str], *, limits: Limits | None = None) -
                 pending.append(event)
                 if kind is PatchEnd:
                     number += 1
-                    yield _message(pending, options or _text_options(pending), source, number)
+                    yield _message(pending, options or text_options(pending), source, number)
                     pending = []
     if pending and options is not None and options.stream_type is StreamType.FLAT:
         number += 1
         yield _message(pending, options, source, number)
 
 
-def _text_options(events: list[Event]) -> PatchOptions:
+def text_options(events: list[Event]) -> PatchOptions:
     """Options for a patch read from RDF Patch text: the features this one patch uses."""
     # The rules of `convert` (logs.convert.scan_features) per patch, so that a log still
     # being written need not be read to its end first.
@@ -136,7 +137,7 @@ def _text_options(events: list[Event]) -> PatchOptions:
             for position, term in zip("spog", event[:4], strict=True):
                 if not term:
                     continue  # no graph, or the default graph ("")
-                kind = _TERMS.unpack(term)[0]
+                kind = NT_TERMS.unpack(term)[0]
                 if kind == TRIPLE:
                     star = True
                     generalized = generalized or position in "pg"
@@ -145,10 +146,11 @@ def _text_options(events: list[Event]) -> PatchOptions:
     return PatchOptions(rdf_star=star, generalized_statements=generalized)
 
 
-def _reader(fmt: str, source: str, limits: Limits | None) -> Any:
+def patch_reader(fmt: str, source: str, limits: Limits | None) -> Any:
+    """A decoder for ``jellyp`` or ``rdfp`` with N-Triples terms."""
     if fmt == "jellyp":
-        return PatchDecoder(_TERMS, source=source, limits=limits)
-    return RdfPatchTextReader(_TERMS, source=source, limits=limits)
+        return PatchDecoder(NT_TERMS, source=source, limits=limits)
+    return RdfPatchTextReader(NT_TERMS, source=source, limits=limits)
 
 
 def _message(events: list[Event], options: PatchOptions | None, source: str, number: int) -> PatchMessage:
@@ -200,7 +202,7 @@ def _id_header(adapter: Any, events: list[Event]) -> str | None:
 
 def read_payload(payload: bytes, source: str = "<message>") -> list[Event]:
     """The events of one payload with terms as N-Triples strings (tests, inspection)."""
-    decoder: PatchDecoder[str] = PatchDecoder(_TERMS, source=source)
+    decoder: PatchDecoder[str] = PatchDecoder(NT_TERMS, source=source)
     decoder.feed(payload)
     decoder.close()
     return list(decoder)
