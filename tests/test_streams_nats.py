@@ -261,3 +261,37 @@ def test_a_server_restart_under_the_publisher_loses_and_doubles_nothing(
         assert stream_ids(url) == ids
     finally:
         server.stop()
+
+
+def test_messages_apply_with_the_stream_sequence_as_checkpoint_and_resume_exactly_once(
+    tmp_path: Path, nats_stream: str
+) -> None:
+    # What the tail daemon's stream source will do: one applier over the messages, the
+    # target's checkpoint (offset = stream sequence) deciding where a restart resumes.
+    from patchsync.apply.api import apply_file
+    from patchsync.apply.applier import Applier
+    from patchsync.apply.targets.memory import MemoryTarget
+
+    log_path = tmp_path / "a.jellyp"
+    write_chain(log_path, "c", 8, size=3)
+    publish_logs([log_path], nats_stream)
+    target = MemoryTarget()
+    with NatsLog(nats_stream) as log:
+        source, fingerprint = str(log.url), log.fingerprint()
+        assert fingerprint == log.fingerprint() and fingerprint.startswith(f"jetstream:{log.name}:")
+
+        def events(from_seq: int, upto: int):  # type: ignore[no-untyped-def]
+            for m in log.fetch(from_seq, upto - from_seq + 1, timeout=2):
+                yield from decode_message(m, source, adapter=target.adapter)
+
+        Applier(target, source=source, fingerprint=fingerprint).apply(events(1, 3))
+        cp = target.checkpoint(source)
+        assert cp is not None and (cp.offset, cp.patches, cp.last_id) == (3, 3, patch_id("c", 3))
+        # A restart re-reads from the checkpoint's message: nothing is applied twice.
+        result = Applier(target, source=source, fingerprint=fingerprint).apply(events(cp.offset, 8))
+        cp = target.checkpoint(source)
+        assert cp is not None and (cp.offset, cp.patches, cp.last_id) == (8, 8, patch_id("c", 8))
+        assert result.replayed > 0
+    expected = MemoryTarget()
+    apply_file(log_path, expected)
+    assert set(target.quads()) == set(expected.quads())

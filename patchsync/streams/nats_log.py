@@ -323,6 +323,20 @@ class NatsLog:
 
         return self._call(last)
 
+    def fingerprint(self) -> str:
+        """What identifies this stream across restarts and failovers: its name and creation time.
+
+        A stream deleted and created again restarts its sequences; its fingerprint
+        differs, so a checkpoint taken on the old one is recognised as stale.
+        """
+
+        async def fingerprint() -> str:
+            info = await self.js.stream_info(self.name)
+            created = info.created.isoformat() if info.created is not None else "?"
+            return f"jetstream:{self.name}:{created}"
+
+        return self._call(fingerprint)
+
     def leader(self) -> str | None:
         """The server leading the stream in a cluster (``None`` on a single server)."""
 

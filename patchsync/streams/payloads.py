@@ -173,6 +173,11 @@ def decode_message(
     :class:`DecodeError` line naming the stream and the message's sequence: a payload
     the decoder rejects, one that holds no patch or more than one, or an ``id`` header
     that differs from the message's ``Nats-Msg-Id``. The options event is kept first.
+
+    Positions place the events in the stream: ``offset`` is the message's sequence,
+    ``frame`` the frame within the message and ``row`` the event's index in the message.
+    So ``(offset, row)`` orders every event of the stream, and an applier's checkpoint
+    (the position of the last event of its last unit) holds the stream sequence.
     """
     source = f"{where} sequence {message.seq}"
     decoder: PatchDecoder[Any] = PatchDecoder(adapter, source=source, limits=limits)
@@ -189,7 +194,8 @@ def decode_message(
             raise DecodeError(
                 f"the patch's id {patch_id or '(none)'} differs from the message id {msg_id}", source=source
             )
-    return events
+    seq = message.seq
+    return [event._replace(offset=seq, row=i) for i, event in enumerate(events)]
 
 
 def _id_header(adapter: Any, events: list[Event]) -> str | None:
