@@ -19,12 +19,13 @@ from __future__ import annotations
 from patchsync.streams.compact import CompactReport, compact_logs
 from patchsync.streams.errors import MessageTooLarge, StreamGap, StreamNotFound, StreamRefused, StreamUnavailable
 from patchsync.streams.nats_log import NatsLog, PublishResult, StreamHead, StreamLag, StreamMessage, StreamState
-from patchsync.streams.payloads import PatchMessage, decode_message, log_patches
+from patchsync.streams.payloads import LogPatch, PatchMessage, decode_message, log_patches, read_patches
 from patchsync.streams.publish import PublishReport, StreamSettings, StreamWriter, publish_logs
 from patchsync.streams.url import StreamURL, is_stream_url, parse_stream_url
 
 __all__ = [
     "CompactReport",
+    "LogPatch",
     "MessageTooLarge",
     "NatsLog",
     "PatchMessage",
@@ -47,4 +48,5 @@ __all__ = [
     "log_patches",
     "parse_stream_url",
     "publish_logs",
+    "read_patches",
 ]

@@ -31,7 +31,6 @@ from patchsync.events import (
     Delete,
     Event,
     Header,
-    Options,
     PatchEnd,
     PrefixAdd,
     PrefixDelete,
@@ -40,7 +39,7 @@ from patchsync.events import (
     TxStart,
 )
 from patchsync.options import Limits, PatchOptions, StreamType
-from patchsync.streams.payloads import CHUNK_SIZE, NT_TERMS, header_text, patch_reader, text_options
+from patchsync.streams.payloads import NT_TERMS, read_patches, text_options
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,17 +51,6 @@ class CompactReport:
     last_id: str | None
     added: int
     deleted: int
-
-
-def _events(path: str, limits: Limits | None) -> Iterator[Event]:
-    fmt = formats.require(path, None, formats.PATCH_LOG, "patch", nameable=False).name
-    reader = patch_reader(fmt, path, limits)
-    with open(path, "rb") as f:
-        while chunk := f.read(CHUNK_SIZE):
-            reader.feed(chunk)
-            yield from reader
-    reader.close()
-    yield from reader
 
 
 class _Net:
@@ -78,26 +66,18 @@ class _Net:
         self._unit: list[Event] = []  # changes of the open transaction, kept until TC/TA
 
     def read(self, path: str, limits: Limits | None) -> None:
-        patch_id = prev = None
-        for event in _events(path, limits):
-            kind = type(event)
-            if kind is Options:
-                self.options = self.options or event.options  # type: ignore[union-attr]
-            elif kind is Header:
-                if event.key == "id":  # type: ignore[union-attr]
-                    patch_id = header_text(event.value)  # type: ignore[union-attr]
-                elif event.key == "prev":  # type: ignore[union-attr]
-                    prev = header_text(event.value)  # type: ignore[union-attr]
-            elif kind is TxCommit:
-                self._commit()
-            elif kind is TxAbort:
-                self._unit = []
-            elif kind is PatchEnd:
-                self._commit()  # changes outside a transaction are applied as they come
-                self._end_patch(path, patch_id, prev)
-                patch_id = prev = None
-            elif kind in (Add, Delete, PrefixAdd, PrefixDelete):
-                self._unit.append(event)
+        for patch in read_patches(path, limits=limits):
+            self.options = self.options or patch.options
+            for event in patch.events:
+                kind = type(event)
+                if kind is TxCommit:
+                    self._commit()
+                elif kind is TxAbort:
+                    self._unit = []
+                elif kind is Add or kind is Delete or kind is PrefixAdd or kind is PrefixDelete:
+                    self._unit.append(event)
+            self._commit()  # changes outside a transaction are applied as they come
+            self._end_patch(path, patch.patch_id, patch.prev)
 
     def _end_patch(self, path: str, patch_id: str | None, prev: str | None) -> None:
         self.patches += 1
@@ -145,7 +125,7 @@ def compact_logs(
     """Write the net effect of the logs (one chain, in order) to ``out`` as one patch.
 
     ``out`` is a ``.jellyp`` or ``.rdfp`` file, replaced only once the whole output is
-    written. The logs must chain (each patch's ``prev`` the id before it; a
+    written. A log still being written counts with its complete patches. The logs must chain (each patch's ``prev`` the id before it; a
     :class:`ChainError` otherwise). See the module docstring for the net patch's ids.
     """
     logs = [os.fspath(p) for p in paths]

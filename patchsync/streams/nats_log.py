@@ -111,6 +111,7 @@ class NatsLog:
     :class:`StreamUnavailable`, never a ``nats`` exception. ``reconnect_attempts`` bounds the
     client's own reconnecting; after that, calls fail and the caller reopens (the tail
     daemon does so with its backoff). Use as a context manager or call :meth:`close`.
+    One thread at a time: the reader's position is the facade's state.
     """
 
     def __init__(

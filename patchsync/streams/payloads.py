@@ -95,8 +95,35 @@ def chain_ids(events: Iterable[Event]) -> tuple[str | None, str | None]:
     return patch_id, prev
 
 
+@dataclass(frozen=True, slots=True)
+class LogPatch:
+    """One complete patch read from a log (terms as N-Triples strings), not yet encoded."""
+
+    #: The patch's events, from its first header to its ``PatchEnd``.
+    events: list[Event]
+    #: The log's options (``None`` for RDF Patch text).
+    options: PatchOptions | None
+    source: str
+    number: int
+    patch_id: str | None
+    prev: str | None
+
+    def message(self) -> PatchMessage:
+        """The patch as a message payload; it needs an ``id`` (:class:`UsageError` otherwise)."""
+        if self.patch_id is None:
+            raise UsageError(f"{self.source}: patch {self.number} has no 'id' header; a published patch needs one")
+        options = message_options(self.options or text_options(self.events))
+        return PatchMessage(self.patch_id, self.prev, encode_patch(self.events, options), self.source, self.number)
+
+
 def log_patches(path: str | os.PathLike[str], *, limits: Limits | None = None) -> Iterator[PatchMessage]:
-    """Every complete patch of a ``.jellyp`` or ``.rdfp`` log, in order, as messages.
+    """Every complete patch of a ``.jellyp`` or ``.rdfp`` log, in order, as messages."""
+    for patch in read_patches(path, limits=limits):
+        yield patch.message()
+
+
+def read_patches(path: str | os.PathLike[str], *, limits: Limits | None = None) -> Iterator[LogPatch]:
+    """Every complete patch of a ``.jellyp`` or ``.rdfp`` log, in order.
 
     A log still being written may end inside a patch (or a frame): that tail is not a
     complete patch and is left for a later run. Anything else the decoder refuses is a
@@ -131,11 +158,11 @@ def log_patches(path: str | os.PathLike[str], *, limits: Limits | None = None) -
                 pending.append(event)
                 if kind is PatchEnd:
                     number += 1
-                    yield _message(pending, options or text_options(pending), source, number)
+                    yield LogPatch(pending, options, source, number, *chain_ids(pending))
                     pending = []
     if pending and options is not None and options.stream_type is StreamType.FLAT:
         number += 1
-        yield _message(pending, options, source, number)
+        yield LogPatch(pending, options, source, number, *chain_ids(pending))
 
 
 def text_options(events: list[Event]) -> PatchOptions:
@@ -162,13 +189,6 @@ def patch_reader(fmt: str, source: str, limits: Limits | None) -> Any:
     if fmt == "jellyp":
         return PatchDecoder(NT_TERMS, source=source, limits=limits)
     return RdfPatchTextReader(NT_TERMS, source=source, limits=limits)
-
-
-def _message(events: list[Event], options: PatchOptions | None, source: str, number: int) -> PatchMessage:
-    patch_id, prev = chain_ids(events)
-    if patch_id is None:
-        raise UsageError(f"{source}: patch {number} has no 'id' header; a published patch needs one")
-    return PatchMessage(patch_id, prev, encode_patch(events, message_options(options)), source, number)
 
 
 def decode_message(

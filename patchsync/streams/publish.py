@@ -42,7 +42,7 @@ from patchsync.streams.nats_log import (
     NatsLog,
     PublishResult,
 )
-from patchsync.streams.payloads import PatchMessage, log_patches, message_options
+from patchsync.streams.payloads import LogPatch, PatchMessage, message_options, read_patches
 from patchsync.streams.url import StreamURL
 from patchsync.terms import TermAdapter, default_adapter
 
@@ -118,15 +118,16 @@ def publish_logs(
     patches larger than a message. ``on_published`` is called after each patch the
     server acknowledged (progress reports).
     """
-    paths = [os.fspath(p) for p in paths]
+    logs = [os.fspath(p) for p in paths]
     own = not isinstance(url, NatsLog)
     log = NatsLog(url) if not isinstance(url, NatsLog) else url
     try:
         (settings or StreamSettings()).apply(log)
         head = log.head()
 
-        def patches() -> Iterator[PatchMessage]:
-            return chain.from_iterable(log_patches(p, limits=limits) for p in paths)
+        def patches() -> Iterator[LogPatch]:
+            # Patches are encoded only when sent: a rerun skips the published ones unencoded.
+            return chain.from_iterable(read_patches(p, limits=limits) for p in logs)
 
         published = skipped = 0
         pending, skipped, found = _after_head(patches(), head.patch_id)
@@ -136,7 +137,8 @@ def publish_logs(
             # moved the head onto this chain meanwhile.
             pending, skipped = patches(), 0
         last_seq, last_id = head.seq, head.patch_id
-        for message in pending:
+        for patch in pending:
+            message = patch.message()
             check_size(message, log)
             result = log.publish_patch(message.payload, message.patch_id, message.prev)
             if result.duplicate:
@@ -152,16 +154,16 @@ def publish_logs(
             log.close()
 
 
-def _after_head(patches: Iterator[PatchMessage], head: str | None) -> tuple[Iterator[PatchMessage], int, bool]:
+def _after_head(patches: Iterator[LogPatch], head: str | None) -> tuple[Iterator[LogPatch], int, bool]:
     """The patches from the first one following ``head``; how many came before; whether found."""
     if head is None:
         return patches, 0, True
     skipped = 0
-    for message in patches:
-        if message.prev == head:
-            return chain([message], patches), skipped, True
+    for patch in patches:
+        if patch.prev == head:
+            return chain([patch], patches), skipped, True
         skipped += 1
-        if message.patch_id == head:
+        if patch.patch_id == head:
             return patches, skipped, True  # the log ends at the head, or a prev is missing
     return iter(()), skipped, False
 
