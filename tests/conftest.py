@@ -78,3 +78,58 @@ def sql_url(request: pytest.FixtureRequest) -> str:
     if request.param == "sqlite":
         return str(request.getfixturevalue("sqlite_url"))
     return str(request.getfixturevalue("pg_url"))
+
+
+# -- NATS JetStream (patchsync.streams) --------------------------------------------------
+# Like PostgreSQL: tests that need the server are skipped when it is unreachable, unless
+# PATCHSYNC_REQUIRE_NATS=1 (CI), which turns that into a failure.
+
+NATS_URL = os.environ.get("PATCHSYNC_NATS_URL", "nats://127.0.0.1:4222")
+
+
+def _nats_missing(reason: str) -> None:
+    if os.environ.get("PATCHSYNC_REQUIRE_NATS") == "1":
+        pytest.fail(f"PATCHSYNC_REQUIRE_NATS=1 but {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def nats_server() -> str:
+    """Address (``nats://HOST:PORT``) of the NATS server with JetStream the tests use."""
+    try:
+        import nats  # noqa: F401
+    except ImportError as exc:  # pragma: no cover - the nats extra is missing
+        _nats_missing(f"nats-py is not installed: {exc}")
+    from patchsync.streams import NatsLog, StreamNotFound, StreamUnavailable
+
+    try:
+        with NatsLog(f"{NATS_URL}/patchsync_probe", connect_timeout=2, reconnect_attempts=1) as log:
+            log.ensure_stream(create=False)
+    except StreamNotFound:
+        pass  # JetStream answered: the probe stream simply does not exist
+    except StreamUnavailable as exc:
+        _nats_missing(f"NATS JetStream is unreachable at {NATS_URL}: {exc}")
+    return NATS_URL
+
+
+@pytest.fixture
+def nats_stream(nats_server: str) -> Iterator[str]:
+    """A stream address of this test's own (``nats://HOST:PORT/STREAM``), deleted afterwards."""
+    from patchsync.streams import NatsLog
+
+    from .nats_helpers import unique_stream
+
+    url = f"{nats_server}/{unique_stream()}"
+    yield url
+    with NatsLog(url) as log:
+        log.delete_stream()
+
+
+@pytest.fixture(scope="session")
+def nats_server_binary() -> str:
+    """The nats-server executable, for tests that start (and kill) servers of their own."""
+    from .nats_helpers import NATS_SERVER
+
+    if not os.access(NATS_SERVER, os.X_OK):
+        _nats_missing(f"{NATS_SERVER} is not installed")
+    return NATS_SERVER

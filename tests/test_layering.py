@@ -27,6 +27,7 @@ LAYERS: dict[str, int] = {
     "terms": 4,
     "codec": 5,
     "logs": 6,
+    "streams": 6,
     "apply": 7,
     "capture": 7,
     "conformance": 7,

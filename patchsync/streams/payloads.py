@@ -1,0 +1,245 @@
+"""Patches as stream messages: one patch per message, each a Jelly-Patch stream of its own.
+
+A message holds the options row, then the one patch, encoded with fresh lookups, so every
+message decodes on its own: a replica can start at any sequence (after a snapshot), and a
+bad message is found and reported alone. Terms travel as N-Triples strings between the
+decoder and the encoder, so each is re-encoded exactly as it was read.
+
+Message options are the log's own (RDF Patch text logs: PUNCTUATED, and RDF-star or
+generalized statements only when the patch uses them); a FLAT log is one patch, sent as a
+PUNCTUATED message. Every published patch needs an ``id`` header (it is the message id the
+server deduplicates by, and the next patch's ``prev``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from patchsync import formats
+from patchsync.codec.patch_decoder import PatchDecoder
+from patchsync.codec.patch_encoder import PatchEncoder
+from patchsync.codec.rdfp import RdfPatchTextReader
+from patchsync.errors import DecodeError, UsageError
+from patchsync.events import Add, Delete, Event, Header, Options, PatchEnd
+from patchsync.options import Limits, PatchOptions, StreamType
+from patchsync.streams.nats_log import MSG_ID, StreamMessage
+from patchsync.terms import BNODE, IRI, LITERAL, TRIPLE
+from patchsync.terms.ntriples import NTriplesTerms, format_term
+
+#: Terms as N-Triples strings: each is re-encoded exactly as it was read.
+NT_TERMS = NTriplesTerms()
+# The smallest name lookup a message declares (the spec's minimum is 8).
+_MIN_NAMES = 16
+#: Bytes read from a log at a time.
+CHUNK_SIZE = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class PatchMessage:
+    """One patch of a log, encoded as a message payload."""
+
+    patch_id: str
+    prev: str | None
+    payload: bytes
+    #: The log the patch comes from and its number there (1-based), for messages.
+    source: str
+    number: int
+
+
+def message_options(options: PatchOptions | None) -> PatchOptions:
+    """The options of a one-patch message made from a log with ``options``."""
+    options = options or PatchOptions()
+    if options.stream_type is StreamType.FLAT:
+        options = replace(options, stream_type=StreamType.PUNCTUATED)
+    return options
+
+
+def header_text(term: str) -> str:
+    """A header value as chain ids are compared: an IRI's text, else its N-Triples form."""
+    u = NT_TERMS.unpack(term)
+    return str(u[1]) if u[0] == IRI else term
+
+
+def encode_patch(events: Sequence[Event], options: PatchOptions) -> bytes:
+    """One patch (its events, terms as N-Triples strings) as a self-contained Jelly-Patch stream.
+
+    The name lookup is sized for this patch (a row names at most four IRIs outside quoted
+    triples; beyond that the lookup evicts, which stays correct): encoders and decoders
+    build their tables at the declared size, which for a 4,000-entry default cost more
+    than encoding a small patch.
+    """
+    names = min(options.max_name_table_size, max(_MIN_NAMES, 4 * len(events)))
+    if names != options.max_name_table_size:
+        options = replace(options, max_name_table_size=names)
+    encoder: PatchEncoder[str] = PatchEncoder(options, NT_TERMS)
+    for event in events:
+        encoder.send(event)
+    if encoder.patches_written == 0:
+        encoder.end_patch()
+    encoder.finish()
+    return encoder.take()
+
+
+def chain_ids(events: Iterable[Event]) -> tuple[str | None, str | None]:
+    """The ``id`` and ``prev`` headers of one patch's events (N-Triples terms)."""
+    patch_id = prev = None
+    for event in events:
+        if type(event) is Header:
+            if event.key == "id":
+                patch_id = header_text(event.value)
+            elif event.key == "prev":
+                prev = header_text(event.value)
+    return patch_id, prev
+
+
+@dataclass(frozen=True, slots=True)
+class LogPatch:
+    """One complete patch read from a log (terms as N-Triples strings), not yet encoded."""
+
+    #: The patch's events, from its first header to its ``PatchEnd``.
+    events: list[Event]
+    #: The log's options (``None`` for RDF Patch text).
+    options: PatchOptions | None
+    source: str
+    number: int
+    patch_id: str | None
+    prev: str | None
+
+    def message(self) -> PatchMessage:
+        """The patch as a message payload; it needs an ``id`` (:class:`UsageError` otherwise)."""
+        if self.patch_id is None:
+            raise UsageError(f"{self.source}: patch {self.number} has no 'id' header; a published patch needs one")
+        options = message_options(self.options or text_options(self.events))
+        return PatchMessage(self.patch_id, self.prev, encode_patch(self.events, options), self.source, self.number)
+
+
+def log_patches(path: str | os.PathLike[str], *, limits: Limits | None = None) -> Iterator[PatchMessage]:
+    """Every complete patch of a ``.jellyp`` or ``.rdfp`` log, in order, as messages."""
+    for patch in read_patches(path, limits=limits):
+        yield patch.message()
+
+
+def read_patches(path: str | os.PathLike[str], *, limits: Limits | None = None) -> Iterator[LogPatch]:
+    """Every complete patch of a ``.jellyp`` or ``.rdfp`` log, in order.
+
+    A log still being written may end inside a patch (or a frame): that tail is not a
+    complete patch and is left for a later run. Anything else the decoder refuses is a
+    :class:`DecodeError` naming the file and byte.
+    """
+    fmt = formats.require(path, None, formats.PATCH_LOG, "patch", nameable=False).name
+    source = str(path)
+    options: PatchOptions | None = None
+    reader = patch_reader(fmt, source, limits)
+    pending: list[Event] = []
+    number = 0
+    with open(path, "rb") as f:
+        ended = False
+        while not ended:
+            chunk = f.read(CHUNK_SIZE)
+            try:
+                if chunk:
+                    reader.feed(chunk)
+                else:
+                    ended = True
+                    reader.close()
+                events = list(reader)
+            except DecodeError:
+                if ended and (pending or reader.offset < os.fstat(f.fileno()).st_size):
+                    return  # an unfinished tail: the writer has not completed it yet
+                raise
+            for event in events:
+                kind = type(event)
+                if kind is Options:
+                    options = event.options
+                    continue
+                pending.append(event)
+                if kind is PatchEnd:
+                    number += 1
+                    yield LogPatch(pending, options, source, number, *chain_ids(pending))
+                    pending = []
+    if pending and options is not None and options.stream_type is StreamType.FLAT:
+        number += 1
+        yield LogPatch(pending, options, source, number, *chain_ids(pending))
+
+
+def text_options(events: list[Event]) -> PatchOptions:
+    """Options for a patch read from RDF Patch text: the features this one patch uses."""
+    # The rules of `convert` (logs.convert.scan_features) per patch, so that a log still
+    # being written need not be read to its end first.
+    star = generalized = False
+    for event in events:
+        if type(event) is Add or type(event) is Delete:
+            for position, term in zip("spog", event[:4], strict=True):
+                if not term:
+                    continue  # no graph, or the default graph ("")
+                kind = NT_TERMS.unpack(term)[0]
+                if kind == TRIPLE:
+                    star = True
+                    generalized = generalized or position in "pg"
+                elif (kind == LITERAL and position != "o") or (kind == BNODE and position == "p"):
+                    generalized = True
+    return PatchOptions(rdf_star=star, generalized_statements=generalized)
+
+
+def patch_reader(fmt: str, source: str, limits: Limits | None) -> Any:
+    """A decoder for ``jellyp`` or ``rdfp`` with N-Triples terms."""
+    if fmt == "jellyp":
+        return PatchDecoder(NT_TERMS, source=source, limits=limits)
+    return RdfPatchTextReader(NT_TERMS, source=source, limits=limits)
+
+
+def decode_message(
+    message: StreamMessage,
+    where: str,
+    *,
+    adapter: Any = None,
+    limits: Limits | None = None,
+) -> list[Event]:
+    """The events of one message, checked whole before anything is applied.
+
+    ``where`` names the stream (``nats://HOST:PORT/STREAM``); every refusal is one
+    :class:`DecodeError` line naming the stream and the message's sequence: a payload
+    the decoder rejects, one that holds no patch or more than one, or an ``id`` header
+    that differs from the message's ``Nats-Msg-Id``. The options event is kept first.
+
+    Positions place the events in the stream: ``offset`` is the message's sequence,
+    ``frame`` the frame within the message and ``row`` the event's index in the message.
+    So ``(offset, row)`` orders every event of the stream, and an applier's checkpoint
+    (the position of the last event of its last unit) holds the stream sequence.
+    """
+    source = f"{where} sequence {message.seq}"
+    decoder: PatchDecoder[Any] = PatchDecoder(adapter, source=source, limits=limits)
+    decoder.feed(message.payload)
+    decoder.close()
+    events = list(decoder)
+    ends = sum(1 for e in events if type(e) is PatchEnd)
+    if ends != 1:
+        raise DecodeError(f"a message must hold exactly one patch, this one holds {ends}", source=source)
+    msg_id = message.headers.get(MSG_ID)
+    if msg_id is not None:
+        patch_id = _id_header(decoder.adapter, events)
+        if patch_id != msg_id:
+            raise DecodeError(
+                f"the patch's id {patch_id or '(none)'} differs from the message id {msg_id}", source=source
+            )
+    seq = message.seq
+    return [event._replace(offset=seq, row=i) for i, event in enumerate(events)]
+
+
+def _id_header(adapter: Any, events: list[Event]) -> str | None:
+    for event in events:
+        if type(event) is Header and event.key == "id":
+            u = adapter.unpack(event.value)
+            return str(u[1]) if u[0] == IRI else format_term(adapter, event.value)
+    return None
+
+
+def read_payload(payload: bytes, source: str = "<message>") -> list[Event]:
+    """The events of one payload with terms as N-Triples strings (tests, inspection)."""
+    decoder: PatchDecoder[str] = PatchDecoder(NT_TERMS, source=source)
+    decoder.feed(payload)
+    decoder.close()
+    return list(decoder)

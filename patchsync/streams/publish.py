@@ -1,0 +1,233 @@
+"""Publishing patch logs to a stream, and committing a recorder's patches to one.
+
+Resuming (a rerun, or after ``kill -9``): the stream itself says how far a previous run
+got. :func:`publish_logs` reads the stream's head (the id of its last message) and skips
+the patches of the logs up to and including that patch; the first patch it sends is the
+one whose ``prev`` is the head. This holds however long ago the previous run was, where
+the server's deduplication by ``Nats-Msg-Id`` only covers the stream's duplicate window
+(2 minutes by default). Deduplication still covers the one patch whose acknowledgement a
+crash lost, and a concurrent publisher of the same logs. If no patch of the logs follows
+the head, the first one is sent anyway and the server refuses it: a :class:`ChainError`
+naming both ids, nothing published.
+
+Message size: a patch travels in exactly one message, never split. A patch whose message
+(payload and headers) exceeds the server's ``max_payload`` (from the connection's INFO,
+1 MiB by default) or the stream's ``max_msg_size`` is refused before sending, with one
+:class:`MessageTooLarge` line naming the file, the patch, its size and the limit; the
+patches before it stay published (a prefix of the chain, which a rerun continues).
+Splitting was rejected: the stream sequence would no longer be a per-patch checkpoint,
+the conditional append and deduplication would guard fragments rather than patches, and
+every replica would have to reassemble fragments across its own crashes. The limit is
+the operator's to raise (``max_payload`` up to 64 MiB), or the writer's to respect
+(smaller transactions).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from itertools import chain
+from typing import Any
+
+from patchsync.codec.patch_encoder import PatchEncoder
+from patchsync.errors import UsageError
+from patchsync.options import Limits, PatchOptions, StreamType
+from patchsync.streams.errors import MessageTooLarge
+from patchsync.streams.nats_log import (
+    EXPECTED_LAST_ID,
+    EXPECTED_LAST_SEQ,
+    EXPECTED_STREAM,
+    MSG_ID,
+    NatsLog,
+    PublishResult,
+)
+from patchsync.streams.payloads import LogPatch, PatchMessage, message_options, read_patches
+from patchsync.streams.url import StreamURL
+from patchsync.terms import TermAdapter, default_adapter
+
+
+@dataclass(frozen=True, slots=True)
+class StreamSettings:
+    """How a missing stream is created (an existing one keeps its configuration)."""
+
+    create: bool = True
+    replicas: int = 1
+    max_age: float | None = None
+    max_bytes: int | None = None
+    max_msgs: int | None = None
+    duplicate_window: float | None = None
+
+    def apply(self, log: NatsLog) -> None:
+        log.ensure_stream(
+            create=self.create,
+            replicas=self.replicas,
+            max_age=self.max_age,
+            max_bytes=self.max_bytes,
+            max_msgs=self.max_msgs,
+            duplicate_window=self.duplicate_window,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PublishReport:
+    """What one :func:`publish_logs` run did."""
+
+    published: int
+    #: Patches the stream already held (skipped before the head, or answered "duplicate").
+    skipped: int
+    #: The stream's head after the run: its last sequence and patch id.
+    last_seq: int
+    head: str | None
+
+
+def message_size(payload: bytes, patch_id: str, prev: str | None, stream: str) -> int:
+    """Bytes of the published message counted against ``max_payload`` (headers included)."""
+    headers = {MSG_ID: patch_id, EXPECTED_STREAM: stream}
+    headers[EXPECTED_LAST_ID if prev is not None else EXPECTED_LAST_SEQ] = prev or "0"
+    # NATS/1.0 CRLF, then "Key: value" CRLF per header, then an empty line. The fallback
+    # to a sequence (publish_patch) is never longer than an id-based expectation plus 20.
+    block = len("NATS/1.0\r\n") + sum(len(k) + 2 + len(v) + 2 for k, v in headers.items()) + 2
+    return len(payload) + block + 20
+
+
+def check_size(message: PatchMessage, log: NatsLog) -> None:
+    """Refuse a patch whose message exceeds what the stream takes (:class:`MessageTooLarge`)."""
+    size = message_size(message.payload, message.patch_id, message.prev, log.name)
+    limit = log.max_message_bytes
+    if size > limit:
+        raise MessageTooLarge(
+            f"{message.source}: patch {message.number} ({message.patch_id}) needs a {size}-byte message, "
+            f"{log.url} takes at most {limit} bytes; a patch is never split: raise the server's "
+            "max_payload or write smaller patches"
+        )
+
+
+def publish_logs(
+    paths: Iterable[str | os.PathLike[str]],
+    url: StreamURL | str | NatsLog,
+    *,
+    settings: StreamSettings | None = None,
+    limits: Limits | None = None,
+    on_published: Callable[[PatchMessage, PublishResult], None] | None = None,
+) -> PublishReport:
+    """Publish every complete patch of the logs, in order, continuing the stream's head.
+
+    ``url`` is a stream address or an open :class:`NatsLog` (left open). The stream is
+    created when missing (``settings``). See the module docstring for resuming and for
+    patches larger than a message. ``on_published`` is called after each patch the
+    server acknowledged (progress reports).
+    """
+    logs = [os.fspath(p) for p in paths]
+    own = not isinstance(url, NatsLog)
+    log = NatsLog(url) if not isinstance(url, NatsLog) else url
+    try:
+        (settings or StreamSettings()).apply(log)
+        head = log.head()
+
+        def patches() -> Iterator[LogPatch]:
+            # Patches are encoded only when sent: a rerun skips the published ones unencoded.
+            return chain.from_iterable(read_patches(p, limits=limits) for p in logs)
+
+        published = skipped = 0
+        pending, skipped, found = _after_head(patches(), head.patch_id)
+        if not found:
+            # Nothing in the logs follows the head: sending the first patch makes the
+            # server refuse it (a ChainError naming both ids), unless another writer
+            # moved the head onto this chain meanwhile.
+            pending, skipped = patches(), 0
+        last_seq, last_id = head.seq, head.patch_id
+        for patch in pending:
+            message = patch.message()
+            check_size(message, log)
+            result = log.publish_patch(message.payload, message.patch_id, message.prev)
+            if result.duplicate:
+                skipped += 1
+            else:
+                published += 1
+                last_seq, last_id = result.seq, message.patch_id
+            if on_published is not None:
+                on_published(message, result)
+        return PublishReport(published, skipped, last_seq, last_id)
+    finally:
+        if own:
+            log.close()
+
+
+def _after_head(patches: Iterator[LogPatch], head: str | None) -> tuple[Iterator[LogPatch], int, bool]:
+    """The patches from the first one following ``head``; how many came before; whether found."""
+    if head is None:
+        return patches, 0, True
+    skipped = 0
+    for patch in patches:
+        if patch.prev == head:
+            return chain([patch], patches), skipped, True
+        skipped += 1
+        if patch.patch_id == head:
+            return patches, skipped, True  # the log ends at the head, or a prev is missing
+    return iter(()), skipped, False
+
+
+class StreamWriter:
+    """Where a recorder commits its patches when they go straight to a stream.
+
+    The interface of :class:`patchsync.capture.LogWriter` that the recorder uses:
+    :attr:`sink` (an encoder the recorder writes one patch into), :attr:`options`,
+    :attr:`head` (the next patch's ``prev``), :meth:`commit`, :meth:`abandon` and
+    :meth:`close`. Each patch is published as one message on :meth:`commit`, appended
+    only if it follows the stream's head; the head is read from the stream on opening.
+    A failed commit raises (:class:`ChainError`, :class:`StreamUnavailable`,
+    :class:`MessageTooLarge`) and the patch is not in the stream.
+    """
+
+    def __init__(
+        self,
+        url: StreamURL | str | NatsLog,
+        options: PatchOptions | None = None,
+        adapter: TermAdapter[Any] | None = None,
+        *,
+        settings: StreamSettings | None = None,
+    ) -> None:
+        if options is not None and options.stream_type is StreamType.FLAT:
+            raise UsageError("a recorded log needs patch boundaries: use a PUNCTUATED or FRAME stream")
+        self._own = not isinstance(url, NatsLog)
+        self.log = NatsLog(url) if not isinstance(url, NatsLog) else url
+        try:
+            (settings or StreamSettings()).apply(self.log)
+            self.head: str | None = self.log.head().patch_id
+        except BaseException:
+            self.close()
+            raise
+        self.options = message_options(options)
+        self.adapter: TermAdapter[Any] = adapter if adapter is not None else default_adapter()
+        self.patches = 0
+        #: Sequence of the last patch committed through this writer.
+        self.last_seq = 0
+        self.sink: PatchEncoder[Any] = PatchEncoder(self.options, self.adapter)
+
+    def commit(self, patch_id: str | None) -> None:
+        """Publish the patch the sink holds as one message; the sink starts afresh."""
+        if patch_id is None:
+            raise UsageError("a patch committed to a stream needs an id")
+        encoder, self.sink = self.sink, PatchEncoder(self.options, self.adapter)
+        encoder.finish()
+        message = PatchMessage(patch_id, self.head, encoder.take(), str(self.log.url), self.patches + 1)
+        check_size(message, self.log)
+        result = self.log.publish_patch(message.payload, patch_id, self.head)
+        self.head = patch_id
+        self.last_seq = result.seq
+        self.patches += 1
+
+    @property
+    def path(self) -> None:
+        """A stream has no file (the recorder's log writers report theirs here)."""
+        return None
+
+    def abandon(self) -> None:
+        """Drop what the sink holds and disconnect (after a failure)."""
+        self.close()
+
+    def close(self) -> None:
+        """Disconnect (a stream needs no finishing: every patch was one message)."""
+        if self._own:
+            self.log.close()
