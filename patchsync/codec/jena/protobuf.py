@@ -22,7 +22,7 @@ from __future__ import annotations
 import struct
 from typing import Any, TypeVar
 
-from patchsync.codec.jena.stream import BinaryDecoder, BinaryEncoder, Short, utf8
+from patchsync.codec.jena.stream import BinaryDecoder, BinaryEncoder, Short, stream_varint, utf8
 from patchsync.codec.jena.terms import NESTED, POS_G, POS_O, POS_P, POS_S
 from patchsync.codec.term_decoder import RuleViolation
 from patchsync.codec.wire import ld, tag, varint
@@ -138,20 +138,7 @@ class RdfProtobufDecoder(BinaryDecoder[T]):
     _repeated = False
 
     def _read_row(self, buf: bytes, pos: int, end: int, offset: int, index: int) -> int:
-        result = 0
-        shift = 0
-        i = pos
-        while True:
-            if i >= end:
-                raise Short(i + 1)
-            byte = buf[i]
-            i += 1
-            result |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                break
-            shift += 7
-            if i - pos >= 10:
-                raise RuleViolation("malformed row length: varint longer than 10 bytes (bad varint)")
+        result, i = stream_varint(buf, pos, end, "malformed row length: varint longer than 10 bytes (bad varint)")
         if result > self.max_row:
             raise RuleViolation(f"row length {result} exceeds the limit of {self.max_row} bytes (oversize row)")
         stop = i + result

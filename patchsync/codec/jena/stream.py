@@ -39,6 +39,27 @@ class Short(Exception):
         self.need = need
 
 
+def stream_varint(
+    buf: bytes, pos: int, end: int, long_rule: str = "malformed varint: longer than 10 bytes (bad varint)"
+) -> tuple[int, int]:
+    """A varint at ``pos`` of the stream: ``(value, next pos)``; :class:`Short` if the bytes
+    held end inside it (more may come), ``long_rule`` broken past 10 bytes."""
+    result = 0
+    shift = 0
+    start = pos
+    while True:
+        if pos >= end:
+            raise Short(pos + 1)
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return result, pos
+        shift += 7
+        if pos - start >= 10:
+            raise RuleViolation(long_rule)
+
+
 class BinaryDecoder(EventSource[RdfEvent], Generic[T]):
     """Decodes an RDF Binary byte stream into :class:`~patchsync.events.Statement` and
     :class:`~patchsync.events.Namespace` events.

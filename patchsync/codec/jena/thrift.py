@@ -28,6 +28,7 @@ import struct
 from typing import Any, TypeVar
 
 from patchsync.codec.jena.stream import BinaryDecoder, BinaryEncoder, Short, utf8
+from patchsync.codec.jena.stream import stream_varint as _varint
 from patchsync.codec.jena.terms import NESTED
 from patchsync.codec.term_decoder import RuleViolation
 from patchsync.codec.wire import varint
@@ -63,23 +64,6 @@ _TERM_FIELDS = {
 _ROW_FIELDS = {1: "prefixDecl", 2: "triple", 3: "quad"}
 _PLAIN_MEMBERS = frozenset({0x1C, 0x2C, 0x3C, 0x4C})  # iri, bnode, literal, prefixName headers
 _CACHE_LIMIT = 1 << 16
-
-
-def _varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
-    result = 0
-    shift = 0
-    start = pos
-    while True:
-        if pos >= end:
-            raise Short(pos + 1)
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return result, pos
-        shift += 7
-        if pos - start >= 10:
-            raise RuleViolation("malformed varint: longer than 10 bytes (bad varint)")
 
 
 def _zigzag(n: int, bits: int) -> int:
