@@ -60,3 +60,23 @@ def test_roles() -> None:
     assert "n3" in formats.names(formats.DIFF_INPUT) and "n3" not in formats.names(formats.RDF_CONVERT)
     rdfxml = formats.by_suffix("onto.owl")
     assert rdfxml is not None and rdfxml.rdflib_name == "xml" and not rdfxml.keeps_labels
+
+
+@pytest.mark.parametrize(("fmt", "refused"), [("nt", True), ("ttl", True), ("nq", False), ("trig", False)])
+def test_dump_to_a_format_without_graphs_refuses_named_graphs(fmt: str, refused: bool) -> None:
+    import io
+
+    from patchsync import MemoryTarget
+    from patchsync.apply.dump import write_dump
+    from patchsync.apply.target import Checkpoint
+
+    target = MemoryTarget()
+    target.begin()
+    target.add([("<http://e/s>", "<http://e/p>", "<http://e/o>", "<http://e/g>")])
+    target.commit("log", Checkpoint(offset=0, frame=0, row=0), [])
+    out = io.BytesIO()
+    if refused:
+        with pytest.raises(FormatError, match="named graph <http://e/g>; dump it as nq or trig"):
+            write_dump(target, fmt, out)
+    else:
+        assert write_dump(target, fmt, out) == 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import IO, Any
 
+from patchsync import formats
 from patchsync.apply.target import DumpableTarget, dumpable
 from patchsync.errors import FormatError
 
@@ -29,7 +30,8 @@ def write_dump(target: DumpableTarget, fmt: str, out: IO[bytes]) -> int:
     if fmt not in DUMP_FORMATS:
         raise FormatError(f"unknown dump format {fmt!r} (expected one of: {', '.join(DUMP_FORMATS)})")
     target = dumpable(target)
-    single_graph = fmt in ("nt", "ttl")
+    found = formats.by_name(fmt)
+    single_graph = found is not None and not found.graphs
     if fmt in ("rdf-thrift", "rdf-protobuf"):
         from patchsync.logs.rdf_files import write_rdf_binary
 
