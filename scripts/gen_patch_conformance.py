@@ -3006,7 +3006,7 @@ def _coverage_table() -> str:
     """The README's table: per rule, the cases of each direction that cover it."""
     cases = [("from_jelly", c) for c in _ordered(FROM_CASES)] + [("to_jelly", c) for c in _ordered(TO_CASES)]
     lines = [
-        "Counts are positive / negative cases. A rule with no case is listed too (\"none\").",
+        'Counts are positive / negative cases. A rule with no case is listed too ("none").',
         "",
         "| rule | section | from_jelly | to_jelly | cases |",
         "|---|---|---|---|---|",

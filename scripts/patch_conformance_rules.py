@@ -46,7 +46,7 @@ class Rule:
         return f"{SPECS[self.spec][1]}#{self.anchor}"
 
 
-def _r(id: str, spec: str, section: str, text: str, *phrases: str) -> Rule:  # noqa: A002 - the rule's id
+def _r(id: str, spec: str, section: str, text: str, *phrases: str) -> Rule:
     return Rule(id, spec, section, text, tuple(p.lower() for p in phrases))
 
 
