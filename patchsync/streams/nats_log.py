@@ -316,6 +316,20 @@ class NatsLog:
         published = msg.time.timestamp() if msg.time is not None else None
         return StreamHead(int(msg.seq or 0), headers.get(MSG_ID), published)
 
+    def message(self, seq: int) -> StreamMessage | None:
+        """The message at ``seq``, or ``None`` when the stream does not hold it (never, or removed)."""
+        import nats.js.errors as je
+
+        async def get() -> StreamMessage | None:
+            try:
+                msg = await self.js.get_msg(self.name, seq=seq)
+            except je.NotFoundError:
+                return None
+            published = msg.time.timestamp() if msg.time is not None else 0.0
+            return StreamMessage(int(msg.seq or seq), published, msg.headers or {}, msg.data or b"")
+
+        return self._call(get)
+
     def last_seq(self) -> int:
         """The sequence of the stream's last message (0 when empty)."""
 
