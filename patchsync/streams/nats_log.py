@@ -435,13 +435,14 @@ class NatsLog:
         return self._call(lambda: self._fetch(from_seq, batch, timeout), timeout=timeout + self.request_timeout * 3 + 2)
 
     async def _fetch(self, from_seq: int, batch: int, timeout: float) -> list[StreamMessage]:
-        import nats.errors as ne
 
         if self._reader is None or self._next_seq != from_seq:
             await self._open_reader(from_seq)
         try:
             msgs = await self._reader.fetch(batch, timeout=timeout)
-        except ne.TimeoutError:
+        except TimeoutError:
+            # nats-py raises its TimeoutError (a subclass) or, when the server sent nothing
+            # at all within the wait, the builtin one: both mean "nothing new yet".
             msgs = []
         except Exception:
             await self._drop_reader()
