@@ -8,11 +8,12 @@ streams of its own, deleted at the end.
 
 Latency: ``patchsync tail nats://…/STREAM --target sqlite:///…`` runs as a real daemon. A
 producer publishes chained one-transaction patches (5 triples each, the patches of
-``examples/producer.py``) at a fixed rate, one message each through
-:meth:`NatsLog.publish_patch` (conditional on ``prev``, deduplicated by id). Each patch
-carries the wall-clock time just before its publish in a ``ts`` header; its latency is
-its ``applied_at`` in ``ps_patches`` (taken when the unit's commit is issued, in the
-transaction that also writes the checkpoint, i.e. the stream sequence) minus that time.
+``examples/producer.py``, encoded beforehand) at a fixed rate, one message each with the
+headers of :meth:`NatsLog.publish_patch` (conditional on ``prev``, deduplicated by id),
+without waiting for one acknowledgement before the next. A patch's latency is its
+``applied_at`` in ``ps_patches`` (taken when the unit's commit is issued, in the
+transaction that also writes the checkpoint, i.e. the stream sequence) minus the
+wall-clock time just before it was sent.
 The baseline, side by side in the same run: ``bench.tail_bench``'s append-to-commit
 latency of ``patchsync tail`` on a local file at the same rate (same method).
 
@@ -25,6 +26,7 @@ subprocesses, wall time, rows/s (rows: the log's add and delete rows).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import signal
@@ -42,6 +44,7 @@ from sqlalchemy import create_engine, text
 from patchsync.events import Add, Delete
 from patchsync.logs.patch_logs import read_events
 from patchsync.streams import NatsLog, publish_logs
+from patchsync.streams.nats_log import EXPECTED_LAST_ID, MSG_ID
 from patchsync.streams.payloads import encode_patch
 from patchsync.terms.ntriples import NTriplesTerms
 
@@ -59,18 +62,6 @@ def _stream(nats: str, tag: str) -> str:
     return f"{nats}/bench_{tag}_{os.getpid()}_{uuid.uuid4().hex[:6]}"
 
 
-def _latencies(db: Path) -> list[float]:
-    engine = create_engine(f"sqlite:///{db}")
-    with engine.connect() as c:
-        rows = c.execute(text("SELECT applied_at, headers FROM ps_patches ORDER BY seq")).all()
-    engine.dispose()
-    out = []
-    for applied_at, headers in rows[1:]:
-        ts = next(float(v.strip('"')) for k, v in json.loads(headers) if k == "ts")
-        out.append((applied_at - ts) * 1000)
-    return sorted(out)
-
-
 def _summary(lat: list[float]) -> dict[str, Any]:
     return {
         "patches": len(lat),
@@ -81,43 +72,61 @@ def _summary(lat: list[float]) -> dict[str, Any]:
 
 
 def stream_latency(nats: str, rate: int, seconds: float, work: Path) -> dict[str, Any]:
-    """p50/p99 of publish-to-commit latency at ``rate`` patches/s through a stream."""
+    """p50/p99 of publish-to-commit latency at ``rate`` patches/s through a stream.
+
+    The producer runs on the connection's event loop and does not wait for one patch's
+    acknowledgement before sending the next (on one connection the server receives them
+    in order, so each conditional append still finds its ``prev`` as the stream's head);
+    every acknowledgement is checked at the end.
+    """
     url = _stream(nats, f"lat{rate}")
     db = work / f"stream-lat-{rate}.db"
     options = producer.OPTIONS
+    count = 1 + int(rate * seconds)
     with NatsLog(url) as log:
         log.ensure_stream()
-        prev: str | None = None
-
-        def send(n: int) -> None:
-            nonlocal prev
-            events = producer.patch_events(n, stamp=True)
-            patch_id = f"urn:patch:{n}"
-            log.publish_patch(encode_patch(events, options), patch_id, prev)
-            prev = patch_id
-
-        send(1)  # the first patch, so the daemon is up and caught up before timing
+        log.publish_patch(encode_patch(producer.patch_events(1, stamp=True), options), "urn:patch:1", None)
         daemon = subprocess.Popen([*PATCHSYNC, "tail", url, "--target", f"sqlite:///{db}"], stderr=subprocess.DEVNULL)
+
+        # Encoded beforehand: the producer's own encoding is not what is measured.
+        payloads = {n: encode_patch(producer.patch_events(n), options) for n in range(2, count + 1)}
+        sent_at: dict[str, float] = {}
+
+        async def produce() -> float:
+            loop = asyncio.get_running_loop()
+            sent = []
+            started = loop.time()
+            for n in range(2, count + 1):
+                delay = started + (n - 2) / rate - loop.time()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                payload = payloads[n]
+                headers = {MSG_ID: f"urn:patch:{n}", EXPECTED_LAST_ID: f"urn:patch:{n - 1}"}
+                sent_at[f"urn:patch:{n}"] = time.time()
+                publish = log.js.publish(log.subject, payload, stream=log.name, headers=headers, timeout=30)
+                sent.append(asyncio.ensure_future(publish))
+                await asyncio.sleep(0)  # let it go out before the next one
+            acks = await asyncio.gather(*sent)
+            assert [a.seq for a in acks] == list(range(2, count + 1)), "a patch was not appended in order"
+            return (count - 1) / (loop.time() - started)
+
         try:
             _wait_patches(db, 1)
-            count = 1 + int(rate * seconds)
-            started = time.monotonic()
-            for n in range(2, count + 1):
-                due = started + (n - 2) / rate
-                delay = due - time.monotonic()
-                if delay > 0:
-                    time.sleep(delay)
-                send(n)
-            achieved = (count - 1) / max(time.monotonic() - started, 1e-9)
+            achieved = log.run(produce)
             _wait_patches(db, count)
         finally:
             daemon.send_signal(signal.SIGTERM)
             daemon.wait(timeout=60)
             log.delete_stream()
+    engine = create_engine(f"sqlite:///{db}")
+    with engine.connect() as c:
+        applied = dict(c.execute(text("SELECT patch_id, applied_at FROM ps_patches")).all())
+    engine.dispose()
+    lat = sorted((applied[pid] - at) * 1000 for pid, at in sent_at.items())
     return {
         "rate": rate,
         "achieved_rate": round(achieved, 1),
-        **_summary(_latencies(db)),
+        **_summary(lat),
         "exit_code": daemon.returncode,
     }
 
