@@ -173,7 +173,8 @@ class StreamSource:
             self.report.applied_seq = self.next_seq - 1
             if progressed:
                 self.host.target_progressed()
-        self._update_lag(now, force=progressed and len(messages) < BATCH)
+        # At most once a second: asking costs requests that a busy replica needs for fetching.
+        self._update_lag(now, force=False)
         if progressed:
             self.host.log("applied", self.report.as_dict())
         return progressed
