@@ -418,3 +418,51 @@ def test_tailing_a_missing_stream_is_one_line(tmp_path: Path, nats_stream: str) 
     assert f"{stream_name(nats_stream)}: no such stream on the server" in one_line(missing.stderr)
     bad = cli("tail", "nats://127.0.0.1:4222/no.dots", "--target", f"sqlite:///{tmp_path / 'r.db'}", "--once")
     assert bad.returncode == 2 and "is not allowed" in one_line(bad.stderr)
+
+
+def test_a_patch_interrupted_between_its_transactions_resumes_inside_its_message(
+    tmp_path: Path, nats_stream: str
+) -> None:
+    # docs/design.md §9: the checkpoint's message is re-read when it was not applied whole;
+    # the applier passes over its units already applied (docs/design.md §3).
+    from patchsync.apply.applier import Applier
+    from patchsync.events import Add, Header, PatchEnd, TxCommit, TxStart
+    from patchsync.logs.patch_logs import write_events
+    from patchsync.options import PatchOptions
+    from patchsync.streams import decode_message
+    from patchsync.tail import Tailer, TailOptions
+    from patchsync.tail.stream_source import applied_seq
+    from patchsync.terms.ntriples import NTriplesTerms
+
+    ex = "http://example.org/"
+    events: list[Any] = []
+    for n in (1, 2):
+        events += [Header("id", f"<urn:two:{n}>")] + ([Header("prev", "<urn:two:1>")] if n == 2 else [])
+        for t in (1, 2):
+            events += [TxStart(), Add(f"<{ex}s{n}>", f"<{ex}t{t}>", f'"{n}.{t}"', f"<{ex}g>"), TxCommit()]
+        events.append(PatchEnd())
+    log = tmp_path / "two.jellyp"
+    with open(log, "wb") as f:
+        write_events(events, f, "jellyp", options=PatchOptions(), adapter=NTriplesTerms())
+    publish_logs([log], nats_stream)
+    target = MemoryTarget()
+    source = stream_name(nats_stream)
+    with NatsLog(nats_stream) as s:
+        fingerprint = s.fingerprint()
+        first, second = s.fetch(1, 2, timeout=2)
+        applier = Applier(target, source=source, fingerprint=fingerprint)
+        applier.feed(decode_message(first, source, adapter=target.adapter))
+        # Message 2 up to its second TX: the first transaction commits, then the "crash".
+        rows = decode_message(second, source, adapter=target.adapter)
+        cut = [i for i, e in enumerate(rows) if type(e) is TxStart][1]
+        applier.feed(rows[: cut + 1])
+        target.rollback()
+        cp = target.checkpoint(source)
+        assert cp is not None and (cp.offset, cp.last_id) == (2, "urn:two:1")
+        assert applied_seq(s, cp) == 1  # message 2 was not applied whole
+    with Tailer([nats_stream], target, TailOptions()) as tailer:
+        (report,) = tailer.run_once()
+    assert report.result.replayed > 0 and report.result.patches == 1
+    assert state(target) == reference(log)
+    cp = target.checkpoint(source)
+    assert cp is not None and (cp.offset, cp.last_id) == (2, "urn:two:2")
