@@ -24,6 +24,7 @@ def register(sub: Subcommands) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from patchsync.apply.target import dumpable
+    from patchsync.streams.url import is_stream_url
     from patchsync.tail.state import default_state_dir, lag_bytes, read_status
 
     target = open_target(args.target)
@@ -41,6 +42,9 @@ def run(args: argparse.Namespace) -> int:
             if cp.updated_at
             else None
         )
+        if is_stream_url(st.source):
+            rows.append(_stream_row(st.source, cp, when, daemon.get(st.source)))
+            continue
         rows.append(
             {
                 "source": st.source,
@@ -59,6 +63,9 @@ def run(args: argparse.Namespace) -> int:
     if not rows:
         print("no logs applied")
     for r in rows:
+        if "stream" in r:
+            print(_stream_line(r))
+            continue
         pos = r["position"]
         print(
             f"{r['source']}: byte {pos['offset']}, frame {pos['frame']}, row {pos['row']}; "
@@ -67,6 +74,34 @@ def run(args: argparse.Namespace) -> int:
             + _tail_state(r["tail"])
         )
     return 0
+
+
+def _stream_row(source: str, cp: Any, when: str | None, tail: dict[str, Any] | None) -> dict[str, Any]:
+    """A stream replica's row: its checkpoint's sequence, and its lag asked of the server."""
+    from patchsync.tail.stream_source import stream_lag
+
+    return {
+        "source": source,
+        "stream": True,
+        "position": {"seq": cp.offset, "row": cp.row},
+        "patches": cp.patches,
+        "last_id": cp.last_id,
+        "updated_at": when,
+        "fingerprint": cp.fingerprint,
+        **stream_lag(source, cp),
+        "tail": tail,
+    }
+
+
+def _stream_line(r: dict[str, Any]) -> str:
+    if "lag_error" in r:
+        lag = f"lag unknown, the server could not be asked ({r['lag_error']})"
+    else:
+        lag = f"{r['lag_messages']} messages, {r['lag_seconds']:.1f} s behind"
+    return (
+        f"{r['source']}: sequence {r['position']['seq']}; {r['patches']} patches; last id {r['last_id'] or '-'}; "
+        f"at {r['updated_at'] or '-'}; {lag}" + _tail_state(r["tail"])
+    )
 
 
 def _tail_state(rec: dict[str, Any] | None) -> str:

@@ -29,7 +29,12 @@ def register(sub: Subcommands) -> None:
         "is applied as soon as it is complete, with the log's checkpoint; a restart resumes every log from its "
         "checkpoint. SIGTERM/SIGINT finish the current unit and exit 0. Log lines go to stderr.",
     )
-    tail.add_argument("paths", nargs="+", metavar="PATH", help="a .jellyp log or a directory of them")
+    tail.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="a .jellyp log, a directory of them, or a stream nats://HOST:PORT/STREAM (see patchsync publish)",
+    )
     add_target_flag(tail)
     add_chain_flag(tail)
     tail.add_argument("--poll", action="store_true", help="poll the file system instead of inotify (network mounts)")
@@ -40,7 +45,7 @@ def register(sub: Subcommands) -> None:
         metavar="S",
         help="seconds between polls, and the longest wait without a file event (default 1)",
     )
-    tail.add_argument("--once", action="store_true", help="apply what the logs hold now and exit")
+    tail.add_argument("--once", action="store_true", help="apply what the logs (or streams) hold now and exit 0")
     add_relative_iris_flag(tail)
     tail.add_argument(
         "--keep-going", action="store_true", help="when one log fails, keep tailing the others (exit 1 at the end)"

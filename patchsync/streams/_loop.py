@@ -47,6 +47,8 @@ class LoopThread:
         try:
             return future.result(timeout)
         except concurrent.futures.TimeoutError:
+            if future.done():
+                raise  # the coroutine's own TimeoutError (the same class since Python 3.11)
             future.cancel()
             raise TimeoutError(f"no answer within {timeout:g} s") from None
 

@@ -316,6 +316,20 @@ class NatsLog:
         published = msg.time.timestamp() if msg.time is not None else None
         return StreamHead(int(msg.seq or 0), headers.get(MSG_ID), published)
 
+    def message(self, seq: int) -> StreamMessage | None:
+        """The message at ``seq``, or ``None`` when the stream does not hold it (never, or removed)."""
+        import nats.js.errors as je
+
+        async def get() -> StreamMessage | None:
+            try:
+                msg = await self.js.get_msg(self.name, seq=seq)
+            except je.NotFoundError:
+                return None
+            published = msg.time.timestamp() if msg.time is not None else 0.0
+            return StreamMessage(int(msg.seq or seq), published, msg.headers or {}, msg.data or b"")
+
+        return self._call(get)
+
     def last_seq(self) -> int:
         """The sequence of the stream's last message (0 when empty)."""
 
@@ -421,13 +435,14 @@ class NatsLog:
         return self._call(lambda: self._fetch(from_seq, batch, timeout), timeout=timeout + self.request_timeout * 3 + 2)
 
     async def _fetch(self, from_seq: int, batch: int, timeout: float) -> list[StreamMessage]:
-        import nats.errors as ne
 
         if self._reader is None or self._next_seq != from_seq:
             await self._open_reader(from_seq)
         try:
             msgs = await self._reader.fetch(batch, timeout=timeout)
-        except ne.TimeoutError:
+        except TimeoutError:
+            # nats-py raises its TimeoutError (a subclass) or, when the server sent nothing
+            # at all within the wait, the builtin one: both mean "nothing new yet".
             msgs = []
         except Exception:
             await self._drop_reader()

@@ -71,11 +71,14 @@ class SourceReport:
     lag_seconds: float = 0.0
     error: str | None = None
     resumed_from: int = 0
+    #: Streams only: the last sequence applied whole, and messages after it in the stream.
+    applied_seq: int | None = None
+    lag_messages: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """The record logged and written to ``status.json``."""
         r = self.result
-        return {
+        record: dict[str, Any] = {
             "source": self.source,
             "state": self.state,
             "units": r.units,
@@ -87,6 +90,12 @@ class SourceReport:
             "lag_seconds": round(self.lag_seconds, 3),
             "error": self.error,
         }
+        if self.applied_seq is not None:
+            # A stream's position is a sequence: its records say so rather than in bytes.
+            del record["size"], record["applied_end"], record["lag_bytes"]
+            record["applied_seq"] = self.applied_seq
+            record["lag_messages"] = self.lag_messages
+        return record
 
 
 def _cp_fields(cp: Checkpoint | None) -> dict[str, Any]:

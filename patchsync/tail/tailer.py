@@ -17,6 +17,7 @@ from typing import Any
 from patchsync.apply.target import Target, discard_target
 from patchsync.errors import PatchsyncError, TargetUnavailable, UsageError, param
 from patchsync.options import Limits
+from patchsync.streams.url import is_stream_url, parse_stream_url
 from patchsync.tail.observer import DirectoryWatch, Waker
 from patchsync.tail.options import (
     HOLD_EVENTS,
@@ -30,6 +31,7 @@ from patchsync.tail.options import (
 from patchsync.tail.retry import Backoff, is_transient
 from patchsync.tail.source import Source, SourceReport
 from patchsync.tail.state import write_status
+from patchsync.tail.stream_source import StreamSource
 
 #: Seconds between rewrites of the state directory's status.json while running.
 STATUS_SECONDS = 1.0
@@ -44,9 +46,10 @@ class _TargetLost(Exception):
 
 
 class Tailer:
-    """Tails ``.jellyp`` logs (files or directories of them) into ``target`` (see :mod:`patchsync.tail`).
+    """Tails ``.jellyp`` logs (files or directories of them) and streams into ``target`` (see :mod:`patchsync.tail`).
 
-    ``paths`` are log files or directories; ``options`` say how (:class:`TailOptions`).
+    ``paths`` are log files, directories or stream addresses (``nats://HOST:PORT/STREAM``,
+    :mod:`patchsync.tail.stream_source`); ``options`` say how (:class:`TailOptions`).
     With ``options.reopen``, a target that becomes unavailable (:func:`is_transient`) is
     discarded and reopened after a backoff, and every source resumes from the reopened
     target's checkpoint; after ``options.retry_timeout`` seconds without success
@@ -58,7 +61,11 @@ class Tailer:
     ) -> None:
         if not paths:
             raise UsageError("tail needs at least one log file or directory")
-        self.paths = [Path(p) for p in paths]
+        # A stream address is no path (Path() would fold its "//"): kept as text.
+        self.streams = [str(p) for p in paths if is_stream_url(os.fspath(p))]
+        for url in self.streams:
+            parse_stream_url(url)  # a malformed address is refused before anything runs
+        self.paths = [Path(p) for p in paths if not is_stream_url(os.fspath(p))]
         for p in self.paths:
             if not p.is_dir() and p.suffix.lower() != ".jellyp":
                 raise UsageError(f"{p}: tail reads Jelly-Patch logs (.jellyp) or directories of them")
@@ -69,8 +76,10 @@ class Tailer:
         if options.state_dir is not None:
             options.state_dir.mkdir(parents=True, exist_ok=True)
         self.stopping = False
-        self.sources: dict[Path, Source] = {}
-        self._order: list[Source] = []
+        self.sources: dict[Path | str, Source | StreamSource] = {}
+        self._order: list[Source | StreamSource] = []
+        #: Seconds a stream source's fetch may wait for new messages (0 with ``run_once``).
+        self.stream_wait = 0.0
         self._waker = Waker()
         dirs = (str(p if p.is_dir() else p.parent) for p in self.paths)
         self._watch = DirectoryWatch(dirs, self.wake, poll=options.poll, interval=options.poll_interval)
@@ -120,11 +129,16 @@ class Tailer:
                         src.finished = True
             else:
                 self._source(p)
+        for url in self.streams:
+            if url not in self.sources:
+                stream = self.sources[url] = StreamSource(self, url)
+                self._order.append(stream)
 
     def _source(self, path: Path) -> Source:
         src = self.sources.get(path)
-        if src is None:
-            src = self.sources[path] = Source(self, path)
+        if not isinstance(src, Source):
+            src = Source(self, path)
+            self.sources[path] = src
             self._order.append(src)
         return src
 
@@ -132,6 +146,7 @@ class Tailer:
 
     def run_once(self) -> list[SourceReport]:
         """Apply what the logs hold now and return (the ``--once`` mode); raises on a failed source."""
+        self.stream_wait = 0.0
         with self._signals():
             while not self.stopping:
                 if self._step(time.monotonic()):
@@ -167,15 +182,23 @@ class Tailer:
         return self.reports()
 
     def _loop(self) -> None:
+        # Streams wake nothing: their fetch waits for new messages instead (returning as
+        # soon as one arrives). With files too, a short wait keeps the files' turn coming.
+        only_streams = not self.paths
+        interval = self.options.poll_interval
+        self.stream_wait = interval / len(self.streams) if only_streams else min(interval, 0.05)
         try:
-            self._watch.start()
-            self.log("start", {"paths": [str(p) for p in self.paths], "observer": self._watch.kind})
+            if self.paths:
+                self._watch.start()
+            paths = [str(p) for p in self.paths] + self.streams
+            self.log("start", {"paths": paths, "observer": self._watch.kind})
             while not self.stopping:
                 if self._step(time.monotonic()):
                     continue  # a backlog (or a reopened target): read on without waiting
                 if self.stopping:
                     break
-                self._waker.wait(self.options.poll_interval)
+                if not only_streams or all(src.failed for src in self._order):
+                    self._waker.wait(interval)
             self._finish_on_stop()
         finally:
             self._watch.stop()

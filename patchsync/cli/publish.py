@@ -1,0 +1,73 @@
+"""``patchsync publish LOG... nats://HOST:PORT/STREAM``: a log's patches into a NATS stream."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from patchsync.cli.common import Subcommands, add_relative_iris_flag, limits
+from patchsync.errors import UsageError
+
+
+def register(sub: Subcommands) -> None:
+    publish = sub.add_parser(
+        "publish",
+        help="publish patch logs to a NATS JetStream stream",
+        description="Publish every complete patch of the logs (.jellyp or .rdfp), in order, one patch per message, "
+        "to the stream (created when missing). Each message carries the patch id as Nats-Msg-Id and is appended only "
+        "if its prev is the stream's last patch: a rerun (or a run after kill -9) continues where the stream ends and "
+        "publishes nothing twice; a patch that does not follow the stream's head is refused (exit 1). A patch is never "
+        "split: one larger than the server's message limit is refused (exit 2), the patches before it stay published.",
+    )
+    publish.add_argument(
+        "args", nargs="+", metavar="LOG... STREAM", help="patch logs, then the stream: nats://HOST:PORT/STREAM"
+    )
+    publish.add_argument(
+        "--replicas", type=int, default=1, metavar="N", help="servers holding a new stream (1-5; >1 needs a cluster)"
+    )
+    publish.add_argument("--max-age", type=float, metavar="S", help="a new stream drops patches older than S seconds")
+    publish.add_argument("--max-bytes", type=int, metavar="B", help="a new stream keeps at most B bytes (oldest go)")
+    publish.add_argument("--max-msgs", type=int, metavar="N", help="a new stream keeps at most N patches (oldest go)")
+    publish.add_argument(
+        "--duplicate-window",
+        type=float,
+        metavar="S",
+        help="seconds a new stream recognises a resent patch by its id alone (server default 120)",
+    )
+    publish.add_argument("--no-create", action="store_true", help="fail if the stream does not exist")
+    add_relative_iris_flag(publish)
+    publish.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from patchsync.streams import StreamSettings, is_stream_url, parse_stream_url, publish_logs
+
+    *logs, address = args.args
+    if not logs or not is_stream_url(address):
+        raise UsageError("publish needs LOG... then the stream: patchsync publish LOG... nats://HOST:PORT/STREAM")
+    for log in logs:
+        if is_stream_url(log):
+            raise UsageError(f"{log}: publish takes one stream, the last argument")
+        if not Path(log).is_file():
+            raise UsageError(f"{log}: no such file")
+    if args.replicas < 1 or args.replicas > 5:
+        raise UsageError(f"--replicas {args.replicas}: a stream has 1 to 5 replicas")
+    url = parse_stream_url(address)
+    settings = StreamSettings(
+        create=not args.no_create,
+        replicas=args.replicas,
+        max_age=args.max_age,
+        max_bytes=args.max_bytes,
+        max_msgs=args.max_msgs,
+        duplicate_window=args.duplicate_window,
+    )
+    started = time.monotonic()
+    report = publish_logs(logs, url, settings=settings, limits=limits(args))
+    elapsed = time.monotonic() - started
+    print(
+        f"{url}: {report.published} patches published, {report.skipped} already in the stream; "
+        f"head {report.head or '-'} (sequence {report.last_seq}) in {elapsed:.2f}s"
+    )
+    return 0
