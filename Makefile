@@ -55,6 +55,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.spark_bench
 	$(BIN)/python -m bench.soak_bench
 	$(BIN)/python -m bench.jena_bench
+	$(BIN)/python -m bench.stream_bench
 	$(BIN)/python -m bench.startup_bench
 
 proto: $(STAMP)
