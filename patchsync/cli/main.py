@@ -31,6 +31,8 @@ COMMANDS = (
     "diff",
     "spark",
     "append",
+    "compact",
+    "snapshot",
 )
 
 

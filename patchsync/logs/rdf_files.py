@@ -37,7 +37,7 @@ from patchsync.options import Limits
 from patchsync.terms import BNODE, LITERAL, TRIPLE, Unpacked
 from patchsync.terms.ntriples import NTriplesTerms
 
-__all__ = ["RDF_FORMATS", "convert_rdf", "jelly_summary", "rdf_format_of"]
+__all__ = ["RDF_FORMATS", "convert_rdf", "jelly_summary", "rdf_format_of", "read_rdf"]
 
 #: RDF formats ``convert`` reads and writes, by file extension (from :mod:`patchsync.formats`).
 RDF_FORMATS = {suffix: f.name for f in formats.with_role(formats.RDF_CONVERT) for suffix in f.suffixes}
@@ -148,25 +148,14 @@ def _nquads_lines(quads: Iterable[Quad], with_graphs: bool) -> Iterator[str]:
             yield f"{s} {p} {o} .\n"
 
 
-def convert_rdf(
-    data: bytes,
-    in_fmt: str,
-    out: IO[bytes],
-    out_fmt: str,
-    *,
-    source: str = "<stream>",
-    physical: str | None = None,
-    frame_rows: int | None = None,
-    limits: Limits | None = None,
-) -> int:
-    """Convert ``data`` from ``in_fmt`` to ``out_fmt`` (see :data:`RDF_FORMATS`); returns
-    the number of statements written.
-
-    Jelly to Jelly keeps the input's options (except ``physical``) and its frames. A text
-    input written as Jelly gets TRIPLES or QUADS (whether it names graphs) unless
-    ``physical`` (``triples``, ``quads``, ``graphs``) says otherwise, and declares RDF-star
-    and generalized statements exactly when they occur.
+def read_rdf(
+    data: bytes, fmt: str, *, source: str = "<stream>", limits: Limits | None = None
+) -> tuple[RdfOptions | None, list[list[Quad]], list[tuple[str, str]]]:
+    """Read RDF data of format ``fmt`` (see :data:`RDF_FORMATS`): its Jelly options (``None``
+    for other formats), its statements per frame (one frame for formats without frames) as
+    N-Triples strings with ``None`` for the default graph, and its namespaces ``(name, iri)``.
     """
+    in_fmt = fmt
     options: RdfOptions | None = None
     namespaces: list[tuple[str, str]] = []
     frames: list[list[Quad]]
@@ -200,6 +189,29 @@ def convert_rdf(
         namespaces = [(name, _NT.unpack(iri)[1]) for name, iri in declared]
     else:
         raise FormatError(f"unknown RDF format {in_fmt!r}")
+    return options, frames, namespaces
+
+
+def convert_rdf(
+    data: bytes,
+    in_fmt: str,
+    out: IO[bytes],
+    out_fmt: str,
+    *,
+    source: str = "<stream>",
+    physical: str | None = None,
+    frame_rows: int | None = None,
+    limits: Limits | None = None,
+) -> int:
+    """Convert ``data`` from ``in_fmt`` to ``out_fmt`` (see :data:`RDF_FORMATS`); returns
+    the number of statements written.
+
+    Jelly to Jelly keeps the input's options (except ``physical``) and its frames. A text
+    input written as Jelly gets TRIPLES or QUADS (whether it names graphs) unless
+    ``physical`` (``triples``, ``quads``, ``graphs``) says otherwise, and declares RDF-star
+    and generalized statements exactly when they occur.
+    """
+    options, frames, namespaces = read_rdf(data, in_fmt, source=source, limits=limits)
     every = [q for frame in frames for q in frame]
     if out_fmt == "jelly":
         named, star, generalized = _features(every)
