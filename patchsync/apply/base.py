@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,8 +31,9 @@ from typing import Any
 from patchsync import formats
 from patchsync.apply.snapshot_file import Position, read_position
 from patchsync.apply.target import Checkpoint, PatchRecord, Target, dumpable
+from patchsync.codec.rdf_decoder import RdfDecoder
 from patchsync.errors import ChainError, UsageError
-from patchsync.events import Header, PatchEnd
+from patchsync.events import Header, Namespace, PatchEnd, Statement
 from patchsync.logs.fingerprint import FINGERPRINT_BYTES, fingerprint
 from patchsync.logs.patch_logs import format_of, iter_stream_events
 from patchsync.logs.rdf_files import read_rdf
@@ -152,6 +153,76 @@ def _require_empty(target: Target, base: Path) -> None:
         raise UsageError(f"{base}: a base is loaded only into an empty target, and this one holds data or checkpoints")
 
 
+Statements = Callable[[], Iterator[tuple[str, str, str, str | None]]]
+
+
+def _jelly_events(path: Path, limits: Limits | None) -> Iterator[Any]:
+    decoder: RdfDecoder[str] = RdfDecoder(_NT, source=str(path), limits=limits)
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            decoder.feed(chunk)
+            yield from decoder
+    decoder.close()
+    yield from decoder
+
+
+def _read_base(path: Path, fmt: str, limits: Limits | None) -> tuple[Statements, list[tuple[str, str]], int]:
+    """The base's statements (a function reading them), namespaces and statement count.
+
+    The whole file is read and checked here, before the target is touched. A Jelly file is
+    then read a second time as the statements are loaded instead of being held in memory;
+    the other formats are parsed whole (rdflib and Jena's formats have no streaming reader here).
+    """
+    if fmt != "jelly":
+        _options, frames, namespaces = read_rdf(path.read_bytes(), fmt, source=str(path), limits=limits)
+
+        def held() -> Iterator[tuple[str, str, str, str | None]]:
+            for frame in frames:
+                yield from frame
+
+        return held, namespaces, sum(len(frame) for frame in frames)
+    namespaces = []
+    count = 0
+    for event in _jelly_events(path, limits):
+        kind = type(event)
+        if kind is Statement:
+            count += 1
+        elif kind is Namespace:
+            namespaces.append((event.name, _NT.unpack(event.iri)[1]))
+
+    def streamed() -> Iterator[tuple[str, str, str, str | None]]:
+        for event in _jelly_events(path, limits):
+            if type(event) is Statement:
+                yield event.s, event.p, event.o, event.g or None
+
+    return streamed, namespaces, count
+
+
+def _load(
+    target: Target,
+    statements: Iterator[tuple[str, str, str, str | None]],
+    namespaces: list[tuple[str, str]],
+    position: Position | None,
+    term: Callable[[str], Any],
+) -> int:
+    """Add the base's quads and namespaces in the open unit; returns how many quads were new."""
+    count = 0
+    batch: list[tuple[Any, Any, Any, Any]] = []
+    for s, p, o, g in statements:
+        batch.append((term(s), term(p), term(o), term(g) if g else None))
+        if len(batch) >= BATCH:
+            count += target.add(batch)
+            batch = []
+    if batch:
+        count += target.add(batch)
+    for name, iri in namespaces:
+        target.add_prefix(None, name, term(_NT.iri(iri)))
+    if position is not None:
+        for g, name, iri in position.graph_namespaces:
+            target.add_prefix(term(g), name, term(iri))
+    return count
+
+
 def load_base(
     target: Target,
     path: str | os.PathLike[str],
@@ -167,9 +238,8 @@ def load_base(
     base = Path(path)
     fmt = formats.require(base, None, formats.RDF_CONVERT, "RDF").name
     source = str(base)
-    data = base.read_bytes()
-    position = read_position(data, source) if fmt == "jelly" else None
-    _options, frames, namespaces = read_rdf(data, fmt, source=source, limits=limits)
+    position = read_position(base) if fmt == "jelly" else None
+    statements, namespaces, total = _read_base(base, fmt, limits)
     _require_empty(target, base)
     checkpoints: dict[str, Checkpoint] = dict(position.sources) if position is not None else {}
     from_logs: dict[str, Checkpoint] = {}
@@ -177,6 +247,9 @@ def load_base(
         from_logs = log_checkpoints(logs, position.head, limits=limits)
         checkpoints.update(from_logs)
     own = BASE_SOURCE_PREFIX + str(base.resolve())
+    size = base.stat().st_size
+    with open(base, "rb") as f:
+        fp = fingerprint(f.read(FINGERPRINT_BYTES), fmt)
     for name in [*checkpoints, own]:
         target.checkpoint(name)  # the SQL ledger learns each source's (absent) version here
     adapter = target.adapter
@@ -191,29 +264,18 @@ def load_base(
         target.begin()
         target.commit(name, cp, [])
     target.begin()
-    count = 0
-    batch: list[tuple[Any, Any, Any, Any]] = []
-    for frame in frames:
-        for s, p, o, g in frame:
-            batch.append((term(s), term(p), term(o), term(g) if g else None))
-            if len(batch) >= BATCH:
-                count += target.add(batch)
-                batch = []
-    if batch:
-        count += target.add(batch)
-    for name, iri in namespaces:
-        target.add_prefix(None, name, term(_NT.iri(iri)))
-    if position is not None:
-        for g, name, iri in position.graph_namespaces:
-            target.add_prefix(term(g), name, term(iri))
+    try:
+        count = _load(target, statements(), namespaces, position, term)
+    except BaseException:
+        target.rollback()  # the caller discards the target (see cli.common.close_target)
+        raise
     head = position.head if position is not None else None
     records = []
     if head is not None:
         records.append(
-            PatchRecord(head, None, own, len(data), 0, 0, count, 0, 0, time.time(), (("id", head), ("base", source)))
+            PatchRecord(head, None, own, size, 0, 0, count, 0, 0, time.time(), (("id", head), ("base", source)))
         )
-    total = sum(len(frame) for frame in frames)
-    target.commit(own, Checkpoint(len(data), 0, 0, 0, head, fingerprint(data[:FINGERPRINT_BYTES], fmt)), records)
+    target.commit(own, Checkpoint(size, 0, 0, 0, head, fp), records)
     target.flush()
     return BaseReport(base, total, position, from_logs)
 

@@ -35,7 +35,7 @@ from patchsync._proto import rdf_pb2
 from patchsync.apply.target import Checkpoint, DumpableTarget, Target, dumpable
 from patchsync.codec.framing import Framer, encode_varint, read_varint
 from patchsync.codec.rdf_encoder import RdfEncoder
-from patchsync.errors import ApplyError, DecodeError, FormatError
+from patchsync.errors import ApplyError, DecodeError, EncodeError, FormatError
 from patchsync.events import RDF_VERSION, RDF_VERSION_1_0, PhysicalType, RdfOptions
 from patchsync.terms.ntriples import NTriplesTerms
 
@@ -144,41 +144,72 @@ def write_snapshot(
     partial = path.with_name(path.name + ".partial")
     for attempt in range(1, attempts + 1):
         before = target_position(dump, name)
-        quads = list(dump.quads())
-        namespaces = sorted((p, iri) for (g, p), iri in dump.namespaces().items() if not g)
-        after = target_position(dump, name)
-        if not _same(before, after):
-            continue
         position = Position(before.head, before.sources, before.graph_namespaces, name, round(time.time(), 3))
         try:
-            with open(partial, "wb") as f:
-                for chunk in encode_snapshot(quads, namespaces, position):
-                    f.write(chunk)
-                f.flush()
-                os.fsync(f.fileno())
+            count = _write_file(dump, partial, position)
+            after = target_position(dump, name)
+            if not _same(before, after):
+                partial.unlink()
+                continue
             partial.replace(path)
         except BaseException:
             partial.unlink(missing_ok=True)
             raise
-        return SnapshotReport(path, len(quads), position, attempt)
+        return SnapshotReport(path, count, position, attempt)
     raise ApplyError(
         f"{name or 'the target'}: it changed while the snapshot was read, {attempts} times; "
         "take the snapshot when fewer units are being applied"
     )
 
 
+def _write_file(dump: DumpableTarget, path: Path, position: Position) -> int:
+    """Stream the target's quads to ``path``; returns how many were written.
+
+    The options first declare neither RDF-star nor generalized statements, which every
+    reader takes; a target holding either is written again with both declared.
+    """
+    for features in (False, True):
+        counter = [0]
+        namespaces = sorted((p, iri) for (g, p), iri in dump.namespaces().items() if not g)
+        try:
+            with open(path, "wb") as f:
+                for chunk in encode_snapshot(_counted(dump.quads(), counter), namespaces, position, features=features):
+                    f.write(chunk)
+                f.flush()
+                os.fsync(f.fileno())
+        except EncodeError:
+            if features:
+                raise
+            continue
+        break
+    return counter[0]
+
+
+def _counted(quads: Iterable[tuple[str, str, str, str]], counter: list[int]) -> Iterator[tuple[str, str, str, str]]:
+    for quad in quads:
+        counter[0] += 1
+        yield quad
+
+
 def encode_snapshot(
     quads: Iterable[tuple[str, str, str, str]],
     namespaces: Iterable[tuple[str, str]],
     position: Position,
+    *,
+    features: bool = True,
 ) -> Iterator[bytes]:
     """The snapshot file's bytes: quads (N-Triples strings, ``""`` default graph), default-graph
-    namespaces ``(prefix, N-Triples IRI)``, and the position in the first frame's metadata."""
-    quads = list(quads)
+    namespaces ``(prefix, N-Triples IRI)``, and the position in the first frame's metadata.
+
+    ``features`` declares RDF-star and generalized statements in the stream options (the
+    encoder refuses them undeclared, with :class:`EncodeError`).
+    """
     namespaces = list(namespaces)
-    star = any(s.startswith("<<") or o.startswith("<<") for s, _p, o, _g in quads)
     options = RdfOptions(
-        physical_type=PhysicalType.QUADS, rdf_star=star, version=RDF_VERSION if namespaces else RDF_VERSION_1_0
+        physical_type=PhysicalType.QUADS,
+        rdf_star=features,
+        generalized_statements=features,
+        version=RDF_VERSION if namespaces else RDF_VERSION_1_0,
     )
     encoder: RdfEncoder[str] = RdfEncoder(options, _NT)
     for prefix, iri in namespaces:
@@ -211,20 +242,29 @@ def encode_snapshot(
             if chunk:
                 yield chunk
     encoder.finish()
+    # The options row always makes a first frame, so emit() has found it by now.
     chunk = emit(encoder.take())
-    if not first_done:
-        # No frame at all cannot happen (the options row makes one); keep the bytes anyway.
-        chunk = bytes(pending)
     if chunk:
         yield chunk
 
 
-def read_position(data: bytes, source: str) -> Position | None:
-    """The position stored in a Jelly-RDF snapshot's first frame, or ``None`` if it has none."""
+def read_position(path: str | os.PathLike[str]) -> Position | None:
+    """The position stored in a Jelly-RDF snapshot's first frame, or ``None`` if it has none.
+
+    Reads only as far as the first frame.
+    """
+    source = os.fspath(path)
     framer = Framer(source=source)
-    framer.feed(data)
-    framer.close()
-    item = framer.next_frame()
+    item = None
+    with open(path, "rb") as f:
+        while item is None:
+            chunk = f.read(1 << 20)
+            if not chunk:
+                framer.close()
+                item = framer.next_frame()
+                break
+            framer.feed(chunk)
+            item = framer.next_frame()
     if item is None:
         return None
     try:
