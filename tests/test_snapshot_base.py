@@ -318,3 +318,53 @@ def test_prefix_only_patches_survive(tmp_path: Path) -> None:
     replica = MemoryTarget()
     load_base(replica, snap)
     assert replica.namespaces() == source.namespaces() == {("", "ex"): f"<{EX}>"}
+
+
+def test_pyjelly_reads_a_snapshot(tmp_path: Path) -> None:
+    # Another implementation reads the quads and passes over the metadata it does not use.
+    pytest.importorskip("pyjelly")
+    import io
+
+    from pyjelly.integrations.generic import generic_sink as pj
+    from pyjelly.integrations.generic.parse import parse_jelly_flat
+
+    log = tmp_path / "a.jellyp"
+    write_chain(log, "c", 6, size=4)
+    source = MemoryTarget()
+    apply_file(log, source)
+    snap = tmp_path / "snap.jelly"
+    write_snapshot(source, snap)
+    read = [st for st in parse_jelly_flat(io.BytesIO(snap.read_bytes())) if isinstance(st, pj.Quad)]
+    nt = NTriplesTerms()
+    assert sorted((f"<{q.s._iri}>", f"<{q.p._iri}>", nt.literal(q.o._lex), f"<{q.g._iri}>") for q in read) == state(
+        source
+    )
+
+
+@pytest.mark.parametrize("split", [2, 5, 9])
+def test_tail_continues_a_directory_of_segments_after_the_base(tmp_path: Path, split: int) -> None:
+    # Segments before the one holding the snapshot's last patch are passed over whole.
+    from patchsync.tail import tail
+
+    segments = tmp_path / "logs"
+    segments.mkdir()
+    prev = None
+    for n, start in enumerate((1, 4, 7), 1):
+        write_chain(segments / f"patch-{n:010d}.jellyp", "c", 3, start=start, prev=prev)
+        prev = patch_id("c", start + 2)
+    whole = tmp_path / "whole.jellyp"
+    write_chain(whole, "c", 9)
+    first = tmp_path / "first.jellyp"
+    write_chain(first, "c", split)
+    source = MemoryTarget()
+    apply_file(first, source)
+    snap = tmp_path / "snap.jelly"
+    write_snapshot(source, snap)
+    replica = open_target(f"sqlite:///{tmp_path / 'r.db'}")
+    report = load_base(replica, snap, [segments])
+    assert len(report.log_checkpoints) == (split - 1) // 3 + 1
+    reports = tail([segments], replica, once=True, state_dir=tmp_path / "state")
+    assert all(r.state != "failed" for r in reports), [r.error for r in reports]
+    assert sum(r.result.patches for r in reports) == 9 - split
+    assert state(replica) == full_state(whole)
+    replica.close()
