@@ -145,6 +145,12 @@ def test_a_stream_sequence_checkpoint_travels_with_the_snapshot(tmp_path: Path) 
     assert (copied.offset, copied.row, copied.patches, copied.last_id) == (cp.offset, cp.row, 1, patch_id("s", 1))
     assert replica.head() == patch_id("s", 1)
     assert nt.unpack(state(replica)[0][0])[1] == f"{EX}s1"
+    # A replica reaching the same stream through another address resumes it there too.
+    elsewhere = MemoryTarget()
+    load_base(elsewhere, snap, ["nats://nats.internal:4222/orders", "nats://nats.internal:4222/other"])
+    moved = elsewhere.checkpoint("nats://nats.internal:4222/orders")
+    assert moved is not None and (moved.offset, moved.fingerprint) == (cp.offset, cp.fingerprint)
+    assert elsewhere.checkpoint("nats://nats.internal:4222/other") is None
 
 
 def test_namespaces_and_rdf_star_round_trip(tmp_path: Path) -> None:

@@ -7,7 +7,9 @@ gets, in the same target transaction as the quads (docs/design.md §9):
 - a patch record of the snapshot's last patch id, so that the target's head is that id and
   the next patch must follow it (the chain check of docs/design.md §4);
 - the snapshot's checkpoints, copied as they are: a stream source resumes after its
-  stored sequence, a file log at the same path with the same fingerprint after its unit;
+  stored sequence (also when given under another address of the same stream, see
+  :func:`stream_checkpoints`), a file log at the same path with the same fingerprint after
+  its unit;
 - for each log given (``logs``: files, or directories of ``.jellyp`` files in file-name
   order), a checkpoint just past the snapshot's last patch, found by reading the log: the
   patches up to and including it are passed over, and the applier's chain check makes
@@ -38,6 +40,7 @@ from patchsync.logs.fingerprint import FINGERPRINT_BYTES, fingerprint
 from patchsync.logs.patch_logs import format_of, iter_stream_events
 from patchsync.logs.rdf_files import read_rdf
 from patchsync.options import Limits
+from patchsync.streams.url import is_stream_url, parse_stream_url
 from patchsync.terms import IRI
 from patchsync.terms.ntriples import NTriplesTerms, scan_term
 
@@ -138,6 +141,30 @@ def log_checkpoints(
         f"{patch_id or '(no id)'} follows {prev or '(no prev: a first patch)'}, not {head}: "
         "they do not continue the base"
     )
+
+
+def stream_checkpoints(paths: Iterable[str | os.PathLike[str]], position: Position) -> dict[str, Checkpoint]:
+    """The snapshot's stream checkpoints under the addresses given for the same streams.
+
+    A stream source is named by its address (``nats://HOST:PORT/STREAM``); a replica on
+    another machine may reach the same stream through another host name. The checkpoint
+    keeps the stream's fingerprint (its name and creation time), so the applier still
+    refuses a different stream of the same name.
+    """
+    by_stream: dict[str, list[tuple[str, Checkpoint]]] = {}
+    for name, cp in position.sources.items():
+        if is_stream_url(name):
+            by_stream.setdefault(parse_stream_url(name).stream, []).append((name, cp))
+    found: dict[str, Checkpoint] = {}
+    for p in paths:
+        text = os.fspath(p)
+        if not is_stream_url(text):
+            continue
+        url = parse_stream_url(text)
+        candidates = by_stream.get(url.stream, [])
+        if str(url) not in position.sources and len(candidates) == 1:
+            found[str(url)] = candidates[0][1]
+    return found
 
 
 def _require_empty(target: Target, base: Path) -> None:
@@ -244,7 +271,8 @@ def load_base(
     checkpoints: dict[str, Checkpoint] = dict(position.sources) if position is not None else {}
     from_logs: dict[str, Checkpoint] = {}
     if position is not None and position.head is not None:
-        from_logs = log_checkpoints(logs, position.head, limits=limits)
+        logs = list(logs)
+        from_logs = log_checkpoints(logs, position.head, limits=limits) | stream_checkpoints(logs, position)
         checkpoints.update(from_logs)
     own = BASE_SOURCE_PREFIX + str(base.resolve())
     size = base.stat().st_size
@@ -280,4 +308,4 @@ def load_base(
     return BaseReport(base, total, position, from_logs)
 
 
-__all__ = ["BASE_SOURCE_PREFIX", "BaseReport", "load_base", "log_checkpoints", "log_files"]
+__all__ = ["BASE_SOURCE_PREFIX", "BaseReport", "load_base", "log_checkpoints", "log_files", "stream_checkpoints"]
