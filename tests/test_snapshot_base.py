@@ -151,6 +151,7 @@ def test_a_stream_sequence_checkpoint_travels_with_the_snapshot(tmp_path: Path) 
     moved = elsewhere.checkpoint("nats://nats.internal:4222/orders")
     assert moved is not None and (moved.offset, moved.fingerprint) == (cp.offset, cp.fingerprint)
     assert elsewhere.checkpoint("nats://nats.internal:4222/other") is None
+    assert elsewhere.checkpoint(stream) is None  # moved, not copied: status shows one entry
 
 
 def test_namespaces_and_rdf_star_round_trip(tmp_path: Path) -> None:
@@ -373,4 +374,30 @@ def test_tail_continues_a_directory_of_segments_after_the_base(tmp_path: Path, s
     assert all(r.state != "failed" for r in reports), [r.error for r in reports]
     assert sum(r.result.patches for r in reports) == 9 - split
     assert state(replica) == full_state(whole)
+    replica.close()
+
+
+def test_tail_base_continues_a_stream(tmp_path: Path, nats_stream: str) -> None:
+    # The daemon following a stream (issue #15 part A) resumes after the snapshot's stream
+    # sequence, here reaching the server through another address than the snapshot's.
+    pytest.importorskip("patchsync.tail.stream_source")
+    from patchsync.streams import publish_logs
+    from patchsync.tail import tail
+
+    first, rest, full = tmp_path / "first.jellyp", tmp_path / "rest.jellyp", tmp_path / "full.jellyp"
+    write_chain(first, "c", 6, size=2)
+    write_chain(rest, "c", 4, start=7, prev=patch_id("c", 6), size=2)
+    write_chain(full, "c", 10, size=2)
+    publish_logs([first], nats_stream)
+    primary = MemoryTarget()
+    tail([nats_stream], primary, once=True)
+    snap = tmp_path / "snap.jelly"
+    write_snapshot(primary, snap)
+    publish_logs([first, rest], nats_stream)  # the stream moves on; the first six are skipped
+    other = nats_stream.replace("127.0.0.1", "localhost")
+    replica = open_target(f"sqlite:///{tmp_path / 'r.db'}")
+    load_base(replica, snap, [other])
+    reports = tail([other], replica, once=True)
+    assert [r.result.patches for r in reports] == [4]
+    assert state(replica) == full_state(full)
     replica.close()

@@ -143,19 +143,23 @@ def log_checkpoints(
     )
 
 
-def stream_checkpoints(paths: Iterable[str | os.PathLike[str]], position: Position) -> dict[str, Checkpoint]:
-    """The snapshot's stream checkpoints under the addresses given for the same streams.
+def stream_checkpoints(
+    paths: Iterable[str | os.PathLike[str]], position: Position
+) -> tuple[dict[str, Checkpoint], set[str]]:
+    """The snapshot's stream checkpoints moved to the addresses given for the same streams.
 
     A stream source is named by its address (``nats://HOST:PORT/STREAM``); a replica on
-    another machine may reach the same stream through another host name. The checkpoint
-    keeps the stream's fingerprint (its name and creation time), so the applier still
-    refuses a different stream of the same name.
+    another machine may reach the same stream through another host name. Returns the
+    checkpoints under their new names and the old names they replace. The checkpoint keeps
+    the stream's fingerprint (its name and creation time), so the applier still refuses a
+    different stream of the same name.
     """
-    by_stream: dict[str, list[tuple[str, Checkpoint]]] = {}
-    for name, cp in position.sources.items():
+    by_stream: dict[str, list[str]] = {}
+    for name in position.sources:
         if is_stream_url(name):
-            by_stream.setdefault(parse_stream_url(name).stream, []).append((name, cp))
-    found: dict[str, Checkpoint] = {}
+            by_stream.setdefault(parse_stream_url(name).stream, []).append(name)
+    moved: dict[str, Checkpoint] = {}
+    replaced: set[str] = set()
     for p in paths:
         text = os.fspath(p)
         if not is_stream_url(text):
@@ -163,8 +167,9 @@ def stream_checkpoints(paths: Iterable[str | os.PathLike[str]], position: Positi
         url = parse_stream_url(text)
         candidates = by_stream.get(url.stream, [])
         if str(url) not in position.sources and len(candidates) == 1:
-            found[str(url)] = candidates[0][1]
-    return found
+            moved[str(url)] = position.sources[candidates[0]]
+            replaced.add(candidates[0])
+    return moved, replaced
 
 
 def _require_empty(target: Target, base: Path) -> None:
@@ -272,8 +277,9 @@ def load_base(
     from_logs: dict[str, Checkpoint] = {}
     if position is not None and position.head is not None:
         logs = list(logs)
-        from_logs = log_checkpoints(logs, position.head, limits=limits) | stream_checkpoints(logs, position)
-        checkpoints.update(from_logs)
+        streams, replaced = stream_checkpoints(logs, position)
+        from_logs = log_checkpoints(logs, position.head, limits=limits) | streams
+        checkpoints = {name: cp for name, cp in checkpoints.items() if name not in replaced} | from_logs
     own = BASE_SOURCE_PREFIX + str(base.resolve())
     size = base.stat().st_size
     with open(base, "rb") as f:
