@@ -9,6 +9,7 @@ the whole log.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -26,7 +27,7 @@ from patchsync.codec.framing import Framer
 from patchsync.errors import ChainError, DecodeError, FormatError, UsageError
 from patchsync.events import Event, PrefixAdd
 from patchsync.logs.patch_logs import read_events, write_events
-from patchsync.logs.rdf_files import convert_rdf
+from patchsync.logs.rdf_files import convert_rdf, jelly_summary
 from patchsync.options import PatchOptions
 from patchsync.terms.ntriples import NTriplesTerms
 
@@ -186,6 +187,9 @@ def test_the_snapshot_is_plain_jelly_rdf(tmp_path: Path) -> None:
     first = rdf_pb2.RdfStreamFrame.FromString(framer.next_frame()[1])  # type: ignore[index]
     assert first.rows[0].WhichOneof("row") == "options"  # the metadata rides on a normal frame
     assert POSITION_KEY in first.metadata
+    # inspect shows it (the summary keeps frame metadata as text).
+    shown = json.loads(jelly_summary(data, str(snap))["metadata"][POSITION_KEY])
+    assert shown["head"] == patch_id("c", 3) and shown["sources"][str(log.resolve())]["patches"] == 3
     # Any Jelly reader reads the quads (the metadata is a comment to it).
     out = tmp_path / "snap.nq"
     with open(out, "wb") as f:
@@ -399,5 +403,25 @@ def test_tail_base_continues_a_stream(tmp_path: Path, nats_stream: str) -> None:
     load_base(replica, snap, [other])
     reports = tail([other], replica, once=True)
     assert [r.result.patches for r in reports] == [4]
+    assert state(replica) == full_state(full)
+    replica.close()
+
+
+@pytest.mark.parametrize("direction", ["postgres-to-sqlite", "sqlite-to-postgres"])
+def test_snapshot_and_base_on_postgresql(tmp_path: Path, pg_url: str, direction: str) -> None:
+    full, first = tmp_path / "full.jellyp", tmp_path / "first.jellyp"
+    ids = write_chain(full, "c", 8, size=3)
+    write_chain(first, "c", 5, size=3)
+    sqlite = f"sqlite:///{tmp_path / 'x.db'}"
+    source_spec, replica_spec = (pg_url, sqlite) if direction == "postgres-to-sqlite" else (sqlite, pg_url)
+    source = open_target(source_spec)
+    apply_file(first, source)
+    snap = tmp_path / "snap.jelly"
+    write_snapshot(source, snap)
+    source.close()
+    replica = open_target(replica_spec)
+    load_base(replica, snap, [full])
+    assert apply_file(full, replica).patches == 3
+    assert replica.head() == ids[-1]
     assert state(replica) == full_state(full)
     replica.close()
