@@ -182,7 +182,10 @@ def _require_empty(target: Target, base: Path) -> None:
         if close is not None:
             close()  # a generator holding a read transaction ends it now
     if has_quads or dump.sources() or target.head() is not None:
-        raise UsageError(f"{base}: a base is loaded only into an empty target, and this one holds data or checkpoints")
+        raise UsageError(
+            f"{base}: a base is loaded only into an empty target, and this one holds data or checkpoints "
+            "(to continue it, apply the logs without a base)"
+        )
 
 
 Statements = Callable[[], Iterator[tuple[str, str, str, str | None]]]
