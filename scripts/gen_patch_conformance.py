@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate the Jelly-Patch conformance suite in ``tests/conformance/patch/``.
+"""Generate the Jelly-Patch conformance suite in ``conformance/patch/``.
 
 Usage::
 
@@ -9,6 +9,9 @@ The suite mirrors the layout of the Jelly-RDF conformance suite: ``from_jelly/``
 Jelly-Patch inputs (``in.jellyp``) and, for positive cases, the expected RDF Patch text of
 every patch (``out_NNN.rdfp``); ``to_jelly/`` holds producer options (``options.jellyp``)
 and RDF Patch inputs (``in_NNN.rdfp``). Each directory has a ``manifest.ttl``.
+Every case is tagged (``jellyt:coversRule``) with the rules of the specification it covers,
+from the rule list in ``patch_conformance_rules.py`` (written out as ``rules.ttl``); the
+README's coverage table is generated from the same tags.
 
 Inputs are built row by row with the generated protobuf classes, so the script can write
 streams that break the specification on purpose (our encoder refuses to). The expected
@@ -29,10 +32,13 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from patch_conformance_rules import RULES, RULES_NS, SPECS, check_ids, rules_for  # noqa: E402
 
 from patchsync._proto import patch_pb2, rdf_pb2  # noqa: E402
 
-DEFAULT_OUT = ROOT / "tests" / "conformance" / "patch"
+DEFAULT_OUT = ROOT / "conformance" / "patch"
 
 EX = "http://example.org/"
 XSD = "http://www.w3.org/2001/XMLSchema#"
@@ -280,6 +286,10 @@ class FromCase:
     def id(self) -> str:
         return f"{self.group}/{'pos' if self.positive else 'neg'}_{self.number:03d}"
 
+    @property
+    def rules(self) -> tuple[str, ...]:
+        return rules_for(self.name)
+
 
 @dataclass
 class ToCase:
@@ -293,6 +303,10 @@ class ToCase:
     @property
     def id(self) -> str:
         return f"{self.group}/{'pos' if self.positive else 'neg'}_{self.number:03d}"
+
+    @property
+    def rules(self) -> tuple[str, ...]:
+        return rules_for(self.name)
 
 
 FROM_CASES: list[FromCase] = []
@@ -1905,7 +1919,8 @@ def _nested(depth: int) -> Term:
 
 neg(
     "rdf_star",
-    "Quoted triples nested 65 levels deep, beyond this implementation's limit of 64 (DESIGN 1). The consumer "
+    "Quoted triples nested 65 levels deep, beyond the nesting limit of 64 this suite assumes (implementation-"
+    "defined, see README). The consumer "
     "SHOULD throw an error if the depth of the nesting exceeds the capabilities of the implementation.",
     [[OPTS("FRAME", "TRIPLES", rdf_star=True), P(EX), *_SPO_8, A(_nested(65), I(1, 2), I(1, 3))]],
 )
@@ -2063,8 +2078,8 @@ pos(
 
 pos(
     "options",
-    "Lookup sizes at the limits this implementation accepts (names 4096, prefixes 1024, datatypes 256, as "
-    "Jelly-JVM; DESIGN 1), with entries at the highest ids. The size of the lookup MUST NOT exceed the value "
+    "Lookup sizes at the limits this suite assumes (names 4096, prefixes 1024, datatypes 256, as Jelly-JVM; "
+    "implementation-defined, see README), with entries at the highest ids. The size of the lookup MUST NOT exceed the value "
     "of this field.",
     [
         [
@@ -2089,7 +2104,7 @@ pos(
 neg(
     "options",
     "The first row is a statement, not the options row. The patch stream options MUST be the first row in the "
-    "stream (this implementation uses no default options).",
+    "stream (consumers MAY use default options instead; this suite expects an error, see README).",
     [[A(I(0, 1), I(0, 2), I(0, 3)), OPTS("FRAME", "TRIPLES")]],
 )
 
@@ -2181,21 +2196,21 @@ neg(
 neg(
     "options",
     "max_name_table_size 10000000. For security, consumers must check that requested lookup sizes are not "
-    "overly large; this implementation accepts up to 4096 names (DESIGN 1).",
+    "overly large; this suite assumes a limit of 4096 names (implementation-defined, see README).",
     [[OPTS("FRAME", "TRIPLES", names=10000000)]],
 )
 
 neg(
     "options",
     "max_prefix_table_size 10000000. For security, consumers must check that requested lookup sizes are not "
-    "overly large; this implementation accepts up to 1024 prefixes (DESIGN 1).",
+    "overly large; this suite assumes a limit of 1024 prefixes (implementation-defined, see README).",
     [[OPTS("FRAME", "TRIPLES", prefixes=10000000)]],
 )
 
 neg(
     "options",
     "max_datatype_table_size 10000000. For security, consumers must check that requested lookup sizes are not "
-    "overly large; this implementation accepts up to 256 datatypes (DESIGN 1).",
+    "overly large; this suite assumes a limit of 256 datatypes (implementation-defined, see README).",
     [[OPTS("FRAME", "TRIPLES", datatypes=10000000)]],
 )
 
@@ -2216,8 +2231,8 @@ neg(
 
 pos(
     "framing",
-    "A single non-delimited frame (TRIPLES, FRAME). Files SHOULD be saved in the delimited variant; a reader "
-    "also accepts one bare frame (DESIGN 1).",
+    "A single non-delimited frame (TRIPLES, FRAME). Files SHOULD be saved in the delimited variant; this "
+    "suite expects a reader to also accept one bare frame (see README).",
     [[OPTS("FRAME", "TRIPLES"), P(EX), *_SPO_8, A(I(1, 1), I(1, 2), I(1, 3)), D(I(1, 1), I(1, 2), L("x"))]],
     [
         """
@@ -2231,7 +2246,7 @@ pos(
 pos(
     "framing",
     "A single non-delimited frame holding two punctuated patches of quads. Files SHOULD be saved in the "
-    "delimited variant; a reader also accepts one bare frame (DESIGN 1).",
+    "delimited variant; this suite expects a reader to also accept one bare frame (see README).",
     [
         [
             OPTS("PUNCTUATED", "QUADS"),
@@ -2356,8 +2371,8 @@ pos(
 
 pos(
     "terms",
-    "Blank node labels are kept as written and mean the same node in every patch (RDF Patch semantics, "
-    "DESIGN 1). The identifier may be any valid UTF-8 string.",
+    "Blank node labels are kept as written and mean the same node in every patch (RDF Patch semantics: "
+    "labels are system identifiers). The identifier may be any valid UTF-8 string.",
     [
         [OPTS("FRAME", "QUADS"), P(EX), N("p"), A(B("b1"), I(1, 1), B("node_2"), B("x-y.z"))],
         [D(B("b1"), I(1, 1), B("node_2"), B("x-y.z")), A(B("B1"), I(1, 1), B("b1"), DG)],
@@ -2749,37 +2764,72 @@ to_neg(
 README = """\
 # Jelly-Patch conformance suite
 
-Generated by `scripts/gen_patch_conformance.py`; do not edit by hand. Regenerate with
-`python scripts/gen_patch_conformance.py` and commit the result (a test checks that the
-committed tree is what the script writes).
+Test cases for the [Jelly-Patch specification](https://w3id.org/jelly/dev/specification/patch/)
+(Jelly-Patch, the Jelly encoding of RDF Patch), for any implementation to run. No upstream suite
+exists for Jelly-Patch (the Jelly protobuf repository has tests for Jelly-RDF only), so this one
+follows the layout and vocabulary of the upstream Jelly-RDF suite: one `manifest.ttl` per
+direction, one folder per case, W3C test manifest terms (`mf:`) and the Jelly test vocabulary
+(`jellyt:`, <https://w3id.org/jelly/dev/tests/vocab#>).
 
-The layout mirrors the Jelly-RDF suite (`shared/conformance/rdf`); the manifests use the
-vocabulary in `shared/conformance/vocabulary.ttl` plus the two classes in `vocabulary.ttl`
-here.
+Generated by `scripts/gen_patch_conformance.py` of [patchsync](../../README.md); do not edit by
+hand. Regenerate with `python scripts/gen_patch_conformance.py` and commit the result (patchsync's
+tests check that the committed tree is what the script writes, coverage table included).
 
-- `from_jelly/manifest.ttl`: `jellyt:TestPatchFromJelly`. `mf:action` is a Jelly-Patch
-  stream (`in.jellyp`, delimited unless the case is marked `jellyt:featureNonDelimited`).
-  A positive case lists in `mf:result` one RDF Patch text file per patch (`out_NNN.rdfp`):
-  one per frame of a FRAME stream, one per punctuation mark of a PUNCTUATED stream, one
-  for a FLAT stream. It passes when the stream decodes into those patches, row by row, with
-  terms equal as RDF terms (same lexical forms, same blank node labels). RDF Patch text
-  has no form for the IRI of a `PD` row; that IRI is not compared. A negative case passes
-  when decoding fails with an error.
-- `to_jelly/manifest.ttl`: `jellyt:TestPatchToJelly`. `mf:action` is a list: a Jelly-Patch
-  stream holding only the producer's options row (`options.jellyp`), then one RDF Patch
-  text per patch (`in_NNN.rdfp`). A positive case passes when the producer, given those
-  options, writes a stream that decodes back to the same options and the same patches. A
-  negative case passes when the producer refuses the input.
+License: Apache License 2.0 (<https://www.apache.org/licenses/LICENSE-2.0>), like the upstream
+Jelly-RDF suite. The expected outputs are written by hand in the generator, never produced by
+the code under test.
 
-The expected outputs are written by hand in the generator, never produced by the code
-under test. Each `mf:name` quotes the rule of the Jelly-Patch (or Jelly-RDF) specification
-that the case exercises.
+## Layout
+
+| path | what |
+|---|---|
+| `from_jelly/manifest.ttl` | {from_count} cases of `jellyt:TestPatchFromJelly` (decoding) |
+| `to_jelly/manifest.ttl` | {to_count} cases of `jellyt:TestPatchToJelly` (encoding) |
+| `<direction>/<group>/pos_NNN/`, `neg_NNN/` | the files of one positive or negative case |
+| `vocabulary.ttl` | the test classes and properties this suite adds to `jellyt:` |
+| `rules.ttl` | the {rule_count} rules of the specification the cases are tagged with (stable ids) |
+
+- `from_jelly`: `mf:action` is a Jelly-Patch stream (`in.jellyp`, delimited unless the case is
+  marked `mf:notable jellyt:featureNonDelimited`). A positive case lists in `mf:result` one RDF
+  Patch text file per patch (`out_NNN.rdfp`): one per frame of a FRAME stream, one per
+  punctuation mark of a PUNCTUATED stream, one for a FLAT stream. It passes when the stream
+  decodes into those patches, row by row, with terms equal as RDF terms (same lexical forms,
+  same blank node labels). RDF Patch text has no form for the IRI of a `PD` row; that IRI is
+  not compared. A negative case passes when decoding fails with an error.
+- `to_jelly`: `mf:action` is a list: a Jelly-Patch stream holding only the producer's options
+  row (`options.jellyp`), then one RDF Patch text per patch (`in_NNN.rdfp`). A positive case
+  passes when the producer, given those options, writes a stream that decodes back to the same
+  options and the same patches. A negative case passes when the producer refuses the input.
+
+Each case's `mf:name` quotes the rule it exercises, and `jellyt:coversRule` names the rules
+(`rules.ttl`: id, section of the specification, rule text, link to the section).
+
+## Running it
+
+With patchsync: `patchsync conformance conformance/patch/from_jelly/manifest.ttl
+conformance/patch/to_jelly/manifest.ttl` (add `--coverage` for the per-rule table below with
+passed and failed counts). Another implementation reads the manifests like the upstream
+Jelly-RDF ones: for each entry of `mf:entries`, run its class's check on the files of
+`mf:action` (and `mf:result`), resolving relative IRIs against the manifest's `BASE`, which
+stands for the directory of the manifest file.
+
+Implementation-defined expectations (an implementation with other choices may skip these):
+`from_jelly/options/neg_014`, `neg_015`, `neg_016` and `options/pos_003` assume Jelly-JVM's
+lookup size limits (names 4096, prefixes 1024, datatypes 256); `from_jelly/rdf_star/neg_005`
+assumes a quoted triple nesting limit of 64; `from_jelly/options/neg_001` expects an error for
+a stream that does not start with its options (the specification also allows default options);
+`from_jelly/framing/pos_001` and `pos_002` expect a reader to accept one non-delimited frame.
+
+## Coverage, rule by rule
+
+{coverage}
 """
 
 VOCABULARY = """\
 # Test classes of the Jelly-Patch conformance suite, in the style of
 # shared/conformance/vocabulary.ttl. Generated by scripts/gen_patch_conformance.py.
 
+PREFIX rdf:    <http://www.w3.org/1999/02/22-rdf-syntax-ns#>
 PREFIX rdfs:   <http://www.w3.org/2000/01/rdf-schema#>
 PREFIX jellyt: <https://w3id.org/jelly/dev/tests/vocab#>
 
@@ -2803,6 +2853,30 @@ jellyt:TestPatchToJelly a rdfs:Class ;
     test succeeds when the producer's output, read back, has the requested options and the same
     patches. For a negative test, the test succeeds when the producer refuses the input.\"\"\" ;
     rdfs:subClassOf jellyt:TestPatch .
+
+jellyt:SpecRule a rdfs:Class ;
+    rdfs:label "Specification rule" ;
+    rdfs:comment "One rule of a specification that test cases cover (rules.ttl)." .
+
+jellyt:RuleSet a rdfs:Class ;
+    rdfs:label "Rule set" ;
+    rdfs:comment "The rules a suite is tagged with, in order (jellyt:rules)." .
+
+jellyt:coversRule a rdf:Property ;
+    rdfs:label "covers rule" ;
+    rdfs:comment "The test case exercises this rule of the specification." ;
+    rdfs:domain jellyt:Test ;
+    rdfs:range jellyt:SpecRule .
+
+jellyt:rules a rdf:Property ;
+    rdfs:label "rules" ;
+    rdfs:comment "An rdf:List of the rules of a rule set." ;
+    rdfs:domain jellyt:RuleSet .
+
+jellyt:section a rdf:Property ;
+    rdfs:label "section" ;
+    rdfs:comment "The title of the specification section a rule is in (rdfs:seeAlso links to it)." ;
+    rdfs:domain jellyt:SpecRule .
 """
 
 MANIFEST_HEAD = """\
@@ -2810,6 +2884,7 @@ PREFIX jellyt: <https://w3id.org/jelly/dev/tests/vocab#>
 PREFIX mf:     <http://www.w3.org/2001/sw/DataAccess/tests/test-manifest#>
 PREFIX rdfs:   <http://www.w3.org/2000/01/rdf-schema#>
 PREFIX rdft:   <http://www.w3.org/ns/rdftest#>
+PREFIX rule:   <{rules_ns}>
 
 BASE           <https://w3id.org/jelly/dev/tests/patch/{direction}/>
 
@@ -2836,7 +2911,7 @@ def _ordered(cases: Sequence[Any]) -> list[Any]:
 
 def _manifest(direction: str, label: str, cases: Sequence[Any], entry: Callable[[Any], str]) -> str:
     ordered = _ordered(cases)
-    out = [MANIFEST_HEAD.format(direction=direction, label=label)]
+    out = [MANIFEST_HEAD.format(direction=direction, label=label, rules_ns=RULES_NS)]
     previous_group = None
     for case in ordered:
         if previous_group is not None and case.group != previous_group:
@@ -2854,6 +2929,7 @@ def _from_entry(case: FromCase) -> str:
     lines = [
         f"<{case.id}> a {kind}, jellyt:TestPatchFromJelly ;",
         f"    mf:name {turtle_string(case.name)} ;",
+        _covers(case),
         f"    rdfs:comment {turtle_string(case.comment or describe_frames(case.frames))} ;",
         "    rdft:approval rdft:Proposed ;",
     ]
@@ -2879,6 +2955,7 @@ def _to_entry(case: ToCase) -> str:
     lines = [
         f"<{case.id}> a {kind}, jellyt:TestPatchToJelly ;",
         f"    mf:name {turtle_string(case.name)} ;",
+        _covers(case),
         f"    rdfs:comment {turtle_string(options_text(case.options))} ;",
         "    rdft:approval rdft:Proposed ;",
         "    mf:action (",
@@ -2887,6 +2964,80 @@ def _to_entry(case: ToCase) -> str:
     lines.extend(f"        <{case.id}/in_{i:03d}.rdfp>" for i in range(len(case.inputs)))
     lines.append("    ) .")
     return "\n".join(lines) + "\n"
+
+
+def _covers(case: Any) -> str:
+    return "    jellyt:coversRule " + ", ".join(f"rule:{rule}" for rule in case.rules) + " ;"
+
+
+RULES_HEAD = """\
+PREFIX jellyt: <https://w3id.org/jelly/dev/tests/vocab#>
+PREFIX rdfs:   <http://www.w3.org/2000/01/rdf-schema#>
+PREFIX rule:   <{rules_ns}>
+
+# The rules of the Jelly-Patch specification (and of Jelly-RDF, which it builds on) that the
+# cases of this suite cover. Ids are stable: a rule is never renamed or reused.
+# Generated by scripts/gen_patch_conformance.py; do not edit by hand.
+
+<{rules_set}> a jellyt:RuleSet ;
+    rdfs:label "Rules covered by the Jelly-Patch conformance suite" ;
+    jellyt:rules (
+"""
+
+
+def _rules_ttl() -> str:
+    out = [RULES_HEAD.format(rules_ns=RULES_NS, rules_set=RULES_NS.rstrip("#"))]
+    out.extend(f"        rule:{rule.id}\n" for rule in RULES)
+    out.append("    ) .\n")
+    for rule in RULES:
+        title, spec_url = SPECS[rule.spec]
+        out.append(
+            f"\nrule:{rule.id} a jellyt:SpecRule ;\n"
+            f"    rdfs:label {turtle_string(rule.id)} ;\n"
+            f"    rdfs:comment {turtle_string(rule.text)} ;\n"
+            f"    jellyt:section {turtle_string(f'{title}: {rule.section}')} ;\n"
+            f"    rdfs:isDefinedBy <{spec_url}> ;\n"
+            f"    rdfs:seeAlso <{rule.url}> .\n"
+        )
+    return "".join(out)
+
+
+def _coverage_table() -> str:
+    """The README's table: per rule, the cases of each direction that cover it."""
+    cases = [("from_jelly", c) for c in _ordered(FROM_CASES)] + [("to_jelly", c) for c in _ordered(TO_CASES)]
+    lines = [
+        'Counts are positive / negative cases. A rule with no case is listed too ("none").',
+        "",
+        "| rule | section | from_jelly | to_jelly | cases |",
+        "|---|---|---|---|---|",
+    ]
+    for rule in RULES:
+        covering = [(d, c) for d, c in cases if rule.id in c.rules]
+
+        def count(direction: str, covering: list[tuple[str, Any]] = covering) -> str:
+            pos = sum(1 for d, c in covering if d == direction and c.positive)
+            neg = sum(1 for d, c in covering if d == direction and not c.positive)
+            return f"{pos} / {neg}"
+
+        title = SPECS[rule.spec][0]
+        ids = ", ".join(f"`{d}/{c.id}`" for d, c in covering) or "none"
+        lines.append(
+            f"| `{rule.id}` | [{title}: {rule.section}]({rule.url}) | {count('from_jelly')} | {count('to_jelly')} "
+            f"| {ids} |"
+        )
+    uncovered = [rule.id for rule in RULES if not any(rule.id in c.rules for _, c in cases)]
+    lines += [
+        "",
+        f"{len(RULES)} rules, {len(RULES) - len(uncovered)} covered by at least one case; "
+        f"not covered: {', '.join(f'`{r}`' for r in uncovered) or 'none'}.",
+    ]
+    return "\n".join(lines)
+
+
+def _check_rules(cases: Sequence[Any]) -> None:
+    for case in cases:
+        if not case.rules:
+            raise SystemExit(f"{case.id}: its mf:name matches no rule of patch_conformance_rules.RULES")
 
 
 def _check_unique_names(cases: Sequence[Any]) -> None:
@@ -2900,12 +3051,19 @@ def _check_unique_names(cases: Sequence[Any]) -> None:
 def write_suite(out: Path) -> None:
     _check_unique_names(FROM_CASES)
     _check_unique_names(TO_CASES)
+    check_ids()
+    _check_rules(FROM_CASES)
+    _check_rules(TO_CASES)
     for direction in ("from_jelly", "to_jelly"):
         target = out / direction
         if target.exists():
             shutil.rmtree(target)
         target.mkdir(parents=True)
-    (out / "README.md").write_bytes(README.encode("utf-8"))
+    readme = README.format(
+        from_count=len(FROM_CASES), to_count=len(TO_CASES), rule_count=len(RULES), coverage=_coverage_table()
+    )
+    (out / "README.md").write_bytes(readme.encode("utf-8"))
+    (out / "rules.ttl").write_bytes(_rules_ttl().encode("utf-8"))
     (out / "vocabulary.ttl").write_bytes(VOCABULARY.encode("utf-8"))
 
     base = out / "from_jelly"

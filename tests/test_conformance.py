@@ -1,4 +1,4 @@
-"""The conformance runner and the Jelly-Patch conformance suite in tests/conformance/patch."""
+"""The conformance runner and the Jelly-Patch conformance suite in conformance/patch."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from patchsync.conformance import (
 from .helpers import RDF_SUITE
 
 ROOT = Path(__file__).resolve().parents[1]
-SUITE = ROOT / "tests" / "conformance" / "patch"
+SUITE = ROOT / "conformance" / "patch"
 FROM_JELLY = SUITE / "from_jelly" / "manifest.ttl"
 TO_JELLY = SUITE / "to_jelly" / "manifest.ttl"
 GENERATOR = ROOT / "scripts" / "gen_patch_conformance.py"

@@ -3,7 +3,7 @@
 ``tests/data/upstream/jena/written`` holds files written by Apache Jena 4.5.0 from Jena's own
 test data, each with the N-Quads Jena reads back from it; the decoders must see the same
 statements. The round trips run the statements of both conformance suites (the Jelly-RDF
-``.nq``/``.nt`` expectations and the RDF Patch texts of tests/conformance/patch) through
+``.nq``/``.nt`` expectations and the RDF Patch texts of conformance/patch) through
 both formats, with every writer option, and compare N-Quads with blank node labels.
 """
 
@@ -34,7 +34,7 @@ from patchsync.terms.rdflib_adapter import RdflibTerms
 ROOT = Path(__file__).resolve().parent
 JENA = ROOT / "data" / "upstream" / "jena" / "written"
 JELLY_RDF = ROOT / "data" / "upstream" / "jelly-rdf"
-PATCH_SUITE = ROOT / "conformance" / "patch"
+PATCH_SUITE = ROOT.parent / "conformance" / "patch"
 NAMES = ("rdf-thrift", "rdf-protobuf")
 
 Quad = tuple[Any, Any, Any, Any]

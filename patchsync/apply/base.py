@@ -38,7 +38,7 @@ from patchsync.errors import ChainError, UsageError
 from patchsync.events import Header, Namespace, PatchEnd, Statement
 from patchsync.logs.fingerprint import FINGERPRINT_BYTES, fingerprint
 from patchsync.logs.patch_logs import format_of, iter_stream_events
-from patchsync.logs.rdf_files import read_rdf
+from patchsync.logs.rdf_files import read_rdf_bytes
 from patchsync.options import Limits
 from patchsync.streams.url import is_stream_url, parse_stream_url
 from patchsync.terms import IRI
@@ -209,13 +209,9 @@ def _read_base(path: Path, fmt: str, limits: Limits | None) -> tuple[Statements,
     the other formats are parsed whole (rdflib and Jena's formats have no streaming reader here).
     """
     if fmt != "jelly":
-        _options, frames, namespaces = read_rdf(path.read_bytes(), fmt, source=str(path), limits=limits)
-
-        def held() -> Iterator[tuple[str, str, str, str | None]]:
-            for frame in frames:
-                yield from frame
-
-        return held, namespaces, sum(len(frame) for frame in frames)
+        content = read_rdf_bytes(path.read_bytes(), fmt, source=str(path), limits=limits)
+        quads = content.quads
+        return lambda: iter(quads), content.namespaces, len(quads)
     namespaces = []
     count = 0
     for event in _jelly_events(path, limits):

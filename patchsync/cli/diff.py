@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from patchsync import formats
 from patchsync.cli.common import Subcommands, output, patch_format, read_all, source_name
 
 
@@ -11,8 +12,11 @@ def register(sub: Subcommands) -> None:
     diff = sub.add_parser(
         "diff",
         help="the patch turning one RDF file into another",
-        description="Write the minimal patch turning OLD into NEW. Inputs: .nt .nq .ttl .trig .n3 .jsonld .rdf; "
-        "blank nodes are matched by label (.nt .nq .ttl .trig keep labels), or by structure with --canonical.",
+        description="Write the minimal patch turning OLD into NEW. Inputs: "
+        + " ".join(formats.suffixes(formats.DIFF_INPUT))
+        + "; blank nodes are matched by label ("
+        + " ".join(s for f in formats.with_role(formats.DIFF_INPUT) if f.keeps_labels for s in f.suffixes)
+        + " keep labels), or by structure with --canonical.",
     )
     diff.add_argument("old", metavar="OLD", help="the RDF file the patch applies to")
     diff.add_argument("new", metavar="NEW", help="the RDF file the patch produces")

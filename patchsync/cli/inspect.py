@@ -1,4 +1,5 @@
-"""``patchsync inspect FILE``: validate a patch log or Jelly-RDF file and summarize it."""
+"""``patchsync inspect FILE``: validate a patch log, Jelly-RDF, RDF Thrift or RDF Protobuf file and
+summarize it."""
 
 from __future__ import annotations
 
@@ -9,12 +10,18 @@ from typing import Any
 from patchsync.cli.common import Subcommands, patch_format, read_all, source_name
 from patchsync.cli.convert import FORMATS
 
+#: The RDF Binary formats ``inspect`` summarizes (Jena's RDF Thrift and RDF Protobuf).
+_BINARY = ("rdf-thrift", "rdf-protobuf")
+
 
 def register(sub: Subcommands) -> None:
     inspect = sub.add_parser(
-        "inspect", help="summarize a patch file", description="Validate a patch file and summarize it."
+        "inspect",
+        help="summarize a patch or binary RDF file",
+        description="Validate a patch log (.jellyp .rdfp), Jelly-RDF (.jelly), RDF Thrift (.rt) or "
+        "RDF Protobuf (.rpb) file and summarize it.",
     )
-    inspect.add_argument("file", help="a .jellyp or .rdfp file, or - with --from")
+    inspect.add_argument("file", help="a .jellyp, .rdfp, .jelly, .rt or .rpb file, or - with --from")
     inspect.add_argument("--from", dest="from_format", choices=FORMATS, help="input format")
     inspect.add_argument("--json", action="store_true", help="print the summary as JSON")
     inspect.set_defaults(func=run)
@@ -23,8 +30,11 @@ def register(sub: Subcommands) -> None:
 def run(args: argparse.Namespace) -> int:
     from patchsync.logs.rdf_files import rdf_format_of
 
-    if rdf_format_of(args.file, args.from_format) == "jelly":
+    rdf = rdf_format_of(args.file, args.from_format)
+    if rdf == "jelly":
         return _inspect_jelly(args)
+    if rdf in _BINARY:
+        return _inspect_binary(args, rdf)
     from patchsync.logs.convert import summarize_log
 
     fmt = patch_format(args.file, args.from_format)
@@ -74,4 +84,20 @@ def _inspect_jelly(args: argparse.Namespace) -> int:
     print("rows:       " + ", ".join(f"{k} {v}" for k, v in summary["rows"].items()))
     for key, value in summary.get("metadata", {}).items():
         print(f"metadata:   {key} = {value}")
+    return 0
+
+
+def _inspect_binary(args: argparse.Namespace, fmt: str) -> int:
+    from patchsync.logs.rdf_files import binary_summary
+
+    summary = binary_summary(read_all(args.file), fmt, source_name(args.file))
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return 0
+    print(f"file:       {summary['file']} ({summary['format']}, {summary['bytes']} bytes)")
+    print(f"statements: {summary['statements']}")
+    print("rows:       " + (", ".join(f"{k} {v}" for k, v in summary["rows"].items()) or "none"))
+    print("prefixes:   " + (" ".join(f"{k}: <{v}>" for k, v in summary["prefixes"].items()) or "none"))
+    for position, kinds in summary["terms"].items():
+        print(f"terms {position}:    " + ", ".join(f"{k} {v}" for k, v in kinds.items()))
     return 0

@@ -1,7 +1,8 @@
 """Jelly conformance suites: the manifest runner and the runners of each test class.
 
 ``runner`` reads manifests and records results; ``patch`` checks Jelly-Patch cases and
-``rdf`` Jelly-RDF cases. :data:`RUNNERS` is the table that joins them.
+``rdf`` Jelly-RDF cases. :data:`RUNNERS` is the table that joins them. ``coverage`` reports
+a run rule by rule (for suites whose cases name the rules they cover).
 """
 
 from __future__ import annotations
@@ -9,6 +10,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from patchsync.conformance.coverage import (
+    Coverage,
+    RuleCoverage,
+    SpecRule,
+    find_rules_files,
+    format_coverage,
+    load_rules,
+    rule_coverage,
+)
 from patchsync.conformance.patch import run_patch_from_jelly, run_patch_to_jelly
 from patchsync.conformance.rdf import run_rdf_from_jelly, run_rdf_to_jelly
 from patchsync.conformance.runner import (
@@ -32,9 +42,16 @@ __all__ = [
     "CaseResult",
     "CaseSkipped",
     "ConformanceReport",
+    "Coverage",
+    "RuleCoverage",
     "Runner",
+    "SpecRule",
     "Status",
     "TestCase",
+    "find_rules_files",
+    "format_coverage",
+    "load_rules",
+    "rule_coverage",
     "run_manifests",
 ]
 

@@ -11,7 +11,7 @@ for a case is chosen by its test class in a table of runners (the suites' own ta
 :data:`patchsync.conformance.RUNNERS`; ``patch`` and ``rdf`` hold its entries). Nothing here prints or
 exits; the CLI presents the report.
 
-Pass criteria (``shared/conformance/vocabulary.ttl`` and ``tests/conformance/patch``):
+Pass criteria (``shared/conformance/vocabulary.ttl`` and ``conformance/patch``):
 
 * Patch from Jelly, positive: the stream decodes without error into as many patches as
   ``mf:result`` lists files, each equal row by row to its RDF Patch text. Terms are
@@ -69,7 +69,8 @@ class CaseResult:
 
     ``id`` is the case's IRI, ``short_id`` the part of it after the manifest's base
     (``group/pos_001``), ``message`` says why a case failed or was skipped (for a passed
-    negative case, the error that was expected).
+    negative case, the error that was expected). ``rules`` are the IRIs of the
+    specification rules the case covers (``jellyt:coversRule``), sorted.
     """
 
     id: str
@@ -79,6 +80,7 @@ class CaseResult:
     message: str
     test_class: str
     manifest: Path
+    rules: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -140,6 +142,8 @@ class TestCase:
     result: list[Path] | None
     result_is_list: bool
     manifest: Path
+    #: IRIs of the specification rules the case covers (``jellyt:coversRule``), sorted.
+    rules: tuple[str, ...] = ()
 
 
 class CaseFailed(Exception):
@@ -200,7 +204,7 @@ def _run_case(case: TestCase, table: Mapping[str, Runner]) -> CaseResult:
         status, message = "skipped", str(exc)
     except Exception as exc:  # a runner bug or an unexpected error in the code under test
         status, message = "failed", f"unexpected {type(exc).__name__}: {exc}"
-    return CaseResult(case.id, case.short_id, case.name, status, message, case.test_class, case.manifest)
+    return CaseResult(case.id, case.short_id, case.name, status, message, case.test_class, case.manifest, case.rules)
 
 
 # -- manifests ------------------------------------------------------------------------------
@@ -258,9 +262,10 @@ def _case(
     short_id = iri[len(base) :] if iri.startswith(base) else iri
     name = str(graph.value(entry, MF.name) or "")
     classes = {str(c) for c in graph.objects(entry, RDF.type)}
+    rules = tuple(sorted(str(r) for r in graph.objects(entry, JELLYT.coversRule)))
 
     def failed(message: str, test_class: str = "") -> CaseResult:
-        return CaseResult(iri, short_id, name, "failed", message, test_class, manifest)
+        return CaseResult(iri, short_id, name, "failed", message, test_class, manifest, rules)
 
     known = sorted(c for c in classes if c in table)
     if len(known) != 1:
@@ -279,7 +284,9 @@ def _case(
         result, result_is_list = _files(graph, graph.value(entry, MF.result), resolve)
     except _ManifestError as exc:
         return failed(str(exc), test_class)
-    return TestCase(iri, short_id, name, positive, test_class, action, action_is_list, result, result_is_list, manifest)
+    return TestCase(
+        iri, short_id, name, positive, test_class, action, action_is_list, result, result_is_list, manifest, rules
+    )
 
 
 def _files(graph: Graph, node: Node | None, resolve: Callable[[Node], Path]) -> tuple[list[Path] | None, bool]:

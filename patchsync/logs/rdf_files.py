@@ -34,10 +34,19 @@ from patchsync.events import (
     StreamOptions,
 )
 from patchsync.options import Limits
-from patchsync.terms import BNODE, LITERAL, TRIPLE, Unpacked
+from patchsync.terms import BNODE, DEFAULT_GRAPH, IRI, LITERAL, TRIPLE, Unpacked
 from patchsync.terms.ntriples import NTriplesTerms
 
-__all__ = ["RDF_FORMATS", "convert_rdf", "jelly_summary", "rdf_format_of", "read_rdf"]
+__all__ = [
+    "RDF_FORMATS",
+    "RdfContent",
+    "binary_summary",
+    "convert_rdf",
+    "jelly_summary",
+    "rdf_format_of",
+    "read_rdf_bytes",
+    "read_rdf_quads",
+]
 
 #: RDF formats ``convert`` reads and writes, by file extension (from :mod:`patchsync.formats`).
 RDF_FORMATS = {suffix: f.name for f in formats.with_role(formats.RDF_CONVERT) for suffix in f.suffixes}
@@ -148,18 +157,37 @@ def _nquads_lines(quads: Iterable[Quad], with_graphs: bool) -> Iterator[str]:
             yield f"{s} {p} {o} .\n"
 
 
-def read_rdf(
-    data: bytes, fmt: str, *, source: str = "<stream>", limits: Limits | None = None
-) -> tuple[RdfOptions | None, list[list[Quad]], list[tuple[str, str]]]:
-    """Read RDF data of format ``fmt`` (see :data:`RDF_FORMATS`): its Jelly options (``None``
-    for other formats), its statements per frame (one frame for formats without frames) as
-    N-Triples strings with ``None`` for the default graph, and its namespaces ``(name, iri)``.
+class RdfContent:
+    """What an RDF file holds: statements as N-Triples strings (``g`` is ``None`` in the
+    default graph) grouped in frames (one frame unless the input is Jelly-RDF), the
+    namespaces it declared as ``(prefix, IRI)``, and Jelly-RDF's stream options."""
+
+    __slots__ = ("frames", "namespaces", "options")
+
+    def __init__(
+        self, frames: list[list[Quad]], namespaces: list[tuple[str, str]], options: RdfOptions | None = None
+    ) -> None:
+        self.frames = frames
+        self.namespaces = namespaces
+        self.options = options
+
+    @property
+    def quads(self) -> list[Quad]:
+        """Every statement, frames joined."""
+        return [q for frame in self.frames for q in frame]
+
+
+def read_rdf_bytes(data: bytes, fmt: str, *, source: str = "<stream>", limits: Limits | None = None) -> RdfContent:
+    """Read a whole RDF file of any ``convert`` format (:data:`RDF_FORMATS`) held in memory.
+
+    Blank node labels and lexical forms are kept as written wherever the format keeps them
+    (``Format.keeps_labels``): Jelly-RDF, N-Triples, N-Quads, RDF Thrift and RDF Protobuf
+    always; Turtle and TriG go through rdflib. Raises :class:`DecodeError` for bad input.
     """
-    in_fmt = fmt
     options: RdfOptions | None = None
     namespaces: list[tuple[str, str]] = []
     frames: list[list[Quad]]
-    if in_fmt == "jelly":
+    if fmt == "jelly":
         frames, current = [], []
         for event in _decode_jelly(data, source, limits):
             kind = type(event)
@@ -174,22 +202,40 @@ def read_rdf(
                 namespaces.append((event.name, _NT.unpack(event.iri)[1]))
         if not frames or current:
             frames.append(current)
-    elif in_fmt in ("nt", "nq"):
+    elif fmt in ("nt", "nq"):
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise DecodeError(f"not UTF-8 text: {exc.reason}", source=source, offset=exc.start) from None
-        frames = [read_statements(text, _NT, source=source)]
-    elif in_fmt in ("ttl", "trig"):  # through rdflib
-        quads, namespaces = _read_rdflib(data, in_fmt, source)
+        frames = [[(s, p, o, g or None) for s, p, o, g in read_statements(text, _NT, source=source)]]
+    elif fmt in ("ttl", "trig"):  # through rdflib
+        quads, namespaces = _read_rdflib(data, fmt, source)
         frames = [quads]
-    elif in_fmt in jena.FORMATS:
-        statements, declared = jena.read_dataset(in_fmt, data, _NT, source=source, limits=limits)
+    elif fmt in jena.FORMATS:
+        statements, declared = jena.read_dataset(fmt, data, _NT, source=source, limits=limits)
         frames = [statements]
         namespaces = [(name, _NT.unpack(iri)[1]) for name, iri in declared]
     else:
-        raise FormatError(f"unknown RDF format {in_fmt!r}")
-    return options, frames, namespaces
+        raise FormatError(
+            f"unknown RDF format {fmt!r} (expected one of: {', '.join(formats.names(formats.RDF_CONVERT))})"
+        )
+    return RdfContent(frames, namespaces, options)
+
+
+def read_rdf_quads(path: str | os.PathLike[str], fmt: str | None = None, *, limits: Limits | None = None) -> RdfContent:
+    """Read the RDF file at ``path`` (format named by ``fmt`` or by its extension; any
+    format with the ``convert`` role) into quads: the one reader of RDF files by format,
+    for ``convert``, ``--base`` snapshots and anything else that loads RDF data.
+
+    Raises :class:`FormatError` when the format is not known and :class:`DecodeError`
+    (naming the file) for bad input.
+    """
+    found = formats.require(path, fmt, formats.RDF_CONVERT, "RDF")
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    return read_rdf_bytes(data, found.name, source=str(path), limits=limits)
 
 
 def convert_rdf(
@@ -211,7 +257,8 @@ def convert_rdf(
     ``physical`` (``triples``, ``quads``, ``graphs``) says otherwise, and declares RDF-star
     and generalized statements exactly when they occur.
     """
-    options, frames, namespaces = read_rdf(data, in_fmt, source=source, limits=limits)
+    content = read_rdf_bytes(data, in_fmt, source=source, limits=limits)
+    options, namespaces, frames = content.options, content.namespaces, content.frames
     every = [q for frame in frames for q in frame]
     if out_fmt == "jelly":
         named, star, generalized = _features(every)
@@ -344,3 +391,41 @@ def jelly_summary(data: bytes, source: str, limits: Limits | None = None) -> dic
             "version": options.version,
         }
     return summary
+
+
+#: Names of term kinds in :func:`binary_summary`, by the kind :meth:`NTriplesTerms.unpack` gives.
+_TERM_KINDS = {IRI: "iri", BNODE: "bnode", TRIPLE: "triple_term", DEFAULT_GRAPH: "default_graph"}
+
+
+def _term_kind(term: str) -> str:
+    u = _NT.unpack(term)
+    if u[0] == LITERAL:
+        return "literal_lang" if u[2] else "literal_typed" if u[3] else "literal_simple"
+    return _TERM_KINDS[u[0]]
+
+
+def binary_summary(data: bytes, fmt: str, source: str, limits: Limits | None = None) -> dict[str, Any]:
+    """Validate an RDF Thrift or RDF Protobuf stream and summarize it: rows by kind
+    (``triple``, ``quad``, ``prefix``), the prefixes declared, and the kinds of the terms
+    in each position (``s``, ``p``, ``o``, ``g``; a quad's default graph is ``default_graph``)."""
+    rows: Counter[str] = Counter()
+    terms: dict[str, Counter[str]] = {position: Counter() for position in "spog"}
+    prefixes: dict[str, str] = {}
+    for event in jena.decode_bytes(fmt, data, _NT, source=source, limits=limits):
+        if type(event) is Statement:
+            rows["triple" if event.g is None else "quad"] += 1
+            for position, term in zip("spog", event[:4], strict=True):
+                if term is not None:
+                    terms[position][_term_kind(term)] += 1
+        elif type(event) is Namespace:
+            rows["prefix"] += 1
+            prefixes[event.name] = _NT.unpack(event.iri)[1]
+    return {
+        "file": source,
+        "format": jena.lookup(fmt).name,
+        "bytes": len(data),
+        "statements": rows["triple"] + rows["quad"],
+        "rows": dict(sorted(rows.items())),
+        "prefixes": prefixes,
+        "terms": {position: dict(sorted(kinds.items())) for position, kinds in terms.items() if kinds},
+    }

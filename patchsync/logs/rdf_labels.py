@@ -1,4 +1,5 @@
-"""RDF files read keeping their blank node labels (N-Quads, N-Triples, TriG, Turtle).
+"""RDF files read keeping their blank node labels (N-Quads, N-Triples, TriG, Turtle, and
+Jena's RDF Thrift and RDF Protobuf).
 
 RDF Patch names blank nodes by label: labels are system identifiers (docs/design.md §1, "blank node
 labels"). A patch computed from a file therefore only applies to a copy of that file when
@@ -8,7 +9,9 @@ N-Quads and N-Triples go through patchsync's own line reader. Turtle and TriG go
 rdflib's Notation3 parser with two hooks: a ``_:label`` becomes ``BNode(label)``, and a
 blank node written without a label (``[]``, ``[ ... ]``, a list) gets ``anon<n>`` by its
 order in the document, so the same bytes always give the same labels. A file that also
-writes such a label itself is refused: one of the two labels could not be kept.
+writes such a label itself is refused: one of the two labels could not be kept. RDF Thrift
+and RDF Protobuf go through patchsync's decoder (:mod:`patchsync.codec.jena`), whose blank
+nodes carry the labels written in the file.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from rdflib.plugins.parsers.notation3 import BadSyntax, RDFSink, SinkParser
 from rdflib.plugins.parsers.trig import TrigSinkParser
 
 from patchsync import formats
+from patchsync.codec import jena
 from patchsync.codec.nquads import read_statements
 from patchsync.errors import DecodeError, FormatError
 from patchsync.terms import TripleTerm
@@ -35,6 +39,11 @@ LABELLED_FORMATS = {
     for f in formats.with_role(formats.FILE_TARGET)
     if f.keeps_labels and f.rdflib_name
     for suffix in f.suffixes
+}
+
+#: RDF Binary formats (also read keeping labels), by extension, as the format registry names them.
+BINARY_FORMATS = {
+    suffix: f.name for f in formats.FORMATS if f.keeps_labels and f.name in jena.FORMATS for suffix in f.suffixes
 }
 
 #: Labels given to blank nodes written without one: this prefix and a counter.
@@ -61,9 +70,13 @@ def read_labelled(path: str | os.PathLike[str], fmt: str | None = None) -> Label
     :class:`FormatError` for a format without labels or a label that cannot be kept.
     """
     source = str(path)
-    fmt = fmt or LABELLED_FORMATS.get(Path(path).suffix.lower(), "")
+    suffix = Path(path).suffix.lower()
+    fmt = fmt or LABELLED_FORMATS.get(suffix) or BINARY_FORMATS.get(suffix, "")
+    if fmt in BINARY_FORMATS.values():
+        return _read_binary(Path(path).read_bytes(), fmt, source)
     if fmt not in LABELLED_FORMATS.values():
-        raise FormatError(f"{source}: blank node labels are kept for {', '.join(LABELLED_FORMATS)} files only")
+        kept = ", ".join([*LABELLED_FORMATS, *BINARY_FORMATS])
+        raise FormatError(f"{source}: blank node labels are kept for {kept} files only")
     data = Path(path).read_bytes()
     try:
         text = data.decode("utf-8")
@@ -78,6 +91,15 @@ def read_labelled(path: str | os.PathLike[str], fmt: str | None = None) -> Label
             raise FormatError(f"{source}: quoted triples cannot be held in rdflib (it has no RDF-star terms)")
         return LabelledRdf(list(quads), {})
     return _read_turtle_family(text, fmt, source, Path(path).resolve().as_uri())
+
+
+def _read_binary(data: bytes, fmt: str, source: str) -> LabelledRdf:
+    """An RDF Thrift or RDF Protobuf file: the decoder's blank nodes keep their labels."""
+    adapter: Any = RdflibTerms()
+    statements, declared = jena.read_dataset(fmt, data, adapter, source=source)
+    if any(type(t) is TripleTerm for q in statements for t in q):
+        raise FormatError(f"{source}: quoted triples cannot be held in rdflib (it has no RDF-star terms)")
+    return LabelledRdf(list(statements), {name: URIRef(str(iri)) for name, iri in declared})
 
 
 class _Named:
@@ -160,4 +182,4 @@ def _read_turtle_family(text: str, fmt: str, source: str, base: str) -> Labelled
     return LabelledRdf(sink.quads, prefixes)
 
 
-__all__ = ["LABELLED_FORMATS", "UNLABELLED_PREFIX", "LabelledRdf", "read_labelled"]
+__all__ = ["BINARY_FORMATS", "LABELLED_FORMATS", "UNLABELLED_PREFIX", "LabelledRdf", "read_labelled"]

@@ -96,13 +96,13 @@ def _source_name(source: InputSource) -> str:
 def _chunks(source: InputSource) -> Iterable[bytes]:
     stream = source.getByteStream()
     if stream is None:
-        raise UsageError("the Jelly parsers need a byte stream (not text)")
+        raise UsageError("patchsync's binary parsers need a byte stream (not text)")
     while True:
         chunk = stream.read(_CHUNK)
         if not chunk:
             return
         if isinstance(chunk, str):
-            raise UsageError("the Jelly parsers need a byte stream (not text)")
+            raise UsageError("patchsync's binary parsers need a byte stream (not text)")
         yield chunk
 
 

@@ -2,7 +2,7 @@
 
 The upstream Jelly-RDF conformance files and the Jena-written patches are vendored in
 ``tests/data/upstream`` (see its README); the repository's own Jelly-Patch conformance suite
-is in ``tests/conformance/patch``.
+is in ``conformance/patch``.
 
 Seeds are shaped for their target (see :mod:`.targets`): the decoder targets read a
 two-byte split point before the stream, the apply target a one-byte format selector.
@@ -15,7 +15,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 UPSTREAM = REPO / "tests" / "data" / "upstream"
-PATCH_SUITE = REPO / "tests" / "conformance" / "patch"
+PATCH_SUITE = REPO / "conformance" / "patch"
 RDF_SUITE = UPSTREAM / "jelly-rdf"
 JVM_PATCHES = UPSTREAM / "jelly-jvm-patch"
 
