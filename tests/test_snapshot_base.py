@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -425,3 +426,52 @@ def test_snapshot_and_base_on_postgresql(tmp_path: Path, pg_url: str, direction:
     assert replica.head() == ids[-1]
     assert state(replica) == full_state(full)
     replica.close()
+
+
+def test_snapshots_taken_while_patches_are_applied_match_their_position(tmp_path: Path) -> None:
+    # A real concurrent writer: every snapshot must hold exactly the state after the patch
+    # its position names as head (docs/design.md §9), whenever it was taken.
+    import threading
+
+    from patchsync.apply.targets.sql import SqlTarget
+
+    count = 60
+    logs = []
+    for n in range(1, count + 1):
+        logs.append(tmp_path / f"p{n}.jellyp")
+        write_chain(logs[-1], "c", 1, start=n, prev=patch_id("c", n - 1) if n > 1 else None, size=5)
+    url = f"sqlite:///{tmp_path / 'w.db'}"
+    writer = SqlTarget(url, group_units=1)
+    reader = SqlTarget(url)
+    done = threading.Event()
+
+    def apply() -> None:
+        try:
+            for log in logs:
+                apply_file(log, writer)
+                time.sleep(0.01)  # a producer's pace: snapshots fall between patches
+        finally:
+            done.set()
+
+    thread = threading.Thread(target=apply)
+    thread.start()
+    taken: list[tuple[int, list[tuple[str, str, str, str]]]] = []
+    try:
+        while not done.is_set() or not taken:
+            snap = tmp_path / "snap.jelly"
+            head = write_snapshot(reader, snap, attempts=50).position.head
+            replica = MemoryTarget()
+            load_base(replica, snap)
+            taken.append((int(head.rsplit(":", 1)[1]) if head else 0, state(replica)))
+    finally:
+        thread.join()
+        writer.close()
+        reader.close()
+    assert any(0 < n < count for n, _ in taken), "no snapshot fell while the patches were applied"
+    expected: dict[int, list[tuple[str, str, str, str]]] = {0: []}
+    replay = MemoryTarget()
+    for n, log in enumerate(logs, 1):
+        apply_file(log, replay)
+        expected[n] = state(replay)
+    for n, quads in taken:
+        assert quads == expected[n], n
