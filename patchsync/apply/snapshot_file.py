@@ -171,9 +171,10 @@ def _write_file(dump: DumpableTarget, path: Path, position: Position) -> int:
     for features in (False, True):
         counter = [0]
         namespaces = sorted((p, iri) for (g, p), iri in dump.namespaces().items() if not g)
+        quads = dump.quads()
         try:
             with open(path, "wb") as f:
-                for chunk in encode_snapshot(_counted(dump.quads(), counter), namespaces, position, features=features):
+                for chunk in encode_snapshot(_counted(quads, counter), namespaces, position, features=features):
                     f.write(chunk)
                 f.flush()
                 os.fsync(f.fileno())
@@ -181,6 +182,10 @@ def _write_file(dump: DumpableTarget, path: Path, position: Position) -> int:
             if features:
                 raise
             continue
+        finally:
+            close = getattr(quads, "close", None)
+            if close is not None:
+                close()  # a reader left half way ends its read transaction now
         break
     return counter[0]
 
