@@ -1,4 +1,5 @@
-"""A recorder committing straight to a NATS JetStream stream (issue #15), against the real server.
+"""A recorder committing straight to a NATS JetStream stream (issue #15), against the real server;
+and what a recorder does when its log refuses a patch (stream or file).
 
 Each committed patch is one message, appended only if it follows the stream's head (the
 chain rule of RDF Patch logs, rdf-patch-logs.md, "prev"); reading the stream back and
@@ -115,3 +116,17 @@ def test_an_unreachable_stream_fails_on_opening() -> None:
     # Nothing listens on port 1: the recorder never starts, nothing is recorded.
     with pytest.raises(StreamUnavailable, match=re.escape("127.0.0.1:1")):
         record(Dataset(), "nats://127.0.0.1:1/nowhere")
+
+
+def test_a_failed_write_rolls_the_patch_back_too() -> None:
+    # The same rule for a file log: /dev/full refuses every write (ENOSPC), as a full disk.
+    ds = Dataset()
+    ds.graph(EX.g).add((EX.kept, EX.p, Literal(0)))
+    with open("/dev/full", "wb", buffering=0) as full:
+        rec = record(ds, full)
+        with pytest.raises(OSError), rec.transaction():
+            rec.graph.graph(EX.g).add((EX.a, EX.p, Literal(1)))
+        assert set(ds.graph(EX.g)) == {(EX.kept, EX.p, Literal(0))}
+        with pytest.raises(UsageError, match="stopped after an error"):
+            rec.graph.add((EX.b, EX.p, Literal(2)))
+        rec.close()
