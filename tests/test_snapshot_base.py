@@ -1,6 +1,6 @@
 """Snapshots with their position, and starting a replica from one (``snapshot``, ``--base``).
 
-The rules are docs/design.md §9; the position travels in the first frame's metadata, which
+The rules are docs/design.md §10; the position travels in the first frame's metadata, which
 the Jelly-RDF spec leaves to implementations ("treat it as comments",
 jelly-protobuf-sources.txt, ``RdfStreamFrame.metadata``). Every check is differential: a
 replica started from a snapshot plus the rest of the log must equal a replica that applied
@@ -437,7 +437,7 @@ def test_snapshot_and_base_on_postgresql(tmp_path: Path, pg_url: str, direction:
 
 def test_snapshots_taken_while_patches_are_applied_match_their_position(tmp_path: Path) -> None:
     # A real concurrent writer: every snapshot must hold exactly the state after the patch
-    # its position names as head (docs/design.md §9), whenever it was taken.
+    # its position names as head (docs/design.md §10), whenever it was taken.
     import threading
 
     from patchsync.apply.targets.sql import SqlTarget

@@ -7,7 +7,7 @@ Targets declare optional abilities in ``capabilities`` (the ``CAN_*`` names).
 Targets: :class:`MemoryTarget` (the reference), :class:`SqlTarget` (SQLite, PostgreSQL),
 ``RdflibTarget``/``FileTarget`` (rdflib) and ``OxigraphTarget`` (pyoxigraph), the last
 three imported from their modules. ``write_snapshot`` writes a target's state with its
-position and ``load_base`` starts an empty target from such a file (docs/design.md §9).
+position and ``load_base`` starts an empty target from such a file (docs/design.md §10).
 """
 
 from typing import TYPE_CHECKING

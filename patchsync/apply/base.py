@@ -2,7 +2,7 @@
 
 :func:`load_base` loads an RDF file into an *empty* target. A Jelly-RDF snapshot written
 by ``patchsync snapshot`` carries its position (:mod:`.snapshot_file`); the target then
-gets, in the same target transaction as the quads (docs/design.md §9):
+gets, in the same target transaction as the quads (docs/design.md §10):
 
 - a patch record of the snapshot's last patch id, so that the target's head is that id and
   the next patch must follow it (the chain check of docs/design.md §4);

@@ -1,4 +1,4 @@
-"""Snapshot files: a target's state with its position, as a Jelly-RDF file (docs/design.md §9).
+"""Snapshot files: a target's state with its position, as a Jelly-RDF file (docs/design.md §10).
 
 ``patchsync snapshot --target T -o FILE.jelly`` writes every quad of the target as a
 delimited Jelly-RDF QUADS stream, its default-graph namespaces as namespace rows, and its
