@@ -6,7 +6,8 @@ the scheme registry (:mod:`patchsync.apply.registry`, extended with ``register_t
 Targets declare optional abilities in ``capabilities`` (the ``CAN_*`` names).
 Targets: :class:`MemoryTarget` (the reference), :class:`SqlTarget` (SQLite, PostgreSQL),
 ``RdflibTarget``/``FileTarget`` (rdflib) and ``OxigraphTarget`` (pyoxigraph), the last
-three imported from their modules.
+three imported from their modules. ``write_snapshot`` writes a target's state with its
+position and ``load_base`` starts an empty target from such a file (docs/design.md §10).
 """
 
 from typing import TYPE_CHECKING
@@ -29,6 +30,8 @@ from patchsync.apply.target import (
 if TYPE_CHECKING:
     from patchsync.apply.api import apply_events, apply_file, apply_stream, fingerprint
     from patchsync.apply.applier import Applier, ApplyResult
+    from patchsync.apply.base import load_base
+    from patchsync.apply.snapshot_file import write_snapshot
     from patchsync.apply.targets.memory import MemoryTarget
 
 # The applier and the one-call API load on first use: opening a target to read its
@@ -41,6 +44,8 @@ _LAZY = {
     "Applier": "patchsync.apply.applier",
     "ApplyResult": "patchsync.apply.applier",
     "MemoryTarget": "patchsync.apply.targets.memory",
+    "load_base": "patchsync.apply.base",
+    "write_snapshot": "patchsync.apply.snapshot_file",
 }
 
 
@@ -72,7 +77,9 @@ __all__ = [
     "apply_stream",
     "capabilities_of",
     "fingerprint",
+    "load_base",
     "open_target",
     "register_target",
     "target_schemes",
+    "write_snapshot",
 ]

@@ -20,7 +20,7 @@ import fcntl
 import os
 import re
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, Any, Protocol, runtime_checkable
 
 from patchsync.codec.patch_encoder import PatchEncoder
 from patchsync.codec.rdfp import RdfPatchTextWriter, read_rdfp
@@ -57,6 +57,26 @@ class PatchSink(Protocol):
     def prefix_add(self, name: str, iri: Any, g: Any = None) -> None: ...
     def prefix_delete(self, name: str, iri: Any = None, g: Any = None) -> None: ...
     def end_patch(self) -> None: ...
+
+
+@runtime_checkable
+class PatchLog(Protocol):
+    """Where a recorder commits its patches: a :class:`LogWriter`, a stream's
+    :class:`patchsync.streams.StreamWriter`, or a caller's own.
+
+    The recorder writes one patch at a time into :attr:`sink`, naming :attr:`head` as its
+    ``prev``, then calls :meth:`commit` with the patch's id; the patch must reach the log
+    whole in that call or not at all (raising). :meth:`abandon` drops an unfinished patch
+    after a failure, :meth:`close` ends the log.
+    """
+
+    options: PatchOptions
+    sink: Any
+    head: str | None
+
+    def commit(self, patch_id: str | None) -> None: ...
+    def abandon(self) -> None: ...
+    def close(self) -> None: ...
 
 
 class _TextSink:
@@ -268,6 +288,36 @@ class LogWriter:
                 self._stream.write(self.sink.take())
                 self._stream.flush()
         self._close_file()
+
+
+def open_patch_log(
+    log: PatchLog | str | os.PathLike[str] | IO[bytes],
+    options: PatchOptions | None,
+    *,
+    fmt: str | None = None,
+    fsync: bool = False,
+    max_segment_bytes: int | None = None,
+    max_segment_patches: int | None = None,
+) -> PatchLog:
+    """The log a recorder writes to: ``log`` itself if it is one, a stream for a
+    ``nats://HOST:PORT/STREAM`` address, else a :class:`LogWriter` (the other arguments)."""
+    if isinstance(log, PatchLog):
+        return log
+    if isinstance(log, str) and log.lower().startswith("nats://"):
+        if fmt not in (None, "jellyp") or fsync or max_segment_bytes is not None or max_segment_patches is not None:
+            raise UsageError(f"{log}: a stream takes no fmt, fsync or segment limits (one message per patch)")
+        # Imported here: the streams package (and nats-py, when connecting) only for streams.
+        from patchsync.streams.publish import StreamWriter
+
+        return StreamWriter(log, options)
+    return LogWriter(
+        log,
+        options,
+        fmt=fmt,
+        fsync=fsync,
+        max_segment_bytes=max_segment_bytes,
+        max_segment_patches=max_segment_patches,
+    )
 
 
 def segment_files(directory: str | os.PathLike[str]) -> list[Path]:

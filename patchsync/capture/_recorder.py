@@ -31,7 +31,7 @@ from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
 from rdflib.plugins.stores.memory import Memory, SimpleMemory
 from rdflib.store import Store
 
-from patchsync.capture._log import LogWriter
+from patchsync.capture._log import PatchLog, open_patch_log
 from patchsync.errors import UsageError
 from patchsync.options import PatchOptions, StatementType
 from patchsync.units import Kind, TransactionError, UnitTracker
@@ -239,7 +239,7 @@ class _Recording:
     written as a patch of its own, ``TX`` … ``TC`` like a block's.
     """
 
-    def __init__(self, log: LogWriter, headers: dict[str, Any], autocommit: int | None, graph: Graph) -> None:
+    def __init__(self, log: PatchLog, headers: dict[str, Any], autocommit: int | None, graph: Graph) -> None:
         self.log = log
         self.headers = headers
         self.autocommit = autocommit
@@ -280,6 +280,8 @@ class _Recording:
         self.units.send(Kind.TC if commit else Kind.TA)
         self.units.send(Kind.PATCH_END)  # a block is a patch of its own
         self.patch_headers = None
+        if not commit:
+            self.undo = []  # the caller rolled the block back already
         if self.open:
             if commit:
                 self.log.sink.tx_commit()
@@ -397,8 +399,14 @@ class _Recording:
     def end_patch(self) -> None:
         self.log.sink.end_patch()
         self.open = False
+        try:
+            self.log.commit(str(self.patch_id))
+        except BaseException as exc:
+            # The patch is not in the log (a stream refused it, a disk failed), so the
+            # store must not keep its changes either: roll them back and stop.
+            self.fail(exc)
+            raise
         self.undo = []
-        self.log.commit(str(self.patch_id))
 
     def rollback(self, inner: Store) -> None:
         for change in reversed(self.undo):
@@ -437,7 +445,12 @@ class Recorder:
     :attr:`graph` (changes made through the original object bypass the recorder).
 
     ``log`` is a :class:`LogWriter` or anything it accepts as target (a ``.jellyp`` or
-    ``.rdfp`` path, a directory of segments, a binary stream). Datasets are recorded as
+    ``.rdfp`` path, a directory of segments, a binary stream), a stream address
+    ``nats://HOST:PORT/STREAM`` (each patch is published as one message when it commits,
+    appended only if it follows the stream's head; see
+    :class:`patchsync.streams.StreamWriter`), or any other :class:`PatchLog`. When a commit
+    fails (the stream refused the patch, the disk failed) the patch's changes are rolled
+    back in the store too and the recorder stops. Datasets are recorded as
     QUADS and plain graphs as TRIPLES unless ``options`` say otherwise; ``fmt``
     (``jellyp``/``rdfp``) names the format of a stream or directory target. ``headers``
     are added to every patch. See the module docstring for transactions and ``autocommit``.
@@ -446,7 +459,7 @@ class Recorder:
     def __init__(
         self,
         graph: Graph,
-        log: LogWriter | str | os.PathLike[str] | IO[bytes],
+        log: PatchLog | str | os.PathLike[str] | IO[bytes],
         *,
         options: PatchOptions | None = None,
         fmt: str | None = None,
@@ -467,17 +480,14 @@ class Recorder:
         quads = isinstance(graph, ConjunctiveGraph)
         if options is None:
             options = PatchOptions(statement_type=StatementType.QUADS if quads else StatementType.TRIPLES)
-        if isinstance(log, LogWriter):
-            self.log = log
-        else:
-            self.log = LogWriter(
-                log,
-                options,
-                fmt=fmt,
-                fsync=fsync,
-                max_segment_bytes=max_segment_bytes,
-                max_segment_patches=max_segment_patches,
-            )
+        self.log: PatchLog = open_patch_log(
+            log,
+            options,
+            fmt=fmt,
+            fsync=fsync,
+            max_segment_bytes=max_segment_bytes,
+            max_segment_patches=max_segment_patches,
+        )
         self.headers = dict(headers or {})
         self.autocommit = autocommit
         self._rec = _Recording(self.log, self.headers, autocommit, graph)
@@ -579,7 +589,7 @@ def _rewrap(graph: Graph, store: RecordingStore) -> Graph:
 
 def record(
     graph: Graph,
-    log: LogWriter | str | os.PathLike[str] | IO[bytes],
+    log: PatchLog | str | os.PathLike[str] | IO[bytes],
     **kwargs: Any,
 ) -> Recorder:
     """Start recording changes to ``graph`` into ``log`` (see :class:`Recorder`)."""

@@ -10,11 +10,13 @@ from typing import Any
 
 from patchsync.cli.common import (
     Subcommands,
+    add_base_flag,
     add_chain_flag,
     add_relative_iris_flag,
     add_target_flag,
     close_target,
     limits,
+    load_base,
     open_target,
     patch_format,
     result_line,
@@ -32,6 +34,7 @@ def register(sub: Subcommands) -> None:
     apply.add_argument("logs", nargs="+", metavar="LOG", help="patch logs, applied in the order given")
     add_target_flag(apply)
     add_chain_flag(apply)
+    add_base_flag(apply)
     apply.add_argument("--reset", action="store_true", help="start a log over when its checkpoint no longer matches it")
     apply.add_argument("--from", dest="from_format", choices=["jellyp", "rdfp"], help="log format")
     apply.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
@@ -86,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
     progress = Progress(not args.no_progress)
     started = time.monotonic()
     try:
+        load_base(target, args, args.logs)
         for log in args.logs:
             progress.begin(log, Path(log).stat().st_size)
             try:

@@ -144,6 +144,28 @@ def add_relative_iris_flag(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_base_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--base",
+        metavar="FILE",
+        help="first load this RDF file into the empty target: a snapshot (.jelly from patchsync snapshot) "
+        "continues after its last patch; .nq/.trig/.rt/.rpb or a .jelly without position is a starting "
+        "state the logs are applied on from their beginning",
+    )
+
+
+def load_base(target: Target, args: argparse.Namespace, logs: list[str]) -> None:
+    """Load ``--base`` (if given) into ``target`` before the logs; prints one line on stderr."""
+    if not args.base:
+        return
+    from patchsync.apply.base import load_base as load
+
+    report = load(target, args.base, logs, limits=limits(args))
+    head = report.position.head if report.position is not None else None
+    where = f"continuing after patch {head}" if head else "no position: logs apply from their start"
+    print(f"{args.base}: base of {report.quads} quads loaded, {where}", file=sys.stderr)
+
+
 def limits(args: argparse.Namespace) -> Limits:
     """Decoder limits from the flags of ``apply``, ``tail`` and ``append``."""
     from patchsync.options import Limits

@@ -82,6 +82,8 @@ def _inspect_jelly(args: argparse.Namespace) -> int:
     print(f"frames:     {summary['frames']}")
     print(f"statements: {summary['statements']}")
     print("rows:       " + ", ".join(f"{k} {v}" for k, v in summary["rows"].items()))
+    for key, value in summary.get("metadata", {}).items():
+        print(f"metadata:   {key} = {value}")
     return 0
 
 

@@ -32,6 +32,8 @@ COMMANDS = (
     "spark",
     "append",
     "publish",
+    "compact",
+    "snapshot",
 )
 
 

@@ -11,12 +11,14 @@ from typing import Any
 from patchsync.cli.common import (
     EXIT_ERROR,
     Subcommands,
+    add_base_flag,
     add_chain_flag,
     add_relative_iris_flag,
     add_target_flag,
     close_target,
     fail,
     limits,
+    load_base,
     open_target,
 )
 
@@ -37,6 +39,7 @@ def register(sub: Subcommands) -> None:
     )
     add_target_flag(tail)
     add_chain_flag(tail)
+    add_base_flag(tail)
     tail.add_argument("--poll", action="store_true", help="poll the file system instead of inotify (network mounts)")
     tail.add_argument(
         "--poll-interval",
@@ -113,6 +116,7 @@ def run(args: argparse.Namespace) -> int:
     target = open_retrying(lambda: open_target(args.target), log=log, **retry)
     tailer = None
     try:
+        load_base(target, args, args.paths)
         tailer = Tailer(
             args.paths,
             target,

@@ -357,9 +357,14 @@ def jelly_summary(data: bytes, source: str, limits: Limits | None = None) -> dic
     framer = Framer(source=source)
     framer.feed(data)
     framer.close()
+    metadata: dict[str, str] = {}
     while (item := framer.next_frame()) is not None:
-        for row in rdf_pb2.RdfStreamFrame.FromString(item[1]).rows:
+        frame = rdf_pb2.RdfStreamFrame.FromString(item[1])
+        for row in frame.rows:
             rows[row.WhichOneof("row") or "empty"] += 1
+        for key, value in frame.metadata.items():
+            # Metadata is bytes; shown as text where it is UTF-8 (a snapshot's position is JSON).
+            metadata.setdefault(key, value.decode("utf-8", errors="backslashreplace"))
     summary: dict[str, Any] = {
         "file": source,
         "format": "jelly",
@@ -370,6 +375,8 @@ def jelly_summary(data: bytes, source: str, limits: Limits | None = None) -> dic
         "namespaces": namespaces,
         "rows": dict(sorted(rows.items())),
     }
+    if metadata:
+        summary["metadata"] = metadata
     if options is not None:
         summary["options"] = {
             "physical_type": options.physical_type.name,

@@ -171,7 +171,8 @@ def _after_head(patches: Iterator[LogPatch], head: str | None) -> tuple[Iterator
 class StreamWriter:
     """Where a recorder commits its patches when they go straight to a stream.
 
-    The interface of :class:`patchsync.capture.LogWriter` that the recorder uses:
+    A :class:`patchsync.capture.PatchLog` (``Recorder(graph, StreamWriter(url))``, or
+    simply ``Recorder(graph, "nats://HOST:PORT/STREAM")``):
     :attr:`sink` (an encoder the recorder writes one patch into), :attr:`options`,
     :attr:`head` (the next patch's ``prev``), :meth:`commit`, :meth:`abandon` and
     :meth:`close`. Each patch is published as one message on :meth:`commit`, appended
