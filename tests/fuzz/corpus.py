@@ -40,7 +40,7 @@ def _as_patch_rows(quads: bytes) -> bytes:
 
 def raw_sources(target: str) -> Iterator[bytes]:
     """The conformance files a target starts from, before shaping."""
-    if target == "patch":
+    if target in ("patch", "native"):
         for path in _files(PATCH_SUITE, "**/*.jellyp"):
             yield path.read_bytes()
     elif target == "rdf":
