@@ -33,7 +33,7 @@ def extensions() -> list[object]:
         return []
     from setuptools import Extension
 
-    modules = [Extension("patchsync.codec._native_patch", ["patchsync/codec/_native_patch.pyx"], optional=True)]
+    modules = [Extension("patchsync.codec._native", ["patchsync/codec/_native.pyx"], optional=True)]
     return list(cythonize(modules, compiler_directives={"language_level": "3"}, quiet=True))
 
 

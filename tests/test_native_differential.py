@@ -3,7 +3,8 @@
 Both decoders get identical bytes, whole and split at arbitrary points, and must hand out
 identical events or fail with identical errors (type, rule, offset, frame, row):
 
-* every file of the Jelly-Patch conformance suite and of the fuzz seed corpus;
+* every file of the Jelly-Patch conformance suite, of the vendored Jelly-RDF conformance suite
+  and of the fuzz seed corpus;
 * random patch streams (the round-trip strategies of test_properties) and corruptions of them;
 * frames the core leaves to protobuf (fields repeated or unknown), to show the hand-over;
 * lookup entries redefined mid-stream (Jelly-RDF spec, "Prefix, name, and datatype lookup
@@ -18,7 +19,10 @@ exercise it even where ``PATCHSYNC_PURE=1`` is set; they fail if it was not buil
 
 from __future__ import annotations
 
+import os
 import random
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -28,18 +32,19 @@ from hypothesis import strategies as st
 from rdflib import Literal, URIRef
 
 from patchsync import Add, Header, PatchEnd, PatchOptions, StatementType, StreamType, TxCommit, TxStart
-from patchsync.codec import _native_patch
+from patchsync.codec import _native
 from patchsync.codec.patch_decoder import PatchDecoder, PurePatchDecoder
 from patchsync.codec.wire import ENTRY_ID, ENTRY_VALUE, IRI_NAME, ROW_ADD, ROW_NAME, S_TAGS, ld, ld_str, varint
 from patchsync.terms.ntriples import NTriplesTerms
-from tests.fuzz.corpus import PATCH_SUITE, seeds
-from tests.fuzz.targets import compare_native, native_decoder, outcome
+from tests.fuzz.corpus import PATCH_SUITE, RDF_SUITE, seeds
+from tests.fuzz.targets import compare_native, native_decoder, outcome, pure_decoder
 
 from .helpers import encode
 from .test_properties import VALID, stream_case
 
 NT = NTriplesTerms()
 SUITE = sorted(PATCH_SUITE.glob("**/*.jellyp"))
+RDF_FILES = sorted(RDF_SUITE.glob("**/*.jelly"))
 
 
 def splits(data: bytes, count: int, seed: int) -> list[int]:
@@ -47,23 +52,24 @@ def splits(data: bytes, count: int, seed: int) -> list[int]:
     return [0, len(data), *(rng.randrange(len(data) + 1) for _ in range(count))]
 
 
-def native_frames(data: bytes) -> int:
+def native_frames(data: bytes, *, rdf: bool = False) -> int:
     """How many frames of a decodable stream the compiled core accepted."""
-    decoder = native_decoder(NT)
+    decoder = native_decoder(NT, rdf=rdf)
     accepted = 0
-    scan = _native_patch.scan
+    scan = _native.scan
 
     class Counting:
-        Frame = _native_patch.Frame
+        Frame = _native.Frame
 
         @staticmethod
-        def scan(payload: bytes) -> Any:
+        def scan(payload: bytes, rdf: bool = False) -> Any:
             nonlocal accepted
-            frame = scan(payload)
+            frame = scan(payload, rdf)
             accepted += frame is not None
             return frame
 
-        decode_rows = staticmethod(_native_patch.decode_rows)
+        decode_rows = staticmethod(_native.decode_rows)
+        decode_rdf_rows = staticmethod(_native.decode_rdf_rows)
 
     decoder._native = Counting
     outcome(decoder, [data])
@@ -77,23 +83,33 @@ def test_conformance_file_decodes_the_same(path: Path) -> None:
         compare_native(data, point)
 
 
-def test_the_core_takes_the_suites_frames() -> None:
+@pytest.mark.parametrize("path", RDF_FILES, ids=lambda p: str(p.relative_to(RDF_SUITE)))
+def test_rdf_conformance_file_decodes_the_same(path: Path) -> None:
+    data = path.read_bytes()
+    for point in splits(data, 2, hash(path.name)):
+        compare_native(data, point, rdf=True)
+
+
+@pytest.mark.parametrize("rdf", [False, True], ids=["patch", "rdf"])
+def test_the_core_takes_the_suites_frames(rdf: bool) -> None:
     # A differential test would pass trivially if the core handed every frame to protobuf:
     # every positive case's frames are plainly encoded, so the core must take them all.
-    positive = [p for p in SUITE if "/pos_" in str(p)]
+    positive = [p for p in (RDF_FILES if rdf else SUITE) if "/pos_" in str(p)]
     assert len(positive) > 50
     for path in positive:
         data = path.read_bytes()
-        frames = PurePatchDecoder(NT)
+        frames = pure_decoder(NT, rdf=rdf)
         outcome(frames, [data])
-        assert native_frames(data) == frames.frames, path
+        assert native_frames(data, rdf=rdf) == frames.frames, path
 
 
 def test_fuzz_seeds_decode_the_same() -> None:
     found = seeds("native")
     assert len(found) > 100
     for data in found:
-        compare_native(data[2:], int.from_bytes(data[:2], "little") % (len(data) - 1))
+        point = int.from_bytes(data[:2], "little") % (len(data) - 1)
+        compare_native(data[2:], point)
+        compare_native(data[2:], point, rdf=True)
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -130,6 +146,66 @@ def test_corrupted_streams_fail_the_same(mutations: list[tuple[int, int, str]], 
     compare_native(bytes(data), point % (len(data) + 1))
 
 
+RDF_VALID = (RDF_SUITE / "from_jelly" / "quads_rdf_star" / "pos_001" / "in.jelly").read_bytes()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 1 << 16), st.integers(0, 255), st.sampled_from(["set", "insert", "delete"])),
+        min_size=1,
+        max_size=4,
+    ),
+    st.integers(0, 1 << 16),
+)
+def test_corrupted_rdf_streams_fail_the_same(mutations: list[tuple[int, int, str]], point: int) -> None:
+    data = bytearray(RDF_VALID)
+    for pos, value, how in mutations:
+        pos = pos % len(data)
+        if how == "set":
+            data[pos] = value
+        elif how == "insert":
+            data.insert(pos, value)
+        elif len(data) > 1:
+            del data[pos]
+    compare_native(bytes(data), point % (len(data) + 1), rdf=True)
+
+
+@pytest.mark.parametrize(
+    ("env", "code"),
+    [
+        ({"PATCHSYNC_PURE": "1"}, ""),
+        # An install without a compiler has no extension module: simulated by blocking it.
+        ({"PATCHSYNC_PURE": ""}, "import sys; sys.modules['patchsync.codec._native'] = None; "),
+    ],
+    ids=["PATCHSYNC_PURE", "not-built"],
+)
+def test_the_pure_codec_is_the_fallback(env: dict[str, str], code: str) -> None:
+    root = Path(__file__).resolve().parents[1]
+
+    def chosen(prefix: str, extra: dict[str, str]) -> list[str]:
+        script = (
+            prefix + "from patchsync.codec.patch_decoder import PatchDecoder; "
+            "from patchsync.codec.rdf_decoder import RdfDecoder; "
+            "from patchsync.codec.backend import native; "
+            "print(*(getattr(m, '__name__', m) for m in (PatchDecoder._native, RdfDecoder._native, native())))"
+        )
+        proc = subprocess.run(
+            [sys.executable, "-c", script],
+            capture_output=True,
+            text=True,
+            cwd=root,
+            env={**os.environ, "PYTHONPATH": str(root), **extra},
+            timeout=60,
+        )
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout.split()
+
+    assert chosen(code, env) == ["None", "None", "None"]
+    # ...while by default the compiled core is chosen.
+    assert chosen("", {"PATCHSYNC_PURE": ""}) == ["patchsync.codec._native"] * 3
+
+
 def _frame(*rows: bytes) -> bytes:
     body = b"".join(ld(b"\x0a", row) for row in rows)
     return varint(len(body)) + body
@@ -152,8 +228,8 @@ def test_frames_left_to_protobuf_decode_the_same() -> None:
     plain = ld(ROW_ADD, iri1 + p + o)
     data = _options_frame() + _frame(entry, entry2, merged) + _frame(plain)
     body = b"".join(ld(b"\x0a", row) for row in (entry, entry2, merged))
-    assert _native_patch.scan(body) is None  # the merged frame goes to protobuf
-    assert _native_patch.scan(_frame(plain)[1:]) is not None
+    assert _native.scan(body) is None  # the merged frame goes to protobuf
+    assert _native.scan(_frame(plain)[1:]) is not None
     events, error = compare_native(data, len(data) // 2)
     assert error is None
     adds = [e for e in events if type(e) is Add]
@@ -214,7 +290,7 @@ def test_state_exported_from_the_core_restores() -> None:
     state = decoder.export_state()
     for cls in (PatchDecoder, PurePatchDecoder):
         resumed = cls.from_state(state, NT)
-        resumed._native = _native_patch if cls is PatchDecoder else None
+        resumed._native = _native if cls is PatchDecoder else None
         resumed.feed(whole[len(first) :])
         resumed.close()
         reference = PurePatchDecoder(NT)

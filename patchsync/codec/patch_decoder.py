@@ -142,7 +142,7 @@ class PatchDecoder(FramedSource[Event], Generic[T]):
 
     _frame_type = patch_pb2.RdfPatchFrame
     #: The compiled core that decodes frames, or None: the pure-Python path only.
-    _native: Any = backend.native_patch()
+    _native: Any = backend.native()
 
     def __init__(
         self,

@@ -40,9 +40,12 @@ def _as_patch_rows(quads: bytes) -> bytes:
 
 def raw_sources(target: str) -> Iterator[bytes]:
     """The conformance files a target starts from, before shaping."""
-    if target in ("patch", "native"):
+    if target == "patch":
         for path in _files(PATCH_SUITE, "**/*.jellyp"):
             yield path.read_bytes()
+    elif target == "native":  # the differential target runs both binary formats
+        yield from raw_sources("patch")
+        yield from raw_sources("rdf")
     elif target == "rdf":
         for path in _files(RDF_SUITE, "**/*.jelly"):
             yield path.read_bytes()

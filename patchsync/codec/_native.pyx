@@ -30,10 +30,10 @@ a batch and written back before any Python code that reads them runs, so
 
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 
-from patchsync._proto import patch_pb2
+from patchsync._proto import patch_pb2, rdf_pb2
 from patchsync.codec.driver import ROW_BATCH
 from patchsync.codec.term_decoder import RuleViolation
-from patchsync.events import Add, Delete
+from patchsync.events import Add, Delete, FrameEnd, PhysicalType, Statement
 from patchsync.units import QUIET, Kind, TransactionError
 
 cdef object _new_tuple = tuple.__new__
@@ -42,6 +42,12 @@ cdef object _DELETE = Delete
 cdef object _CHANGE = Kind.CHANGE
 cdef object _CHANGE_QUIET = QUIET[Kind.CHANGE]
 cdef object _ROW_FROM = patch_pb2.RdfPatchRow.FromString
+cdef object _STREAM_ROW_FROM = rdf_pb2.RdfStreamRow.FromString
+cdef object _STATEMENT = Statement
+cdef object _FRAME_END = FrameEnd
+cdef int _TRIPLES = PhysicalType.TRIPLES
+cdef int _QUADS = PhysicalType.QUADS
+cdef int _GRAPHS = PhysicalType.GRAPHS
 cdef Py_ssize_t _BATCH = ROW_BATCH
 cdef Py_ssize_t _CACHE_LIMIT = 1 << 16
 
@@ -60,6 +66,11 @@ cdef enum:
     M_NS
     M_HEADER
     M_OPTIONS
+    M_SFRAME  # Jelly-RDF: RdfStreamFrame, RdfStreamRow, RdfStreamOptions, RdfGraphStart,
+    M_SROW    # RdfNamespaceDeclaration
+    M_SOPTIONS
+    M_GSTART
+    M_NSDECL
     M_COUNT
 
 # Field kinds: 0 is "no such field".
@@ -143,6 +154,29 @@ cdef void _schema():
     _field(M_OPTIONS, 4, F_BOOL, 0, 0)
     for f in (9, 10, 11, 15):
         _field(M_OPTIONS, f, F_U32, 0, 0)
+    # Jelly-RDF. The frame's metadata map (field 15) is left to protobuf.
+    _field(M_SFRAME, 1, F_MSG, M_SROW, 0)
+    _field(M_SROW, 1, F_MSG, M_SOPTIONS, 1)
+    _field(M_SROW, 2, F_MSG, M_TRIPLE, 1)
+    _field(M_SROW, 3, F_MSG, M_QUAD, 1)
+    _field(M_SROW, 4, F_MSG, M_GSTART, 1)
+    _field(M_SROW, 5, F_MSG, M_EMPTY, 1)
+    _field(M_SROW, 6, F_MSG, M_NSDECL, 1)
+    for f in (9, 10, 11):
+        _field(M_SROW, f, F_MSG, M_ENTRY, 1)
+    _field(M_SOPTIONS, 1, F_STR, 0, 0)
+    _field(M_SOPTIONS, 2, F_ENUM, 0, 0)
+    _field(M_SOPTIONS, 3, F_BOOL, 0, 0)
+    _field(M_SOPTIONS, 4, F_BOOL, 0, 0)
+    for f in (9, 10, 11, 15):
+        _field(M_SOPTIONS, f, F_U32, 0, 0)
+    _field(M_SOPTIONS, 14, F_ENUM, 0, 0)
+    _field(M_GSTART, 1, F_MSG, M_IRI, 1)
+    _field(M_GSTART, 2, F_STR, 0, 1)
+    _field(M_GSTART, 3, F_MSG, M_EMPTY, 1)
+    _field(M_GSTART, 4, F_MSG, M_LIT, 1)
+    _field(M_NSDECL, 1, F_STR, 0, 0)
+    _field(M_NSDECL, 2, F_MSG, M_IRI, 0)
 
 
 _schema()
@@ -219,7 +253,7 @@ cdef Py_ssize_t _check(const unsigned char* p, Py_ssize_t i, Py_ssize_t end, int
         kind = KIND[m][f]
         if kind == F_NONE:
             return -1
-        if m != M_FRAME:  # the frame's rows are its only repeated field
+        if m != M_FRAME and m != M_SFRAME:  # the frames' rows are their only repeated field
             bit = 1u << f
             if seen & bit:
                 return -1
@@ -265,12 +299,16 @@ cdef class Frame:
     cdef Py_ssize_t pos
 
 
-def scan(bytes payload):
-    """The frame as a :class:`Frame` if it is plainly encoded, else ``None`` (decode with protobuf)."""
+def scan(bytes payload, bint rdf=False):
+    """The frame as a :class:`Frame` if it is plainly encoded, else ``None`` (decode with protobuf).
+
+    ``rdf`` selects the Jelly-RDF ``RdfStreamFrame`` schema instead of ``RdfPatchFrame``.
+    """
     cdef const unsigned char* p = payload
     cdef Py_ssize_t count, size = len(payload)
+    cdef int m = M_SFRAME if rdf else M_FRAME
     with nogil:
-        count = _check(p, 0, size, M_FRAME, 0)
+        count = _check(p, 0, size, m, 0)
     if count < 0:
         return None
     cdef Frame frame = Frame.__new__(Frame)
@@ -586,3 +624,78 @@ def decode_rows(object dec, Frame frame, Py_ssize_t offset, Py_ssize_t start):
         dec._row_next = index
         return
     dec._end_frame(offset, frame_index, frame.count)
+
+
+def decode_rdf_rows(object dec, Frame frame, Py_ssize_t offset, Py_ssize_t start):
+    """Decode up to ``ROW_BATCH`` rows of a Jelly-RDF ``frame`` into ``dec``'s queue.
+
+    ``dec`` is the :class:`~patchsync.codec.rdf_decoder.RdfDecoder` whose frame this is;
+    the contract is the one of its ``_decode_rows``. Statement rows of the stream's physical
+    type and lookup entries are decoded here, every other row by ``dec._row``.
+    """
+    cdef bytes payload = frame.payload
+    cdef const unsigned char* p = payload
+    cdef Py_ssize_t i = frame.pos, row_start = 0, rs = 0, re = 0, index = start, stop_index
+    cdef Py_ssize_t frame_index = dec.frames
+    cdef int field, physical, statement_field
+    cdef bint quads, in_graph
+    cdef _Rows rows = _Rows.__new__(_Rows)
+    cdef list spog = [None, None, None, None]
+    append = dec._queue.append
+    rows.dec = dec
+    rows.load()
+    physical = dec._physical
+    quads = physical == _QUADS
+    statement_field = 3 if quads else 2
+    in_graph = physical != _GRAPHS or dec._in_graph
+    graph = dec._graph
+    stop_index = min(frame.count, start + _BATCH)
+    failed = True
+    try:
+        while index < stop_index:
+            i = _key(p, i, &field, &row_start, &i)
+            if row_start < i:
+                _key(p, row_start, &field, &rs, &re)
+            else:
+                field = 0
+            terms = rows.terms
+            if (
+                field == statement_field
+                and terms is not None
+                and in_graph
+                and _statement(rows, p, rs, re, quads, spog)
+            ):
+                append(
+                    _new_tuple(
+                        _STATEMENT,
+                        (spog[0], spog[1], spog[2], spog[3] if quads else graph, offset, frame_index, index),
+                    )
+                )
+            elif field == 9 and terms is not None:
+                terms.name_entry(*_entry(p, rs, re))
+            elif field == 10 and terms is not None:
+                terms.prefix_entry(*_entry(p, rs, re))
+            elif field == 11 and terms is not None:
+                terms.datatype_entry(*_entry(p, rs, re))
+            else:
+                rows.store()
+                dec._row(_STREAM_ROW_FROM(payload[row_start:i]), offset, frame_index, index)
+                rows.load()
+                physical = dec._physical
+                quads = physical == _QUADS
+                statement_field = 3 if quads else 2
+                in_graph = physical != _GRAPHS or dec._in_graph
+                graph = dec._graph
+            index += 1
+        failed = False
+    except RuleViolation as exc:
+        dec._pending_error = dec._error(exc.rule, offset, index)
+    finally:
+        rows.store()
+    if not failed:
+        if index < frame.count:
+            frame.pos = i
+            dec._row_next = index
+            return
+        append(_FRAME_END(offset, frame_index, frame.count))
+    dec._close_frame()
