@@ -32,7 +32,7 @@ from cpython.unicode cimport PyUnicode_DecodeUTF8
 
 from patchsync._proto import patch_pb2, rdf_pb2
 from patchsync.codec.driver import ROW_BATCH
-from patchsync.codec.term_decoder import RuleViolation
+from patchsync.codec.term_decoder import RuleViolation, check_absolute_iri
 from patchsync.events import Add, Delete, FrameEnd, PhysicalType, Statement
 from patchsync.units import QUIET, Kind, TransactionError
 
@@ -320,13 +320,6 @@ def scan(bytes payload, bint rdf=False):
 
 # -- pass 2: decoding rows ----------------------------------------------------------------
 
-cdef class _Iri:
-    """The two fields of an ``RdfIri``, for ``TermDecoder.iri`` (a cache miss)."""
-
-    cdef public unsigned int prefix_id
-    cdef public unsigned int name_id
-
-
 cdef inline str _text(const unsigned char* p, Py_ssize_t start, Py_ssize_t n):
     return PyUnicode_DecodeUTF8(<const char*>p + start, n, NULL)
 
@@ -350,10 +343,11 @@ cdef inline Py_ssize_t _key(const unsigned char* p, Py_ssize_t i, int* field, Py
 cdef class _Rows:
     """The state of one batch: the decoder's hot values in C variables."""
 
-    cdef object dec, terms, adapter, by_name, prefix_values, datatype_values, bnodes
+    cdef object dec, terms, adapter, by_name, name_values, prefix_values, datatype_values, bnodes
     cdef object simple, by_lang, by_datatype, default_graph
     cdef object last_s, last_p, last_o, last_g
-    cdef Py_ssize_t names_size, datatypes_size
+    cdef Py_ssize_t names_size, prefixes_size, datatypes_size
+    cdef bint absolute
     cdef unsigned int last_prefix, last_name
 
     cdef void load(self):
@@ -362,7 +356,10 @@ cdef class _Rows:
             return
         self.adapter = terms.adapter
         self.by_name = terms._by_name
+        self.name_values = terms.names.values
         self.prefix_values = terms.prefixes.values
+        self.prefixes_size = terms.prefixes.size
+        self.absolute = terms.require_absolute_iris
         self.datatype_values = terms.datatypes.values
         self.names_size = terms.names.size
         self.datatypes_size = terms.datatypes.size
@@ -410,17 +407,41 @@ cdef class _Rows:
                     self.last_prefix = rp
                     self.last_name = rn
                     return (<tuple>hit)[1]
-        # A miss: TermDecoder.iri applies the rules, validates, builds and caches.
-        cdef _Iri msg = _Iri.__new__(_Iri)
-        msg.prefix_id = pid
-        msg.name_id = nid
-        self.terms.last_prefix = self.last_prefix
-        self.terms.last_name = self.last_name
+        return self.iri_miss(pid, nid, rp, rn)
+
+    cdef object iri_miss(self, unsigned int pid, unsigned int nid, unsigned int rp, unsigned int rn):
+        # TermDecoder.iri_string and the slow half of TermDecoder.iri: the same rules in the
+        # same order (the 0-id state moves before an error is raised), then build and cache.
+        self.last_prefix = rp
+        self.last_name = rn
+        if rn > self.names_size:
+            raise RuleViolation(
+                f"name id {rn} is outside the lookup of size {self.names_size}"
+                + (" (a 0 name_id means previous + 1)" if nid == 0 else "")
+            )
+        name = self.name_values[rn]
+        if name is None:
+            raise RuleViolation(
+                f"name id {rn} used before it was defined (the first use of a lookup element MUST be after it is defined)"
+            )
+        if rp == 0:
+            value = name
+        else:
+            prefix = self.prefix_values[rp] if rp <= self.prefixes_size else None
+            if prefix is None:
+                prefix = self.terms.prefixes.get(rp)  # raises the rule's error
+            value = prefix + name
+        if self.absolute:
+            check_absolute_iri(value)
         try:
-            return self.terms.iri(msg)
-        finally:
-            self.last_prefix = self.terms.last_prefix
-            self.last_name = self.terms.last_name
+            term = self.adapter.iri(value)
+        except ValueError as exc:
+            raise RuleViolation(f"IRI rejected by the term adapter: {exc}") from None
+        slot = self.by_name[rn]
+        if slot is None:
+            slot = self.by_name[rn] = {}
+        (<dict>slot)[rp] = (self.prefix_values[rp] if rp else None, term)
+        return term
 
     cdef object bnode(self, const unsigned char* p, Py_ssize_t start, Py_ssize_t stop):
         label = _text(p, start, stop - start)
