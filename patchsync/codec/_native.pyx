@@ -36,7 +36,23 @@ from patchsync.codec.term_decoder import RuleViolation, check_absolute_iri
 from patchsync.events import Add, Delete, FrameEnd, PhysicalType, Statement
 from patchsync.units import QUIET, Kind, TransactionError
 
-cdef object _new_tuple = tuple.__new__
+cdef extern from *:
+    """
+    /* An instance of the named tuple type t (a tuple subclass without a __dict__) holding
+       seven items, without first building a plain tuple to copy (what tuple.__new__ does). */
+    static PyObject* patchsync_tuple7(PyObject* t, PyObject* a, PyObject* b, PyObject* c, PyObject* d,
+                                      PyObject* e, PyObject* f, PyObject* g) {
+        PyObject* items[7] = {a, b, c, d, e, f, g};
+        PyObject* out = ((PyTypeObject*)t)->tp_alloc((PyTypeObject*)t, 7);
+        if (out == NULL) return NULL;
+        for (int i = 0; i < 7; i++) {
+            Py_INCREF(items[i]);
+            PyTuple_SET_ITEM(out, i, items[i]);
+        }
+        return out;
+    }
+    """
+    object patchsync_tuple7(object t, object a, object b, object c, object d, object e, object f, object g)
 cdef object _ADD = Add
 cdef object _DELETE = Delete
 cdef object _CHANGE = Kind.CHANGE
@@ -343,7 +359,8 @@ cdef inline Py_ssize_t _key(const unsigned char* p, Py_ssize_t i, int* field, Py
 cdef class _Rows:
     """The state of one batch: the decoder's hot values in C variables."""
 
-    cdef object dec, terms, adapter, by_name, name_values, prefix_values, datatype_values, bnodes
+    cdef object dec, terms, adapter, bnodes
+    cdef list by_name, name_values, prefix_values, datatype_values
     cdef object simple, by_lang, by_datatype, default_graph
     cdef object last_s, last_p, last_o, last_g
     cdef Py_ssize_t names_size, prefixes_size, datatypes_size
@@ -516,8 +533,11 @@ _REPEATED = (
 )
 
 
-cdef int _statement(_Rows rows, const unsigned char* p, Py_ssize_t i, Py_ssize_t end, bint quads, list out) except -1:
-    """Decode the terms of an ``RdfQuad`` into ``out`` (s, p, o, g); False if the pure path must."""
+cdef int _statement(_Rows rows, const unsigned char* p, Py_ssize_t i, Py_ssize_t end, bint quads) except -1:
+    """Decode the terms of an ``RdfQuad`` into ``rows.last_s`` .. ``last_g``; False if the pure path must.
+
+    After a statement every position's term is the last one of its position, given or repeated.
+    """
     cdef Py_ssize_t starts[4]
     cdef Py_ssize_t stops[4]
     cdef int kinds[4]
@@ -538,20 +558,18 @@ cdef int _statement(_Rows rows, const unsigned char* p, Py_ssize_t i, Py_ssize_t
     for pos in range(4 if quads else 3):
         kind = kinds[pos]
         if kind == -2:
-            term = (rows.last_s, rows.last_p, rows.last_o, rows.last_g)[pos]
-            if term is None:
+            if (rows.last_s, rows.last_p, rows.last_o, rows.last_g)[pos] is None:
                 raise RuleViolation(_REPEATED[pos])
+            continue
+        term = rows.term(p, kind, starts[pos], stops[pos])
+        if pos == 0:
+            rows.last_s = term
+        elif pos == 1:
+            rows.last_p = term
+        elif pos == 2:
+            rows.last_o = term
         else:
-            term = rows.term(p, kind, starts[pos], stops[pos])
-            if pos == 0:
-                rows.last_s = term
-            elif pos == 1:
-                rows.last_p = term
-            elif pos == 2:
-                rows.last_o = term
-            else:
-                rows.last_g = term
-        out[pos] = term
+            rows.last_g = term
     return True
 
 
@@ -584,8 +602,9 @@ def decode_rows(object dec, Frame frame, Py_ssize_t offset, Py_ssize_t start):
     cdef int field
     cdef bint quads, quiet
     cdef _Rows rows = _Rows.__new__(_Rows)
-    cdef list spog = [None, None, None, None]
     append = dec._queue.append
+    offset_obj = offset
+    frame_obj = frame_index
     units = dec._units
     rows.dec = dec
     rows.load()
@@ -602,11 +621,17 @@ def decode_rows(object dec, Frame frame, Py_ssize_t offset, Py_ssize_t start):
             else:
                 field = 0  # an empty row: no field set
             terms = rows.terms
-            if (field == 2 or field == 3) and terms is not None and _statement(rows, p, rs, re, quads, spog):
+            if (field == 2 or field == 3) and terms is not None and _statement(rows, p, rs, re, quads):
                 append(
-                    _new_tuple(
+                    patchsync_tuple7(
                         _ADD if field == 2 else _DELETE,
-                        (spog[0], spog[1], spog[2], spog[3] if quads else None, offset, frame_index, index),
+                        rows.last_s,
+                        rows.last_p,
+                        rows.last_o,
+                        rows.last_g if quads else None,
+                        offset_obj,
+                        frame_obj,
+                        index,
                     )
                 )
                 if not quiet:
@@ -661,8 +686,9 @@ def decode_rdf_rows(object dec, Frame frame, Py_ssize_t offset, Py_ssize_t start
     cdef int field, physical, statement_field
     cdef bint quads, in_graph
     cdef _Rows rows = _Rows.__new__(_Rows)
-    cdef list spog = [None, None, None, None]
     append = dec._queue.append
+    offset_obj = offset
+    frame_obj = frame_index
     rows.dec = dec
     rows.load()
     physical = dec._physical
@@ -684,12 +710,18 @@ def decode_rdf_rows(object dec, Frame frame, Py_ssize_t offset, Py_ssize_t start
                 field == statement_field
                 and terms is not None
                 and in_graph
-                and _statement(rows, p, rs, re, quads, spog)
+                and _statement(rows, p, rs, re, quads)
             ):
                 append(
-                    _new_tuple(
+                    patchsync_tuple7(
                         _STATEMENT,
-                        (spog[0], spog[1], spog[2], spog[3] if quads else graph, offset, frame_index, index),
+                        rows.last_s,
+                        rows.last_p,
+                        rows.last_o,
+                        rows.last_g if quads else graph,
+                        offset_obj,
+                        frame_obj,
+                        index,
                     )
                 )
             elif field == 9 and terms is not None:
