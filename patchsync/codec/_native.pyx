@@ -30,10 +30,19 @@ a batch and written back before any Python code that reads them runs, so
 
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 
+cdef extern from "Python.h":
+    int PyUnicode_KIND(object o)
+    void* PyUnicode_DATA(object o)
+    Py_ssize_t PyUnicode_GET_LENGTH(object o)
+    int PyUnicode_1BYTE_KIND
+
 from patchsync._proto import patch_pb2, rdf_pb2
 from patchsync.codec.driver import ROW_BATCH
 from patchsync.codec.term_decoder import RuleViolation, check_absolute_iri
 from patchsync.events import Add, Delete, FrameEnd, PhysicalType, Statement
+from patchsync.terms.ntriples import NTriplesTerms
+from patchsync.terms.ntriples import _DATATYPE_SUFFIX as _NT_DATATYPE_SUFFIX
+from patchsync.terms.ntriples import _LANG_SUFFIX as _NT_LANG_SUFFIX
 from patchsync.units import QUIET, Kind, TransactionError
 
 cdef extern from *:
@@ -336,6 +345,36 @@ def scan(bytes payload, bint rdf=False):
 
 # -- pass 2: decoding rows ----------------------------------------------------------------
 
+cdef inline bint _string_plain(const unsigned char* p, Py_ssize_t i, Py_ssize_t end) noexcept:
+    """Whether UTF-8 text needs none of the N-Triples string escapes (controls, quote, backslash)."""
+    cdef unsigned char c
+    while i < end:
+        c = p[i]
+        if c < 0x20 or c == 0x22 or c == 0x5C or c == 0x7F:
+            return False
+        i += 1
+    return True
+
+
+cdef inline bint _iri_plain(str value):
+    """Whether ``value`` needs no IRIREF escapes and cannot be read as a blank node (``_:``).
+
+    Only one-byte (Latin-1) strings are checked here; others take the adapter's way.
+    """
+    if PyUnicode_KIND(value) != PyUnicode_1BYTE_KIND:
+        return False
+    cdef const unsigned char* s = <const unsigned char*>PyUnicode_DATA(value)
+    cdef Py_ssize_t i, n = PyUnicode_GET_LENGTH(value)
+    cdef unsigned char c
+    if n >= 2 and s[0] == 0x5F and s[1] == 0x3A:
+        return False
+    for i in range(n):
+        c = s[i]
+        if c <= 0x20 or c == 0x3C or c == 0x3E or c == 0x22 or c == 0x7B or c == 0x7D or c == 0x7C or c == 0x5E or c == 0x60 or c == 0x5C:
+            return False
+    return True
+
+
 cdef inline str _text(const unsigned char* p, Py_ssize_t start, Py_ssize_t n):
     return PyUnicode_DecodeUTF8(<const char*>p + start, n, NULL)
 
@@ -363,8 +402,9 @@ cdef class _Rows:
     cdef list by_name, name_values, prefix_values, datatype_values
     cdef object simple, by_lang, by_datatype, default_graph
     cdef object last_s, last_p, last_o, last_g
+    cdef object names
     cdef Py_ssize_t names_size, prefixes_size, datatypes_size
-    cdef bint absolute
+    cdef bint absolute, nt
     cdef unsigned int last_prefix, last_name
 
     cdef void load(self):
@@ -372,6 +412,8 @@ cdef class _Rows:
         if terms is None:
             return
         self.adapter = terms.adapter
+        self.nt = type(self.adapter) is NTriplesTerms
+        self.names = terms.names
         self.by_name = terms._by_name
         self.name_values = terms.names.values
         self.prefix_values = terms.prefixes.values
@@ -450,15 +492,34 @@ cdef class _Rows:
             value = prefix + name
         if self.absolute:
             check_absolute_iri(value)
-        try:
-            term = self.adapter.iri(value)
-        except ValueError as exc:
-            raise RuleViolation(f"IRI rejected by the term adapter: {exc}") from None
+        if self.nt and _iri_plain(value):
+            term = "<" + value + ">"  # ntriples.format_iri of an IRI that needs no escapes
+        else:
+            try:
+                term = self.adapter.iri(value)
+            except ValueError as exc:
+                raise RuleViolation(f"IRI rejected by the term adapter: {exc}") from None
         slot = self.by_name[rn]
         if slot is None:
             slot = self.by_name[rn] = {}
         (<dict>slot)[rp] = (self.prefix_values[rp] if rp else None, term)
         return term
+
+    cdef void name_entry(self, const unsigned char* p, Py_ssize_t i, Py_ssize_t end) except *:
+        # TermDecoder.name_entry (Lookup.set, then the replaced name's cached IRIs dropped);
+        # the entries that break a rule go to it for the error.
+        entry_id, value = _entry(p, i, end)
+        cdef Py_ssize_t eid = entry_id
+        names = self.names
+        if eid == 0:
+            eid = <Py_ssize_t>names.last_id + 1
+        if self.names_size == 0 or eid > self.names_size:
+            self.terms.name_entry(entry_id, value)
+            return
+        names.last_id = eid
+        if self.name_values[eid] is not None:
+            self.by_name[eid] = None
+        self.name_values[eid] = value
 
     cdef object bnode(self, const unsigned char* p, Py_ssize_t start, Py_ssize_t stop):
         label = _text(p, start, stop - start)
@@ -469,12 +530,14 @@ cdef class _Rows:
 
     cdef object literal(self, const unsigned char* p, Py_ssize_t i, Py_ssize_t end):
         cdef int field, kind = 0
-        cdef Py_ssize_t start, stop, ref = 0
+        cdef Py_ssize_t start, stop, ref = 0, lex_start = 0, lex_stop = 0
         lex = ""
         lang = dt = None
         while i < end:
             i = _key(p, i, &field, &start, &stop)
             if field == 1:
+                lex_start = start
+                lex_stop = stop
                 lex = _text(p, start, stop - start)
             elif field == 2:
                 kind = 2
@@ -498,6 +561,17 @@ cdef class _Rows:
             cache = (<dict>self.by_datatype).get(dt)
             if cache is None:
                 cache = (<dict>self.by_datatype).setdefault(dt, {})
+        if self.nt and _string_plain(p, lex_start, lex_stop):
+            # ntriples.format_literal for a lexical form without escapes and a suffix it
+            # already checked and cached: as cheap as a cache lookup, so none is made.
+            if kind == 2 and lang:
+                suffix = _NT_LANG_SUFFIX.get(lang)
+            elif kind == 3:
+                suffix = _NT_DATATYPE_SUFFIX.get(dt)
+            else:
+                suffix = ""
+            if suffix is not None:
+                return '"' + lex + '"' + suffix
         term = (<dict>cache).get(lex)
         if term is None:
             if len(<dict>cache) >= _CACHE_LIMIT:
@@ -638,7 +712,7 @@ def decode_rows(object dec, Frame frame, Py_ssize_t offset, Py_ssize_t start):
                     units.send(_CHANGE)
                     quiet = units.state in _CHANGE_QUIET
             elif field == 11 and terms is not None:
-                terms.name_entry(*_entry(p, rs, re))
+                rows.name_entry(p, rs, re)
             elif field == 12 and terms is not None:
                 terms.prefix_entry(*_entry(p, rs, re))
             elif field == 13 and terms is not None:
@@ -725,7 +799,7 @@ def decode_rdf_rows(object dec, Frame frame, Py_ssize_t offset, Py_ssize_t start
                     )
                 )
             elif field == 9 and terms is not None:
-                terms.name_entry(*_entry(p, rs, re))
+                rows.name_entry(p, rs, re)
             elif field == 10 and terms is not None:
                 terms.prefix_entry(*_entry(p, rs, re))
             elif field == 11 and terms is not None:
