@@ -54,10 +54,16 @@ cdef extern from *:
         PyObject* items[7] = {a, b, c, d, e, f, g};
         PyObject* out = ((PyTypeObject*)t)->tp_alloc((PyTypeObject*)t, 7);
         if (out == NULL) return NULL;
+        int tracked = 0;
         for (int i = 0; i < 7; i++) {
             Py_INCREF(items[i]);
             PyTuple_SET_ITEM(out, i, items[i]);
+            tracked |= PyObject_GC_IsTracked(items[i]);
         }
+        /* What the cyclic GC would do at its first pass over the tuple (a tuple of untracked
+           objects, e.g. N-Triples strings, cannot be part of a cycle), done at once: the
+           events waiting in the queue then cost the collector nothing. */
+        if (!tracked) PyObject_GC_UnTrack(out);
         return out;
     }
     """
@@ -375,6 +381,24 @@ cdef inline bint _iri_plain(str value):
     return True
 
 
+cdef inline bint _has_scheme(str value):
+    """Whether a one-byte string starts with an RFC 3987 scheme and ":" (term_decoder._ABSOLUTE_IRI)."""
+    if PyUnicode_KIND(value) != PyUnicode_1BYTE_KIND:
+        return False
+    cdef const unsigned char* s = <const unsigned char*>PyUnicode_DATA(value)
+    cdef Py_ssize_t i, n = PyUnicode_GET_LENGTH(value)
+    cdef unsigned char c
+    if n == 0 or not ((0x41 <= s[0] <= 0x5A) or (0x61 <= s[0] <= 0x7A)):
+        return False
+    for i in range(1, n):
+        c = s[i]
+        if c == 0x3A:
+            return True
+        if not ((0x41 <= c <= 0x5A) or (0x61 <= c <= 0x7A) or (0x30 <= c <= 0x39) or c == 0x2B or c == 0x2E or c == 0x2D):
+            return False
+    return False
+
+
 cdef inline str _text(const unsigned char* p, Py_ssize_t start, Py_ssize_t n):
     return PyUnicode_DecodeUTF8(<const char*>p + start, n, NULL)
 
@@ -403,6 +427,7 @@ cdef class _Rows:
     cdef object simple, by_lang, by_datatype, default_graph
     cdef object last_s, last_p, last_o, last_g
     cdef object names
+    cdef Py_ssize_t names_last_id
     cdef Py_ssize_t names_size, prefixes_size, datatypes_size
     cdef bint absolute, nt
     cdef unsigned int last_prefix, last_name
@@ -414,6 +439,7 @@ cdef class _Rows:
         self.adapter = terms.adapter
         self.nt = type(self.adapter) is NTriplesTerms
         self.names = terms.names
+        self.names_last_id = terms.names.last_id
         self.by_name = terms._by_name
         self.name_values = terms.names.values
         self.prefix_values = terms.prefixes.values
@@ -438,6 +464,7 @@ cdef class _Rows:
         terms = self.terms
         if terms is None:
             return
+        self.names.last_id = self.names_last_id
         terms.last_prefix = self.last_prefix
         terms.last_name = self.last_name
         terms.last_s = self.last_s
@@ -490,8 +517,8 @@ cdef class _Rows:
             if prefix is None:
                 prefix = self.terms.prefixes.get(rp)  # raises the rule's error
             value = prefix + name
-        if self.absolute:
-            check_absolute_iri(value)
+        if self.absolute and not _has_scheme(value):
+            check_absolute_iri(value)  # raises the rule's error (or decides a wide string)
         if self.nt and _iri_plain(value):
             term = "<" + value + ">"  # ntriples.format_iri of an IRI that needs no escapes
         else:
@@ -510,13 +537,13 @@ cdef class _Rows:
         # the entries that break a rule go to it for the error.
         entry_id, value = _entry(p, i, end)
         cdef Py_ssize_t eid = entry_id
-        names = self.names
         if eid == 0:
-            eid = <Py_ssize_t>names.last_id + 1
+            eid = self.names_last_id + 1
         if self.names_size == 0 or eid > self.names_size:
+            self.names.last_id = self.names_last_id
             self.terms.name_entry(entry_id, value)
             return
-        names.last_id = eid
+        self.names_last_id = eid
         if self.name_values[eid] is not None:
             self.by_name[eid] = None
         self.name_values[eid] = value
