@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     seconds: dict[str, float] = {}
     print(f"{n:,} statements; Jelly-RDF {len(jelly):,} B, Jelly-Patch {len(jellyp):,} B; load {os.getloadavg()}")
-    print(f"| case | CPU s | statements/s |\n|---|---:|---:|")
+    print("| case | CPU s | statements/s |\n|---|---:|---:|")
     for name, fn in cases:
         seconds[name] = run_case(fn, args.repeat)
         print(f"| {name} | {seconds[name]:.3f} | {n / seconds[name]:,.0f} |", flush=True)

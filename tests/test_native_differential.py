@@ -300,3 +300,33 @@ def test_state_exported_from_the_core_restores() -> None:
         got = list(resumed)
         assert got == expected[len(expected) - len(got) :]
         assert [e.o for e in got if type(e) is Add] == ['"y"']
+
+
+@pytest.mark.parametrize(
+    ("iri", "absolute"),
+    [
+        ("http://example.org/a", True),
+        ("urn:x", True),
+        ("a+b.c-d:rest", True),
+        ("rel/path", False),
+        ("1abc:x", False),
+        ("é:x", False),  # a scheme is ASCII letters only
+        ("http://ünïcode.example/ä", True),
+        ("http://wide.example/\u4e2d", True),  # not a one-byte string: the Python check decides
+        ("_:looks-like-a-bnode", False),
+        ("", False),
+    ],
+)
+def test_absolute_iri_rule_and_nt_escapes_agree(iri: str, absolute: bool) -> None:
+    # Limits.require_absolute_iris (on by default): RFC 3987 absolute IRIs only; the
+    # N-Triples form of an IRI with characters IRIREF excludes uses \\u escapes.
+    for name in (iri, iri + " {x}"):
+        entry = ld(ROW_NAME, ENTRY_ID + varint(1) + ld_str(ENTRY_VALUE, name))
+        spo = (
+            ld(S_TAGS[0], IRI_NAME + varint(1)) + ld(b"\x2a", IRI_NAME + varint(1)) + ld(b"\x4a", IRI_NAME + varint(1))
+        )
+        data = _options_frame() + _frame(entry, ld(ROW_ADD, spo))
+        events, error = outcome(native_decoder(NT), [data])
+        assert (error is None) == absolute, error
+        assert (events, error) == outcome(pure_decoder(NT), [data])
+        compare_native(data, len(data) // 2)
