@@ -62,6 +62,7 @@ test: lint
 bench: $(NATIVE_STAMP)
 	$(BIN)/python -m bench.codec_bench
 	$(BIN)/python -m bench.rdf_bench
+	$(BIN)/python -m bench.native_bench
 	$(BIN)/python -m bench.apply_bench
 	$(BIN)/python -m bench.capture_bench
 	$(BIN)/python -m bench.tail_bench

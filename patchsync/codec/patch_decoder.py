@@ -347,17 +347,6 @@ class PatchDecoder(FramedSource[Event], Generic[T]):
         if self._units.state not in _CHANGE_QUIET:
             self._units.send(_CHANGE)
 
-    def _decode_frame(self, offset: int, payload: bytes) -> None:
-        # The compiled core takes every plainly encoded frame (codec/backend.py); the rest,
-        # and everything when it is not built, goes through the protobuf messages.
-        native = self._native
-        if native is not None:
-            frame = native.scan(payload)
-            if frame is not None:
-                self._open_frame(offset, frame)
-                return
-        super()._decode_frame(offset, payload)
-
     def _row(self, row: Any, kind: str | None, offset: int, frame: int, index: int) -> None:
         terms = self._terms
         if terms is None:

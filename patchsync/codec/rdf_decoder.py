@@ -153,6 +153,7 @@ class RdfDecoder(FramedSource[RdfEvent], Generic[T]):
     _frame_type = rdf_pb2.RdfStreamFrame
     #: The compiled core that decodes frames, or None: the pure-Python path only.
     _native: Any = backend.native()
+    _native_rdf = True
 
     def __init__(
         self,
@@ -180,17 +181,6 @@ class RdfDecoder(FramedSource[RdfEvent], Generic[T]):
 
     def _error(self, rule: str, offset: int, row: int | None) -> DecodeError:
         return DecodeError(rule, source=self.source, offset=offset, frame=self.frames, row=row)
-
-    def _decode_frame(self, offset: int, payload: bytes) -> None:
-        # The compiled core takes every plainly encoded frame (codec/backend.py); the rest,
-        # and everything when it is not built, goes through the protobuf messages.
-        native = self._native
-        if native is not None:
-            frame = native.scan(payload, True)
-            if frame is not None:
-                self._open_frame(offset, frame)
-                return
-        super()._decode_frame(offset, payload)
 
     def _decode_rows(self, offset: int, rows: Any, start: int) -> None:
         if self._native is not None and type(rows) is self._native.Frame:
