@@ -330,3 +330,24 @@ def test_absolute_iri_rule_and_nt_escapes_agree(iri: str, absolute: bool) -> Non
         assert (error is None) == absolute, error
         assert (events, error) == outcome(pure_decoder(NT), [data])
         compare_native(data, len(data) // 2)
+
+
+@pytest.mark.parametrize("bad_row", [None, 5000, 9000])
+def test_frames_longer_than_a_batch_decode_the_same(bad_row: int | None) -> None:
+    # A frame's events are queued ROW_BATCH rows at a time; an error in a later batch comes
+    # after every event of the rows before it (docs/design.md §2).
+    entry = ld(ROW_NAME, ENTRY_ID + varint(1) + ld_str(ENTRY_VALUE, "http://example.org/a"))
+    spo = ld(S_TAGS[0], IRI_NAME + varint(1)) + ld(b"\x2a", IRI_NAME + varint(1)) + ld(b"\x4a", IRI_NAME + varint(1))
+    repeated = ld(ROW_ADD, ld(b"\x4a", IRI_NAME + varint(1)))  # subject and predicate repeated
+    undefined = ld(ROW_ADD, ld(b"\x4a", IRI_NAME + varint(7)))  # name 7 was never defined
+    rows = [entry, ld(ROW_ADD, spo)] + [repeated] * 9998
+    if bad_row is not None:
+        rows[bad_row] = undefined
+    data = _options_frame() + _frame(*rows)
+    events, error = outcome(native_decoder(NT), [data])
+    assert (events, error) == outcome(pure_decoder(NT), [data])
+    adds = [e for e in events if type(e) is Add]
+    if bad_row is None:
+        assert error is None and len(adds) == 9999
+    else:
+        assert error is not None and error[5] == bad_row and len(adds) == bad_row - 1
