@@ -34,7 +34,23 @@ from rdflib import Literal, URIRef
 from patchsync import Add, Header, PatchEnd, PatchOptions, StatementType, StreamType, TxCommit, TxStart
 from patchsync.codec import _native
 from patchsync.codec.patch_decoder import PatchDecoder, PurePatchDecoder
-from patchsync.codec.wire import ENTRY_ID, ENTRY_VALUE, IRI_NAME, ROW_ADD, ROW_NAME, S_TAGS, ld, ld_str, varint
+from patchsync.codec.wire import (
+    ENTRY_ID,
+    ENTRY_VALUE,
+    IRI_NAME,
+    IRI_PREFIX,
+    LIT_DATATYPE,
+    LIT_LEX,
+    O_TAGS,
+    ROW_ADD,
+    ROW_DATATYPE,
+    ROW_NAME,
+    ROW_PREFIX,
+    S_TAGS,
+    ld,
+    ld_str,
+    varint,
+)
 from patchsync.terms.ntriples import NTriplesTerms
 from tests.fuzz.corpus import PATCH_SUITE, RDF_SUITE, seeds
 from tests.fuzz.targets import compare_native, native_decoder, outcome, pure_decoder
@@ -255,6 +271,31 @@ def test_redefined_lookup_entries_are_seen_by_the_term_caches() -> None:
         assert error is None
         assert [e.s for e in events if type(e) is Add] == ["<urn:a>", "<urn:b>", "<urn:c>"]
     compare_native(data, 7)
+
+
+def test_redefined_prefixes_and_datatypes_are_seen_by_the_term_caches() -> None:
+    # The same rule for the prefix and datatype lookups: a cached IRI built from a replaced
+    # prefix, or a literal of a replaced datatype, must not be handed out again.
+    def entry(tag: bytes, entry_id: int, value: str) -> bytes:
+        return ld(tag, ENTRY_ID + varint(entry_id) + ld_str(ENTRY_VALUE, value))
+
+    iri = IRI_PREFIX + varint(1) + IRI_NAME + varint(1)
+    literal = ld(O_TAGS[2], ld_str(LIT_LEX, "5") + LIT_DATATYPE + varint(1))
+    statement = ld(ROW_ADD, ld(S_TAGS[0], iri) + ld(b"\x2a", iri) + literal)
+    rows = [entry(ROW_NAME, 1, "x"), entry(ROW_PREFIX, 1, "urn:a:"), entry(ROW_DATATYPE, 1, "urn:t1"), statement]
+    rows += [entry(ROW_PREFIX, 1, "urn:b:"), statement, entry(ROW_DATATYPE, 1, "urn:t2"), statement]
+    rows += [entry(ROW_PREFIX, 1, "urn:b:"), statement]  # an equal value, a new entry
+    data = _options_frame() + _frame(*rows)
+    for decoder in (native_decoder(NT), pure_decoder(NT)):
+        events, error = outcome(decoder, [data])
+        assert error is None
+        assert [(e.s, e.o) for e in events if type(e) is Add] == [
+            ("<urn:a:x>", '"5"^^<urn:t1>'),
+            ("<urn:b:x>", '"5"^^<urn:t1>'),
+            ("<urn:b:x>", '"5"^^<urn:t2>'),
+            ("<urn:b:x>", '"5"^^<urn:t2>'),
+        ]
+    compare_native(data, 11)
 
 
 def test_state_exported_from_the_core_restores() -> None:
