@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml setup.py
 # The compiled codec core (patchsync/codec/*.pyx), rebuilt in place when a .pyx changes
 # (pip install -e builds it once; an editable install does not rebuild it by itself).
 NATIVE_STAMP := $(VENV)/.native
-$(NATIVE_STAMP): $(STAMP) $(wildcard patchsync/codec/*.pyx)
+$(NATIVE_STAMP): $(STAMP) $(wildcard patchsync/codec/*.pyx patchsync/codec/*.pxi)
 	$(BIN)/python setup.py --quiet build_ext --inplace
 	touch $(NATIVE_STAMP)
 
