@@ -55,7 +55,7 @@ RDF_SUITE := tests/data/upstream/jelly-rdf
 test: lint
 	$(BIN)/patchsync conformance --coverage conformance/patch/from_jelly/manifest.ttl conformance/patch/to_jelly/manifest.ttl
 	$(BIN)/patchsync conformance $(RDF_SUITE)/from_jelly/manifest.ttl $(RDF_SUITE)/to_jelly/manifest.ttl
-	PATCHSYNC_PURE=1 $(BIN)/patchsync conformance tests/conformance/patch/from_jelly/manifest.ttl tests/conformance/patch/to_jelly/manifest.ttl
+	PATCHSYNC_PURE=1 $(BIN)/patchsync conformance conformance/patch/from_jelly/manifest.ttl conformance/patch/to_jelly/manifest.ttl
 	PATCHSYNC_PURE=1 $(BIN)/patchsync conformance $(RDF_SUITE)/from_jelly/manifest.ttl $(RDF_SUITE)/to_jelly/manifest.ttl
 	$(BIN)/pytest -p no:cacheprovider
 
