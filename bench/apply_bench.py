@@ -132,7 +132,7 @@ def sql_schema_ceiling(url: str, events: list[Any]) -> None:
     target.begin()
     for i in range(0, len(quads), 5000):
         keys = target._keys(quads[i : i + 5000], create=True)
-        target._execute_quads(target._insert_sql, keys)
+        target._execute_quads(target.sql.insert_quads, keys)
     target._sp = None  # no unit: the savepoint stays open inside the transaction it commits with
     assert target._tx is not None
     target._tx.commit()
