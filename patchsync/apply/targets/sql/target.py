@@ -11,8 +11,12 @@ NOTHING`` (``DELETE … WHERE`` the key) on SQLite, or one set-based statement o
 (``unnest``) on PostgreSQL. The driver's row count is the number of rows that changed the
 table, which is exactly the set-semantics count the applier reports.
 
-Transactions: a unit runs in a savepoint inside a database transaction that may hold
-several units (docs/design.md §2); the transaction commits when it holds enough rows, units or
+Transactions: units run inside a database transaction that may hold several units
+(docs/design.md §2). A unit gets a savepoint only if it writes before the applier
+announces its last writes (``last_writes``: rows sent because a batch filled up, prefix
+rows), since only such a unit can still be aborted after its rows were sent; a unit whose
+rows all come with its commit costs no savepoint round trips, and a database error in them
+drops the whole open transaction (none of its units had their checkpoint written yet); the transaction commits when it holds enough rows, units or
 seconds, and at the end of an apply, with the checkpoints of its sources (:mod:`.ledger`).
 SQLite transactions start with ``BEGIN IMMEDIATE`` so writers queue instead of failing at
 commit. Every driver error leaves through :func:`.errors.translate`.
@@ -35,6 +39,7 @@ from patchsync.apply.target import (
     CAN_DISCARD,
     CAN_DUMP,
     CAN_HISTORY,
+    CAN_LAST_WRITES,
     CAN_NAMESPACES,
     Checkpoint,
     PatchRecord,
@@ -61,7 +66,7 @@ class SqlTarget(TermDictionary, Ledger):
     """
 
     capabilities: ClassVar[frozenset[str]] = frozenset(
-        {CAN_DUMP, CAN_NAMESPACES, CAN_HISTORY, CAN_CONTAINS, CAN_DISCARD}
+        {CAN_DUMP, CAN_NAMESPACES, CAN_HISTORY, CAN_CONTAINS, CAN_DISCARD, CAN_LAST_WRITES}
     )
 
     def __init__(
@@ -85,6 +90,8 @@ class SqlTarget(TermDictionary, Ledger):
         self._init_terms(term_cache)
         self._tx: RootTransaction | None = None
         self._in_unit = False  # a SAVEPOINT for the open unit is set
+        self._last = False  # the open unit's remaining writes end with its commit
+        self._unsaved = False  # the open unit wrote without a savepoint
         self._failed = False  # a database error was seen: the connection may be dead
         # Patch records of the committed units of the open transaction, written at flush.
         self._records: list[tuple[Any, ...]] = []
@@ -172,18 +179,33 @@ class SqlTarget(TermDictionary, Ledger):
                 self._group_start = time.monotonic()
                 if self.dialect == "sqlite":
                     self._sync_terms()
+        self._last = self._unsaved = False
+
+    def last_writes(self) -> None:
+        """The open unit's writes from now on end with its commit: they need no savepoint."""
+        self._last = True
+
+    def _before_write(self) -> None:
+        # Lazily: a unit that writes only with its commit never pays for a savepoint.
+        if self._in_unit:
+            return
+        if self._last:
+            self._unsaved = True
+        else:
             self._cur.execute("SAVEPOINT ps_unit")
             self._in_unit = True
 
     def add(self, quads: Sequence[Quad]) -> int:
         self._group_rows += len(quads)
         with self._guard("adding quads"):
+            self._before_write()
             keys = [k for k in self._keys(quads, create=True) if k is not None]
             return self._execute_quads(self.sql.insert_quads, keys)
 
     def delete(self, quads: Sequence[Quad]) -> int:
         self._group_rows += len(quads)
         with self._guard("deleting quads"):
+            self._before_write()
             keys = [k for k in self._keys(quads, create=False) if k is not None]
             return self._execute_quads(self.sql.delete_quads, keys) if keys else 0
 
@@ -218,10 +240,12 @@ class SqlTarget(TermDictionary, Ledger):
 
     def add_prefix(self, graph: Any, name: str, iri: Any) -> None:
         with self._guard("binding a prefix"):
+            self._before_write()
             self._cur.execute(self.sql.ns_upsert, (graph or "", name, iri))
 
     def delete_prefix(self, graph: Any, name: str) -> None:
         with self._guard("removing a prefix"):
+            self._before_write()
             self._cur.execute(self.sql.ns_delete, (graph or "", name))
 
     def commit(self, source: str, checkpoint: Checkpoint, records: Sequence[PatchRecord]) -> None:
@@ -250,6 +274,7 @@ class SqlTarget(TermDictionary, Ledger):
             if self._in_unit:
                 self._cur.execute("RELEASE SAVEPOINT ps_unit")
                 self._in_unit = False
+        self._last = self._unsaved = False
         self._tx_terms.extend(self._unit_terms)
         self._unit_terms.clear()
         self._pending[source] = checkpoint
@@ -262,6 +287,11 @@ class SqlTarget(TermDictionary, Ledger):
             self.flush()
 
     def rollback(self) -> None:
+        if self._unsaved:
+            # Rows without a savepoint cannot be undone alone: drop the transaction.
+            self._abandon()
+            return
+        self._last = False
         with self._guard("rolling back a unit"):
             if self._in_unit:
                 self._in_unit = False
@@ -276,6 +306,9 @@ class SqlTarget(TermDictionary, Ledger):
     def flush(self) -> None:
         """Write the pending checkpoints and commit the database transaction."""
         if self._tx is None:
+            return
+        if self._unsaved:
+            self._abandon()  # an incomplete unit's rows, inseparable from the others
             return
         tx = self._tx
         try:
@@ -309,7 +342,7 @@ class SqlTarget(TermDictionary, Ledger):
         except SQLAlchemyError:
             pass
         self._tx = None
-        self._in_unit = False
+        self._in_unit = self._last = self._unsaved = False
         self._forget(self._unit_terms)
         self._forget(self._tx_terms)
         self._complete = False
