@@ -139,11 +139,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="bench/out")
     ap.add_argument("--dialects", default="sqlite,postgresql")
     ap.add_argument("--baseline", metavar="PATH", help="a checkout whose patchsync runs the baseline columns")
+    ap.add_argument(
+        "--log", metavar="PATH", help="keep the log here and reuse it when it exists (writing takes minutes)"
+    )
     args = ap.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="scale-bench-"))
-    log = work / "scale.jellyp"
-    print(f"writing a {args.rows:,}-row log ...", flush=True)
-    statements = write_log(log, args.rows)
+    log = Path(args.log) if args.log else work / "scale.jellyp"
+    counted = log.with_name(log.name + ".json")
+    if args.log and log.is_file() and counted.is_file():
+        statements = int(json.loads(counted.read_text())["statements"])
+    else:
+        print(f"writing a {args.rows:,}-row log ...", flush=True)
+        statements = write_log(log, args.rows)
+        counted.write_text(json.dumps({"rows": args.rows, "statements": statements}))
     print(f"{statements:,} statement rows, {log.stat().st_size:,} bytes", flush=True)
     columns: dict[str, list[float]] = {}
     for dialect in args.dialects.split(","):
@@ -156,7 +164,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"applying into {dialect} with the baseline ...", flush=True)
             columns[f"{dialect} (baseline)"] = run_elsewhere(args.baseline, dialect, log, statements, work)
             print(f"  {[round(r) for r in columns[f'{dialect} (baseline)']]}", flush=True)
-    log.unlink()
+    if not args.log:
+        log.unlink()
+        counted.unlink()
     work.rmdir()
     names = list(columns)
     print()

@@ -51,10 +51,12 @@ def _params(batch: int) -> dict[str, Callable[[str], tuple[Any, ...]]]:
         return columns if dialect == "postgresql" else keys[0]
 
     def lookup(dialect: str) -> tuple[Any, ...]:
-        return (hashes,) if dialect == "postgresql" else tuple(hashes[:LOOKUP_CHUNK])
+        return (hashes, texts) if dialect == "postgresql" else tuple(hashes[:LOOKUP_CHUNK])
 
     def term_insert(dialect: str) -> tuple[Any, ...]:
-        return (hashes, texts, hashes) if dialect == "postgresql" else (TERMS + 1, 42, "<http://example.org/new>")
+        return (
+            (hashes, texts, hashes, texts) if dialect == "postgresql" else (TERMS + 1, 42, "<http://example.org/new>")
+        )
 
     cp = ("fp", 10, 1, 2, 3, "p1", 1.0)
     return {

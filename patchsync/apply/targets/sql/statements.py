@@ -11,8 +11,9 @@ written so that no plan the database may choose for it can scan ``ps_quads`` or
   table was small (psycopg prepares a statement after a few runs, and PostgreSQL keeps a
   generic plan that estimates ten array elements) stays in use after it has grown. So each
   key is looked up in a ``LATERAL`` subquery that cannot be turned into a join (``LIMIT 1``
-  on the unique key, ``OFFSET 0`` on the term hash): the only plan left is a nested loop
-  whose inner side is one index probe per key. Deletes remove the rows those probes found
+  on the unique key, ``(s, p, o, g)`` for quads, ``(h, md5(term))`` for terms): the only
+  plan left is a nested loop whose inner side is one index probe per key. (``h =
+  ANY(array)`` is no better: PostgreSQL hashes a long array and scans the table.) Deletes remove the rows those probes found
   by their ``ctid`` (a TID scan). The target's connections also set ``plan_cache_mode =
   force_custom_plan`` (:data:`PG_SESSION`) so the choice between an index probe and a scan
   inside the subquery is made again with the table's current size every time (a table of a
@@ -37,9 +38,10 @@ PG_SESSION = ("SET plan_cache_mode = force_custom_plan",)
 
 _PG_KEYS = "unnest(%s::bigint[], %s::bigint[], %s::bigint[], %s::bigint[]) AS d(s, p, o, g)"
 _PG_PROBE = "SELECT q.ctid AS t FROM ps_quads q WHERE q.s = d.s AND q.p = d.p AND q.o = d.o AND q.g = d.g LIMIT 1"
+# Terms are probed by the unique (h, md5(term)) key, given hashes and texts.
 _PG_TERMS = (
-    "SELECT t.id, t.term FROM unnest(%s::bigint[]) AS k(h) "
-    "CROSS JOIN LATERAL (SELECT id, term FROM ps_terms WHERE h = k.h OFFSET 0) AS t"
+    "SELECT t.id, k.term FROM unnest(%s::bigint[], %s::text[]) AS k(h, term) CROSS JOIN LATERAL "
+    "(SELECT id FROM ps_terms WHERE h = k.h AND md5(term) = md5(k.term) LIMIT 1) AS t"
 )
 
 
@@ -49,7 +51,8 @@ class Statements:
 
     Quad statements take four id columns: arrays on PostgreSQL, one row per execution
     (``executemany``) on SQLite. ``term_lookup`` takes ``LOOKUP_CHUNK`` hashes on SQLite
-    (:meth:`term_lookup_sql` for fewer), one array on PostgreSQL.
+    (:meth:`term_lookup_sql` for fewer), an array of hashes and one of the terms' texts
+    on PostgreSQL, whose ``term_insert`` takes them twice.
     """
 
     dialect: str

@@ -142,16 +142,16 @@ class TermDictionary:
         select = self.sql.term_lookup
         if create:
             # One round trip (see statements.POSTGRESQL.term_insert).
-            rows = cursor.execute(self.sql.term_insert, (values, terms, values)).fetchall()
+            rows = cursor.execute(self.sql.term_insert, (values, terms, values, terms)).fetchall()
         else:
-            rows = cursor.execute(select, (values,)).fetchall()
+            rows = cursor.execute(select, (values, terms)).fetchall()
         for term_id, term in rows:
             if term in hashes:
                 ids[term] = term_id
         if create and any(t not in ids for t in terms):
             # Another applier committed some of these after our statement began: its rows
             # made ours conflict, and only a new snapshot shows them.
-            for term_id, term in cursor.execute(select, (values,)).fetchall():
+            for term_id, term in cursor.execute(select, (values, terms)).fetchall():
                 if term in hashes:
                     ids[term] = term_id
 
