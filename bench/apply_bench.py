@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.workload:
         from . import apply_workload
 
-        return apply_workload.main(rest)
+        return apply_workload.main(["--out", args.out, *rest])
     if rest:
         ap.error(f"unrecognized arguments: {' '.join(rest)}")
     out = Path(args.out)
