@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import subprocess
 from collections.abc import Iterator
 from typing import Any
 
@@ -148,3 +149,14 @@ def _snapshot_dir(factory: pytest.TempPathFactory) -> Any:
     if not _SNAPSHOT_DIRS:
         _SNAPSHOT_DIRS.append(factory.mktemp("apply-snapshots"))
     return _SNAPSHOT_DIRS[0]
+
+
+@pytest.fixture
+def daemons() -> Iterator[list[subprocess.Popen[str]]]:
+    """A list the test appends its daemon processes to; any still running are killed after it."""
+    procs: list[subprocess.Popen[str]] = []
+    yield procs
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()

@@ -35,8 +35,8 @@ from .fault_helpers import (
     run_cli,
     start_tail,
     tmpfs,
-    wait_for,
 )
+from .process_helpers import wait_for
 from .test_tail import log_bytes, write_patches
 
 TARGETS = ["sqlite", "file"]

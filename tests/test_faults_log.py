@@ -23,8 +23,8 @@ from .fault_helpers import (
     sql_checkpoint,
     sql_state,
     start_tail,
-    wait_for,
 )
+from .process_helpers import wait_for
 from .test_tail import log_bytes, write_patches
 
 

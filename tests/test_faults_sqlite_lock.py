@@ -21,8 +21,8 @@ from .fault_helpers import (
     run_cli,
     sql_checkpoint,
     start_tail,
-    wait_for,
 )
+from .process_helpers import wait_for
 from .test_tail import write_patches
 
 _HOLDER = """

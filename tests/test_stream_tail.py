@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import json
 import random
-import signal
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +26,7 @@ from patchsync.streams import NatsLog, log_patches, publish_logs
 
 from .apply_helpers import state
 from .nats_helpers import NatsCluster, NatsServer, patch_id, write_chain
+from .process_helpers import stop, wait_for
 
 # -- helpers -----------------------------------------------------------------------------
 
@@ -45,23 +44,6 @@ def start_tail(url: str, target: str, *extra: str) -> subprocess.Popen[str]:
         stderr=subprocess.PIPE,
         text=True,
     )
-
-
-def stop(proc: subprocess.Popen[str], sig: int = signal.SIGTERM) -> tuple[int, str]:
-    if proc.poll() is None:
-        proc.send_signal(sig)
-    _, err = proc.communicate(timeout=60)
-    return proc.returncode, err
-
-
-@pytest.fixture
-def daemons() -> Iterator[list[subprocess.Popen[str]]]:
-    procs: list[subprocess.Popen[str]] = []
-    yield procs
-    for p in procs:
-        if p.poll() is None:
-            p.kill()
-            p.communicate()
 
 
 def reference(log: Path) -> Any:
@@ -113,15 +95,6 @@ def applied(target: str, stream: str) -> int:
     except Exception:
         return -1
     return cp.patches if cp is not None else 0
-
-
-def wait_for(cond: Callable[[], bool], timeout: float = 30.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def one_line(stderr: str) -> str:

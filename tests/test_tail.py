@@ -17,7 +17,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +30,7 @@ from patchsync.tail import Tailer, TailOptions
 from patchsync.terms.ntriples import NTriplesTerms
 
 from .apply_helpers import state
+from .process_helpers import stop, wait_for
 
 _spec = importlib.util.spec_from_file_location("producer", Path(__file__).parent.parent / "examples" / "producer.py")
 assert _spec is not None and _spec.loader is not None
@@ -87,15 +87,6 @@ def patches_applied(url: str) -> int:
         return -1
 
 
-def wait_for(cond: Callable[[], bool], timeout: float = 30.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def start_daemon(*args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "patchsync", "tail", *args, "--poll-interval", "0.5"],
@@ -103,23 +94,6 @@ def start_daemon(*args: str) -> subprocess.Popen[str]:
         stderr=subprocess.PIPE,
         text=True,
     )
-
-
-def stop(proc: subprocess.Popen[str], sig: int = signal.SIGTERM) -> tuple[int, str]:
-    if proc.poll() is None:
-        proc.send_signal(sig)
-    _, err = proc.communicate(timeout=30)
-    return proc.returncode, err
-
-
-@pytest.fixture
-def daemons() -> Iterator[list[subprocess.Popen[str]]]:
-    procs: list[subprocess.Popen[str]] = []
-    yield procs
-    for p in procs:
-        if p.poll() is None:
-            p.kill()
-            p.communicate()
 
 
 # -- live appends ------------------------------------------------------------------------

@@ -26,13 +26,12 @@ import os
 from typing import Any, Protocol
 
 from patchsync.apply.applier import Applier, ApplyResult
-from patchsync.apply.target import Checkpoint, Target
+from patchsync.apply.target import Checkpoint
 from patchsync.errors import DecodeError
 from patchsync.streams.nats_log import MSG_ID, NatsLog
 from patchsync.streams.payloads import decode_message
 from patchsync.streams.url import StreamURL, parse_stream_url
-from patchsync.tail.options import TailOptions
-from patchsync.tail.source import SourceReport
+from patchsync.tail.source import SourceHost, SourceReport
 from patchsync.tail.state import lock_source
 
 #: Messages fetched per request.
@@ -43,25 +42,13 @@ LAG_SECONDS = 1.0
 REQUEST_TIMEOUT = 2.0
 
 
-class StreamHost(Protocol):
-    """What a stream source needs from the daemon running it."""
-
-    @property
-    def target(self) -> Target: ...
-
-    @property
-    def options(self) -> TailOptions: ...
-
-    @property
-    def stopping(self) -> bool: ...
+class StreamHost(SourceHost, Protocol):
+    """What a stream source needs from the daemon running it: a file source's host, plus
+    how long a fetch may wait."""
 
     @property
     def stream_wait(self) -> float:
         """Seconds a fetch may wait for new messages (0: caught up means done, ``--once``)."""
-
-    def log(self, event: str, fields: dict[str, Any]) -> None: ...
-
-    def target_progressed(self) -> None: ...
 
 
 def open_stream(url: StreamURL | str) -> NatsLog:
