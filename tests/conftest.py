@@ -133,3 +133,15 @@ def nats_server_binary() -> str:
     if not os.access(NATS_SERVER, os.X_OK):
         _nats_missing(f"{NATS_SERVER} is not installed")
     return NATS_SERVER
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """One ``local[2]`` SparkSession for every Spark test (starting a JVM costs seconds)."""
+    pytest.importorskip("pyspark")
+    pytest.importorskip("pyarrow")
+    import patchsync.spark as ps
+
+    session = ps.session("local[2]", app_name="patchsync-tests", quiet=True, **{"spark.sql.shuffle.partitions": "2"})
+    yield session
+    session.stop()
