@@ -157,6 +157,12 @@ def test_bad_bases_fail_with_one_line_naming_the_file(spark: Any, logs: list[Pat
     with pytest.raises(DecodeError) as info:
         spark_state(ps.replay(spark, logs[1:], base=trig))
     assert str(info.value).startswith(f"{trig}, line 2: not valid trig: ") and "\n" not in str(info.value)
+    # A label the TriG reader cannot keep (it names unlabelled nodes anon<n>) is refused in one line too.
+    clash = tmp_path / "clash.trig"
+    clash.write_text(f"_:anon1 <{EX}p> [ <{EX}q> <{EX}o> ] .\n")
+    with pytest.raises(DecodeError) as info:
+        spark_state(ps.replay(spark, logs[1:], base=clash))
+    assert str(info.value).startswith(f"{clash}: the label _:anon1 is written in the file and is also")
     # Checked on the driver, before any task runs.
     other = tmp_path / "base.json"
     other.write_text("{}")

@@ -41,7 +41,7 @@ from pyspark.sql.types import BooleanType, IntegerType, LongType, StringType, St
 from patchsync import formats
 from patchsync.codec.patch_decoder import PatchDecoder
 from patchsync.codec.rdf_decoder import RdfDecoder
-from patchsync.errors import DecodeError, UsageError
+from patchsync.errors import DecodeError, PatchsyncError, UsageError
 from patchsync.events import (
     Add,
     Delete,
@@ -459,6 +459,11 @@ class _RdfReader(_FileReader):
             yield from decode_any_rdf_batches(part.path, part.index)
         except DecodeError as exc:
             raise encode_decode_error(exc) from None
+        except PatchsyncError as exc:
+            # Another refusal of the file's content (a blank node label TriG cannot keep, an
+            # unreadable file) travels the same way, so the user still gets one line.
+            rule = str(exc).removeprefix(f"{part.path}: ")
+            raise encode_decode_error(DecodeError(rule, source=part.path)) from None
 
 
 class JellyDataSource(DataSource):
