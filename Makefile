@@ -6,13 +6,22 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint bench proto clean
+.PHONY: run test lint bench proto clean native
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e ".[dev]"
 	touch $(STAMP)
+
+# The compiled codec core (patchsync/codec/*.pyx), rebuilt in place when a .pyx changes
+# (pip install -e builds it once; an editable install does not rebuild it by itself).
+NATIVE_STAMP := $(VENV)/.native
+$(NATIVE_STAMP): $(STAMP) $(wildcard patchsync/codec/*.pyx patchsync/codec/*.pxi)
+	$(BIN)/python setup.py --quiet build_ext --inplace
+	touch $(NATIVE_STAMP)
+
+native: $(NATIVE_STAMP)
 
 # The main job: a producer appends chained patches to rotated segments in out/logs while
 # the tail daemon keeps a SQLite replica in step; the daemon is then stopped (SIGTERM) and
@@ -20,7 +29,7 @@ $(STAMP): pyproject.toml
 # against a plain `patchsync apply` of the same logs. Running it again starts over.
 REPLICA := sqlite:///out/replica.db
 
-run: $(STAMP)
+run: $(NATIVE_STAMP)
 	rm -rf out/logs out/replica.db* out/check.db*
 	mkdir -p out
 	$(BIN)/python examples/producer.py out/logs --rate 100 --count 500 --rotate 200 & producer=$$!; \
@@ -33,7 +42,7 @@ run: $(STAMP)
 	$(BIN)/patchsync dump --target sqlite:///out/check.db | sort > out/check.nq
 	cmp out/replica.nq out/check.nq && echo "replica equals the log: $$(wc -l < out/replica.nq) quads"
 
-lint: $(STAMP)
+lint: $(NATIVE_STAMP)
 	$(BIN)/ruff check patchsync tests bench scripts migrations
 	$(BIN)/ruff format --check patchsync tests bench scripts migrations
 	$(BIN)/mypy
@@ -41,14 +50,19 @@ lint: $(STAMP)
 # The upstream Jelly-RDF suite, vendored (tests/data/upstream/README.md).
 RDF_SUITE := tests/data/upstream/jelly-rdf
 
+# Both conformance suites run twice: on the compiled codec core, then on the pure-Python
+# codec (PATCHSYNC_PURE=1), the reference and the fallback of an install without a compiler.
 test: lint
 	$(BIN)/patchsync conformance --coverage conformance/patch/from_jelly/manifest.ttl conformance/patch/to_jelly/manifest.ttl
 	$(BIN)/patchsync conformance $(RDF_SUITE)/from_jelly/manifest.ttl $(RDF_SUITE)/to_jelly/manifest.ttl
+	PATCHSYNC_PURE=1 $(BIN)/patchsync conformance conformance/patch/from_jelly/manifest.ttl conformance/patch/to_jelly/manifest.ttl
+	PATCHSYNC_PURE=1 $(BIN)/patchsync conformance $(RDF_SUITE)/from_jelly/manifest.ttl $(RDF_SUITE)/to_jelly/manifest.ttl
 	$(BIN)/pytest -p no:cacheprovider
 
-bench: $(STAMP)
+bench: $(NATIVE_STAMP)
 	$(BIN)/python -m bench.codec_bench
 	$(BIN)/python -m bench.rdf_bench
+	$(BIN)/python -m bench.native_bench
 	$(BIN)/python -m bench.apply_bench
 	$(BIN)/python -m bench.capture_bench
 	$(BIN)/python -m bench.tail_bench
@@ -62,4 +76,4 @@ proto: $(STAMP)
 	$(BIN)/python scripts/gen_proto.py
 
 clean:
-	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache build patchsync/codec/*.so patchsync/codec/_native_*.c

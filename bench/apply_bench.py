@@ -2,6 +2,7 @@
 
     .venv/bin/python -m bench.apply_bench                  # 1,000,000 rows
     .venv/bin/python -m bench.apply_bench --rows 100000    # quick check
+    .venv/bin/python -m bench.apply_bench --workload --baseline CHECKOUT   # issue #14's table
     PATCHSYNC_BENCH_PG=postgresql+psycopg://postgres@127.0.0.1:5432/test  (default; "" skips)
 
 Rates are statement rows (A and D) per second. Apply cases take events decoded beforehand
@@ -132,8 +133,7 @@ def sql_schema_ceiling(url: str, events: list[Any]) -> None:
     target.begin()
     for i in range(0, len(quads), 5000):
         keys = target._keys(quads[i : i + 5000], create=True)
-        target._execute_quads(target._insert_sql, keys)
-    target._sp = None  # no unit: the savepoint stays open inside the transaction it commits with
+        target._execute_quads(target.sql.insert_quads, keys)
     assert target._tx is not None
     target._tx.commit()
     target._tx = None
@@ -170,7 +170,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--out", default="bench/out")
     ap.add_argument("--no-rdflib-parser", action="store_true")
-    args = ap.parse_args(argv)
+    ap.add_argument(
+        "--workload",
+        action="store_true",
+        help="print the workload table of issue #14 instead (bench.apply_workload; its flags follow)",
+    )
+    args, rest = ap.parse_known_args(argv)
+    if args.workload:
+        from . import apply_workload
+
+        return apply_workload.main(["--out", args.out, *rest])
+    if rest:
+        ap.error(f"unrecognized arguments: {' '.join(rest)}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="apply-bench-"))

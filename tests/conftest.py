@@ -135,6 +135,21 @@ def nats_server_binary() -> str:
     return NATS_SERVER
 
 
+@pytest.fixture(autouse=True)
+def _apply_snapshots_in_tmp(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``patchsync apply`` keeps decoder snapshots in a cache directory: one per run, not ~/.cache."""
+    monkeypatch.setenv("PATCHSYNC_SNAPSHOT_DIR", str(_snapshot_dir(tmp_path_factory)))
+
+
+_SNAPSHOT_DIRS: list[Any] = []
+
+
+def _snapshot_dir(factory: pytest.TempPathFactory) -> Any:
+    if not _SNAPSHOT_DIRS:
+        _SNAPSHOT_DIRS.append(factory.mktemp("apply-snapshots"))
+    return _SNAPSHOT_DIRS[0]
+
+
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     """One ``local[2]`` SparkSession for every Spark test (starting a JVM costs seconds)."""

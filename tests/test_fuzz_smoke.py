@@ -39,7 +39,7 @@ def fuzz(*args: str, env: dict[str, str] | None = None, timeout: int = 300) -> s
     )
 
 
-@pytest.mark.parametrize("target", ["patch", "rdf", "rdfp", "apply"])
+@pytest.mark.parametrize("target", ["patch", "rdf", "rdfp", "apply", "native"])
 def test_seed_corpus_comes_from_the_conformance_suites(target: str) -> None:
     found = seeds(target)
     # The suites hold 141 .jellyp, 160 .jelly and 300+ text inputs; missing vendored data
@@ -50,7 +50,7 @@ def test_seed_corpus_comes_from_the_conformance_suites(target: str) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("target", ["patch", "rdf", "rdfp", "apply"])
+@pytest.mark.parametrize("target", ["patch", "rdf", "rdfp", "apply", "native"])
 def test_fuzz_target_finds_no_crash(target: str, tmp_path: Path) -> None:
     proc = fuzz(target, "--seconds", str(SECONDS), "--workdir", str(tmp_path), timeout=SECONDS + 240)
     report = proc.stdout + proc.stderr

@@ -99,14 +99,35 @@ def apply_file(
     batch_rows: int = DEFAULT_BATCH_ROWS,
     progress: Callable[[ApplyResult, int], None] | None = None,
     graph: str | None = None,
+    snapshot_dir: str | os.PathLike[str] | None = None,
 ) -> ApplyResult:
     """Apply a ``.jellyp`` or ``.rdfp`` log file to ``target`` (see :func:`apply_events`).
 
     The source name defaults to the file's absolute path, so re-running on the same file
-    resumes at its checkpoint.
+    resumes at its checkpoint. With ``snapshot_dir``, a ``.jellyp`` log's decoder state is
+    kept there after the apply and the next apply of the log decodes only the bytes after
+    it (:mod:`patchsync.apply.resume`).
     """
     fmt = format_of(path, fmt)
     name = source or str(Path(path).resolve())
+    if snapshot_dir is not None and fmt == "jellyp":
+        from patchsync.apply.resume import LogReader
+
+        with open(path, "rb") as f:
+            reader = LogReader(f, target, source=name, limits=limits, snapshot_dir=snapshot_dir, reset=reset)
+            result = apply_events(
+                reader.events(),
+                target,
+                source=name,
+                fingerprint=reader.fingerprint,
+                chain=chain,
+                reset=reset,
+                batch_rows=batch_rows,
+                progress=progress,
+                graph=graph,
+            )
+            reader.save()
+            return result
     with open(path, "rb") as f:
         return apply_stream(
             f,

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, NoReturn, cast
 
-from patchsync.apply.target import CAN_CONTAINS, Checkpoint, PatchRecord, Quad, Target, capabilities_of
+from patchsync.apply.target import CAN_CONTAINS, CAN_LAST_WRITES, Checkpoint, PatchRecord, Quad, Target, capabilities_of
 from patchsync.errors import ApplyError, ChainError, CheckpointError, DecodeError, PatchsyncError, param
 from patchsync.events import Add, Delete, Event, Header, PatchEnd, PrefixAdd, PrefixDelete, TxAbort, TxCommit, TxStart
 from patchsync.terms import IRI
@@ -136,6 +136,7 @@ class Applier:
         self._patches = stored.patches if stored is not None else 0
         self._last_id = stored.last_id if stored is not None else None
         self._head = target.head()
+        self._announce_last = CAN_LAST_WRITES in capabilities_of(target)
         # Units and their boundaries follow the transaction rules of patchsync.units.
         self._units = UnitTracker()
         self._unit_open = False  # target.begin() was called for the current unit
@@ -269,6 +270,8 @@ class Applier:
     def _commit(self, at: Event, *, patch_end: bool) -> None:
         """Commit the open unit (or a record-only step at a patch end) with the checkpoint at ``at``."""
         if self._unit_open:
+            if self._announce_last:
+                cast(Any, self.target).last_writes()
             self._flush_ops()
             self.result.units += 1
             self.result.added += self._p_added - self._u_added0

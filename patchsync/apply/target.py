@@ -81,7 +81,11 @@ CAN_HISTORY = "history"
 CAN_CONTAINS = "contains"
 #: ``discard``: ``discard()`` closes without committing pending units (after a failure).
 CAN_DISCARD = "discard"
-CAPABILITIES = frozenset({CAN_DUMP, CAN_NAMESPACES, CAN_HISTORY, CAN_CONTAINS, CAN_DISCARD})
+#: ``last_writes``: ``last_writes()`` announces that the writes from now on are the open
+#: unit's last: ``commit()`` follows them, so no abort can come after them and the target
+#: need not be able to undo them alone (a SQL target then sets no savepoint for the unit).
+CAN_LAST_WRITES = "last_writes"
+CAPABILITIES = frozenset({CAN_DUMP, CAN_NAMESPACES, CAN_HISTORY, CAN_CONTAINS, CAN_DISCARD, CAN_LAST_WRITES})
 
 
 def capabilities_of(target: object) -> frozenset[str]:

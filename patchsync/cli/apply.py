@@ -79,6 +79,7 @@ class Progress:
 def run(args: argparse.Namespace) -> int:
     from patchsync.apply.api import apply_file
     from patchsync.apply.applier import ApplyResult
+    from patchsync.apply.resume import default_snapshot_dir
 
     for log in args.logs:
         patch_format(log, args.from_format)
@@ -102,6 +103,7 @@ def run(args: argparse.Namespace) -> int:
                     progress=progress,
                     graph=args.graph,
                     limits=limits(args),
+                    snapshot_dir=default_snapshot_dir(),
                 )
             finally:
                 progress.end()

@@ -121,6 +121,10 @@ class FramedSource(EventSource[E]):
     _rows: Any = None
     _row_next = 0
     _row_offset = 0
+    #: The compiled core (``codec/_native.pyx``) that scans this decoder's frames, or None for
+    #: the pure-Python path; ``_native_rdf`` picks its Jelly-RDF schema (subclasses set both).
+    _native: Any = None
+    _native_rdf = False
 
     def feed(self, data: bytes | bytearray | memoryview) -> None:
         """Give the decoder more bytes of the stream."""
@@ -166,6 +170,14 @@ class FramedSource(EventSource[E]):
 
     def _decode_frame(self, offset: int, payload: bytes) -> None:
         """Parse a frame of ``_frame_type`` and start on its rows, or record why it is not one."""
+        native = self._native
+        if native is not None:
+            # The compiled core takes every plainly encoded frame (codec/backend.py); the
+            # rest, and everything when it is not built, goes through the protobuf messages.
+            frame = native.scan(payload, self._native_rdf)
+            if frame is not None:
+                self._open_frame(offset, frame)
+                return
         try:
             frame = self._frame_type.FromString(payload)
         except ProtobufDecodeError:

@@ -32,6 +32,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any, Generic, TypeVar
 
 from patchsync._proto import rdf_pb2
+from patchsync.codec import backend
 from patchsync.codec.driver import END, NEED_DATA, ROW_BATCH, FramedSource
 from patchsync.codec.framing import Framer
 from patchsync.codec.term_decoder import RuleViolation, TermDecoder
@@ -52,7 +53,7 @@ from patchsync.events import (
 from patchsync.options import Limits
 from patchsync.terms import TermAdapter, default_adapter
 
-__all__ = ["END", "NEED_DATA", "RdfDecoder", "messages", "options_from_message"]
+__all__ = ["END", "NEED_DATA", "PureRdfDecoder", "RdfDecoder", "messages", "options_from_message"]
 
 T = TypeVar("T")
 
@@ -150,6 +151,9 @@ class RdfDecoder(FramedSource[RdfEvent], Generic[T]):
     """
 
     _frame_type = rdf_pb2.RdfStreamFrame
+    #: The compiled core that decodes frames, or None: the pure-Python path only.
+    _native: Any = backend.native()
+    _native_rdf = True
 
     def __init__(
         self,
@@ -179,6 +183,9 @@ class RdfDecoder(FramedSource[RdfEvent], Generic[T]):
         return DecodeError(rule, source=self.source, offset=offset, frame=self.frames, row=row)
 
     def _decode_rows(self, offset: int, rows: Any, start: int) -> None:
+        if self._native is not None and type(rows) is self._native.Frame:
+            self._native.decode_rdf_rows(self, rows, offset, start)
+            return
         frame_index = self.frames
         stop = min(len(rows), start + ROW_BATCH)
         batch = rows[start:stop]
@@ -318,3 +325,12 @@ class RdfDecoder(FramedSource[RdfEvent], Generic[T]):
             max_nesting=self.limits.max_nesting,
         )
         self._queue.append(StreamOptions(options, offset, frame, index))
+
+
+class PureRdfDecoder(RdfDecoder[T]):
+    """An :class:`RdfDecoder` that never uses the compiled core: the reference decoder.
+
+    What ``PATCHSYNC_PURE=1`` makes every decoder; the differential tests compare the two.
+    """
+
+    _native = None

@@ -22,8 +22,8 @@ from patchsync.codec.patch_decoder import PatchDecoder
 from patchsync.errors import CheckpointError, DecodeError
 from patchsync.events import Event
 from patchsync.logs.fingerprint import FINGERPRINT_BYTES, fingerprint, jelly_head
+from patchsync.logs.snapshot import ANCHOR_BYTES, MAX_SNAPSHOT_BYTES, SnapshotError, decode_snapshot, encode_snapshot
 from patchsync.tail.options import TailOptions
-from patchsync.tail.snapshot import ANCHOR_BYTES, MAX_SNAPSHOT_BYTES, SnapshotError, decode_snapshot, encode_snapshot
 from patchsync.tail.state import lock_source, snapshot_path
 from patchsync.units import State, UnitTracker
 

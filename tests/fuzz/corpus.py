@@ -43,6 +43,9 @@ def raw_sources(target: str) -> Iterator[bytes]:
     if target == "patch":
         for path in _files(PATCH_SUITE, "**/*.jellyp"):
             yield path.read_bytes()
+    elif target == "native":  # the differential target runs both binary formats
+        yield from raw_sources("patch")
+        yield from raw_sources("rdf")
     elif target == "rdf":
         for path in _files(RDF_SUITE, "**/*.jelly"):
             yield path.read_bytes()

@@ -12,6 +12,10 @@ raises :class:`InvariantBroken` when a cross-check fails:
   the same kinds of event when both adapters succeed. A failed decoder must raise the same
   error again. Text that reads back is written with the RDF Patch writer and must read
   back to the same events.
+* ``native``: the same input decoded by the compiled core and by the pure-Python reference
+  decoders (``PurePatchDecoder``, ``PureRdfDecoder``; both formats on every input), whole and split at the fuzzer's point, with the
+  N-Triples and the rdflib adapter: the events must be equal, and so must the error (its
+  type, rule, offset, frame and row) when there is one (issue #13).
 * ``apply``: the first byte picks the format (even: ``.jellyp``, odd: ``.rdfp``), the rest
   is applied to a :class:`~patchsync.apply.targets.memory.MemoryTarget`; only ``PatchsyncError``
   may escape, and applying the same bytes again (resuming at the checkpoint) must change
@@ -29,8 +33,8 @@ from typing import Any
 from patchsync.apply.api import apply_stream
 from patchsync.apply.targets.memory import MemoryTarget
 from patchsync.codec.driver import END
-from patchsync.codec.patch_decoder import PatchDecoder
-from patchsync.codec.rdf_decoder import RdfDecoder
+from patchsync.codec.patch_decoder import PatchDecoder, PurePatchDecoder
+from patchsync.codec.rdf_decoder import PureRdfDecoder, RdfDecoder
 from patchsync.codec.rdfp import RdfPatchTextReader, read_rdfp, write_rdfp
 from patchsync.errors import DecodeError, PatchsyncError
 from patchsync.events import Event, Options, strip_position
@@ -109,6 +113,57 @@ def fuzz_rdf(data: bytes) -> None:
     _decoder_target(lambda adapter: RdfDecoder(adapter, source="fuzz.jelly"), data)
 
 
+def outcome(decoder: Decoder, chunks: Iterable[bytes]) -> tuple[list[Any], tuple[object, ...] | None]:
+    """Events handed out and the error's identity (type, rule, source, offset, frame, row)."""
+    events: list[Any] = []
+    try:
+        for chunk in chunks:
+            decoder.feed(chunk)
+            events.extend(decoder)
+        decoder.close()
+        events.extend(decoder)
+    except DecodeError as exc:
+        return events, ("DecodeError", exc.rule, exc.source, exc.offset, exc.frame, exc.row)
+    except PatchsyncError as exc:
+        return events, (type(exc).__name__, str(exc))
+    return events, None
+
+
+def native_decoder(adapter: Any, *, rdf: bool = False) -> Any:
+    """A decoder on the compiled core, whatever ``PATCHSYNC_PURE`` says (ImportError if unbuilt)."""
+    from patchsync.codec import _native
+
+    decoder = RdfDecoder(adapter, source="fuzz.jelly") if rdf else PatchDecoder(adapter, source="fuzz.jellyp")
+    decoder._native = _native
+    return decoder
+
+
+def pure_decoder(adapter: Any, *, rdf: bool = False) -> Any:
+    """The pure-Python reference decoder."""
+    return PureRdfDecoder(adapter, source="fuzz.jelly") if rdf else PurePatchDecoder(adapter, source="fuzz.jellyp")
+
+
+def compare_native(payload: bytes, point: int, *, rdf: bool = False) -> tuple[list[Any], tuple[object, ...] | None]:
+    """Pure and native decoders on ``payload``, whole and split at ``point``: one outcome.
+
+    ``rdf`` picks the Jelly-RDF decoders instead of the Jelly-Patch ones.
+    """
+    splits = ([payload], [payload[:point], payload[point:]])
+    for adapter in (NT, RDFLIB):
+        for chunks in splits:
+            pure = outcome(pure_decoder(adapter, rdf=rdf), chunks)
+            native = outcome(native_decoder(adapter, rdf=rdf), chunks)
+            _check(native == pure, f"native and pure decoders disagree (split {len(chunks[0])}):\n{native!r}\n{pure!r}")
+    return pure
+
+
+def fuzz_native(data: bytes) -> None:
+    """The compiled core against the pure-Python decoders, Jelly-Patch and Jelly-RDF (differential)."""
+    payload, point = _split(data)
+    compare_native(payload, point)
+    compare_native(payload, point, rdf=True)
+
+
 def _content(events: Iterable[Event]) -> list[Event]:
     return [strip_position(e) for e in events if type(e) is not Options]
 
@@ -144,6 +199,7 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
     "rdf": fuzz_rdf,
     "rdfp": fuzz_rdfp,
     "apply": fuzz_apply,
+    "native": fuzz_native,
 }
 
 
@@ -156,4 +212,4 @@ def fuzz_selftest(data: bytes) -> None:
 if os.environ.get("PATCHSYNC_FUZZ_SELFTEST") == "1":
     TARGETS["selftest"] = fuzz_selftest
 
-__all__ = ["TARGETS", "InvariantBroken", "drain"]
+__all__ = ["TARGETS", "InvariantBroken", "compare_native", "drain", "native_decoder", "outcome", "pure_decoder"]

@@ -17,6 +17,7 @@ from sqlalchemy import Connection, select
 
 from patchsync.apply.target import Checkpoint, PatchRecord, SourceStatus
 from patchsync.apply.targets.sql import schema
+from patchsync.apply.targets.sql.statements import Statements
 from patchsync.errors import ApplyError
 
 
@@ -28,7 +29,7 @@ class Ledger:
     _conn: Connection
     _cur: Any
     _mark: str
-    _has_patch_sql: str
+    sql: Statements
     _records: list[tuple[Any, ...]]
     _record_ids: set[str]
     _versions: dict[str, int | None]
@@ -77,7 +78,7 @@ class Ledger:
         if patch_id in self._record_ids:
             return True
         with self._reading():
-            return self._cur.execute(self._has_patch_sql, (patch_id,)).fetchone() is not None
+            return self._cur.execute(self.sql.has_patch, (patch_id,)).fetchone() is not None
 
     def sources(self) -> list[SourceStatus]:
         s = schema.sources
@@ -117,20 +118,17 @@ class Ledger:
         ]
 
     def _write_checkpoint(self, source: str, cp: Checkpoint) -> None:
-        m = self._mark
         version = self._versions.get(source)
         values = (cp.fingerprint, cp.offset, cp.frame, cp.row, cp.patches, cp.last_id, cp.updated_at or time.time())
         if version is None:
             changed = self._conn.exec_driver_sql(
-                "INSERT INTO ps_sources (source, fingerprint, pos_offset, pos_frame, pos_row, patches, last_id, "
-                f"updated_at, version) VALUES ({', '.join([m] * 9)}) ON CONFLICT (source) DO NOTHING",
+                self.sql.checkpoint_insert,
                 (source, *values, 1),
             ).rowcount
             new_version = 1
         else:
             changed = self._conn.exec_driver_sql(
-                f"UPDATE ps_sources SET fingerprint = {m}, pos_offset = {m}, pos_frame = {m}, pos_row = {m}, "
-                f"patches = {m}, last_id = {m}, updated_at = {m}, version = {m} WHERE source = {m} AND version = {m}",
+                self.sql.checkpoint_update,
                 (*values, version + 1, source, version),
             ).rowcount
             new_version = version + 1

@@ -11,8 +11,12 @@ NOTHING`` (``DELETE … WHERE`` the key) on SQLite, or one set-based statement o
 (``unnest``) on PostgreSQL. The driver's row count is the number of rows that changed the
 table, which is exactly the set-semantics count the applier reports.
 
-Transactions: a unit runs in a savepoint inside a database transaction that may hold
-several units (docs/design.md §2); the transaction commits when it holds enough rows, units or
+Transactions: units run inside a database transaction that may hold several units
+(docs/design.md §2). A unit gets a savepoint only if it writes before the applier
+announces its last writes (``last_writes``: rows sent because a batch filled up, prefix
+rows), since only such a unit can still be aborted after its rows were sent; a unit whose
+rows all come with its commit costs no savepoint round trips, and a database error in them
+drops the whole open transaction (none of its units had their checkpoint written yet); the transaction commits when it holds enough rows, units or
 seconds, and at the end of an apply, with the checkpoints of its sources (:mod:`.ledger`).
 SQLite transactions start with ``BEGIN IMMEDIATE`` so writers queue instead of failing at
 commit. Every driver error leaves through :func:`.errors.translate`.
@@ -35,6 +39,7 @@ from patchsync.apply.target import (
     CAN_DISCARD,
     CAN_DUMP,
     CAN_HISTORY,
+    CAN_LAST_WRITES,
     CAN_NAMESPACES,
     Checkpoint,
     PatchRecord,
@@ -45,6 +50,7 @@ from patchsync.apply.targets.sql.engine import create_sql_engine, safe_url
 from patchsync.apply.targets.sql.errors import translate
 from patchsync.apply.targets.sql.ledger import Ledger
 from patchsync.apply.targets.sql.migrate import ensure_schema
+from patchsync.apply.targets.sql.statements import PG_SESSION, STATEMENTS, Statements
 from patchsync.apply.targets.sql.terms import TERM_CACHE_SIZE, TermDictionary
 from patchsync.terms.ntriples import NTriplesTerms
 
@@ -60,7 +66,7 @@ class SqlTarget(TermDictionary, Ledger):
     """
 
     capabilities: ClassVar[frozenset[str]] = frozenset(
-        {CAN_DUMP, CAN_NAMESPACES, CAN_HISTORY, CAN_CONTAINS, CAN_DISCARD}
+        {CAN_DUMP, CAN_NAMESPACES, CAN_HISTORY, CAN_CONTAINS, CAN_DISCARD, CAN_LAST_WRITES}
     )
 
     def __init__(
@@ -84,6 +90,8 @@ class SqlTarget(TermDictionary, Ledger):
         self._init_terms(term_cache)
         self._tx: RootTransaction | None = None
         self._in_unit = False  # a SAVEPOINT for the open unit is set
+        self._last = False  # the open unit's remaining writes end with its commit
+        self._unsaved = False  # the open unit wrote without a savepoint
         self._failed = False  # a database error was seen: the connection may be dead
         # Patch records of the committed units of the open transaction, written at flush.
         self._records: list[tuple[Any, ...]] = []
@@ -94,33 +102,16 @@ class SqlTarget(TermDictionary, Ledger):
         self._group_rows = 0
         self._group_units = 0
         self._group_start = 0.0
-        pg = self.dialect == "postgresql"
-        mark = "%s" if pg else "?"
-        if pg:
-            arrays = "unnest(%s::bigint[], %s::bigint[], %s::bigint[], %s::bigint[])"
-            self._insert_sql = f"INSERT INTO ps_quads (s, p, o, g) SELECT * FROM {arrays} ON CONFLICT DO NOTHING"
-            self._delete_sql = (
-                f"DELETE FROM ps_quads q USING {arrays} AS d(s, p, o, g) "
-                "WHERE q.s = d.s AND q.p = d.p AND q.o = d.o AND q.g = d.g"
-            )
-        else:
-            self._insert_sql = "INSERT INTO ps_quads (s, p, o, g) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING"
-            self._delete_sql = "DELETE FROM ps_quads WHERE s = ? AND p = ? AND o = ? AND g = ?"
-        self._has_patch_sql = f"SELECT 1 FROM ps_patches WHERE patch_id = {mark} LIMIT 1"
-        self._ns_upsert = (
-            f"INSERT INTO ps_namespaces (g, prefix, iri) VALUES ({mark}, {mark}, {mark}) "
-            "ON CONFLICT (g, prefix) DO UPDATE SET iri = excluded.iri"
-        )
-        self._ns_delete = f"DELETE FROM ps_namespaces WHERE g = {mark} AND prefix = {mark}"
-        self._record_sql = (
-            "INSERT INTO ps_patches (patch_id, prev, source, pos_offset, pos_frame, pos_row, added, deleted, noop, "
-            f"applied_at, headers) VALUES ({', '.join([mark] * 11)})"
-        )
-        self._mark = mark
+        self.sql: Statements = STATEMENTS[self.dialect]
+        self._mark = self.sql.mark
         try:
             self._conn = self.engine.connect()
             with self._conn.begin():
                 ensure_schema(self._conn)
+                if self.dialect == "postgresql":
+                    # In a transaction that commits: a rolled back SET is undone.
+                    for setting in PG_SESSION:
+                        self._conn.exec_driver_sql(setting)
             # The hot path (units, terms, quads, records) talks to the driver's own cursor:
             # SQLAlchemy's per-statement bookkeeping cost more than SQLite's own work on
             # small patches. Transactions still begin and end through SQLAlchemy.
@@ -188,20 +179,35 @@ class SqlTarget(TermDictionary, Ledger):
                 self._group_start = time.monotonic()
                 if self.dialect == "sqlite":
                     self._sync_terms()
+        self._last = self._unsaved = False
+
+    def last_writes(self) -> None:
+        """The open unit's writes from now on end with its commit: they need no savepoint."""
+        self._last = True
+
+    def _before_write(self) -> None:
+        # Lazily: a unit that writes only with its commit never pays for a savepoint.
+        if self._in_unit:
+            return
+        if self._last:
+            self._unsaved = True
+        else:
             self._cur.execute("SAVEPOINT ps_unit")
             self._in_unit = True
 
     def add(self, quads: Sequence[Quad]) -> int:
         self._group_rows += len(quads)
         with self._guard("adding quads"):
+            self._before_write()
             keys = [k for k in self._keys(quads, create=True) if k is not None]
-            return self._execute_quads(self._insert_sql, keys)
+            return self._execute_quads(self.sql.insert_quads, keys)
 
     def delete(self, quads: Sequence[Quad]) -> int:
         self._group_rows += len(quads)
         with self._guard("deleting quads"):
+            self._before_write()
             keys = [k for k in self._keys(quads, create=False) if k is not None]
-            return self._execute_quads(self._delete_sql, keys) if keys else 0
+            return self._execute_quads(self.sql.delete_quads, keys) if keys else 0
 
     def _execute_quads(self, sql: str, keys: list[tuple[int, int, int, int]]) -> int:
         # In key order the primary key B-tree is walked forward instead of at random, and
@@ -221,28 +227,26 @@ class SqlTarget(TermDictionary, Ledger):
             aligned = self._keys(quads, create=False)
             keys = [k for k in aligned if k is not None]
             if keys and self.dialect == "postgresql":
-                arrays = "unnest(%s::bigint[], %s::bigint[], %s::bigint[], %s::bigint[])"
-                result = self._cur.execute(
-                    f"SELECT q.s, q.p, q.o, q.g FROM ps_quads q JOIN {arrays} AS d(s, p, o, g) "
-                    "ON q.s = d.s AND q.p = d.p AND q.o = d.o AND q.g = d.g",
-                    tuple(list(c) for c in zip(*keys, strict=True)),
-                ).fetchall()
+                columns = tuple(list(c) for c in zip(*keys, strict=True))
+                result = self._cur.execute(self.sql.contains_quads, columns).fetchall()
                 found.update((r[0], r[1], r[2], r[3]) for r in result)
             elif keys:
                 # In-process point queries on the primary key beat any set-based form here
                 # (SQLite does not drive a row-value IN list through the key).
                 cursor = self._cur
-                sql = "SELECT 1 FROM ps_quads WHERE s = ? AND p = ? AND o = ? AND g = ?"
+                sql = self.sql.contains_quads
                 found.update(key for key in keys if cursor.execute(sql, key).fetchone() is not None)
         return [k is not None and k in found for k in aligned]
 
     def add_prefix(self, graph: Any, name: str, iri: Any) -> None:
         with self._guard("binding a prefix"):
-            self._cur.execute(self._ns_upsert, (graph or "", name, iri))
+            self._before_write()
+            self._cur.execute(self.sql.ns_upsert, (graph or "", name, iri))
 
     def delete_prefix(self, graph: Any, name: str) -> None:
         with self._guard("removing a prefix"):
-            self._cur.execute(self._ns_delete, (graph or "", name))
+            self._before_write()
+            self._cur.execute(self.sql.ns_delete, (graph or "", name))
 
     def commit(self, source: str, checkpoint: Checkpoint, records: Sequence[PatchRecord]) -> None:
         with self._guard("committing a unit"):
@@ -270,6 +274,7 @@ class SqlTarget(TermDictionary, Ledger):
             if self._in_unit:
                 self._cur.execute("RELEASE SAVEPOINT ps_unit")
                 self._in_unit = False
+        self._last = self._unsaved = False
         self._tx_terms.extend(self._unit_terms)
         self._unit_terms.clear()
         self._pending[source] = checkpoint
@@ -282,6 +287,11 @@ class SqlTarget(TermDictionary, Ledger):
             self.flush()
 
     def rollback(self) -> None:
+        if self._unsaved:
+            # Rows without a savepoint cannot be undone alone: drop the transaction.
+            self._abandon()
+            return
+        self._last = False
         with self._guard("rolling back a unit"):
             if self._in_unit:
                 self._in_unit = False
@@ -297,6 +307,9 @@ class SqlTarget(TermDictionary, Ledger):
         """Write the pending checkpoints and commit the database transaction."""
         if self._tx is None:
             return
+        if self._unsaved:
+            self._abandon()  # an incomplete unit's rows, inseparable from the others
+            return
         tx = self._tx
         try:
             with self._guard("committing"):
@@ -307,7 +320,7 @@ class SqlTarget(TermDictionary, Ledger):
                     self._cur.execute("RELEASE SAVEPOINT ps_unit")
                     self._forget(self._unit_terms)
                 if self._records:
-                    self._cur.executemany(self._record_sql, self._records)
+                    self._cur.executemany(self.sql.record, self._records)
                 for source, cp in self._pending.items():
                     self._write_checkpoint(source, cp)
                 tx.commit()
@@ -329,7 +342,7 @@ class SqlTarget(TermDictionary, Ledger):
         except SQLAlchemyError:
             pass
         self._tx = None
-        self._in_unit = False
+        self._in_unit = self._last = self._unsaved = False
         self._forget(self._unit_terms)
         self._forget(self._tx_terms)
         self._complete = False

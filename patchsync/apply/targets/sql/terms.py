@@ -16,11 +16,12 @@ from sqlalchemy import Engine
 
 from patchsync.apply.target import Quad
 from patchsync.apply.targets.sql.schema import term_hash
+from patchsync.apply.targets.sql.statements import LOOKUP_CHUNK, PG_SESSION, Statements
 
 # Term ids kept in memory by default (~100 MB of a daemon's memory at most on typical data);
 # beyond this the cache starts again (and is no longer complete).
 TERM_CACHE_SIZE = 1 << 19
-_LOOKUP_CHUNK = 500
+_LOOKUP_CHUNK = LOOKUP_CHUNK
 
 
 class TermDictionary:
@@ -36,6 +37,7 @@ class TermDictionary:
     term_cache: int
     _cur: Any
     _mark: str
+    sql: Statements
     _ids: dict[str, int]
     _unit_terms: list[str]
     _tx_terms: list[str]
@@ -98,7 +100,7 @@ class TermDictionary:
         unique = list(set(hashes))
         for i in range(0, len(unique), _LOOKUP_CHUNK):
             chunk = unique[i : i + _LOOKUP_CHUNK]
-            sql = f"SELECT id, term FROM ps_terms WHERE h IN ({', '.join([self._mark] * len(chunk))})"
+            sql = self.sql.term_lookup if len(chunk) == _LOOKUP_CHUNK else self.sql.term_lookup_sql(len(chunk))
             found.update((term, term_id) for term_id, term in self._cur.execute(sql, tuple(chunk)).fetchall())
         return found
 
@@ -118,7 +120,7 @@ class TermDictionary:
             return
         first = self._next_id
         rows = [(first + i, h, term) for i, (term, h) in enumerate(new)]
-        self._cur.executemany("INSERT INTO ps_terms (id, h, term) VALUES (?, ?, ?)", rows)
+        self._cur.executemany(self.sql.term_insert, rows)
         for term_id, _, term in rows:
             ids[term] = term_id
         self._unit_terms.extend(term for term, _ in new)
@@ -137,25 +139,19 @@ class TermDictionary:
         values = [hashes[t] for t in terms]
         cursor = self._term_cursor()
         ids = self._ids
-        select = "SELECT id, term FROM ps_terms WHERE h = ANY(%s::bigint[])"
+        select = self.sql.term_lookup
         if create:
-            # One round trip: the inserted rows come back from RETURNING, the ones already
-            # there from the SELECT (whose snapshot does not show this statement's inserts).
-            rows = cursor.execute(
-                "WITH ins AS (INSERT INTO ps_terms (h, term) "
-                "SELECT * FROM unnest(%s::bigint[], %s::text[]) AS i(h, term) ORDER BY h "
-                f"ON CONFLICT (h, md5(term)) DO NOTHING RETURNING id, term) SELECT id, term FROM ins UNION ALL {select}",
-                (values, terms, values),
-            ).fetchall()
+            # One round trip (see statements.POSTGRESQL.term_insert).
+            rows = cursor.execute(self.sql.term_insert, (values, terms, values, terms)).fetchall()
         else:
-            rows = cursor.execute(select, (values,)).fetchall()
+            rows = cursor.execute(select, (values, terms)).fetchall()
         for term_id, term in rows:
             if term in hashes:
                 ids[term] = term_id
         if create and any(t not in ids for t in terms):
             # Another applier committed some of these after our statement began: its rows
             # made ours conflict, and only a new snapshot shows them.
-            for term_id, term in cursor.execute(select, (values,)).fetchall():
+            for term_id, term in cursor.execute(select, (values, terms)).fetchall():
                 if term in hashes:
                     ids[term] = term_id
 
@@ -168,6 +164,8 @@ class TermDictionary:
             cursor = driver.cursor()
             # Safe without a flush of its own: see _resolve_pg.
             cursor.execute("SET synchronous_commit = off")
+            for setting in PG_SESSION:
+                cursor.execute(setting)
             self._term_cur = cursor
         return self._term_cur
 

@@ -1,0 +1,246 @@
+"""The workload table of issue #14: ``patchsync apply`` into SQLite, PostgreSQL and ``file:``
+against rdflib's RDF Patch text parser, with the code before the change side by side.
+
+    .venv/bin/python -m bench.apply_bench --workload --baseline /path/to/old/checkout
+    .venv/bin/python -m bench.apply_workload --baseline /path/to/old/checkout   # the same
+
+The log (seeded, built here): 4,000 chained patches of one to three units each, about 160k
+add/delete rows; about 6% of the units are aborted transactions (``TX … TA``), 8% are rows
+outside any transaction, one subject in ten is a blank node and half the rows are in one
+of three named graphs; a fifth of the rows delete a quad added earlier. Every case reads
+the same log from a file end to end (decoding included): ``patchsync apply`` of the
+``.jellyp`` file, rdflib's ``Dataset.parse(format="patch")`` of the same log as RDF Patch
+text (in memory, not atomic). ``--baseline PATH`` runs the patchsync cases again with the
+patchsync package of PATH (e.g. a detached worktree of main) in subprocesses.
+
+``--resume-rows N`` also measures resuming: a log of N rows is applied to SQLite, one patch
+is appended and the log applied again (with a decoder snapshot; the baseline decodes the
+log from the start), reported as a share of the first apply's time (target <= 5%).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from rdflib import BNode, Literal, URIRef
+
+from .workload import simple_text
+
+PG_URL = os.environ.get("PATCHSYNC_BENCH_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+EX = "http://example.org/wl/"
+GRAPHS = [None, None, None, URIRef(EX + "g1"), URIRef(EX + "g2"), URIRef(EX + "g3")]
+PROPS = [URIRef(EX + p) for p in ("name", "label", "count", "link", "note", "date")]
+
+
+def workload(patches: int = 4000, seed: int = 14, first: int = 0) -> list[Any]:
+    """The events of the log (see the module docstring), patches ``first`` to ``first + patches``."""
+    from patchsync.events import Add, Delete, Header, PatchEnd, TxAbort, TxCommit, TxStart
+
+    rng = random.Random(seed)
+    live: list[tuple[Any, Any, Any, Any]] = []
+    events: list[Any] = []
+    for n in range(first, first + patches):
+        events.append(Header("id", URIRef(f"urn:wl:{n}")))
+        if n:
+            events.append(Header("prev", URIRef(f"urn:wl:{n - 1}")))
+        units = rng.choices((1, 2, 3), (45, 40, 15))[0]
+        for u in range(units):
+            kind = rng.random()
+            implicit = kind < 0.08 and u == units - 1  # rows outside TX end at the patch end
+            aborted = 0.08 <= kind < 0.14
+            if not implicit:
+                events.append(TxStart())
+            added: list[tuple[Any, Any, Any, Any]] = []
+            for _ in range(rng.randint(5, 42)):
+                if live and rng.random() < 0.2:
+                    quad = live.pop(rng.randrange(len(live)))
+                    events.append(Delete(*quad))
+                    continue
+                e = rng.randrange(50_000)
+                s = BNode(f"b{e}") if e % 10 == 0 else URIRef(f"{EX}item/{e}")
+                p = rng.choice(PROPS)
+                o: Any
+                if p == PROPS[3]:
+                    o = URIRef(f"{EX}item/{rng.randrange(50_000)}")
+                elif p == PROPS[2]:
+                    o = Literal(rng.randrange(10**6))
+                else:
+                    o = Literal(f"value {n}.{rng.randrange(1000)}", lang=rng.choice((None, "en", "fr")))
+                quad = (s, p, o, rng.choice(GRAPHS))
+                events.append(Add(*quad))
+                added.append(quad)
+            if aborted:
+                events.append(TxAbort())
+            else:
+                live.extend(added)
+                if not implicit:
+                    events.append(TxCommit())
+        events.append(PatchEnd())
+    return events
+
+
+def write_log(events: list[Any], path: Path, *, append: bool = False) -> None:
+    from patchsync.logs.patch_logs import LogAppender
+    from patchsync.options import PatchOptions, StatementType, StreamType
+
+    options = PatchOptions(stream_type=StreamType.PUNCTUATED, statement_type=StatementType.QUADS)
+    if not append:
+        path.unlink(missing_ok=True)
+    with LogAppender(path, options) as appender:
+        appender.write(events)
+
+
+def fresh_pg(schema: str) -> str:
+    from sqlalchemy import create_engine
+    from sqlalchemy.engine import make_url
+
+    engine = create_engine(PG_URL)
+    with engine.begin() as conn:
+        conn.exec_driver_sql(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+        conn.exec_driver_sql(f"CREATE SCHEMA {schema}")
+    engine.dispose()
+    return make_url(PG_URL).update_query_dict({"options": f"-csearch_path={schema}"}).render_as_string(False)
+
+
+def drop_pg(schema: str) -> None:
+    from sqlalchemy import create_engine
+
+    engine = create_engine(PG_URL)
+    with engine.begin() as conn:
+        conn.exec_driver_sql(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+    engine.dispose()
+
+
+def apply_seconds(case: str, log: Path, work: Path) -> float:
+    """Seconds of ``patchsync apply`` of ``log`` into a fresh target of kind ``case``."""
+    from patchsync.apply import apply_file, open_target
+
+    schema = f"wl_{os.getpid()}"
+    spec = {
+        "sqlite": f"sqlite:///{work / f'wl-{os.getpid()}.db'}",
+        "postgresql": fresh_pg(schema) if case == "postgresql" else "",
+        "file": f"file:{work / f'wl-{os.getpid()}.nq'}",
+    }[case]
+    gc.collect()
+    start = time.perf_counter()
+    target = open_target(spec)
+    apply_file(log, target, source="workload")
+    target.close()
+    seconds = time.perf_counter() - start
+    if case == "postgresql":
+        drop_pg(schema)
+    for leftover in work.glob(f"wl-{os.getpid()}*"):
+        leftover.unlink()
+    return seconds
+
+
+def resume_seconds(log: Path, extra: list[Any], work: Path, snapshots: bool) -> tuple[float, float]:
+    """(first apply, apply after one appended patch) into SQLite, in seconds."""
+    from patchsync.apply import apply_file
+    from patchsync.apply.targets.sql import SqlTarget
+
+    kwargs: dict[str, Any] = {"snapshot_dir": work / "snaps"} if snapshots else {}
+    db = work / f"resume-{os.getpid()}.db"
+    start = time.perf_counter()
+    with SqlTarget(f"sqlite:///{db}") as t:
+        apply_file(log, t, source="resume", **kwargs)
+    first = time.perf_counter() - start
+    write_log(extra, log, append=True)
+    start = time.perf_counter()
+    with SqlTarget(f"sqlite:///{db}") as t:
+        result = apply_file(log, t, source="resume", **kwargs)
+    again = time.perf_counter() - start
+    assert result.patches == 1, result
+    for leftover in work.glob(f"resume-{os.getpid()}*"):
+        leftover.unlink()
+    return first, again
+
+
+def in_baseline(checkout: str, call: str) -> Any:
+    """Evaluate ``call`` (an expression over this module) with the patchsync of ``checkout``."""
+    here = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": f"{checkout}{os.pathsep}{here}"}
+    code = f"import json; from pathlib import Path; from bench.apply_workload import *; print(json.dumps({call}))"
+    out = subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--patches", type=int, default=4000)
+    ap.add_argument("--baseline", metavar="PATH", help="a checkout whose patchsync runs the baseline column")
+    ap.add_argument("--resume-rows", type=int, default=0, metavar="N")
+    ap.add_argument("--out", default="bench/out")
+    args = ap.parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix="apply-workload-"))
+    events = workload(args.patches)
+    log = work / "workload.jellyp"
+    write_log(events, log)
+    rows = sum(1 for e in events if type(e).__name__ in ("Add", "Delete"))
+    units = sum(1 for e in events if type(e).__name__ in ("TxCommit", "TxAbort"))
+    text = simple_text(events, for_rdflib=True)
+    print(
+        f"{args.patches:,} patches, {rows:,} add/delete rows, {units:,}+ units, {log.stat().st_size:,} bytes",
+        flush=True,
+    )
+    from rdflib import Dataset
+
+    gc.collect()
+    start = time.perf_counter()
+    Dataset().parse(data=text, format="patch")
+    rdflib_rate = rows / (time.perf_counter() - start)
+    table: dict[str, list[float | None]] = {"rdflib Dataset.parse(format='patch')": [rdflib_rate, rdflib_rate]}
+    for case in ("sqlite", "postgresql", "file"):
+        if case == "postgresql" and not PG_URL:
+            continue
+        new = rows / apply_seconds(case, log, work)
+        old = None
+        if args.baseline:
+            old = rows / in_baseline(args.baseline, f"apply_seconds({case!r}, Path({str(log)!r}), Path({str(work)!r}))")
+        table[f"patchsync apply -> {case}"] = [new, old]
+        print(f"  {case}: {new:,.0f} rows/s" + (f" (baseline {old:,.0f})" if old else ""), flush=True)
+    print()
+    print(f"{'case':40} {'rows/s':>10} {'x rdflib':>9} {'baseline':>10} {'x rdflib':>9}")
+    for name, (new_rate, old_rate) in table.items():
+        assert new_rate is not None
+        old_cols = f"{old_rate:>10,.0f} {old_rate / rdflib_rate:>8.2f}x" if old_rate else f"{'-':>10} {'-':>9}"
+        print(f"{name:40} {new_rate:>10,.0f} {new_rate / rdflib_rate:>8.2f}x {old_cols}")
+    report: dict[str, Any] = {"rows": rows, "rates": table}
+    if args.resume_rows:
+        patches = max(1, args.resume_rows // 40)
+        big = work / "resume.jellyp"
+        write_log(workload(patches), big)
+        extra = workload(1, seed=99, first=patches)
+        first, again = resume_seconds(big, extra, work, snapshots=True)
+        line = f"resume, one patch on a {args.resume_rows:,}-row log: {again:.3f} s = {100 * again / first:.1f}% of {first:.2f} s"
+        report["resume"] = {"first": first, "again": again}
+        if args.baseline:
+            write_log(workload(patches), big)
+            b_first, b_again = in_baseline(
+                args.baseline,
+                f"resume_seconds(Path({str(big)!r}), workload(1, seed=99, first={patches}), Path({str(work)!r}), False)",
+            )
+            line += f"; baseline {b_again:.3f} s = {100 * b_again / b_first:.1f}% of {b_first:.2f} s"
+            report["resume_baseline"] = {"first": b_first, "again": b_again}
+        print(line)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "apply_workload.json").write_text(json.dumps(report, indent=2))
+    for leftover in work.rglob("*"):
+        if leftover.is_file():
+            leftover.unlink()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,144 @@
+"""Every statement the SQL target's write path sends, per dialect, in one table.
+
+The rule for each of them: its cost per row must not depend on how many rows the tables
+hold, whatever they held when the statement was planned (issue #14). A statement is
+written so that no plan the database may choose for it can scan ``ps_quads`` or
+``ps_terms``:
+
+* PostgreSQL plans a join of a table with ``unnest(arrays)`` by cost, and for a batch of a
+  few thousand keys a sequential scan plus a hash join is cheaper *by its estimate* than as
+  many index probes until the table holds several million rows; a plan made while the
+  table was small (psycopg prepares a statement after a few runs, and PostgreSQL keeps a
+  generic plan that estimates ten array elements) stays in use after it has grown. So each
+  key is looked up in a ``LATERAL`` subquery that cannot be turned into a join (``LIMIT 1``
+  on the unique key, ``(s, p, o, g)`` for quads, ``(h, md5(term))`` for terms): the only
+  plan left is a nested loop whose inner side is one index probe per key. (``h =
+  ANY(array)`` is no better: PostgreSQL hashes a long array and scans the table.) Deletes remove the rows those probes found
+  by their ``ctid`` (a TID scan). The target's connections also set ``plan_cache_mode =
+  force_custom_plan`` (:data:`PG_SESSION`) so the choice between an index probe and a scan
+  inside the subquery is made again with the table's current size every time (a table of a
+  page or two is scanned; that scan does not grow with the table, because the plan does not
+  outlive the size it was made for).
+  ``INSERT … ON CONFLICT`` checks the unique index itself, with no join to plan.
+* SQLite uses an index for every equality on its leading columns whatever the table holds
+  (it has no statistics unless ``ANALYZE`` runs, and patchsync never runs it), so the
+  statements are point statements on the primary key or the hash index run through
+  ``executemany``, which costs no round trip in process.
+
+``tests/test_sql_plans.py`` fills tables of a million quads and checks the plan of every
+statement listed here on both dialects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: Session settings of the PostgreSQL connections of the write path (see the module docstring).
+PG_SESSION = ("SET plan_cache_mode = force_custom_plan",)
+
+_PG_KEYS = "unnest(%s::bigint[], %s::bigint[], %s::bigint[], %s::bigint[]) AS d(s, p, o, g)"
+_PG_PROBE = "SELECT q.ctid AS t FROM ps_quads q WHERE q.s = d.s AND q.p = d.p AND q.o = d.o AND q.g = d.g LIMIT 1"
+# Terms are probed by the unique (h, md5(term)) key, given hashes and texts.
+_PG_TERMS = (
+    "SELECT t.id, k.term FROM unnest(%s::bigint[], %s::text[]) AS k(h, term) CROSS JOIN LATERAL "
+    "(SELECT id FROM ps_terms WHERE h = k.h AND md5(term) = md5(k.term) LIMIT 1) AS t"
+)
+
+
+@dataclass(frozen=True)
+class Statements:
+    """The write path's SQL for one dialect (``%s`` or ``?`` placeholders).
+
+    Quad statements take four id columns: arrays on PostgreSQL, one row per execution
+    (``executemany``) on SQLite. ``term_lookup`` takes ``LOOKUP_CHUNK`` hashes on SQLite
+    (:meth:`term_lookup_sql` for fewer), an array of hashes and one of the terms' texts
+    on PostgreSQL, whose ``term_insert`` takes them twice.
+    """
+
+    dialect: str
+    insert_quads: str
+    delete_quads: str
+    contains_quads: str
+    term_lookup: str
+    term_insert: str
+    has_patch: str
+    record: str
+    ns_upsert: str
+    ns_delete: str
+    checkpoint_insert: str
+    checkpoint_update: str
+
+    @property
+    def mark(self) -> str:
+        return "%s" if self.dialect == "postgresql" else "?"
+
+    def term_lookup_sql(self, count: int) -> str:
+        """SQLite: the lookup of ``count`` hashes (one ``IN`` list); PostgreSQL: the array form."""
+        if self.dialect == "postgresql":
+            return self.term_lookup
+        return f"SELECT id, term FROM ps_terms WHERE h IN ({', '.join(['?'] * count)})"
+
+
+#: Hashes per SQLite lookup statement (well below SQLite's limit of bound parameters).
+LOOKUP_CHUNK = 500
+
+
+def _shared(mark: str) -> dict[str, str]:
+    m = mark
+    return {
+        "has_patch": f"SELECT 1 FROM ps_patches WHERE patch_id = {m} LIMIT 1",
+        "record": (
+            "INSERT INTO ps_patches (patch_id, prev, source, pos_offset, pos_frame, pos_row, added, deleted, noop, "
+            f"applied_at, headers) VALUES ({', '.join([m] * 11)})"
+        ),
+        "ns_upsert": (
+            f"INSERT INTO ps_namespaces (g, prefix, iri) VALUES ({m}, {m}, {m}) "
+            "ON CONFLICT (g, prefix) DO UPDATE SET iri = excluded.iri"
+        ),
+        "ns_delete": f"DELETE FROM ps_namespaces WHERE g = {m} AND prefix = {m}",
+        "checkpoint_insert": (
+            "INSERT INTO ps_sources (source, fingerprint, pos_offset, pos_frame, pos_row, patches, last_id, "
+            f"updated_at, version) VALUES ({', '.join([m] * 9)}) ON CONFLICT (source) DO NOTHING"
+        ),
+        "checkpoint_update": (
+            f"UPDATE ps_sources SET fingerprint = {m}, pos_offset = {m}, pos_frame = {m}, pos_row = {m}, "
+            f"patches = {m}, last_id = {m}, updated_at = {m}, version = {m} WHERE source = {m} AND version = {m}"
+        ),
+    }
+
+
+POSTGRESQL = Statements(
+    dialect="postgresql",
+    insert_quads=(
+        f"INSERT INTO ps_quads (s, p, o, g) SELECT d.s, d.p, d.o, d.g FROM {_PG_KEYS} ON CONFLICT DO NOTHING"
+    ),
+    delete_quads=(
+        "DELETE FROM ps_quads WHERE ctid = ANY(ARRAY("
+        f"SELECT x.t FROM {_PG_KEYS} CROSS JOIN LATERAL ({_PG_PROBE}) AS x))"
+    ),
+    contains_quads=(f"SELECT d.s, d.p, d.o, d.g FROM {_PG_KEYS} CROSS JOIN LATERAL ({_PG_PROBE}) AS x"),
+    term_lookup=_PG_TERMS,
+    # One round trip: the inserted rows come back from RETURNING, the ones already there
+    # from the lookup (whose snapshot does not show this statement's inserts).
+    term_insert=(
+        "WITH ins AS (INSERT INTO ps_terms (h, term) "
+        "SELECT * FROM unnest(%s::bigint[], %s::text[]) AS i(h, term) ORDER BY h "
+        f"ON CONFLICT (h, md5(term)) DO NOTHING RETURNING id, term) SELECT id, term FROM ins UNION ALL {_PG_TERMS}"
+    ),
+    **_shared("%s"),
+)
+
+SQLITE = Statements(
+    dialect="sqlite",
+    insert_quads="INSERT INTO ps_quads (s, p, o, g) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+    delete_quads="DELETE FROM ps_quads WHERE s = ? AND p = ? AND o = ? AND g = ?",
+    contains_quads="SELECT 1 FROM ps_quads WHERE s = ? AND p = ? AND o = ? AND g = ?",
+    term_lookup=f"SELECT id, term FROM ps_terms WHERE h IN ({', '.join(['?'] * LOOKUP_CHUNK)})",
+    term_insert="INSERT INTO ps_terms (id, h, term) VALUES (?, ?, ?)",
+    **_shared("?"),
+)
+
+#: The statements of each dialect, by SQLAlchemy dialect name.
+STATEMENTS: dict[str, Statements] = {"postgresql": POSTGRESQL, "sqlite": SQLITE}
+
+__all__ = ["LOOKUP_CHUNK", "PG_SESSION", "POSTGRESQL", "SQLITE", "STATEMENTS", "Statements"]
