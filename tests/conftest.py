@@ -160,3 +160,15 @@ def daemons() -> Iterator[list[subprocess.Popen[str]]]:
         if p.poll() is None:
             p.kill()
             p.communicate()
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """One ``local[2]`` SparkSession for every Spark test (starting a JVM costs seconds)."""
+    pytest.importorskip("pyspark")
+    pytest.importorskip("pyarrow")
+    import patchsync.spark as ps
+
+    session = ps.session("local[2]", app_name="patchsync-tests", quiet=True, **{"spark.sql.shuffle.partitions": "2"})
+    yield session
+    session.stop()

@@ -1,15 +1,15 @@
 """The Spark pipeline against the single-process applier, on a real local Spark.
 
-One session-scoped ``local[2]`` SparkSession serves every test (starting a JVM costs
-seconds); logs are tiny and generated. The differential test is docs/design.md §7: Spark's replay
-must equal what ``apply_file`` leaves in the reference :class:`MemoryTarget`.
+One session-scoped ``local[2]`` SparkSession (the ``spark`` fixture, tests/conftest.py) serves
+every test (starting a JVM costs seconds); logs are tiny and generated. The differential test
+is docs/design.md §7: Spark's replay must equal what ``apply_file`` leaves in the reference
+:class:`MemoryTarget`.
 """
 
 from __future__ import annotations
 
 import io
 import random
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,15 +39,6 @@ from patchsync.terms.ntriples import NTriplesTerms
 NT = NTriplesTerms()
 EX = "http://example.org/"
 Quad = tuple[str, str, str, str]
-
-
-@pytest.fixture(scope="session")
-def spark() -> Iterator[Any]:
-    import patchsync.spark as ps
-
-    session = ps.session("local[2]", app_name="patchsync-tests", quiet=True, **{"spark.sql.shuffle.partitions": "2"})
-    yield session
-    session.stop()
 
 
 # -- generated logs -------------------------------------------------------------------

@@ -6,6 +6,7 @@ import argparse
 import time
 from pathlib import Path
 
+from patchsync import formats
 from patchsync.cli.common import Subcommands
 from patchsync.errors import PatchsyncError, UsageError
 
@@ -18,7 +19,13 @@ def register(sub: Subcommands) -> None:
         "operation wins. Needs the spark extra (pip install 'patchsync[spark]') and Java 17+.",
     )
     replay.add_argument("logs", nargs="+", metavar="LOG", help=".jellyp logs or directories of them, in log order")
-    replay.add_argument("--base", action="append", metavar="SNAPSHOT", help="starting state: .jelly, .nq or .nt")
+    replay.add_argument(
+        "--base",
+        action="append",
+        metavar="SNAPSHOT",
+        help="starting state (repeatable): RDF files or directories of them, in any convert format: "
+        + ", ".join(formats.suffixes(formats.RDF_CONVERT)),
+    )
     replay.add_argument("--out", required=True, metavar="DIR", help="output directory (replaced)")
     replay.add_argument("--master", default="local[2]", help="Spark master URL (default local[2])")
     replay.add_argument("--format", default="parquet", choices=["parquet", "nq"], help="output format")
@@ -26,11 +33,12 @@ def register(sub: Subcommands) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from patchsync.spark import build_session, write_replay
+    from patchsync.spark import build_session, snapshot_files, write_replay
 
-    for path in [*args.logs, *(args.base or [])]:
+    for path in args.logs:
         if not Path(path).exists():
             raise UsageError(f"{path}: no such file or directory")
+    snapshot_files(args.base or [])  # a wrong base fails here, before a JVM starts
     started = time.monotonic()
     spark = build_session(args.master, app_name="patchsync spark-replay", quiet=True)
     try:

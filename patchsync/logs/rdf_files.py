@@ -10,6 +10,7 @@ neither quoted triples nor generalized statements); Turtle and TriG go through r
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -86,25 +87,25 @@ def _nt_term(u: Unpacked, unpack: Any) -> str:
     return _NT.iri(u[1])
 
 
-def _read_rdflib(data: bytes, fmt: str, source: str) -> tuple[list[Quad], list[tuple[str, str]]]:
-    from rdflib import Dataset
-
+def _read_turtle_family(data: bytes, fmt: str, source: str) -> tuple[list[Quad], list[tuple[str, str]]]:
+    # rdflib's parser with patchsync's hooks (:mod:`.rdf_labels`): labels and lexical forms as
+    # written, so a TriG file gives the terms the same data gives as N-Quads. Imported here:
+    # rdflib is slow to import and most commands never read Turtle.
+    from patchsync.logs.rdf_labels import read_turtle_family
     from patchsync.terms.rdflib_adapter import RdflibTerms
 
-    ds = Dataset()
-    try:
-        ds.parse(data=data, format=_rdflib_name(fmt), publicID=Path(source).resolve().as_uri())
-    except Exception as exc:  # rdflib raises many unrelated types for bad input
-        raise DecodeError(f"not valid {fmt}: {exc}", source=source) from None
+    found = read_turtle_family(data, _rdflib_name(fmt), source, Path(source).resolve().as_uri())
     unpack = RdflibTerms().unpack
-    quads: list[Quad] = []
-    for s, p, o, g in ds.quads((None, None, None, None)):
-        graph = None if g is None else _nt_term(unpack(getattr(g, "identifier", g)), unpack)
-        quads.append(
-            (_nt_term(unpack(s), unpack), _nt_term(unpack(p), unpack), _nt_term(unpack(o), unpack), graph or None)
+    quads: list[Quad] = [
+        (
+            _nt_term(unpack(s), unpack),
+            _nt_term(unpack(p), unpack),
+            _nt_term(unpack(o), unpack),
+            None if g is None else _nt_term(unpack(g), unpack),
         )
-    namespaces = [(prefix, str(iri)) for prefix, iri in ds.namespaces() if prefix]
-    return quads, namespaces
+        for s, p, o, g in found.quads
+    ]
+    return quads, [(prefix, str(iri)) for prefix, iri in found.prefixes.items() if prefix]
 
 
 def _decode_jelly(data: bytes, source: str, limits: Limits | None) -> Iterator[Any]:
@@ -157,6 +158,35 @@ def _nquads_lines(quads: Iterable[Quad], with_graphs: bool) -> Iterator[str]:
             yield f"{s} {p} {o} .\n"
 
 
+#: A Turtle prefix name (``PN_PREFIX``, or empty); other namespace names are not written.
+_PREFIX_NAME = re.compile(r"(?:[^\W\d_](?:[\w.-]*[\w-])?)?")
+
+
+def _turtle_lines(quads: list[Quad], namespaces: Iterable[tuple[str, str]], fmt: str) -> Iterator[str]:
+    """Turtle or TriG in the subset the file target writes: prefixes, then one triple per
+    line, each named graph as a block. N-Triples terms are Turtle terms, so blank node labels
+    and lexical forms reach the file as read (rdflib's serializer renames blank nodes)."""
+    _, star, generalized = _features(quads)
+    if star or generalized:
+        raise UsageError(f"{fmt} cannot hold RDF-star or generalized statements: write .nq or .jelly")
+    for name, iri in namespaces:
+        if _PREFIX_NAME.fullmatch(name):
+            yield f"@prefix {name}: {_NT.iri(iri)} .\n"
+    by_graph: dict[str | None, list[str]] = {}
+    for s, p, o, g in quads:
+        graph = g if g and g != _DEFAULT else None
+        if graph is not None and fmt != "trig":
+            raise UsageError(f"a statement in graph {graph} cannot be written to N-Triples or Turtle: use .nq or .trig")
+        by_graph.setdefault(graph, []).append(f"{s} {p} {o} .\n")
+    for graph, triples in by_graph.items():
+        if graph is None:
+            yield from triples
+        else:
+            yield f"{graph} {{\n"
+            yield from ("  " + t for t in triples)
+            yield "}\n"
+
+
 class RdfContent:
     """What an RDF file holds: statements as N-Triples strings (``g`` is ``None`` in the
     default graph) grouped in frames (one frame unless the input is Jelly-RDF), the
@@ -181,8 +211,9 @@ def read_rdf_bytes(data: bytes, fmt: str, *, source: str = "<stream>", limits: L
     """Read a whole RDF file of any ``convert`` format (:data:`RDF_FORMATS`) held in memory.
 
     Blank node labels and lexical forms are kept as written wherever the format keeps them
-    (``Format.keeps_labels``): Jelly-RDF, N-Triples, N-Quads, RDF Thrift and RDF Protobuf
-    always; Turtle and TriG go through rdflib. Raises :class:`DecodeError` for bad input.
+    (``Format.keeps_labels``): all of them. Turtle and TriG go through rdflib's parser with
+    :mod:`patchsync.logs.rdf_labels`' hooks, which also leave literals unnormalized; a blank
+    node written without a label gets ``anon<n>`` by its order in the file. Raises :class:`DecodeError` for bad input.
     """
     options: RdfOptions | None = None
     namespaces: list[tuple[str, str]] = []
@@ -208,8 +239,8 @@ def read_rdf_bytes(data: bytes, fmt: str, *, source: str = "<stream>", limits: L
         except UnicodeDecodeError as exc:
             raise DecodeError(f"not UTF-8 text: {exc.reason}", source=source, offset=exc.start) from None
         frames = [[(s, p, o, g or None) for s, p, o, g in read_statements(text, _NT, source=source)]]
-    elif fmt in ("ttl", "trig"):  # through rdflib
-        quads, namespaces = _read_rdflib(data, fmt, source)
+    elif fmt in ("ttl", "trig"):  # through rdflib's parser
+        quads, namespaces = _read_turtle_family(data, fmt, source)
         frames = [quads]
     elif fmt in jena.FORMATS:
         statements, declared = jena.read_dataset(fmt, data, _NT, source=source, limits=limits)
@@ -296,22 +327,8 @@ def convert_rdf(
                 out.write("".join(buffer).encode("utf-8"))
                 buffer.clear()
         out.write("".join(buffer).encode("utf-8"))
-    elif out_fmt in ("ttl", "trig"):  # through rdflib
-        from rdflib import Dataset
-        from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
-
-        text = "".join(_nquads_lines(every, out_fmt == "trig"))
-        ds = Dataset()
-        try:
-            ds.parse(data=text, format="nquads")
-        except Exception as exc:  # rdflib cannot hold RDF-star or generalized statements
-            raise UsageError(f"rdflib cannot write these statements as {out_fmt}: {exc}") from None
-        for name, iri in namespaces:
-            ds.bind(name, iri, override=True)
-        if out_fmt == "ttl":
-            out.write(ds.get_context(DATASET_DEFAULT_GRAPH_ID).serialize(format="turtle", encoding="utf-8"))
-        else:
-            out.write(ds.serialize(format="trig", encoding="utf-8"))
+    elif out_fmt in ("ttl", "trig"):
+        out.write("".join(_turtle_lines(every, namespaces, out_fmt)).encode("utf-8"))
     elif out_fmt in jena.FORMATS:
         out.write(write_rdf_binary(out_fmt, every, namespaces))
     else:

@@ -78,10 +78,9 @@ def read_labelled(path: str | os.PathLike[str], fmt: str | None = None) -> Label
         kept = ", ".join([*LABELLED_FORMATS, *BINARY_FORMATS])
         raise FormatError(f"{source}: blank node labels are kept for {kept} files only")
     data = Path(path).read_bytes()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise DecodeError(f"not UTF-8 text ({exc.reason})", source=source, offset=exc.start) from None
+    if fmt in ("turtle", "trig"):
+        return read_turtle_family(data, fmt, source, Path(path).resolve().as_uri())
+    text = _text(data, source)
     if fmt in ("nt", "nquads"):
         adapter: Any = RdflibTerms()
         quads = read_statements(text, adapter, source=source)
@@ -90,7 +89,14 @@ def read_labelled(path: str | os.PathLike[str], fmt: str | None = None) -> Label
         if any(type(t) is TripleTerm for q in quads for t in q):
             raise FormatError(f"{source}: quoted triples cannot be held in rdflib (it has no RDF-star terms)")
         return LabelledRdf(list(quads), {})
-    return _read_turtle_family(text, fmt, source, Path(path).resolve().as_uri())
+    raise AssertionError(fmt)  # every labelled format is handled above
+
+
+def _text(data: bytes, source: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DecodeError(f"not UTF-8 text ({exc.reason})", source=source, offset=exc.start) from None
 
 
 def _read_binary(data: bytes, fmt: str, source: str) -> LabelledRdf:
@@ -153,7 +159,11 @@ class _TrigParser(_Labels, TrigSinkParser):
     pass
 
 
-def _read_turtle_family(text: str, fmt: str, source: str, base: str) -> LabelledRdf:
+def read_turtle_family(data: bytes, fmt: str, source: str, base: str) -> LabelledRdf:
+    """Turtle (``fmt`` ``"turtle"``) or TriG (``"trig"``) bytes, keeping blank node labels and
+    lexical forms; ``base`` resolves relative IRIs. Also the reader behind
+    :func:`patchsync.logs.rdf_files.read_rdf_bytes` for these formats."""
+    text = _text(data, source)
     sink = _Sink()
     parser = (_TrigParser if fmt == "trig" else _TurtleParser)(sink, baseURI=base, turtle=True)
     parser.written = set()
@@ -182,4 +192,11 @@ def _read_turtle_family(text: str, fmt: str, source: str, base: str) -> Labelled
     return LabelledRdf(sink.quads, prefixes)
 
 
-__all__ = ["BINARY_FORMATS", "LABELLED_FORMATS", "UNLABELLED_PREFIX", "LabelledRdf", "read_labelled"]
+__all__ = [
+    "BINARY_FORMATS",
+    "LABELLED_FORMATS",
+    "UNLABELLED_PREFIX",
+    "LabelledRdf",
+    "read_labelled",
+    "read_turtle_family",
+]

@@ -5,7 +5,8 @@ Needs the ``spark`` extra (``pip install 'patchsync[spark]'``) and a Java runtim
 Importing this package imports pyspark, so ``patchsync`` itself never imports it.
 
 * :func:`register` adds the formats ``jelly-patch`` (change rows of ``.jellyp`` logs),
-  ``jelly`` (quads of Jelly-RDF snapshots) and ``patchsync-nquads`` to a SparkSession;
+  ``jelly`` (quads of Jelly-RDF snapshots), ``patchsync-nquads`` and ``patchsync-rdf`` (quads
+  of RDF files of every format ``patchsync convert`` reads) to a SparkSession;
 * :func:`replay` gives the state after a sequence of logs as a DataFrame of quads;
 * :func:`compact` gives one net patch equivalent to the logs; :func:`write_compact` writes
   it as a ``.jellyp`` file;
@@ -30,6 +31,7 @@ from patchsync.spark._replay import (  # noqa: E402
     nquads_lines,
     replay,
     snapshot,
+    snapshot_files,
     write_compact,
     write_replay,
 )
@@ -39,6 +41,7 @@ from patchsync.spark._sources import (  # noqa: E402
     JellyDataSource,
     JellyPatchDataSource,
     NQuadsDataSource,
+    RdfDataSource,
     decode_change_batches,
     decode_jelly_batches,
     register,
@@ -54,6 +57,7 @@ __all__ = [
     "JellyDataSource",
     "JellyPatchDataSource",
     "NQuadsDataSource",
+    "RdfDataSource",
     "WorkerDecodeError",
     "build_session",
     "change_rows",
@@ -69,6 +73,7 @@ __all__ = [
     "replay",
     "session",
     "snapshot",
+    "snapshot_files",
     "write_compact",
     "write_replay",
 ]

@@ -22,11 +22,12 @@ from typing import IO
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from patchsync import formats
 from patchsync.codec.patch_encoder import PatchEncoder
 from patchsync.errors import UsageError
 from patchsync.options import PatchOptions, StatementType, StreamType
 from patchsync.spark._errors import codec_errors
-from patchsync.spark._sources import expand_paths, paths_option
+from patchsync.spark._sources import RDF_SUFFIXES, expand_paths, paths_option
 from patchsync.terms.ntriples import NTriplesTerms
 
 PathLike = str | os.PathLike[str]
@@ -49,33 +50,41 @@ def change_rows(spark: SparkSession, logs: PathLike | Sequence[PathLike]) -> Dat
 
 
 def snapshot(spark: SparkSession, paths: PathLike | Sequence[PathLike]) -> DataFrame:
-    """Quads of snapshot files: Jelly-RDF (``.jelly``) or N-Quads / N-Triples (``.nq``, ``.nt``).
+    """Quads of snapshot files of any RDF format with the ``convert`` role, mixed freely:
+    Jelly-RDF (``.jelly``, a ``patchsync snapshot`` included: its position is not used), N-Quads,
+    N-Triples, TriG, Turtle, Jena's RDF Thrift (``.rt``) and RDF Protobuf (``.rpb``).
 
     Columns ``s``, ``p``, ``o``, ``g`` (``""`` for the default graph), ``log_index``, ``row``.
+    Every format gives the N-Triples strings and blank node labels ``.nq`` gives for the same data.
+    """
+    return spark.read.format("patchsync-rdf").option("paths", paths_option(snapshot_files(paths))).load()
+
+
+def snapshot_files(paths: PathLike | Sequence[PathLike]) -> list[str]:
+    """The RDF files that snapshot paths (files or directories) stand for, in order.
+
+    Checked on the driver, so that a missing path or a file of no RDF format fails at once
+    with a one-line :class:`~patchsync.errors.UsageError`, before any task runs.
     """
     files = _as_list(paths)
-    kinds = {_snapshot_format(f) for f in files}
-    files = expand_paths(files, (".jelly", ".nq", ".nt"))
-    if len(kinds) != 1:
-        raise UsageError("snapshot files must all be Jelly-RDF or all N-Quads/N-Triples")
-    return spark.read.format(kinds.pop()).option("paths", paths_option(files)).load()
+    for f in files:
+        _snapshot_format(f)
+    return expand_paths(files, RDF_SUFFIXES)
 
 
 def _snapshot_format(path: str) -> str:
-    if not Path(path).exists():
+    """The format name of a snapshot file (``"mixed"`` for a directory of RDF files)."""
+    p = Path(path)
+    if not p.exists():
         raise UsageError(f"{path}: no such file or directory")
-    if Path(path).is_dir():
-        found = {f.suffix for f in Path(path).iterdir() if f.suffix in (".jelly", ".nq", ".nt")}
-        if found == {".jelly"}:
-            return "jelly"
-        if found and ".jelly" not in found:
-            return "patchsync-nquads"
-        raise UsageError(f"{path}: a snapshot directory holds .jelly files or .nq/.nt files")
-    if path.endswith(".jelly"):
-        return "jelly"
-    if path.endswith((".nq", ".nt")):
-        return "patchsync-nquads"
-    raise UsageError(f"{path}: a base snapshot is a .jelly, .nq or .nt file")
+    if p.is_dir():
+        if not expand_paths([path], RDF_SUFFIXES):
+            raise UsageError(f"{path}: a snapshot directory holds RDF files ({', '.join(RDF_SUFFIXES)}); none here")
+        return "mixed"
+    found = formats.find(path, None, formats.RDF_CONVERT)
+    if found is None:
+        raise UsageError(f"{path}: a base snapshot is an RDF file: {', '.join(RDF_SUFFIXES)}")
+    return found.name
 
 
 def _last_committed(rows: DataFrame) -> DataFrame:
@@ -103,7 +112,8 @@ def replay(
     """The dataset after applying ``logs`` in order to ``base``, as quads ``(s, p, o, g)``.
 
     ``logs`` are ``.jellyp`` files or directories of them (read in file-name order);
-    ``base`` is an optional snapshot (``.jelly``, ``.nq`` or ``.nt``). Terms are N-Triples
+    ``base`` is an optional starting state: RDF files of any ``convert`` format or directories
+    of them (see :func:`snapshot`). Terms are N-Triples
     strings and ``g`` is ``""`` for the default graph, as in ``patchsync dump``. Only
     committed units count (aborted units and a unit cut off by the end of a file do not);
     the result is lazy: a bad file fails the first action, which :func:`codec_errors`

@@ -1,4 +1,5 @@
-"""PySpark data sources: ``jelly-patch`` (change rows) and ``jelly`` / ``patchsync-nquads`` (quads).
+"""PySpark data sources: ``jelly-patch`` (change rows), ``jelly`` / ``patchsync-nquads`` and
+``patchsync-rdf`` (quads).
 
 Theory of operation. A patch log cannot be split: its lookup tables, repeated terms and open
 transaction run through the whole file (docs/design.md §7). So each file is one input partition, and
@@ -13,6 +14,13 @@ are committed is only known then: ``TC`` and the end of an implicit unit commit,
 does not. A file that breaks a codec rule fails its task with :class:`DecodeError`; the
 driver turns that back into the codec's one-line message (see :mod:`._errors`).
 
+RDF files (base snapshots) are not split either. ``patchsync-rdf`` reads every format the
+format registry gives the ``convert`` role: Jelly-RDF and N-Quads/N-Triples with the readers
+of ``jelly`` and ``patchsync-nquads``, the others (TriG, Turtle, Jena's RDF Thrift and RDF
+Protobuf, which have no streaming reader here) whole on the worker through
+:func:`~patchsync.logs.rdf_files.read_rdf_quads`, the one reader of RDF files, so every
+format gives the same N-Triples strings and blank node labels for the same data.
+
 Paths are read with ``open``: local or mounted file systems (on a cluster, a path every
 executor sees). A directory stands for its files with the format's suffix, in file-name
 order (docs/design.md §6).
@@ -22,7 +30,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -30,9 +38,10 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import BooleanType, IntegerType, LongType, StringType, StructField, StructType
 
+from patchsync import formats
 from patchsync.codec.patch_decoder import PatchDecoder
 from patchsync.codec.rdf_decoder import RdfDecoder
-from patchsync.errors import DecodeError, UsageError
+from patchsync.errors import DecodeError, PatchsyncError, UsageError
 from patchsync.events import (
     Add,
     Delete,
@@ -52,6 +61,9 @@ from patchsync.terms.ntriples import NTriplesTerms
 BATCH_ROWS = 65536
 #: Bytes read from a file per ``feed``.
 CHUNK_BYTES = 1 << 20
+
+#: Suffixes of the RDF files ``patchsync-rdf`` reads: the formats with the ``convert`` role.
+RDF_SUFFIXES = tuple(formats.suffixes(formats.RDF_CONVERT))
 
 #: Columns of a change row (docs/design.md §7). ``log_index`` is the file's place in log order.
 CHANGE_SCHEMA = StructType(
@@ -386,6 +398,36 @@ def decode_nquads_batches(path: str, index: int, *, batch_rows: int = BATCH_ROWS
         )
 
 
+def decode_rdf_file_batches(path: str, index: int, *, batch_rows: int = BATCH_ROWS) -> Iterator[pa.RecordBatch]:
+    """Read one RDF file of a format without a streaming reader here, whole, into record
+    batches of quads (runs in a worker; the file's quads are held in memory)."""
+    from patchsync.logs.rdf_files import read_rdf_quads
+
+    quads = read_rdf_quads(path).quads
+    for start in range(0, len(quads), batch_rows):
+        part = quads[start : start + batch_rows]
+        yield _quad_batch(
+            [q[0] for q in part], [q[1] for q in part], [q[2] for q in part], [q[3] or "" for q in part], index, start
+        )
+
+
+Decoder = Callable[[str, int], Iterator[pa.RecordBatch]]
+
+#: The reader of each RDF format that streams (or needs no parser beyond patchsync's own);
+#: every other ``convert`` format is read by :func:`decode_rdf_file_batches`.
+RDF_DECODERS: dict[str, Decoder] = {
+    "jelly": decode_jelly_batches,
+    "nq": decode_nquads_batches,
+    "nt": decode_nquads_batches,
+}
+
+
+def decode_any_rdf_batches(path: str, index: int) -> Iterator[pa.RecordBatch]:
+    """Quads of one RDF file of any ``convert`` format, by its suffix (runs in a worker)."""
+    found = formats.require(path, None, formats.RDF_CONVERT, "RDF", nameable=False)
+    return RDF_DECODERS.get(found.name, decode_rdf_file_batches)(path, index)
+
+
 class _JellyReader(_FileReader):
     suffixes = (".jelly",)
 
@@ -406,6 +448,22 @@ class _NQuadsReader(_FileReader):
             yield from decode_nquads_batches(part.path, part.index)
         except DecodeError as exc:
             raise encode_decode_error(exc) from None
+
+
+class _RdfReader(_FileReader):
+    suffixes = RDF_SUFFIXES
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        part = cast(FilePartition, partition)
+        try:
+            yield from decode_any_rdf_batches(part.path, part.index)
+        except DecodeError as exc:
+            raise encode_decode_error(exc) from None
+        except PatchsyncError as exc:
+            # Another refusal of the file's content (a blank node label TriG cannot keep, an
+            # unreadable file) travels the same way, so the user still gets one line.
+            rule = str(exc).removeprefix(f"{part.path}: ")
+            raise encode_decode_error(DecodeError(rule, source=part.path)) from None
 
 
 class JellyDataSource(DataSource):
@@ -440,9 +498,26 @@ class NQuadsDataSource(DataSource):
         return _NQuadsReader(self.options)
 
 
+class RdfDataSource(DataSource):
+    """``spark.read.format("patchsync-rdf")``: quads of RDF files of any ``convert`` format
+    (by suffix, mixed freely; a directory stands for its files with those suffixes), one
+    partition per file. Columns as in :class:`JellyDataSource`; ``log_index`` is the file's
+    place among all the inputs."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "patchsync-rdf"
+
+    def schema(self) -> StructType:
+        return QUAD_SCHEMA
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return _RdfReader(self.options)
+
+
 def register(spark: Any) -> None:
-    """Register the ``jelly-patch``, ``jelly`` and ``patchsync-nquads`` formats with ``spark``."""
-    for source in (JellyPatchDataSource, JellyDataSource, NQuadsDataSource):
+    """Register the ``jelly-patch``, ``jelly``, ``patchsync-nquads`` and ``patchsync-rdf`` formats."""
+    for source in (JellyPatchDataSource, JellyDataSource, NQuadsDataSource, RdfDataSource):
         spark.dataSource.register(source)
 
 
