@@ -70,6 +70,9 @@ bench: $(NATIVE_STAMP)
 	$(BIN)/python -m bench.soak_bench
 	$(BIN)/python -m bench.jena_bench
 	$(BIN)/python -m bench.stream_bench
+	$(BIN)/python -m bench.snapshot_bench
+	$(BIN)/python -m bench.spark_base_bench
+	$(BIN)/python -m bench.apply_bench --workload
 	$(BIN)/python -m bench.startup_bench
 
 proto: $(STAMP)
