@@ -152,6 +152,7 @@ odd = st.one_of(
     st.builds(TripleTerm, st.one_of(iris, bnodes), iris, st.one_of(iris, literals)),
     st.just(BNode("\ud800")),
     st.just(Literal("a\udfffb")),
+    st.just(URIRef("http://example.org/\ud800")),
 )
 terms = st.one_of(iris, iris, bnodes, literals)
 graphs = st.one_of(iris, bnodes, st.just(DATASET_DEFAULT_GRAPH_ID), st.none())

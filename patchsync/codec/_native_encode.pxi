@@ -18,6 +18,10 @@ from libc.stdlib cimport realloc, free
 from libc.string cimport memcpy
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_GET_SIZE
 
+import sys as _sys
+
+from cpython.unicode cimport PyUnicode_Compare, PyUnicode_FromObject
+
 from patchsync.codec import wire as _wire
 from patchsync.codec.term_encoder import split_iri as _split_iri
 from patchsync.terms import XSD_STRING as _XSD_STRING_STR
@@ -49,6 +53,8 @@ cdef unsigned char _LIT_LEX = _wire.LIT_LEX[0]
 cdef unsigned char _LIT_LANG = _wire.LIT_LANG[0]
 cdef unsigned char _LIT_DATATYPE = _wire.LIT_DATATYPE[0]
 cdef unsigned char _FRAME_ROW = _wire.FRAME_ROW[0]
+cdef unsigned char _ENTRY_ID = _wire.ENTRY_ID[0]
+cdef unsigned char _ENTRY_VALUE = _wire.ENTRY_VALUE[0]
 cdef object _FRAME_KIND = None  # StreamType.FRAME, set on first use (options imports nothing of ours)
 
 
@@ -94,6 +100,17 @@ cdef int _put_varint(Out* out, unsigned long long v) except -1:
     return 0
 
 
+cdef inline Py_ssize_t _write_varint(unsigned char* w, unsigned long long v) noexcept:
+    """Write a varint at ``w`` (room checked by the caller); returns its size."""
+    cdef Py_ssize_t n = 0
+    while v > 0x7F:
+        w[n] = <unsigned char>((v & 0x7F) | 0x80)
+        n += 1
+        v >>= 7
+    w[n] = <unsigned char>v
+    return n + 1
+
+
 cdef int _put_byte(Out* out, unsigned char b) except -1:
     _reserve(out, 1)
     out.data[out.size] = b
@@ -127,22 +144,113 @@ cdef int _put_ld_str(Out* out, unsigned char tag, object text) except -1:
 
 
 cdef long _lookup_id(object lookup, object value, object emit) except -1:
-    """LruLookup.id_for: the hit path here, a miss through the Python method."""
+    """LruLookup.id_for, statement for statement; only a miss that may break the one-row
+    rule (a full table and as many values in the row as it holds) is left to the method."""
     cdef object ids = lookup.ids
     cdef object found = ids.get(value)
-    if found is None:
+    cdef list row_keys = lookup.row_keys
+    if found is not None:
+        row_keys.append(value)
+        ids.move_to_end(value)
+        return found
+    cdef Py_ssize_t n = len(ids)
+    cdef long size = lookup.size
+    if n >= size and len(row_keys) + 1 > size:
         return lookup.id_for(value, emit)
-    (<list>lookup.row_keys).append(value)
-    ids.move_to_end(value)
-    return found
+    row_keys.append(value)
+    cdef long new_id
+    if n < size:
+        new_id = n + 1
+    else:
+        for victim in ids:  # the least recently used entry
+            break
+        new_id = ids.pop(victim)
+    ids[value] = new_id
+    cdef bytes data = _enc_utf8(value, _ENTRY_VALUE)
+    cdef long last_id = lookup.last_id
+    cdef Py_ssize_t size_payload = 1 + _varint_size(PyBytes_GET_SIZE(data)) + PyBytes_GET_SIZE(data)
+    cdef bint write_id = new_id != last_id + 1
+    if write_id:
+        size_payload += 1 + _varint_size(new_id)
+    cdef bytes row_tag = lookup.row_tag
+    cdef Py_ssize_t total = PyBytes_GET_SIZE(row_tag) + _varint_size(size_payload) + size_payload
+    cdef bytes row = PyBytes_FromStringAndSize(NULL, total)
+    cdef unsigned char* w = <unsigned char*>PyBytes_AS_STRING(row)
+    memcpy(w, PyBytes_AS_STRING(row_tag), PyBytes_GET_SIZE(row_tag))
+    cdef Py_ssize_t at = PyBytes_GET_SIZE(row_tag)
+    at += _write_varint(w + at, size_payload)
+    if write_id:
+        w[at] = _ENTRY_ID
+        at += 1
+        at += _write_varint(w + at, new_id)
+    w[at] = _ENTRY_VALUE
+    at += 1
+    at += _write_varint(w + at, PyBytes_GET_SIZE(data))
+    memcpy(w + at, PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data))
+    lookup.last_id = new_id
+    emit(row)
+    return new_id
 
 
-cdef object _unpack(object t, object term):
-    """TermEncoder.unpack: the identity-cache hit here, anything else through Python."""
+# rdflib's term types and adapters, once patchsync's rdflib adapter has been imported (the
+# codec itself never imports rdflib).
+cdef bint _rdflib_ready = False
+cdef object _URIREF = None
+cdef object _BNODE_T = None
+cdef object _LITERAL_T = None
+cdef object _DG = None
+cdef tuple _RDFLIB_ADAPTERS = ()
+
+
+cdef int _load_rdflib() except -1:
+    global _rdflib_ready, _URIREF, _BNODE_T, _LITERAL_T, _DG, _RDFLIB_ADAPTERS
+    if _sys.modules.get("patchsync.terms.rdflib_adapter") is None:
+        return 0
+    from rdflib import BNode, Literal, URIRef
+    from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
+    from patchsync.terms.rdflib_adapter import RdflibTerms
+    from patchsync.terms.rdflib_fast import FastRdflibTerms
+    _URIREF, _BNODE_T, _LITERAL_T, _DG = URIRef, BNode, Literal, DATASET_DEFAULT_GRAPH_ID
+    _RDFLIB_ADAPTERS = (RdflibTerms, FastRdflibTerms)
+    _rdflib_ready = True
+    return 0
+
+
+cdef object _unpack(object t, object term, bint rdflib):
+    """TermEncoder.unpack. With an rdflib adapter, a term of rdflib's own URIRef, BNode or
+    Literal type is unpacked here as RdflibTerms.unpack does (no cache needed); anything
+    else, and the identity-cache hit, as in TermEncoder.unpack."""
+    cdef object kind
+    if rdflib:
+        kind = type(term)
+        if kind is _URIREF:
+            # URIRef == URIRef compares the strings (rdflib Identifier.__eq__).
+            if PyUnicode_Compare(term, _DG) == 0:
+                return (_K_DEFAULT,)
+            return (_K_IRI, PyUnicode_FromObject(term))
+        if kind is _BNODE_T:
+            return (_K_BNODE, PyUnicode_FromObject(term))
+        if kind is _LITERAL_T:
+            dt = term.datatype
+            return (_K_LITERAL, PyUnicode_FromObject(term), term.language, None if dt is None else str(dt))
     cdef object hit = (<dict>t._by_id).get(id(term))
     if hit is not None and (<tuple>hit)[0] is term:
         return (<tuple>hit)[1]
     return t.unpack(term)
+
+
+cdef inline bint _differs(object term, object last) except -1:
+    """``term is not last and (last is None or term != last)``, the repeated-term test of
+    TermEncoder.statement; rdflib's URIRef and BNode compare (same type, same string)
+    without running Python code."""
+    if term is last:
+        return False
+    if last is None:
+        return True
+    cdef object kind = type(term)
+    if _rdflib_ready and (kind is _URIREF or kind is _BNODE_T):
+        return type(last) is not kind or PyUnicode_Compare(term, last) != 0
+    return term != last
 
 
 cdef struct IriState:
@@ -264,37 +372,26 @@ cdef int _put_body(Out* out, object t, object s, object p, object o, object g, b
     cdef object last
     try:
         last = t.last_s
-        if s is not last and (last is None or s != last):
+        if _differs(s, last):
             _put_term(out, t, us, _S_IRI, _S_BNODE, &st)
             t.last_s = s
         last = t.last_p
-        if p is not last and (last is None or p != last):
+        if _differs(p, last):
             _put_term(out, t, up, _P_IRI, 0, &st)
             t.last_p = p
         last = t.last_o
-        if o is not last and (last is None or o != last):
+        if _differs(o, last):
             _put_term(out, t, uo, _O_IRI, _O_BNODE, &st)
             t.last_o = o
         if quads:
             last = t.last_g
-            if g is not last and (last is None or g != last):
+            if _differs(g, last):
                 _put_term(out, t, ug, _G_IRI, _G_BNODE, &st)
                 t.last_g = g
     finally:
         t.last_prefix = st.last_prefix
         t.last_name = st.last_name
     return 0
-
-
-cdef inline Py_ssize_t _write_varint(unsigned char* w, unsigned long long v) noexcept:
-    """Write a varint at ``w`` (room checked by the caller); returns its size."""
-    cdef Py_ssize_t n = 0
-    while v > 0x7F:
-        w[n] = <unsigned char>((v & 0x7F) | 0x80)
-        n += 1
-        v >>= 7
-    w[n] = <unsigned char>v
-    return n + 1
 
 
 cdef int _add_row(object frames, unsigned char row_tag, Out* body) except -1:
@@ -323,14 +420,17 @@ cdef bint _write_statement(object t, object frames, unsigned char row_tag, objec
     """Check the row is one of ours (nothing changed if not), then write it to ``frames``."""
     if t.may_overflow or t.no_split:
         return False
+    if not _rdflib_ready:
+        _load_rdflib()
+    cdef bint rdflib = _rdflib_ready and type(t.adapter) in _RDFLIB_ADAPTERS
     cdef tuple us, up, uo
     cdef tuple ug = None
     try:
-        us = _unpack(t, s)
-        up = _unpack(t, p)
-        uo = _unpack(t, o)
+        us = _unpack(t, s, rdflib)
+        up = _unpack(t, p, rdflib)
+        uo = _unpack(t, o, rdflib)
         if quads:
-            ug = _unpack(t, g)
+            ug = _unpack(t, g, rdflib)
     except Exception:
         return False  # not an RDF term: the pure path reports it
     if not (_plain(t, us, 0) and _plain(t, up, 1) and _plain(t, uo, 2)):
@@ -360,7 +460,7 @@ def patch_statement(object enc, bytes row_tag, object s, object p, object o, obj
     if not quads:
         if g is not None:
             try:
-                if _unpack(t, g)[0] != _K_DEFAULT:
+                if _unpack(t, g, False)[0] != _K_DEFAULT:
                     return False  # a named graph in a TRIPLES stream: the pure path's error
             except Exception:
                 return False
