@@ -53,6 +53,11 @@ class Counting:
         self.rows += done
         return done
 
+    def rdf_encoder_statement(self, *args: Any) -> bool:
+        done = bool(_native.rdf_encoder_statement(*args))
+        self.rows += done
+        return done
+
     def rdf_statement(self, *args: Any) -> bool:
         done = bool(_native.rdf_statement(*args))
         self.rows += done

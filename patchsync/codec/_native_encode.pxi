@@ -55,6 +55,9 @@ cdef unsigned char _LIT_DATATYPE = _wire.LIT_DATATYPE[0]
 cdef unsigned char _FRAME_ROW = _wire.FRAME_ROW[0]
 cdef unsigned char _ENTRY_ID = _wire.ENTRY_ID[0]
 cdef unsigned char _ENTRY_VALUE = _wire.ENTRY_VALUE[0]
+# RdfStreamRow.triple and .quad (rdf_encoder.ROW_TRIPLE / ROW_QUAD, which imports this module).
+cdef unsigned char _ROW_TRIPLE = _wire.tag(2, 2)[0]
+cdef unsigned char _ROW_QUAD = _wire.tag(3, 2)[0]
 cdef object _FRAME_KIND = None  # StreamType.FRAME, set on first use (options imports nothing of ours)
 
 
@@ -415,6 +418,18 @@ cdef int _add_row(object frames, unsigned char row_tag, Out* body) except -1:
     return 0
 
 
+cdef int _begin_row(object t) except -1:
+    """TermEncoder.begin_row."""
+    del (<list>t.names.row_keys)[:]
+    cdef object lookup = t.prefixes
+    if lookup is not None:
+        del (<list>lookup.row_keys)[:]
+    lookup = t.datatypes
+    if lookup is not None:
+        del (<list>lookup.row_keys)[:]
+    return 0
+
+
 cdef bint _write_statement(object t, object frames, unsigned char row_tag, object s, object p, object o,
                            object g, bint quads) except -1:
     """Check the row is one of ours (nothing changed if not), then write it to ``frames``."""
@@ -437,7 +452,7 @@ cdef bint _write_statement(object t, object frames, unsigned char row_tag, objec
         return False
     if quads and not _plain(t, ug, 3):
         return False
-    t.begin_row()
+    _begin_row(t)
     cdef Out body
     body.data = NULL
     body.size = 0
@@ -479,6 +494,37 @@ def patch_statement(object enc, bytes row_tag, object s, object p, object o, obj
     ):
         enc._flush_frame()
     enc._units.send(_ENC_CHANGE)
+    return True
+
+
+def rdf_encoder_statement(object enc, object s, object p, object o, object g):
+    """RdfEncoder.statement for a common row in a TRIPLES or QUADS stream; False (nothing
+    done) for any other row, and for every row of a GRAPHS stream (see rdf_statement)."""
+    if enc._finished:
+        return False
+    cdef object t = enc._terms
+    cdef int physical = enc._physical
+    cdef bint quads = physical == _QUADS
+    if quads:
+        if g is None:
+            g = enc.adapter.default_graph()
+    elif physical == _TRIPLES:
+        if g is not None:
+            try:
+                if _unpack(t, g, False)[0] != _K_DEFAULT:
+                    return False  # a named graph in a TRIPLES stream: the pure path's error
+            except Exception:
+                return False
+        g = None
+    else:
+        return False
+    cdef object frames = enc._frames
+    if not _write_statement(t, frames, _ROW_QUAD if quads else _ROW_TRIPLE, s, p, o, g, quads):
+        return False
+    # RdfEncoder._after_content.
+    enc.content_rows += 1
+    if enc._auto_frames and (len(frames.rows) >= enc.max_frame_rows or frames.size >= enc.max_frame_bytes):
+        enc._flush_frame(force=False)
     return True
 
 

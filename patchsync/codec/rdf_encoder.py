@@ -143,6 +143,9 @@ class RdfEncoder(Generic[T]):
 
     def statement(self, s: T, p: T, o: T, g: T | None = None) -> None:
         """A triple (``g`` ``None`` or the default graph in TRIPLES streams) or a quad."""
+        native = self._native
+        if native is not None and native.rdf_encoder_statement(self, s, p, o, g):
+            return  # the compiled core wrote it (every other row: the code below)
         if self._finished:
             raise EncodeError("write after finish()")
         t = self._terms
@@ -151,10 +154,6 @@ class RdfEncoder(Generic[T]):
         if physical == PhysicalType.QUADS:
             if g is None:
                 g = self.adapter.default_graph()
-            native = self._native
-            if native is not None and native.rdf_statement(t, self._frames, ROW_QUAD, s, p, o, g, True):
-                self._after_content()  # the compiled core wrote the row
-                return
             body = t.guarded(lambda: t.statement(s, p, o, g, True)) if t.may_overflow else t.statement(s, p, o, g, True)
             self._content(wire.ld(ROW_QUAD, body))
             return
