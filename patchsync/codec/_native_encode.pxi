@@ -19,6 +19,10 @@ from libc.string cimport memcpy
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_GET_SIZE
 
 import sys as _sys
+from collections import OrderedDict as _OrderedDict
+
+from cpython.dict cimport PyDict_GetItem
+from cpython.object cimport PyObject
 
 from cpython.unicode cimport PyUnicode_Compare, PyUnicode_FromObject
 
@@ -29,6 +33,7 @@ from patchsync.terms import XSD_STRING as _XSD_STRING_STR
 cdef object _XSD_STRING = _XSD_STRING_STR
 cdef object _ENC_CHANGE = Kind.CHANGE
 cdef object _ld_str = _wire.ld_str
+cdef object _move_to_end = _OrderedDict.move_to_end
 cdef Py_ssize_t _ENC_CACHE_LIMIT = 1 << 16
 
 # Term kinds (patchsync/terms/base.py).
@@ -150,12 +155,13 @@ cdef long _lookup_id(object lookup, object value, object emit) except -1:
     """LruLookup.id_for, statement for statement; only a miss that may break the one-row
     rule (a full table and as many values in the row as it holds) is left to the method."""
     cdef object ids = lookup.ids
-    cdef object found = ids.get(value)
+    # An OrderedDict is a dict: reading it as one sees the same entries (str keys: no error).
+    cdef PyObject* hit = PyDict_GetItem(ids, value)
     cdef list row_keys = lookup.row_keys
-    if found is not None:
+    if hit != NULL:
         row_keys.append(value)
-        ids.move_to_end(value)
-        return found
+        _move_to_end(ids, value)
+        return <object>hit
     cdef Py_ssize_t n = len(ids)
     cdef long size = lookup.size
     if n >= size and len(row_keys) + 1 > size:
@@ -271,12 +277,15 @@ cdef int _put_iri(Out* out, unsigned char tag, object t, str iri, IriState* st) 
     cdef object emit = t.emit
     cdef object split
     cdef dict splits
+    cdef PyObject* hit
     if prefixes is None:
         name_id = _lookup_id(t.names, iri, emit)
     else:
         splits = t._splits
-        split = splits.get(iri)
-        if split is None:
+        hit = PyDict_GetItem(splits, iri)
+        if hit != NULL:
+            split = <object>hit
+        else:
             if len(splits) >= _ENC_CACHE_LIMIT:
                 splits.clear()
             split = _split_iri(iri)
