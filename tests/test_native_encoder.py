@@ -209,7 +209,7 @@ def patch_case(draw: st.DrawFn) -> tuple[PatchOptions, dict[str, Any], list[tupl
     return options, kwargs, [*calls, ("send", (PatchEnd(),))]
 
 
-@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(patch_case())
 def test_random_patch_streams_encode_the_same(case: Any) -> None:
     options, kwargs, calls = case
@@ -244,7 +244,7 @@ def rdf_case(draw: st.DrawFn) -> tuple[RdfOptions, dict[str, Any], list[tuple[st
     return options, kwargs, calls
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(rdf_case())
 def test_random_rdf_streams_encode_the_same(case: Any) -> None:
     options, kwargs, calls = case
