@@ -15,7 +15,10 @@ figures compare like with like:
 * patchsync's decoders on the compiled core and on the pure-Python codec
   (``PurePatchDecoder`` / ``PureRdfDecoder``, what ``PATCHSYNC_PURE=1`` selects), to rdflib
   terms (``FastRdflibTerms``) and to N-Triples strings;
-* pyjelly's generic parser and both rdflib plugins (Jelly-RDF; pyjelly reads no Jelly-Patch).
+* pyjelly's generic parser and both rdflib plugins (Jelly-RDF; pyjelly reads no Jelly-Patch);
+* encoding: patchsync's encoders from rdflib terms on the compiled core and on the pure
+  code (``PureRdfEncoder`` / ``PurePatchEncoder``), and pyjelly's generic serializer from its
+  own term objects (Jelly-RDF), each writing the whole dataset.
 
 Each case runs ``--repeat`` times in its own forked child (best kept, CPU time, which a
 loaded machine disturbs less than wall time); the load average is printed with the table.
@@ -38,9 +41,9 @@ from patchsync.codec import backend
 from patchsync.codec.framing import Framer
 from patchsync.codec.nquads import read_statements
 from patchsync.codec.patch_decoder import PatchDecoder, PurePatchDecoder
-from patchsync.codec.patch_encoder import PatchEncoder
+from patchsync.codec.patch_encoder import PatchEncoder, PurePatchEncoder
 from patchsync.codec.rdf_decoder import PureRdfDecoder, RdfDecoder
-from patchsync.codec.rdf_encoder import encode_statements
+from patchsync.codec.rdf_encoder import PureRdfEncoder, RdfEncoder, encode_statements
 from patchsync.events import Add, LogicalType, PatchEnd, PhysicalType, RdfOptions
 from patchsync.options import PatchOptions, StatementType, StreamType
 from patchsync.terms.ntriples import NTriplesTerms
@@ -53,6 +56,7 @@ TARGETS = [
     ("Jelly-RDF decode to N-Triples >= 1.5x ceiling", "rdf native -> N-Triples", "rdf ceiling", 1.5),
     ("Jelly-Patch decode to N-Triples >= 1.5x ceiling", "patch native -> N-Triples", "patch ceiling", 1.5),
     ("rdflib plugin parse >= 1.5x pyjelly plugin", "rdf patchsync plugin", "rdf pyjelly plugin", 1.5),
+    ("Jelly-RDF encode >= 3x pyjelly generic serializer", "rdf native encode", "rdf pyjelly serialize", 3.0),
 ]
 
 
@@ -92,6 +96,32 @@ def decode(cls: Any, adapter: Any, data: bytes) -> int:
     return n
 
 
+def encode_rdf(cls: Any, terms: list[tuple[Any, Any, Any]], options: RdfOptions) -> int:
+    encoder = cls(options, RdflibTerms())
+    statement = encoder.statement
+    size = 0
+    for s, p, o in terms:
+        statement(s, p, o, None)
+        if encoder.pending_bytes() >= 1 << 20:
+            size += len(encoder.take())
+    encoder.finish()
+    return size + len(encoder.take())
+
+
+def encode_patch(cls: Any, terms: list[tuple[Any, Any, Any]]) -> int:
+    encoder = cls(PatchOptions(stream_type=StreamType.PUNCTUATED, statement_type=StatementType.TRIPLES), RdflibTerms())
+    add = encoder.add
+    size = 0
+    for i, (s, p, o) in enumerate(terms, 1):
+        add(s, p, o)
+        if i % 1000 == 0:
+            encoder.end_patch()
+            size += len(encoder.take())
+    encoder.end_patch()
+    encoder.finish()
+    return size + len(encoder.take())
+
+
 def run_case(fn: Callable[[], Any], repeat: int) -> float:
     """Best CPU time of ``repeat`` runs, in a forked child so that no case inherits the
     garbage (and the collector's work) of the cases before it."""
@@ -124,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         print("the compiled core is not built (or PATCHSYNC_PURE is set): 'native' cases run pure Python")
 
     from pyjelly.integrations.generic.parse import parse_jelly_flat
+    from pyjelly.integrations.generic.serialize import flat_stream_to_file
     from rdflib import Graph
 
     text = "".join(f"{s} {p} {o} .\n" for s, p, o, _ in generate_quads(n, quads=False))
@@ -138,7 +169,8 @@ def main(argv: list[str] | None = None) -> int:
     encoder.send(PatchEnd())
     encoder.finish()
     jellyp = encoder.take()
-    del terms, text
+    del text
+    pj_statements = list(parse_jelly_flat(io.BytesIO(jelly)))
     patch_frames = frames(jellyp)
     nt = NTriplesTerms()
 
@@ -156,6 +188,11 @@ def main(argv: list[str] | None = None) -> int:
         ("patch native -> rdflib", lambda: decode(PatchDecoder, FastRdflibTerms(), jellyp)),
         ("patch pure -> N-Triples", lambda: decode(PurePatchDecoder, nt, jellyp)),
         ("patch native -> N-Triples", lambda: decode(PatchDecoder, nt, jellyp)),
+        ("rdf pyjelly serialize", lambda: flat_stream_to_file(iter(pj_statements), io.BytesIO())),
+        ("rdf pure encode", lambda: encode_rdf(PureRdfEncoder, terms, options)),
+        ("rdf native encode", lambda: encode_rdf(RdfEncoder, terms, options)),
+        ("patch pure encode", lambda: encode_patch(PurePatchEncoder, terms)),
+        ("patch native encode", lambda: encode_patch(PatchEncoder, terms)),
     ]
     seconds: dict[str, float] = {}
     print(f"{n:,} statements; Jelly-RDF {len(jelly):,} B, Jelly-Patch {len(jellyp):,} B; load {os.getloadavg()}")
@@ -173,6 +210,8 @@ def main(argv: list[str] | None = None) -> int:
         for out in ("rdflib", "N-Triples"):
             ratio = seconds[f"{kind} pure -> {out}"] / seconds[f"{kind} native -> {out}"]
             print(f"info  {kind} native vs pure -> {out}: {ratio:.2f}x")
+        ratio = seconds[f"{kind} pure encode"] / seconds[f"{kind} native encode"]
+        print(f"info  {kind} encode native vs pure: {ratio:.2f}x")
     return 0
 
 

@@ -203,8 +203,11 @@ def test_the_pure_codec_is_the_fallback(env: dict[str, str], code: str) -> None:
         script = (
             prefix + "from patchsync.codec.patch_decoder import PatchDecoder; "
             "from patchsync.codec.rdf_decoder import RdfDecoder; "
+            "from patchsync.codec.patch_encoder import PatchEncoder; "
+            "from patchsync.codec.rdf_encoder import RdfEncoder; "
             "from patchsync.codec.backend import native; "
-            "print(*(getattr(m, '__name__', m) for m in (PatchDecoder._native, RdfDecoder._native, native())))"
+            "print(*(getattr(m, '__name__', m) for m in "
+            "(PatchDecoder._native, RdfDecoder._native, PatchEncoder._native, RdfEncoder._native, native())))"
         )
         proc = subprocess.run(
             [sys.executable, "-c", script],
@@ -217,9 +220,9 @@ def test_the_pure_codec_is_the_fallback(env: dict[str, str], code: str) -> None:
         assert proc.returncode == 0, proc.stderr
         return proc.stdout.split()
 
-    assert chosen(code, env) == ["None", "None", "None"]
+    assert chosen(code, env) == ["None"] * 5
     # ...while by default the compiled core is chosen.
-    assert chosen("", {"PATCHSYNC_PURE": ""}) == ["patchsync.codec._native"] * 3
+    assert chosen("", {"PATCHSYNC_PURE": ""}) == ["patchsync.codec._native"] * 5
 
 
 def _frame(*rows: bytes) -> bytes:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any, Generic, TypeVar
 
 from patchsync._proto import patch_pb2
-from patchsync.codec import wire
+from patchsync.codec import backend, wire
 from patchsync.codec.frame_buffer import FrameBuffer
 from patchsync.codec.term_encoder import TermEncoder
 from patchsync.errors import EncodeError
@@ -63,7 +63,13 @@ class PatchEncoder(Generic[T]):
     ``append=True`` starts a stream that continues an existing log (docs/design.md §6): the
     options row is repeated and nothing is written relative to the earlier lookup or
     repeated-term state, so the concatenated file still decodes.
+
+    Common statement rows are written by the compiled core when it is built
+    (patchsync/codec/backend.py), byte for byte what the Python code below writes;
+    :class:`PurePatchEncoder` always runs the Python code.
     """
+
+    _native: Any = backend.native()
 
     def __init__(
         self,
@@ -152,6 +158,9 @@ class PatchEncoder(Generic[T]):
         self._statement(wire.ROW_DELETE, s, p, o, g)
 
     def _statement(self, row_tag: bytes, s: T, p: T, o: T, g: T | None) -> None:
+        native = self._native
+        if native is not None and native.patch_statement(self, row_tag, s, p, o, g):
+            return  # the compiled core wrote it (every other row: the code below)
         self._begin()
         t = self._terms
         graph = self._graph(g)
@@ -293,3 +302,9 @@ class PatchEncoder(Generic[T]):
     def rows_written(self) -> int:
         """Rows written so far, options and lookup entries included."""
         return self._frames.rows_written
+
+
+class PurePatchEncoder(PatchEncoder[T]):
+    """:class:`PatchEncoder` on the pure-Python code only (what ``PATCHSYNC_PURE=1`` selects)."""
+
+    _native = None

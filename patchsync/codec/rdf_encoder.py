@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from typing import Any, Generic, TypeVar
 
 from patchsync._proto import rdf_pb2
-from patchsync.codec import wire
+from patchsync.codec import backend, wire
 from patchsync.codec.frame_buffer import FrameBuffer
 from patchsync.codec.term_encoder import TermEncoder
 from patchsync.errors import EncodeError
@@ -41,7 +41,7 @@ from patchsync.events import (
 )
 from patchsync.terms import DEFAULT_GRAPH, IRI, TermAdapter, default_adapter
 
-__all__ = ["RdfEncoder", "encode_statements", "options_message"]
+__all__ = ["PureRdfEncoder", "RdfEncoder", "encode_statements", "options_message"]
 
 T = TypeVar("T")
 
@@ -85,7 +85,13 @@ class RdfEncoder(Generic[T]):
 
     ``delimited=False`` writes the non-delimited variant: exactly one bare frame, so
     :meth:`end_frame` may be called at most once with content after it.
+
+    Common statement rows are written by the compiled core when it is built
+    (patchsync/codec/backend.py), byte for byte what the Python code writes;
+    :class:`PureRdfEncoder` always runs the Python code.
     """
+
+    _native: Any = backend.native()
 
     def __init__(
         self,
@@ -137,6 +143,9 @@ class RdfEncoder(Generic[T]):
 
     def statement(self, s: T, p: T, o: T, g: T | None = None) -> None:
         """A triple (``g`` ``None`` or the default graph in TRIPLES streams) or a quad."""
+        native = self._native
+        if native is not None and native.rdf_encoder_statement(self, s, p, o, g):
+            return  # the compiled core wrote it (every other row: the code below)
         if self._finished:
             raise EncodeError("write after finish()")
         t = self._terms
@@ -157,6 +166,10 @@ class RdfEncoder(Generic[T]):
             if not self._in_graph or g != self._graph:
                 self._open_graph(g)
                 t.begin_row()
+        native = self._native
+        if native is not None and native.rdf_statement(t, self._frames, ROW_TRIPLE, s, p, o, None, False):
+            self._after_content()
+            return
         if t.may_overflow:
             body = t.guarded(lambda: t.statement(s, p, o, None, False))
         else:
@@ -255,8 +268,11 @@ class RdfEncoder(Generic[T]):
         self._content(wire.ld(ROW_GRAPH_START, body))
 
     def _content(self, row: bytes) -> None:
-        self.content_rows += 1
         self._emit_row(row)
+        self._after_content()
+
+    def _after_content(self) -> None:
+        self.content_rows += 1
         if self._auto_frames and (
             len(self._frames.rows) >= self.max_frame_rows or self._frames.size >= self.max_frame_bytes
         ):
@@ -273,6 +289,12 @@ class RdfEncoder(Generic[T]):
     def rows_written(self) -> int:
         """Rows written so far, options and lookup entries included."""
         return self._frames.rows_written
+
+
+class PureRdfEncoder(RdfEncoder[T]):
+    """:class:`RdfEncoder` on the pure-Python code only (what ``PATCHSYNC_PURE=1`` selects)."""
+
+    _native = None
 
 
 def encode_statements(

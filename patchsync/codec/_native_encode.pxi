@@ -1,0 +1,543 @@
+# The compiled statement row of the encoders (issue #13), included by _native.pyx.
+#
+# What it writes is what TermEncoder.statement and PatchEncoder._statement /
+# RdfEncoder.statement write, byte for byte (tests/test_native_encoder.py). It holds no
+# state of its own: the LRU lookups, the IRI 0-id state, the repeated terms and the frame
+# being built stay in the Python objects (TermEncoder, LruLookup, FrameBuffer), read and
+# written here through their attributes, so the pure path and this one see one encoder.
+#
+# Only the common rows are written here: every term an IRI, a blank node (not as
+# predicate), a literal (as object) or the default graph (as graph), in a stream whose
+# rows cannot overflow the prefix lookup. The entry point checks this before it changes
+# anything and answers False otherwise, and the caller runs the pure code, which keeps
+# its rules and its errors (generalized terms, quoted triples, the prefix-overflow
+# fallback) in one place. A lookup miss (a new or evicted entry, which emits an entry
+# row) is LruLookup.id_for itself; only the hit path is repeated here.
+
+from libc.stdlib cimport realloc, free
+from libc.string cimport memcpy
+from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_GET_SIZE
+
+import sys as _sys
+from collections import OrderedDict as _OrderedDict
+
+from cpython.dict cimport PyDict_GetItem
+from cpython.object cimport PyObject
+
+from cpython.unicode cimport PyUnicode_Compare, PyUnicode_FromObject
+
+from patchsync.codec import wire as _wire
+from patchsync.codec.term_encoder import split_iri as _split_iri
+from patchsync.terms import XSD_STRING as _XSD_STRING_STR
+
+cdef object _XSD_STRING = _XSD_STRING_STR
+cdef object _ENC_CHANGE = Kind.CHANGE
+cdef object _ld_str = _wire.ld_str
+cdef object _move_to_end = _OrderedDict.move_to_end
+cdef Py_ssize_t _ENC_CACHE_LIMIT = 1 << 16
+
+# Term kinds (patchsync/terms/base.py).
+cdef int _K_IRI = 0
+cdef int _K_BNODE = 1
+cdef int _K_LITERAL = 2
+cdef int _K_DEFAULT = 4
+
+# One-byte field tags, taken from wire.py so the two paths share their numbers.
+cdef unsigned char _S_IRI = _wire.S_TAGS[0][0]
+cdef unsigned char _S_BNODE = _wire.S_TAGS[1][0]
+cdef unsigned char _P_IRI = _wire.P_TAGS[0][0]
+cdef unsigned char _O_IRI = _wire.O_TAGS[0][0]
+cdef unsigned char _O_BNODE = _wire.O_TAGS[1][0]
+cdef unsigned char _O_LITERAL = _wire.O_TAGS[2][0]
+cdef unsigned char _G_IRI = _wire.G_TAGS[0][0]
+cdef unsigned char _G_BNODE = _wire.G_TAGS[1][0]
+cdef unsigned char _G_DEFAULT = _wire.G_TAGS[3][0]
+cdef unsigned char _IRI_PREFIX = _wire.IRI_PREFIX[0]
+cdef unsigned char _IRI_NAME = _wire.IRI_NAME[0]
+cdef unsigned char _LIT_LEX = _wire.LIT_LEX[0]
+cdef unsigned char _LIT_LANG = _wire.LIT_LANG[0]
+cdef unsigned char _LIT_DATATYPE = _wire.LIT_DATATYPE[0]
+cdef unsigned char _FRAME_ROW = _wire.FRAME_ROW[0]
+cdef unsigned char _ENTRY_ID = _wire.ENTRY_ID[0]
+cdef unsigned char _ENTRY_VALUE = _wire.ENTRY_VALUE[0]
+# RdfStreamRow.triple and .quad (rdf_encoder.ROW_TRIPLE / ROW_QUAD, which imports this module).
+cdef unsigned char _ROW_TRIPLE = _wire.tag(2, 2)[0]
+cdef unsigned char _ROW_QUAD = _wire.tag(3, 2)[0]
+cdef object _FRAME_KIND = None  # StreamType.FRAME, set on first use (options imports nothing of ours)
+
+
+cdef struct Out:
+    unsigned char* data
+    Py_ssize_t size
+    Py_ssize_t cap
+
+
+cdef int _reserve(Out* out, Py_ssize_t extra) except -1:
+    cdef Py_ssize_t need = out.size + extra
+    cdef Py_ssize_t cap
+    cdef unsigned char* grown
+    if need <= out.cap:
+        return 0
+    cap = out.cap * 2 if out.cap else 256
+    while cap < need:
+        cap *= 2
+    grown = <unsigned char*>realloc(out.data, cap)
+    if grown == NULL:
+        raise MemoryError()
+    out.data = grown
+    out.cap = cap
+    return 0
+
+
+cdef inline int _varint_size(unsigned long long v) noexcept:
+    cdef int n = 1
+    while v > 0x7F:
+        v >>= 7
+        n += 1
+    return n
+
+
+cdef int _put_varint(Out* out, unsigned long long v) except -1:
+    _reserve(out, 10)
+    while v > 0x7F:
+        out.data[out.size] = <unsigned char>((v & 0x7F) | 0x80)
+        out.size += 1
+        v >>= 7
+    out.data[out.size] = <unsigned char>v
+    out.size += 1
+    return 0
+
+
+cdef inline Py_ssize_t _write_varint(unsigned char* w, unsigned long long v) noexcept:
+    """Write a varint at ``w`` (room checked by the caller); returns its size."""
+    cdef Py_ssize_t n = 0
+    while v > 0x7F:
+        w[n] = <unsigned char>((v & 0x7F) | 0x80)
+        n += 1
+        v >>= 7
+    w[n] = <unsigned char>v
+    return n + 1
+
+
+cdef int _put_byte(Out* out, unsigned char b) except -1:
+    _reserve(out, 1)
+    out.data[out.size] = b
+    out.size += 1
+    return 0
+
+
+cdef int _put_raw(Out* out, bytes data) except -1:
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(data)
+    _reserve(out, n)
+    memcpy(out.data + out.size, PyBytes_AS_STRING(data), n)
+    out.size += n
+    return 0
+
+
+cdef bytes _enc_utf8(object text, unsigned char tag):
+    """``text`` as UTF-8; a string protobuf cannot carry raises wire.ld_str's EncodeError."""
+    try:
+        return (<str>text).encode("utf-8")
+    except UnicodeEncodeError:
+        _ld_str(bytes((tag,)), text)  # raises the pure path's error
+        raise
+
+
+cdef int _put_ld_str(Out* out, unsigned char tag, object text) except -1:
+    cdef bytes data = _enc_utf8(text, tag)
+    _put_byte(out, tag)
+    _put_varint(out, PyBytes_GET_SIZE(data))
+    _put_raw(out, data)
+    return 0
+
+
+cdef long _lookup_id(object lookup, object value, object emit) except -1:
+    """LruLookup.id_for, statement for statement; only a miss that may break the one-row
+    rule (a full table and as many values in the row as it holds) is left to the method."""
+    cdef object ids = lookup.ids
+    # An OrderedDict is a dict: reading it as one sees the same entries (str keys: no error).
+    cdef PyObject* hit = PyDict_GetItem(ids, value)
+    cdef list row_keys = lookup.row_keys
+    if hit != NULL:
+        row_keys.append(value)
+        _move_to_end(ids, value)
+        return <object>hit
+    cdef Py_ssize_t n = len(ids)
+    cdef long size = lookup.size
+    if n >= size and len(row_keys) + 1 > size:
+        return lookup.id_for(value, emit)
+    row_keys.append(value)
+    cdef long new_id
+    if n < size:
+        new_id = n + 1
+    else:
+        for victim in ids:  # the least recently used entry
+            break
+        new_id = ids.pop(victim)
+    ids[value] = new_id
+    cdef bytes data = _enc_utf8(value, _ENTRY_VALUE)
+    cdef long last_id = lookup.last_id
+    cdef Py_ssize_t size_payload = 1 + _varint_size(PyBytes_GET_SIZE(data)) + PyBytes_GET_SIZE(data)
+    cdef bint write_id = new_id != last_id + 1
+    if write_id:
+        size_payload += 1 + _varint_size(new_id)
+    cdef bytes row_tag = lookup.row_tag
+    cdef Py_ssize_t total = PyBytes_GET_SIZE(row_tag) + _varint_size(size_payload) + size_payload
+    cdef bytes row = PyBytes_FromStringAndSize(NULL, total)
+    cdef unsigned char* w = <unsigned char*>PyBytes_AS_STRING(row)
+    memcpy(w, PyBytes_AS_STRING(row_tag), PyBytes_GET_SIZE(row_tag))
+    cdef Py_ssize_t at = PyBytes_GET_SIZE(row_tag)
+    at += _write_varint(w + at, size_payload)
+    if write_id:
+        w[at] = _ENTRY_ID
+        at += 1
+        at += _write_varint(w + at, new_id)
+    w[at] = _ENTRY_VALUE
+    at += 1
+    at += _write_varint(w + at, PyBytes_GET_SIZE(data))
+    memcpy(w + at, PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data))
+    lookup.last_id = new_id
+    emit(row)
+    return new_id
+
+
+# rdflib's term types and adapters, once patchsync's rdflib adapter has been imported (the
+# codec itself never imports rdflib).
+cdef bint _rdflib_ready = False
+cdef object _URIREF = None
+cdef object _BNODE_T = None
+cdef object _LITERAL_T = None
+cdef object _DG = None
+cdef tuple _RDFLIB_ADAPTERS = ()
+
+
+cdef int _load_rdflib() except -1:
+    global _rdflib_ready, _URIREF, _BNODE_T, _LITERAL_T, _DG, _RDFLIB_ADAPTERS
+    if _sys.modules.get("patchsync.terms.rdflib_adapter") is None:
+        return 0
+    from rdflib import BNode, Literal, URIRef
+    from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
+    from patchsync.terms.rdflib_adapter import RdflibTerms
+    from patchsync.terms.rdflib_fast import FastRdflibTerms
+    _URIREF, _BNODE_T, _LITERAL_T, _DG = URIRef, BNode, Literal, DATASET_DEFAULT_GRAPH_ID
+    _RDFLIB_ADAPTERS = (RdflibTerms, FastRdflibTerms)
+    _rdflib_ready = True
+    return 0
+
+
+cdef object _unpack(object t, object term, bint rdflib):
+    """TermEncoder.unpack. With an rdflib adapter, a term of rdflib's own URIRef, BNode or
+    Literal type is unpacked here as RdflibTerms.unpack does (no cache needed); anything
+    else, and the identity-cache hit, as in TermEncoder.unpack."""
+    cdef object kind
+    if rdflib:
+        kind = type(term)
+        if kind is _URIREF:
+            # URIRef == URIRef compares the strings (rdflib Identifier.__eq__).
+            if PyUnicode_Compare(term, _DG) == 0:
+                return (_K_DEFAULT,)
+            return (_K_IRI, PyUnicode_FromObject(term))
+        if kind is _BNODE_T:
+            return (_K_BNODE, PyUnicode_FromObject(term))
+        if kind is _LITERAL_T:
+            dt = term.datatype
+            return (_K_LITERAL, PyUnicode_FromObject(term), term.language, None if dt is None else str(dt))
+    cdef object hit = (<dict>t._by_id).get(id(term))
+    if hit is not None and (<tuple>hit)[0] is term:
+        return (<tuple>hit)[1]
+    return t.unpack(term)
+
+
+cdef inline bint _differs(object term, object last) except -1:
+    """``term is not last and (last is None or term != last)``, the repeated-term test of
+    TermEncoder.statement; rdflib's URIRef and BNode compare (same type, same string)
+    without running Python code."""
+    if term is last:
+        return False
+    if last is None:
+        return True
+    cdef object kind = type(term)
+    if _rdflib_ready and (kind is _URIREF or kind is _BNODE_T):
+        return type(last) is not kind or PyUnicode_Compare(term, last) != 0
+    return term != last
+
+
+cdef struct IriState:
+    # The IRI 0-id state of a TermEncoder while one row is written (written back after).
+    long last_prefix
+    long last_name
+
+
+cdef int _put_iri(Out* out, unsigned char tag, object t, str iri, IriState* st) except -1:
+    """TermEncoder.iri and the IRI branch of TermEncoder.term."""
+    cdef long prefix_id = 0
+    cdef long name_id
+    cdef bint write_prefix = False
+    cdef object prefixes = t.prefixes
+    cdef object emit = t.emit
+    cdef object split
+    cdef dict splits
+    cdef PyObject* hit
+    if prefixes is None:
+        name_id = _lookup_id(t.names, iri, emit)
+    else:
+        splits = t._splits
+        hit = PyDict_GetItem(splits, iri)
+        if hit != NULL:
+            split = <object>hit
+        else:
+            if len(splits) >= _ENC_CACHE_LIMIT:
+                splits.clear()
+            split = _split_iri(iri)
+            splits[iri] = split
+        prefix_id = _lookup_id(prefixes, (<tuple>split)[0], emit)
+        name_id = _lookup_id(t.names, (<tuple>split)[1], emit)
+        if prefix_id != st.last_prefix:
+            write_prefix = True
+            st.last_prefix = prefix_id
+    cdef int size = 0
+    if write_prefix:
+        size += 1 + _varint_size(prefix_id)
+    cdef bint write_name = name_id != st.last_name + 1
+    if write_name:
+        size += 1 + _varint_size(name_id)
+    st.last_name = name_id
+    _put_byte(out, tag)
+    _put_byte(out, <unsigned char>size)
+    if write_prefix:
+        _put_byte(out, _IRI_PREFIX)
+        _put_varint(out, prefix_id)
+    if write_name:
+        _put_byte(out, _IRI_NAME)
+        _put_varint(out, name_id)
+    return 0
+
+
+cdef int _put_literal(Out* out, object t, tuple u) except -1:
+    """TermEncoder.literal in the object position."""
+    cdef object lex = u[1]
+    cdef object lang = u[2]
+    cdef object datatype = u[3]
+    cdef bytes lex_bytes = _enc_utf8(lex, _LIT_LEX) if lex else None
+    cdef bytes lang_bytes = None
+    cdef long dt_id = 0
+    cdef Py_ssize_t size = 0
+    if lex_bytes is not None:
+        size += 1 + _varint_size(PyBytes_GET_SIZE(lex_bytes)) + PyBytes_GET_SIZE(lex_bytes)
+    if lang:
+        lang_bytes = _enc_utf8(lang, _LIT_LANG)
+        size += 1 + _varint_size(PyBytes_GET_SIZE(lang_bytes)) + PyBytes_GET_SIZE(lang_bytes)
+    elif datatype is not None and datatype != _XSD_STRING:
+        dt_id = _lookup_id(t.datatypes, datatype, t.emit)
+        size += 1 + _varint_size(dt_id)
+    _put_byte(out, _O_LITERAL)
+    _put_varint(out, size)
+    if lex_bytes is not None:
+        _put_byte(out, _LIT_LEX)
+        _put_varint(out, PyBytes_GET_SIZE(lex_bytes))
+        _put_raw(out, lex_bytes)
+    if lang_bytes is not None:
+        _put_byte(out, _LIT_LANG)
+        _put_varint(out, PyBytes_GET_SIZE(lang_bytes))
+        _put_raw(out, lang_bytes)
+    elif dt_id:
+        _put_byte(out, _LIT_DATATYPE)
+        _put_varint(out, dt_id)
+    return 0
+
+
+cdef int _put_term(Out* out, object t, tuple u, unsigned char iri_tag, unsigned char bnode_tag,
+                   IriState* st) except -1:
+    cdef int kind = u[0]
+    if kind == _K_IRI:
+        return _put_iri(out, iri_tag, t, u[1], st)
+    if kind == _K_BNODE:
+        return _put_ld_str(out, bnode_tag, u[1])
+    if kind == _K_LITERAL:
+        return _put_literal(out, t, u)
+    # The default graph (only reached in the graph position).
+    _put_byte(out, _G_DEFAULT)
+    return _put_byte(out, 0)
+
+
+cdef bint _plain(object t, tuple u, int position) except -1:
+    """Whether term ``u`` in ``position`` (0 s, 1 p, 2 o, 3 g) is one this module writes."""
+    cdef int kind = u[0]
+    if kind == _K_IRI:
+        return True
+    if kind == _K_BNODE:
+        return position != 1
+    if kind == _K_LITERAL:
+        if position != 2:
+            return False
+        # A typed literal without a datatype lookup is the pure path's error.
+        return bool(u[2]) or u[3] is None or u[3] == _XSD_STRING or t.datatypes is not None
+    return kind == _K_DEFAULT and position == 3
+
+
+cdef int _put_body(Out* out, object t, object s, object p, object o, object g, bint quads,
+                   tuple us, tuple up, tuple uo, tuple ug) except -1:
+    """TermEncoder.statement, the repeated terms included, in its order."""
+    cdef IriState st
+    st.last_prefix = t.last_prefix
+    st.last_name = t.last_name
+    cdef object last
+    try:
+        last = t.last_s
+        if _differs(s, last):
+            _put_term(out, t, us, _S_IRI, _S_BNODE, &st)
+            t.last_s = s
+        last = t.last_p
+        if _differs(p, last):
+            _put_term(out, t, up, _P_IRI, 0, &st)
+            t.last_p = p
+        last = t.last_o
+        if _differs(o, last):
+            _put_term(out, t, uo, _O_IRI, _O_BNODE, &st)
+            t.last_o = o
+        if quads:
+            last = t.last_g
+            if _differs(g, last):
+                _put_term(out, t, ug, _G_IRI, _G_BNODE, &st)
+                t.last_g = g
+    finally:
+        t.last_prefix = st.last_prefix
+        t.last_name = st.last_name
+    return 0
+
+
+cdef int _add_row(object frames, unsigned char row_tag, Out* body) except -1:
+    """FrameBuffer.add(wire.ld(row_tag, body)): the row framed as a ``rows`` field."""
+    cdef Py_ssize_t row_size = 1 + _varint_size(body.size) + body.size
+    cdef Py_ssize_t total = 1 + _varint_size(row_size) + row_size
+    cdef bytes framed = PyBytes_FromStringAndSize(NULL, total)
+    cdef unsigned char* w = <unsigned char*>PyBytes_AS_STRING(framed)
+    cdef Py_ssize_t at = 0
+    w[at] = _FRAME_ROW
+    at += 1
+    at += _write_varint(w + at, row_size)
+    w[at] = row_tag
+    at += 1
+    at += _write_varint(w + at, body.size)
+    if body.size:
+        memcpy(w + at, body.data, body.size)
+    (<list>frames.rows).append(framed)
+    frames.size += total
+    frames.rows_written += 1
+    return 0
+
+
+cdef int _begin_row(object t) except -1:
+    """TermEncoder.begin_row."""
+    del (<list>t.names.row_keys)[:]
+    cdef object lookup = t.prefixes
+    if lookup is not None:
+        del (<list>lookup.row_keys)[:]
+    lookup = t.datatypes
+    if lookup is not None:
+        del (<list>lookup.row_keys)[:]
+    return 0
+
+
+cdef bint _write_statement(object t, object frames, unsigned char row_tag, object s, object p, object o,
+                           object g, bint quads) except -1:
+    """Check the row is one of ours (nothing changed if not), then write it to ``frames``."""
+    if t.may_overflow or t.no_split:
+        return False
+    if not _rdflib_ready:
+        _load_rdflib()
+    cdef bint rdflib = _rdflib_ready and type(t.adapter) in _RDFLIB_ADAPTERS
+    cdef tuple us, up, uo
+    cdef tuple ug = None
+    try:
+        us = _unpack(t, s, rdflib)
+        up = _unpack(t, p, rdflib)
+        uo = _unpack(t, o, rdflib)
+        if quads:
+            ug = _unpack(t, g, rdflib)
+    except Exception:
+        return False  # not an RDF term: the pure path reports it
+    if not (_plain(t, us, 0) and _plain(t, up, 1) and _plain(t, uo, 2)):
+        return False
+    if quads and not _plain(t, ug, 3):
+        return False
+    _begin_row(t)
+    cdef Out body
+    body.data = NULL
+    body.size = 0
+    body.cap = 0
+    try:
+        _put_body(&body, t, s, p, o, g, quads, us, up, uo, ug)
+        _add_row(frames, row_tag, &body)
+    finally:
+        free(body.data)
+    return True
+
+
+def patch_statement(object enc, bytes row_tag, object s, object p, object o, object g):
+    """PatchEncoder._statement for a common row; False (nothing done) for any other."""
+    global _FRAME_KIND
+    if enc._finished:
+        return False
+    cdef object t = enc._terms
+    cdef bint quads = enc._quads
+    if not quads:
+        if g is not None:
+            try:
+                if _unpack(t, g, False)[0] != _K_DEFAULT:
+                    return False  # a named graph in a TRIPLES stream: the pure path's error
+            except Exception:
+                return False
+        g = None
+    elif g is None:
+        g = enc._default_graph
+    cdef object frames = enc._frames
+    if not _write_statement(t, frames, row_tag[0], s, p, o, g, quads):
+        return False
+    # PatchEncoder._content: the frame caps, then the transaction rules.
+    if _FRAME_KIND is None:
+        from patchsync.options import StreamType
+        _FRAME_KIND = StreamType.FRAME
+    if enc._stream_type is not _FRAME_KIND and (
+        len(frames.rows) >= enc.max_frame_rows or frames.size >= enc.max_frame_bytes
+    ):
+        enc._flush_frame()
+    enc._units.send(_ENC_CHANGE)
+    return True
+
+
+def rdf_encoder_statement(object enc, object s, object p, object o, object g):
+    """RdfEncoder.statement for a common row in a TRIPLES or QUADS stream; False (nothing
+    done) for any other row, and for every row of a GRAPHS stream (see rdf_statement)."""
+    if enc._finished:
+        return False
+    cdef object t = enc._terms
+    cdef int physical = enc._physical
+    cdef bint quads = physical == _QUADS
+    if quads:
+        if g is None:
+            g = enc.adapter.default_graph()
+    elif physical == _TRIPLES:
+        if g is not None:
+            try:
+                if _unpack(t, g, False)[0] != _K_DEFAULT:
+                    return False  # a named graph in a TRIPLES stream: the pure path's error
+            except Exception:
+                return False
+        g = None
+    else:
+        return False
+    cdef object frames = enc._frames
+    if not _write_statement(t, frames, _ROW_QUAD if quads else _ROW_TRIPLE, s, p, o, g, quads):
+        return False
+    # RdfEncoder._after_content.
+    enc.content_rows += 1
+    if enc._auto_frames and (len(frames.rows) >= enc.max_frame_rows or frames.size >= enc.max_frame_bytes):
+        enc._flush_frame(force=False)
+    return True
+
+
+def rdf_statement(object t, object frames, bytes row_tag, object s, object p, object o, object g, bint quads):
+    """The body of RdfEncoder.statement after its graph handling: the row added to
+    ``frames``; False (nothing done) for a row this module does not write."""
+    return _write_statement(t, frames, row_tag[0], s, p, o, g, quads)
