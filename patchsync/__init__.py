@@ -6,6 +6,7 @@ The public API lives here; modules whose names start with ``_`` and names not li
 
 from typing import TYPE_CHECKING
 
+from patchsync._lazy import lazy_attributes
 from patchsync.errors import (
     ApplyError,
     ChainError,
@@ -161,10 +162,4 @@ if TYPE_CHECKING:
     from patchsync.logs.patch_logs import LogAppender, read_events, write_events
 
 
-def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'patchsync' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_attributes(__name__, _LAZY)

@@ -12,6 +12,7 @@ position and ``load_base`` starts an empty target from such a file (docs/design.
 
 from typing import TYPE_CHECKING
 
+from patchsync._lazy import lazy_attributes
 from patchsync.apply.registry import open_target, register_target, target_schemes
 from patchsync.apply.target import (
     CAN_CONTAINS,
@@ -50,13 +51,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'patchsync.apply' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_attributes(__name__, _LAZY)
 
 
 __all__ = [

@@ -65,6 +65,7 @@ status``).
 
 from typing import TYPE_CHECKING
 
+from patchsync._lazy import lazy_attributes
 from patchsync.tail.state import default_state_dir, lag_bytes, read_status
 
 if TYPE_CHECKING:
@@ -85,13 +86,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'patchsync.tail' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_attributes(__name__, _LAZY)
 
 
 __all__ = [
