@@ -34,7 +34,9 @@ def extensions() -> list[object]:
     from setuptools import Extension
 
     modules = [Extension("patchsync.codec._native", ["patchsync/codec/_native.pyx"], optional=True)]
-    return list(cythonize(modules, compiler_directives={"language_level": "3"}, quiet=True))
+    # The generated C goes to build/, not beside the .pyx: inside the package directory
+    # setuptools would ship it in the wheel as package data (1.5 MB nobody needs).
+    return list(cythonize(modules, compiler_directives={"language_level": "3"}, quiet=True, build_dir="build/cython"))
 
 
 setup(ext_modules=extensions(), cmdclass={"build_ext": OptionalBuildExt})
