@@ -138,15 +138,19 @@ class FileTarget(MemoryTarget):
             if line == "}":
                 graph = ""
                 continue
-            if line.endswith("{"):
-                graph, _ = scan_term(line, 0, terms)
-                continue
             parts = []
             pos = 0
-            while pos < len(line) and line[pos] != ".":
-                term, pos = scan_term(line, pos, terms)
-                parts.append(term)
-                pos = skip_ws(line, pos)
+            try:
+                if line.endswith("{"):
+                    graph, _ = scan_term(line, 0, terms)
+                    continue
+                while pos < len(line) and line[pos] != ".":
+                    term, pos = scan_term(line, pos, terms)
+                    parts.append(term)
+                    pos = skip_ws(line, pos)
+            except TermSyntaxError as exc:
+                column = exc.pos + 1 + len(raw) - len(raw.lstrip())
+                raise ValueError(f"line {number}, column {column}: {exc.message}") from None
             if len(parts) not in (3, 4):
                 raise ValueError(f"line {number}: expected a triple or quad")
             g = parts[3] if len(parts) == 4 else graph
