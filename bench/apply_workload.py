@@ -3,6 +3,7 @@ against rdflib's RDF Patch text parser, with the code before the change side by 
 
     .venv/bin/python -m bench.apply_bench --workload --baseline /path/to/old/checkout
     .venv/bin/python -m bench.apply_workload --baseline /path/to/old/checkout   # the same
+    .venv/bin/python -m bench.apply_workload --cases file --baseline /path/to/old/checkout  # file: only
 
 The log (seeded, built here): 4,000 chained patches of one to three units each, about 160k
 add/delete rows; about 6% of the units are aborted transactions (``TX … TA``), 8% are rows
@@ -40,6 +41,10 @@ PG_URL = os.environ.get("PATCHSYNC_BENCH_PG", "postgresql+psycopg://postgres@127
 EX = "http://example.org/wl/"
 GRAPHS = [None, None, None, URIRef(EX + "g1"), URIRef(EX + "g2"), URIRef(EX + "g3")]
 PROPS = [URIRef(EX + p) for p in ("name", "label", "count", "link", "note", "date")]
+
+
+#: The targets ``patchsync apply`` writes in the table, in order.
+CASES = ("sqlite", "postgresql", "file")
 
 
 def workload(patches: int = 4000, seed: int = 14, first: int = 0) -> list[Any]:
@@ -171,7 +176,10 @@ def in_baseline(checkout: str, call: str) -> Any:
     here = Path(__file__).resolve().parent.parent
     env = {**os.environ, "PYTHONPATH": f"{checkout}{os.pathsep}{here}"}
     code = f"import json; from pathlib import Path; from bench.apply_workload import *; print(json.dumps({call}))"
-    out = subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True).stdout
+    # -P: without it ``-c`` puts the working directory first on sys.path, and run from a
+    # checkout's root the "baseline" would import that checkout's patchsync instead.
+    command = [sys.executable, "-P", "-c", code]
+    out = subprocess.run(command, env=env, check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -181,7 +189,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--baseline", metavar="PATH", help="a checkout whose patchsync runs the baseline column")
     ap.add_argument("--resume-rows", type=int, default=0, metavar="N")
     ap.add_argument("--out", default="bench/out")
+    ap.add_argument(
+        "--cases", default="sqlite,postgresql,file", help="comma-separated targets to run (rdflib's parser always runs)"
+    )
     args = ap.parse_args(argv)
+    cases = [c for c in CASES if c in args.cases.split(",")]
     work = Path(tempfile.mkdtemp(prefix="apply-workload-"))
     events = workload(args.patches)
     log = work / "workload.jellyp"
@@ -200,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     Dataset().parse(data=text, format="patch")
     rdflib_rate = rows / (time.perf_counter() - start)
     table: dict[str, list[float | None]] = {"rdflib Dataset.parse(format='patch')": [rdflib_rate, rdflib_rate]}
-    for case in ("sqlite", "postgresql", "file"):
+    for case in cases:
         if case == "postgresql" and not PG_URL:
             continue
         new = rows / apply_seconds(case, log, work)

@@ -8,8 +8,10 @@ Run from the repository root::
 Each command is started ``--runs`` times with this checkout first on ``PYTHONPATH`` and
 then with a ``git worktree`` of ``REV`` (made in a temporary folder and removed after), and
 the median wall time of each is printed side by side. The commands work on a small log
-made from ``examples/library.rdfp`` in a temporary folder; none touches a SQL target except
-the last row, which is there for comparison (SQLAlchemy and Alembic load there by design).
+made from ``examples/library.rdfp`` in a temporary folder, and ``status``/``dump`` on a
+``file:state.nq`` target holding 2,000 quads applied from a log there (``status`` needs only
+its sidecar); none touches a SQL target except the last row, which is there for comparison
+(SQLAlchemy and Alembic load there by design).
 Target (issue #16): every command that does not touch a SQL target starts in < 0.25 s.
 """
 
@@ -51,6 +53,20 @@ def _time(tree: Path, args: list[str], cwd: Path, runs: int) -> float:
     return statistics.median(times)
 
 
+def _file_target(work: Path, quads: int = 2000) -> None:
+    """``state.nq`` and its sidecar in ``work``: ``quads`` statements applied from one patch."""
+    ex = "http://example.org/"
+    rows = [f'A <{ex}s{i % 211}> <{ex}p{i % 7}> "value {i}"@en <{ex}g{i % 3}> .' for i in range(quads)]
+    (work / "state.rdfp").write_text("H id <urn:startup:1> .\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    subprocess.run(
+        [sys.executable, "-m", "patchsync", "apply", "--no-progress", "state.rdfp", "--target", "file:state.nq"],
+        cwd=work,
+        check=True,
+        capture_output=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", default=BASELINE, help=f"git revision to compare with (default {BASELINE})")
@@ -68,6 +84,7 @@ def main() -> None:
                 check=True,
                 env={**os.environ, "PYTHONPATH": str(ROOT)},
             )
+            _file_target(work)
             load = os.getloadavg()[0]
             print(
                 f"start-up, median of {args.runs} runs; baseline {args.baseline}; load {load:.2f}; {os.cpu_count()} cores"

@@ -100,3 +100,20 @@ def test_db_upgrade_and_bad_targets(sqlite_url: str) -> None:
     assert bad.returncode == 2 and bad.stderr.decode().count("\n") == 1
     missing = run("apply", "nope.rdfp", "--target", sqlite_url)
     assert missing.returncode == 2 and b"no such file" in missing.stderr
+
+
+def test_status_of_a_file_target_reads_only_its_sidecar(tmp_path: Path) -> None:
+    log = tmp_path / "log.rdfp"
+    log.write_text("H id <urn:x:1> .\nA <http://example.org/s> <http://example.org/p> _:b1 .\n", encoding="utf-8")
+    assert run("apply", str(log), "--target", "file:state.nq", cwd=tmp_path).returncode == 0
+    # The checkpoints live in the sidecar: status does not parse the data file...
+    (tmp_path / "state.nq").write_text("<http://example.org/s> broken\n", encoding="utf-8")
+    status = run("status", "--target", "file:state.nq", "--json", cwd=tmp_path)
+    assert status.returncode == 0, status.stderr
+    assert [s["last_id"] for s in json.loads(status.stdout)["sources"]] == ["urn:x:1"]
+    # ...while dump does, and says where the file is broken in one line.
+    dump = run("dump", "--target", "file:state.nq", cwd=tmp_path)
+    assert dump.returncode != 0
+    err = dump.stderr.decode().strip()
+    assert "state.nq: cannot read the target: line 1, column 24" in err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err

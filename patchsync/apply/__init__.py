@@ -5,8 +5,8 @@ an :class:`ApplyResult`; ``open_target`` opens a target by the names the CLI acc
 the scheme registry (:mod:`patchsync.apply.registry`, extended with ``register_target``).
 Targets declare optional abilities in ``capabilities`` (the ``CAN_*`` names).
 Targets: :class:`MemoryTarget` (the reference), :class:`SqlTarget` (SQLite, PostgreSQL),
-``RdflibTarget``/``FileTarget`` (rdflib) and ``OxigraphTarget`` (pyoxigraph), the last
-three imported from their modules. ``write_snapshot`` writes a target's state with its
+``RdflibTarget`` (rdflib), ``FileTarget`` (RDF files) and ``OxigraphTarget`` (pyoxigraph), the
+last three imported from their modules. ``write_snapshot`` writes a target's state with its
 position and ``load_base`` starts an empty target from such a file (docs/design.md §10).
 """
 

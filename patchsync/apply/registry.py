@@ -64,7 +64,7 @@ def target_schemes() -> list[str]:
 def open_target(spec: str, **options: Any) -> Target:
     """Open the target named by ``spec`` (``scheme:rest``) through the registry.
 
-    ``file:PATH`` (``.trig``, ``.nq``, ``.ttl``, ``.nt``) is an rdflib file target,
+    ``file:PATH`` (``.trig``, ``.nq``, ``.ttl``, ``.nt``) is a file target,
     ``oxigraph:DIR`` a pyoxigraph store, ``memory:`` a fresh in-memory target and
     ``sqlite:``/``postgresql[+psycopg]:`` URLs SQL databases. An unknown scheme fails with
     :class:`UsageError` listing the known ones.

@@ -178,7 +178,7 @@ class LocalLedger:
     """Checkpoints and applied-patch history held by the target object itself.
 
     For targets with no database of their own to keep them in (memory, rdflib objects and,
-    through the rdflib target, files, which persist them in a sidecar). ``_record`` is
+    through the memory target, files, which persist them in a sidecar). ``_record`` is
     called from ``commit``, after the unit's data changes are final.
     """
 

@@ -16,12 +16,44 @@ nats-py is the optional ``nats`` extra: importing this package does not need it,
 
 from __future__ import annotations
 
-from patchsync.streams.compact import CompactReport, compact_logs
-from patchsync.streams.errors import MessageTooLarge, StreamGap, StreamNotFound, StreamRefused, StreamUnavailable
-from patchsync.streams.nats_log import NatsLog, PublishResult, StreamHead, StreamLag, StreamMessage, StreamState
-from patchsync.streams.payloads import LogPatch, PatchMessage, decode_message, log_patches, read_patches
-from patchsync.streams.publish import PublishReport, StreamSettings, StreamWriter, publish_logs
-from patchsync.streams.url import StreamURL, is_stream_url, parse_stream_url
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from patchsync.streams.compact import CompactReport, compact_logs
+    from patchsync.streams.errors import (
+        MessageTooLarge,
+        StreamGap,
+        StreamNotFound,
+        StreamRefused,
+        StreamUnavailable,
+    )
+    from patchsync.streams.nats_log import NatsLog, PublishResult, StreamHead, StreamLag, StreamMessage, StreamState
+    from patchsync.streams.payloads import LogPatch, PatchMessage, decode_message, log_patches, read_patches
+    from patchsync.streams.publish import PublishReport, StreamSettings, StreamWriter, publish_logs
+    from patchsync.streams.url import StreamURL, is_stream_url, parse_stream_url
+
+# Submodules load on first use: ``patchsync status`` asks only whether a source is a stream
+# address (:mod:`.url`), and the client, asyncio and the encoder cost ~80 ms to import.
+_LAZY = {
+    **dict.fromkeys(("CompactReport", "compact_logs"), "compact"),
+    **dict.fromkeys(("MessageTooLarge", "StreamGap", "StreamNotFound", "StreamRefused", "StreamUnavailable"), "errors"),
+    **dict.fromkeys(
+        ("NatsLog", "PublishResult", "StreamHead", "StreamLag", "StreamMessage", "StreamState"), "nats_log"
+    ),
+    **dict.fromkeys(("LogPatch", "PatchMessage", "decode_message", "log_patches", "read_patches"), "payloads"),
+    **dict.fromkeys(("PublishReport", "StreamSettings", "StreamWriter", "publish_logs"), "publish"),
+    **dict.fromkeys(("StreamURL", "is_stream_url", "parse_stream_url"), "url"),
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'patchsync.streams' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"patchsync.streams.{module}"), name)
+
 
 __all__ = [
     "CompactReport",

@@ -4,8 +4,7 @@ rdflib stores need not support transactions, so each unit keeps an undo log of t
 changes it actually made (an add of a quad that was absent, a delete of one that was
 present, a prefix binding it replaced); ``rollback`` replays it backwards, which leaves
 the store exactly as before the unit. Checkpoints and the patch history live in this
-object (a caller's graph has no place for them); :class:`~patchsync.apply.targets.file.FileTarget`
-persists them beside the file.
+object (a caller's graph has no place for them).
 
 rdflib binds prefixes store-wide (docs/design.md §5): ``PA``/``PD`` of any graph change the one
 store-wide table, and rdflib keeps one prefix per namespace IRI. rdflib has no RDF-star
