@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from patchsync._lazy import lazy_attributes
+
 if TYPE_CHECKING:
     from patchsync.streams.compact import CompactReport, compact_logs
     from patchsync.streams.errors import (
@@ -46,13 +48,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'patchsync.streams' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(f"patchsync.streams.{module}"), name)
+__getattr__ = lazy_attributes(__name__, {name: f"{__name__}.{module}" for name, module in _LAZY.items()})
 
 
 __all__ = [
