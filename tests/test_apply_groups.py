@@ -238,3 +238,22 @@ def test_pause_writes_held_units_while_a_unit_is_open(sql_url: str) -> None:
         assert applier.pause() is True
         assert applier.result.units == 2 and t.contains([a, b]) == [True, True]
         assert t.checkpoint("log") is not None
+
+
+def test_a_term_added_by_another_applier_after_the_lookup_is_reused(pg_url: str) -> None:
+    # The group's presence lookup finds the term absent; another applier stores it before
+    # the group's adds: the plain insert fails on the unique index, insert-or-ignore follows.
+    quad = (iri("s"), iri("p"), '"late"', None)
+    with SqlTarget(pg_url) as t, SqlTarget(pg_url) as other:
+        t.begin()
+        assert t.contains([quad]) == [False]
+        assert '"late"' in t._absent
+        other.begin()
+        other.add([(iri("x"), iri("p"), '"late"', None)])
+        other.commit("other", Checkpoint(0, 0, 0), [])
+        other.flush()
+        assert t.add([quad]) == 1
+        t.commit("log", Checkpoint(0, 0, 0), [])
+        t.flush()
+        assert t._ids['"late"'] == other._ids['"late"']
+        assert t.contains([quad]) == [True]
