@@ -44,8 +44,8 @@ class TermDictionary:
     _tx_terms: list[str]
     _term_conn: Any
     _term_cur: Any
-    # PostgreSQL: the terms the last lookup without ``create`` found missing.
-    _absent: set[str]
+    # PostgreSQL: the terms (and their hashes) the last lookup without ``create`` found missing.
+    _absent: dict[str, int]
     # SQLite only: whether the cache holds every term of the database, the largest id
     # when that was last checked, and the next id to hand out (we hold the write lock).
     _complete: bool
@@ -59,7 +59,7 @@ class TermDictionary:
         self._tx_terms = []
         self._term_conn = None
         self._term_cur = None
-        self._absent = set()
+        self._absent = {}
         self._complete = False
         self._known_max = None
         self._next_id = 1
@@ -90,7 +90,11 @@ class TermDictionary:
         if len(ids) + len(terms) > self.term_cache:
             ids.clear()
             self._complete = False
-        hashes = {t: term_hash(t) for t in terms if t not in ids}
+        if self._complete and not create:
+            # SQLite holding every stored term: the others are not stored, nothing to ask.
+            return {t: ids[t] for t in terms if t in ids}
+        absent = self._absent
+        hashes = {t: absent[t] if t in absent else term_hash(t) for t in terms if t not in ids}
         if hashes:
             if self.dialect == "postgresql":
                 self._resolve_pg(hashes, create=create)
@@ -147,7 +151,7 @@ class TermDictionary:
             self._pg_read(cursor, terms, hashes)
             # Remembered for the insert that usually follows (a commit group's presence
             # lookup comes before its adds): those need no second lookup.
-            self._absent = {t for t in terms if t not in ids}
+            self._absent = {t: hashes[t] for t in terms if t not in ids}
             return
         if absent and all(t in absent for t in terms):
             new = terms
@@ -157,7 +161,7 @@ class TermDictionary:
             rows = cursor.execute(self.sql.term_insert, (values, terms, values, terms)).fetchall()
             self._pg_store(rows, hashes)
             new = [t for t in terms if t not in ids]
-        self._absent = set()
+        self._absent = {}
         if new:
             values = [hashes[t] for t in new]
             try:
