@@ -14,6 +14,12 @@ lets SQL targets use one bulk statement per batch however adds and deletes inter
 Each batch returns how many rows changed the target, so counts follow set semantics row
 by row, exactly as applying the rows one at a time (docs/design.md §5).
 
+Where the target tells presence in bulk and takes last writes without a savepoint (SQL),
+complete units are not sent at their commit but held in a commit group and written
+together (:mod:`patchsync.apply.group`): their counts and patch records are then made when
+the group is written. A unit that must write before its end writes the group first and
+then runs as above.
+
 Chains (docs/design.md §4) are checked when a patch's first change arrives (its headers come
 first): with ``chain="strict"`` a patch whose ``prev`` is not the target's head fails
 with :class:`ChainError` and a patch whose ``id`` the target already holds is skipped
