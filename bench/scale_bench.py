@@ -129,8 +129,7 @@ def run_elsewhere(pythonpath: str, dialect: str, log: Path, statements: int, wor
         "import json, sys; from pathlib import Path; from bench.scale_bench import run_case; "
         f"print(json.dumps(run_case({dialect!r}, Path({str(log)!r}), {statements}, Path({str(work)!r}))))"
     )
-    # -P: ``python -c`` would put the working directory (this checkout) first on the path.
-    out = subprocess.run([sys.executable, "-P", "-c", code], env=env, check=True, capture_output=True, text=True).stdout
+    out = subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True).stdout
     return [float(x) for x in json.loads(out.strip().splitlines()[-1])]
 
 
