@@ -58,6 +58,15 @@ def _params(batch: int) -> dict[str, Callable[[str], tuple[Any, ...]]]:
             (hashes, texts, hashes, texts) if dialect == "postgresql" else (TERMS + 1, 42, "<http://example.org/new>")
         )
 
+    fresh = itertools.count(TERMS + 1)
+
+    def term_insert_new(dialect: str) -> tuple[Any, ...]:
+        # New terms on every run (a plain insert of a stored term fails).
+        if dialect == "sqlite":
+            return (TERMS + 1, 42, "<http://example.org/new>")
+        new = [next(fresh) for _ in hashes]
+        return (new, [f"<http://example.org/new{h}>" for h in new])
+
     cp = ("fp", 10, 1, 2, 3, "p1", 1.0)
     return {
         "insert_quads": quads,
@@ -65,6 +74,7 @@ def _params(batch: int) -> dict[str, Callable[[str], tuple[Any, ...]]]:
         "contains_quads": quads,
         "term_lookup": lookup,
         "term_insert": term_insert,
+        "term_insert_new": term_insert_new,
         "has_patch": lambda d: ("p77",),
         "record": lambda d: ("x", "p1", "src", 1, 2, 3, 4, 5, 6, 1.0, "[]"),
         "ns_upsert": lambda d: ("", "ex", "http://example.org/"),
@@ -99,9 +109,9 @@ _PG_FILL = (
 
 
 def _dollars(sql: str) -> str:
-    """``%s`` placeholders as ``$1, $2, …`` (for PREPARE)."""
+    """``%s`` and ``%b`` placeholders as ``$1, $2, …`` (for PREPARE)."""
     counter = iter(range(1, 1000))
-    return re.sub(r"%s", lambda _: f"${next(counter)}", sql)
+    return re.sub(r"%[sb]", lambda _: f"${next(counter)}", sql)
 
 
 def _pg_scans(plan: Any) -> Iterator[tuple[str, str]]:

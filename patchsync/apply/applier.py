@@ -14,6 +14,12 @@ lets SQL targets use one bulk statement per batch however adds and deletes inter
 Each batch returns how many rows changed the target, so counts follow set semantics row
 by row, exactly as applying the rows one at a time (docs/design.md §5).
 
+Where the target tells presence in bulk and takes last writes without a savepoint (SQL),
+complete units are not sent at their commit but held in a commit group and written
+together (:mod:`patchsync.apply.group`): their counts and patch records are then made when
+the group is written. A unit that must write before its end writes the group first and
+then runs as above.
+
 Chains (docs/design.md §4) are checked when a patch's first change arrives (its headers come
 first): with ``chain="strict"`` a patch whose ``prev`` is not the target's head fails
 with :class:`ChainError` and a patch whose ``id`` the target already holds is skipped
@@ -30,9 +36,10 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NoReturn, cast
 
+from patchsync.apply.group import DEFAULT_GROUP_ROWS, DEFAULT_GROUP_UNITS, CommitGroup, HeldUnit, settle
 from patchsync.apply.target import CAN_CONTAINS, CAN_LAST_WRITES, Checkpoint, PatchRecord, Quad, Target, capabilities_of
 from patchsync.errors import ApplyError, ChainError, CheckpointError, DecodeError, PatchsyncError, param
 from patchsync.events import Add, Delete, Event, Header, PatchEnd, PrefixAdd, PrefixDelete, TxAbort, TxCommit, TxStart
@@ -107,6 +114,8 @@ class Applier:
         batch_rows: int = DEFAULT_BATCH_ROWS,
         progress: Callable[[ApplyResult, int], None] | None = None,
         progress_every: int = 20_000,
+        group_rows: int = DEFAULT_GROUP_ROWS,
+        group_units: int = DEFAULT_GROUP_UNITS,
     ) -> None:
         if chain not in CHAIN_POLICIES:
             raise ApplyError(f"unknown chain policy {chain!r} (expected strict or ignore)")
@@ -136,16 +145,27 @@ class Applier:
         self._patches = stored.patches if stored is not None else 0
         self._last_id = stored.last_id if stored is not None else None
         self._head = target.head()
-        self._announce_last = CAN_LAST_WRITES in capabilities_of(target)
+        capabilities = capabilities_of(target)
+        self._announce_last = CAN_LAST_WRITES in capabilities
+        # Complete units held back and written together (patchsync.apply.group), where the
+        # target tells presence in bulk and takes last writes without a savepoint.
+        self._group: CommitGroup | None = None
+        if CAN_CONTAINS in capabilities and self._announce_last:
+            self._group = CommitGroup(rows=group_rows, units=group_units)
         # Units and their boundaries follow the transaction rules of patchsync.units.
         self._units = UnitTracker()
-        self._unit_open = False  # target.begin() was called for the current unit
+        self._open = False  # a unit not skipped is open
+        self._unit_open = False  # target.begin() was called for it (or for a group write)
         # The open unit's pending rows: quad -> its operations in order, as bits after a
         # leading 1 (add = 1, delete = 0), so one dict lookup per row keeps exact counts.
         self._ops: dict[Quad, int] = {}
         self._last: Event | None = None  # last event of the current unit
         self._held: Event | None = None  # a TC whose commit waits for the next event
         self._at: Event | None = None  # the event being applied, for error messages
+        # Counts of the current patch's units applied so far (reset when its record is made)
+        # and their values when the open unit began (restored when it aborts).
+        self._p_added = self._p_deleted = self._p_noop = 0
+        self._u_added0 = self._u_deleted0 = self._u_noop0 = 0
         self._new_patch()
 
     # -- patch state -------------------------------------------------------------------
@@ -156,8 +176,6 @@ class Applier:
         self._prev: str | None = None
         self._checked = False
         self._skipping = False
-        self._p_added = self._p_deleted = self._p_noop = 0
-        self._u_added0 = self._u_deleted0 = self._u_noop0 = 0
 
     def _term_text(self, term: Any) -> str:
         adapter = self.target.adapter
@@ -187,7 +205,8 @@ class Applier:
             # The chain moves on by one. An id applied before would sit at or before the
             # head, so its prev could not be the head without a cycle: no lookup needed.
             return
-        if self.target.has_patch(self._patch_id):
+        held = self._group is not None and self._group.holds(self._patch_id)
+        if held or self.target.has_patch(self._patch_id):
             self._skipping = True
             return
         if self._prev != self._head:
@@ -204,8 +223,18 @@ class Applier:
         if not self._checked:
             self._check_chain(at)
         if not self._skipping:
-            self.target.begin()
-            self._unit_open = True
+            self._open = True
+            if self._group is None:
+                self.target.begin()
+                self._unit_open = True
+
+    def _go_direct(self) -> None:
+        """The open unit writes before its end: write the held units, then begin it on the target."""
+        if self._unit_open:
+            return
+        self._write_group()
+        self.target.begin()
+        self._unit_open = True
 
     def _flush_ops(self) -> None:
         """Send the pending rows: deletes, then adds, in bulk (rows on distinct quads commute).
@@ -269,6 +298,17 @@ class Applier:
 
     def _commit(self, at: Event, *, patch_end: bool) -> None:
         """Commit the open unit (or a record-only step at a patch end) with the checkpoint at ``at``."""
+        group = self._group
+        if group is not None and not self._unit_open:
+            # Held back: the counts of its rows and its patch record are known when the
+            # group is written (see _write_group).
+            record = self._record(at) if patch_end and not self._skipping else None
+            unit = HeldUnit(self._ops, self._step(at, patch_end), self._open, patch_end, record)
+            self._ops = {}
+            self._open = False
+            if group.hold(unit):
+                self._write_group()
+            return
         if self._unit_open:
             if self._announce_last:
                 cast(Any, self.target).last_writes()
@@ -282,33 +322,76 @@ class Applier:
             self.target.begin()
             self._unit_open = True
         records: list[PatchRecord] = []
+        if patch_end and not self._skipping:
+            records.append(self._record(at))
+            self._p_added = self._p_deleted = self._p_noop = 0
+        cp = self._step(at, patch_end)
+        self.target.commit(self.source, cp, records)
+        self._unit_open = self._open = False
+        self._mark_unit()
+
+    def _record(self, at: Event) -> PatchRecord:
+        """The record of the patch ending at ``at``, with the counts of its units applied so far."""
+        return PatchRecord(
+            self._patch_id,
+            self._prev,
+            self.source,
+            at.offset,
+            at.frame,
+            at.row,
+            self._p_added,
+            self._p_deleted,
+            self._p_noop,
+            time.time(),
+            tuple(self._headers),
+        )
+
+    def _step(self, at: Event, patch_end: bool) -> Checkpoint:
+        """Move the patch bookkeeping past a unit ending at ``at``; its checkpoint."""
         if patch_end:
             self._patches += 1
             if self._skipping:
                 self.result.skipped += 1
             else:
                 self.result.patches += 1
-                records.append(
-                    PatchRecord(
-                        self._patch_id,
-                        self._prev,
-                        self.source,
-                        at.offset,
-                        at.frame,
-                        at.row,
-                        self._p_added,
-                        self._p_deleted,
-                        self._p_noop,
-                        time.time(),
-                        tuple(self._headers),
-                    )
-                )
             if self._patch_id is not None:
                 self._last_id = self._patch_id
                 if not self._skipping:
                     self._head = self._patch_id
-        cp = Checkpoint(at.offset, at.frame, at.row, self._patches, self._last_id, self.fingerprint, time.time())
-        self.target.commit(self.source, cp, records)
+        return Checkpoint(at.offset, at.frame, at.row, self._patches, self._last_id, self.fingerprint, time.time())
+
+    def _write_group(self) -> None:
+        """Write the held units as one target unit (see patchsync.apply.group)."""
+        if self._group is None or not self._group.units:
+            return
+        units = self._group.take()
+        target = self.target
+        target.begin()
+        self._unit_open = True  # an error from here on rolls the target back (_fail)
+        cast(Any, target).last_writes()
+        counts, deletes, adds = settle(units, cast(Any, target).contains)
+        if deletes:
+            target.delete(deletes)
+        if adds:
+            target.add(adds)
+        records: list[PatchRecord] = []
+        result = self.result
+        for unit, (added, deleted, noop) in zip(units, counts, strict=True):
+            self._p_added += added
+            self._p_deleted += deleted
+            self._p_noop += noop
+            if unit.unit:
+                result.units += 1
+                result.added += added
+                result.deleted += deleted
+                result.noop += noop
+            if unit.ends_patch:
+                if unit.record is not None:
+                    records.append(
+                        replace(unit.record, added=self._p_added, deleted=self._p_deleted, noop=self._p_noop)
+                    )
+                self._p_added = self._p_deleted = self._p_noop = 0
+        target.commit(self.source, units[-1].checkpoint, records)
         self._unit_open = False
         self._mark_unit()
 
@@ -320,6 +403,8 @@ class Applier:
         if self._unit_open:
             self.target.rollback()
             self._unit_open = False
+        if self._open:
+            self._open = False
             self.result.aborted += 1
         self._p_added, self._p_deleted, self._p_noop = self._u_added0, self._u_deleted0, self._u_noop0
 
@@ -334,6 +419,7 @@ class Applier:
                 self._resumed()
             if self._held is not None:
                 self._release_held(None)
+            self._write_group()
             if self._units.in_unit:
                 # Unreachable with a decoder that validated the stream; guards hand-made event lists.
                 last = self._last
@@ -369,6 +455,7 @@ class Applier:
                 return True
             if self._held is not None:
                 self._release_held(None)
+            self._write_group()  # held units wait for nothing but more input: not now
             if self._units.in_unit:
                 return False
             self.target.flush()
@@ -395,6 +482,11 @@ class Applier:
         if isinstance(exc, DecodeError) and self._held is not None:
             with contextlib.suppress(Exception):
                 self._release_held(None)
+        if not self._unit_open:
+            # Held units were committed before the error, as were the target's own pending
+            # ones; a failed group write took its units out of the group first.
+            with contextlib.suppress(Exception):
+                self._write_group()
         if self._unit_open:
             with contextlib.suppress(Exception):
                 self.target.rollback()
@@ -453,8 +545,10 @@ class Applier:
                 else:
                     ops[quad] = (seq << 1) | (kind is Add)
                     if seq >= 1 << 60:
+                        self._go_direct()
                         self._flush_ops()  # keep the bit history a machine-sized int
                 if len(ops) >= self.batch_rows:
+                    self._go_direct()
                     self._flush_ops()
                 self._last = event
             elif kind is Header:
@@ -483,6 +577,7 @@ class Applier:
                     self._begin_unit(event)
                 if self._skipping:
                     continue
+                self._go_direct()
                 if kind is PrefixAdd:
                     self.target.add_prefix(event.g, event.name, event.iri)  # type: ignore[union-attr]
                 else:

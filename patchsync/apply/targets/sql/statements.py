@@ -36,18 +36,20 @@ from dataclasses import dataclass
 #: Session settings of the PostgreSQL connections of the write path (see the module docstring).
 PG_SESSION = ("SET plan_cache_mode = force_custom_plan",)
 
-_PG_KEYS = "unnest(%s::bigint[], %s::bigint[], %s::bigint[], %s::bigint[]) AS d(s, p, o, g)"
+# Arrays go in binary (``%b``): psycopg writes text arrays through a regular expression per
+# element, which cost more than the statements themselves on batches of thousands of keys.
+_PG_KEYS = "unnest(%b::bigint[], %b::bigint[], %b::bigint[], %b::bigint[]) AS d(s, p, o, g)"
 _PG_PROBE = "SELECT q.ctid AS t FROM ps_quads q WHERE q.s = d.s AND q.p = d.p AND q.o = d.o AND q.g = d.g LIMIT 1"
 # Terms are probed by the unique (h, md5(term)) key, given hashes and texts.
 _PG_TERMS = (
-    "SELECT t.id, k.term FROM unnest(%s::bigint[], %s::text[]) AS k(h, term) CROSS JOIN LATERAL "
+    "SELECT t.id, k.term FROM unnest(%b::bigint[], %b::text[]) AS k(h, term) CROSS JOIN LATERAL "
     "(SELECT id FROM ps_terms WHERE h = k.h AND md5(term) = md5(k.term) LIMIT 1) AS t"
 )
 
 
 @dataclass(frozen=True)
 class Statements:
-    """The write path's SQL for one dialect (``%s`` or ``?`` placeholders).
+    """The write path's SQL for one dialect (``%s`` or ``?`` placeholders; ``%b`` for PostgreSQL arrays).
 
     Quad statements take four id columns: arrays on PostgreSQL, one row per execution
     (``executemany``) on SQLite. ``term_lookup`` takes ``LOOKUP_CHUNK`` hashes on SQLite
@@ -61,6 +63,7 @@ class Statements:
     contains_quads: str
     term_lookup: str
     term_insert: str
+    term_insert_new: str
     has_patch: str
     record: str
     ns_upsert: str
@@ -122,8 +125,15 @@ POSTGRESQL = Statements(
     # from the lookup (whose snapshot does not show this statement's inserts).
     term_insert=(
         "WITH ins AS (INSERT INTO ps_terms (h, term) "
-        "SELECT * FROM unnest(%s::bigint[], %s::text[]) AS i(h, term) ORDER BY h "
+        "SELECT * FROM unnest(%b::bigint[], %b::text[]) AS i(h, term) ORDER BY h "
         f"ON CONFLICT (h, md5(term)) DO NOTHING RETURNING id, term) SELECT id, term FROM ins UNION ALL {_PG_TERMS}"
+    ),
+    # Terms a lookup just found absent: a plain insert costs half of ON CONFLICT's
+    # speculative one. It fails whole if another applier added one of them since; the
+    # dictionary then uses term_insert.
+    term_insert_new=(
+        "INSERT INTO ps_terms (h, term) SELECT * FROM unnest(%b::bigint[], %b::text[]) AS i(h, term) ORDER BY h "
+        "RETURNING id, term"
     ),
     **_shared("%s"),
 )
@@ -135,6 +145,7 @@ SQLITE = Statements(
     contains_quads="SELECT 1 FROM ps_quads WHERE s = ? AND p = ? AND o = ? AND g = ?",
     term_lookup=f"SELECT id, term FROM ps_terms WHERE h IN ({', '.join(['?'] * LOOKUP_CHUNK)})",
     term_insert="INSERT INTO ps_terms (id, h, term) VALUES (?, ?, ?)",
+    term_insert_new="INSERT INTO ps_terms (id, h, term) VALUES (?, ?, ?)",  # one writer: term_insert is plain already
     **_shared("?"),
 )
 

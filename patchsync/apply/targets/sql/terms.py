@@ -22,6 +22,7 @@ from patchsync.apply.targets.sql.statements import LOOKUP_CHUNK, PG_SESSION, Sta
 # beyond this the cache starts again (and is no longer complete).
 TERM_CACHE_SIZE = 1 << 19
 _LOOKUP_CHUNK = LOOKUP_CHUNK
+_UNIQUE_VIOLATION = "23505"  # PostgreSQL's SQLSTATE
 
 
 class TermDictionary:
@@ -43,6 +44,8 @@ class TermDictionary:
     _tx_terms: list[str]
     _term_conn: Any
     _term_cur: Any
+    # PostgreSQL: the terms (and their hashes) the last lookup without ``create`` found missing.
+    _absent: dict[str, int]
     # SQLite only: whether the cache holds every term of the database, the largest id
     # when that was last checked, and the next id to hand out (we hold the write lock).
     _complete: bool
@@ -56,6 +59,7 @@ class TermDictionary:
         self._tx_terms = []
         self._term_conn = None
         self._term_cur = None
+        self._absent = {}
         self._complete = False
         self._known_max = None
         self._next_id = 1
@@ -86,7 +90,11 @@ class TermDictionary:
         if len(ids) + len(terms) > self.term_cache:
             ids.clear()
             self._complete = False
-        hashes = {t: term_hash(t) for t in terms if t not in ids}
+        if self._complete and not create:
+            # SQLite holding every stored term: the others are not stored, nothing to ask.
+            return {t: ids[t] for t in terms if t in ids}
+        absent = self._absent
+        hashes = {t: absent[t] if t in absent else term_hash(t) for t in terms if t not in ids}
         if hashes:
             if self.dialect == "postgresql":
                 self._resolve_pg(hashes, create=create)
@@ -136,24 +144,47 @@ class TermDictionary:
         # Insert-or-ignore in hash order, then read back: when two appliers add the same
         # term, the unique (h, md5(term)) index lets one insert win and both read its id.
         terms = sorted(hashes, key=hashes.__getitem__)
-        values = [hashes[t] for t in terms]
         cursor = self._term_cursor()
         ids = self._ids
-        select = self.sql.term_lookup
-        if create:
-            # One round trip (see statements.POSTGRESQL.term_insert).
-            rows = cursor.execute(self.sql.term_insert, (values, terms, values, terms)).fetchall()
+        absent = self._absent
+        if not create:
+            self._pg_read(cursor, terms, hashes)
+            # Remembered for the insert that usually follows (a commit group's presence
+            # lookup comes before its adds): those need no second lookup.
+            self._absent = {t: hashes[t] for t in terms if t not in ids}
+            return
+        if absent and all(t in absent for t in terms):
+            new = terms
         else:
-            rows = cursor.execute(select, (values, terms)).fetchall()
+            # One round trip (see statements.POSTGRESQL.term_insert).
+            values = [hashes[t] for t in terms]
+            rows = cursor.execute(self.sql.term_insert, (values, terms, values, terms)).fetchall()
+            self._pg_store(rows, hashes)
+            new = [t for t in terms if t not in ids]
+        self._absent = {}
+        if new:
+            values = [hashes[t] for t in new]
+            try:
+                rows = cursor.execute(self.sql.term_insert_new, (values, new)).fetchall()
+            except Exception as exc:
+                if getattr(exc, "sqlstate", None) != _UNIQUE_VIOLATION:
+                    raise
+                # Another applier added some of them since our lookup: insert-or-ignore.
+                rows = cursor.execute(self.sql.term_insert, (values, new, values, new)).fetchall()
+            self._pg_store(rows, hashes)
+        if any(t not in ids for t in terms):
+            # Another applier committed some of these after our statement began: its rows
+            # made ours conflict, and only a new snapshot shows them.
+            self._pg_read(cursor, [t for t in terms if t not in ids], hashes)
+
+    def _pg_read(self, cursor: Any, terms: list[str], hashes: dict[str, int]) -> None:
+        self._pg_store(cursor.execute(self.sql.term_lookup, ([hashes[t] for t in terms], terms)).fetchall(), hashes)
+
+    def _pg_store(self, rows: Iterable[tuple[int, str]], hashes: dict[str, int]) -> None:
+        ids = self._ids
         for term_id, term in rows:
             if term in hashes:
                 ids[term] = term_id
-        if create and any(t not in ids for t in terms):
-            # Another applier committed some of these after our statement began: its rows
-            # made ours conflict, and only a new snapshot shows them.
-            for term_id, term in cursor.execute(select, (values, terms)).fetchall():
-                if term in hashes:
-                    ids[term] = term_id
 
     def _term_cursor(self) -> Any:
         """PostgreSQL: a cursor on an autocommit connection of its own, for the dictionary."""
