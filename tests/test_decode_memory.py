@@ -129,3 +129,33 @@ def test_distinct_language_tags_and_datatypes_do_not_pile_up(
     peak = _decode(path, cls(adapter, source=str(path)))
     bound = FRAMES * largest + FIXED
     assert peak < bound, f"peak {peak / 2**20:.1f} MiB above {bound / 2**20:.1f} MiB (largest frame {largest} bytes)"
+
+
+def test_inspect_streams_the_log(log: tuple[Path, int]) -> None:
+    # patchsync inspect read the whole log, then copied it twice (2 GB of RSS for a 1 GB log).
+    from patchsync.logs.convert import summarize_log
+
+    path, largest = log
+    _warm(NTriplesTerms(), log)
+    whole = summarize_log(path.read_bytes(), "jellyp", str(path))
+    tracemalloc.start()
+    try:
+        with open(path, "rb") as f:
+            streamed = summarize_log(f, "jellyp", str(path))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert streamed == whole
+    assert whole["bytes"] == path.stat().st_size and whole["frames"] == len(frame_sizes(path))
+    assert peak < FRAMES * largest + FIXED
+
+
+def test_inspect_of_a_cut_log_reports_the_decoder_error(log: tuple[Path, int], tmp_path: Path) -> None:
+    from patchsync.errors import DecodeError
+    from patchsync.logs.convert import summarize_log
+
+    cut = tmp_path / "cut.jellyp"
+    cut.write_bytes(log[0].read_bytes()[: 3 << 20])
+    with open(cut, "rb") as f, pytest.raises(DecodeError, match="truncated frame") as info:
+        summarize_log(f, "jellyp", str(cut))
+    assert info.value.source == str(cut)
