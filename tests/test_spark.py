@@ -241,3 +241,88 @@ def test_jelly_source_reads_quads(spark: Any, tmp_path: Path) -> None:
         (f"<{EX}a>", f"<{EX}b>", "_:x", f"<{EX}g>"),
         (f"<{EX}a>", f"<{EX}b>", '"c"@en', ""),
     ]
+
+
+# -- the workers' reader, without Spark ----------------------------------------------------
+
+
+def reference_rows(path: Path) -> list[tuple[Any, ...]]:
+    """Change rows of a log as the data source defines them, from the pure decoder's events."""
+    from patchsync.codec.patch_decoder import PurePatchDecoder
+
+    decoder: PurePatchDecoder[str] = PurePatchDecoder(NT, source=str(path))
+    decoder.feed(path.read_bytes())
+    decoder.close()
+    rows: list[tuple[Any, ...]] = []
+    unit: list[tuple[Any, ...]] = []
+    patch = 0
+
+    def close(committed: bool) -> None:
+        rows.extend((*r, committed) for r in unit)
+        unit.clear()
+
+    for e in decoder:
+        kind = type(e)
+        row = len(rows) + len(unit)
+        if kind is Add or kind is Delete:
+            unit.append((patch, row, "A" if kind is Add else "D", e[0], e[1], e[2], e[3], None))
+        elif kind is PrefixAdd or kind is PrefixDelete:
+            unit.append((patch, row, "PA" if kind is PrefixAdd else "PD", None, None, e[1], e[2], e[0]))
+        elif kind is Header:
+            unit.append((patch, row, "H", None, None, e[1], None, e[0]))
+        elif kind in (TxStart, TxCommit, TxAbort, PatchEnd):
+            close(kind is not TxAbort)
+            patch += kind is PatchEnd
+    close(False)
+    return rows
+
+
+def reader_rows(path: Path, index: int, batch_rows: int) -> list[tuple[Any, ...]]:
+    from patchsync.spark import decode_change_batches
+
+    rows: list[tuple[Any, ...]] = []
+    for batch in decode_change_batches(str(path), index, batch_rows=batch_rows):
+        table = batch.to_pydict()
+        assert set(table["log"]) == {str(path)} and set(table["log_index"]) == {index}
+        names = ("patch", "row", "op", "s", "p", "o", "g", "key", "committed")
+        rows.extend(zip(*(table[n] for n in names), strict=True))
+    return rows
+
+
+@pytest.mark.parametrize("batch_rows", [1, 5, 65536])
+@pytest.mark.parametrize("codec", ["native", "pure"])
+def test_reader_gives_the_reference_rows_on_either_codec(
+    logs: list[Path], codec: str, batch_rows: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The workers' reader on the compiled core and on the pure codec (what PATCHSYNC_PURE=1
+    # gives them) against rows built from the pure decoder's events, in any batch size.
+    from patchsync.codec.patch_decoder import PatchDecoder
+
+    if codec == "pure":
+        monkeypatch.setattr(PatchDecoder, "_native", None)
+    elif PatchDecoder._native is None:
+        pytest.skip("the compiled core is not built (or PATCHSYNC_PURE is set)")
+    for index, path in enumerate(logs):
+        assert reader_rows(path, index, batch_rows) == reference_rows(path)
+
+
+@pytest.mark.parametrize("codec", ["native", "pure"])
+def test_reader_hands_out_the_units_before_a_bad_frame(
+    logs: list[Path], codec: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from patchsync.codec.patch_decoder import PatchDecoder
+    from patchsync.spark import decode_change_batches
+
+    if codec == "pure":
+        monkeypatch.setattr(PatchDecoder, "_native", None)
+    elif PatchDecoder._native is None:
+        pytest.skip("the compiled core is not built (or PATCHSYNC_PURE is set)")
+    data = logs[0].read_bytes()
+    bad = tmp_path / "bad.jellyp"
+    bad.write_bytes(data[: len(data) - 5])
+    got: list[Any] = []
+    with pytest.raises(DecodeError, match="truncated frame"):
+        for batch in decode_change_batches(str(bad), 0, batch_rows=1):
+            got.extend(batch.column("row").to_pylist())
+    whole = reference_rows(logs[0])
+    assert got and got == [r[1] for r in whole[: len(got)]]

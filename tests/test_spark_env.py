@@ -41,3 +41,12 @@ def test_public_api() -> None:
 
     assert set(ps.__all__) >= {"register", "replay", "compact", "write_compact", "write_replay", "codec_errors"}
     assert all(hasattr(ps, name) for name in ps.__all__)
+
+
+def test_the_pure_codec_choice_reaches_remote_executors(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATCHSYNC_PURE", "1")
+    assert _env.worker_env_conf() == {"spark.executorEnv.PATCHSYNC_PURE": "1"}
+    monkeypatch.setenv("PATCHSYNC_PURE", "0")
+    assert _env.worker_env_conf() == {}
+    monkeypatch.delenv("PATCHSYNC_PURE")
+    assert _env.worker_env_conf() == {}

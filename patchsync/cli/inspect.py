@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 from patchsync.cli.common import Subcommands, patch_format, read_all, source_name
@@ -38,7 +39,12 @@ def run(args: argparse.Namespace) -> int:
     from patchsync.logs.convert import summarize_log
 
     fmt = patch_format(args.file, args.from_format)
-    summary = summarize_log(read_all(args.file), fmt, source_name(args.file))
+    # Streamed, not read whole: a log of any size is inspected in the memory of a few frames.
+    if args.file == "-":
+        summary = summarize_log(sys.stdin.buffer, fmt, source_name(args.file))
+    else:
+        with open(args.file, "rb") as f:
+            summary = summarize_log(f, fmt, source_name(args.file))
     if args.json:
         print(json.dumps(summary, indent=2))
     else:

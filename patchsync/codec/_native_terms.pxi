@@ -212,6 +212,7 @@ cdef class _Rows:
         elif kind == 2:
             cache = (<dict>self.by_lang).get(lang)
             if cache is None:
+                self.terms.count_cached(lang, _NEW_CACHE_CHARS)  # TermDecoder.literal's order
                 cache = (<dict>self.by_lang).setdefault(lang, {})
         else:
             if ref == 0:
@@ -222,6 +223,7 @@ cdef class _Rows:
                 dt = self.terms.datatypes.get(ref)  # raises the rule's error
             cache = (<dict>self.by_datatype).get(dt)
             if cache is None:
+                self.terms.count_cached(dt, _NEW_CACHE_CHARS)
                 cache = (<dict>self.by_datatype).setdefault(dt, {})
         if self.nt and _string_plain(p, lex_start, lex_stop):
             # ntriples.format_literal for a lexical form without escapes and a suffix it
@@ -242,6 +244,8 @@ cdef class _Rows:
                 term = self.adapter.literal(lex, lang, dt)
             except ValueError as exc:
                 raise RuleViolation(f"literal rejected by the term adapter: {exc}") from None
+            # TermDecoder.literal: the text budget of the caches first (it may drop them all).
+            self.terms.count_cached(lex)
             (<dict>cache)[lex] = term
         return term
 

@@ -23,6 +23,16 @@ from patchsync.terms import TermAdapter
 T = TypeVar("T")
 
 _CACHE_LIMIT = 1 << 16
+#: Characters of stream text (lexical forms, blank node labels, plus :data:`_ENTRY_CHARS` per
+#: entry) the caches keyed by such text may hold before all of them are dropped at once. The
+#: count limit alone bounds each cache by entries, not bytes: 65,536 literals of kilobytes
+#: each, and a cache per language tag or datatype without limit, would stay for the whole
+#: stream, so a long log's decoder would hold far more than a few of its frames.
+_CACHE_CHARS = 1 << 21
+#: What an entry costs besides its text (dict slot, term object), in characters' worth.
+_ENTRY_CHARS = 16
+#: What a new per-tag or per-datatype cache (an empty dict) costs besides its key.
+_NEW_CACHE_CHARS = 256
 
 # RFC 3987 absolute IRI: scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ), then ":".
 _ABSOLUTE_IRI = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
@@ -139,6 +149,10 @@ class Lookup:
 
 class TermDecoder(Generic[T]):
     """Decoding state of one stream: lookups, IRI 0-id state, repeated terms, caches."""
+
+    # Text held by the blank node and literal caches (see _CACHE_CHARS). A class default, so
+    # that decoders pickled before it existed (tail snapshots) stay loadable.
+    _cache_chars = 0
 
     def __init__(
         self,
@@ -310,10 +324,25 @@ class TermDecoder(Generic[T]):
             if len(self._bnodes) >= _CACHE_LIMIT:
                 self._bnodes.clear()
             try:
-                term = self._bnodes[label] = self.adapter.bnode(label)
+                term = self.adapter.bnode(label)
             except ValueError as exc:
                 raise RuleViolation(f"blank node rejected by the term adapter: {exc}") from None
+            self.count_cached(label)
+            self._bnodes[label] = term
         return term
+
+    def count_cached(self, text: str, extra: int = _ENTRY_CHARS) -> None:
+        """Count ``text`` about to be cached (and ``extra`` for its entry); past
+        :data:`_CACHE_CHARS`, drop every cache keyed by stream text. The compiled core calls
+        this too, so both paths keep the same bound."""
+        self._cache_chars += len(text) + extra
+        if self._cache_chars > _CACHE_CHARS:
+            self._cache_chars = 0
+            self._bnodes.clear()
+            self._simple.clear()
+            # The per-tag and per-datatype caches go as a whole: their number has no other bound.
+            self._by_lang.clear()
+            self._by_datatype.clear()
 
     def literal(self, msg: Any) -> T:
         lex: str = msg.lex
@@ -324,23 +353,33 @@ class TermDecoder(Generic[T]):
         elif kind == "langtag":
             lang = msg.langtag
             found = self._by_lang.get(lang)
-            cache = found if found is not None else self._by_lang.setdefault(lang, {})
+            if found is None:
+                self.count_cached(lang, _NEW_CACHE_CHARS)  # before: it may drop the caches
+                found = self._by_lang.setdefault(lang, {})
+            cache = found
         else:
             ref = msg.datatype
             if ref == 0:
                 raise RuleViolation("literal datatype id is 0 (the datatype field MUST be greater than 0)")
             dt = self.datatypes.get(ref)
             found = self._by_datatype.get(dt)
-            cache = found if found is not None else self._by_datatype.setdefault(dt, {})
+            if found is None:
+                self.count_cached(dt, _NEW_CACHE_CHARS)
+                found = self._by_datatype.setdefault(dt, {})
+            cache = found
         term = cache.get(lex)
         if term is None:
             if len(cache) >= _CACHE_LIMIT:
                 cache.clear()
             try:
-                term = cache[lex] = self.adapter.literal(lex, lang, dt)
+                term = self.adapter.literal(lex, lang, dt)
             except ValueError as exc:
                 # rdflib refuses language tags that are not BCP 47 (a SHOULD in the spec).
                 raise RuleViolation(f"literal rejected by the term adapter: {exc}") from None
+            # If that drops the caches, ``cache`` may be a per-tag cache no longer reachable:
+            # the entry is then simply not kept.
+            self.count_cached(lex)
+            cache[lex] = term
         return term
 
     def term(self, field: str, value: Any, depth: int = 0) -> T:

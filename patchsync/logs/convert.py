@@ -1,8 +1,9 @@
 """Whole-log operations on patch logs held in memory: convert and summarize.
 
-The command line's ``convert``, ``inspect`` and ``reverse`` are thin over these. Each reads
-the whole input first: a conversion validates everything before a byte is written, and
+The command line's ``convert``, ``inspect`` and ``reverse`` are thin over these. A conversion
+reads the whole input first: it validates everything before a byte is written, and
 Jelly-Patch needs its stream options (which features the patches use) before the first row.
+A summary (``inspect``) streams its input instead.
 Terms travel as N-Triples strings, so every term is written exactly as it was read (no
 rdflib normalization). Reversing a log is in :mod:`patchsync.capture.reverse_log`.
 """
@@ -13,9 +14,9 @@ import io
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, Any, cast
 
-from patchsync.codec.frame_stats import frame_stats
+from patchsync.codec.frame_stats import FrameCounter
 from patchsync.events import Add, Delete, Event, Options, PatchEnd
 from patchsync.logs.patch_logs import iter_stream_events, write_events
 from patchsync.options import PatchOptions, StatementType, StreamType
@@ -117,22 +118,45 @@ def convert_log(
     )
 
 
-def summarize_log(data: bytes, fmt: str, source: str) -> dict[str, Any]:
-    """A JSON-ready summary: patches, rows by code and, for Jelly-Patch, options, frames, lookups."""
-    summary: dict[str, Any] = {"file": source, "format": fmt, "bytes": len(data)}
+class _Tap:
+    """A binary stream read through, counting its bytes and handing them to a frame counter."""
+
+    def __init__(self, stream: IO[bytes], counter: FrameCounter | None) -> None:
+        self.stream = stream
+        self.counter = counter
+        self.size = 0
+
+    def read(self, n: int = -1) -> bytes:
+        data = self.stream.read(n)
+        self.size += len(data)
+        if self.counter is not None and data:
+            self.counter.feed(data)
+        return data
+
+
+def summarize_log(data: bytes | IO[bytes], fmt: str, source: str) -> dict[str, Any]:
+    """A JSON-ready summary: patches, rows by code and, for Jelly-Patch, options, frames, lookups.
+
+    ``data`` is the log's bytes or a binary stream of it, read once, a piece at a time: a
+    log of any size is summarized in the memory of a few of its frames.
+    """
+    counter = FrameCounter(source) if fmt == "jellyp" else None
+    tap = _Tap(io.BytesIO(data) if isinstance(data, (bytes, bytearray)) else data, counter)
     rows: Counter[str] = Counter()
     patches = 0
     options: PatchOptions | None = None
-    for event in stream_events(data, fmt, source):
+    # Decoded first, counted after: the decoder's error for a bad log comes before the counter's.
+    events = iter_stream_events(cast(IO[bytes], tap), fmt, adapter=NTriplesTerms(), source=source)
+    for event in events:
         if type(event) is PatchEnd:
             patches += 1
         elif type(event) is Options:
             options = event.options
         else:
             rows[ROW_CODES[type(event).__name__]] += 1
-    summary["patches"] = patches
-    if fmt == "jellyp":
-        stats = frame_stats(data, source)
+    summary: dict[str, Any] = {"file": source, "format": fmt, "bytes": tap.size, "patches": patches}
+    if counter is not None:
+        stats = counter.finish()
         summary["frames"] = stats.frames
         if options is not None:
             summary["options"] = {

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from patchsync.codec import backend
 from patchsync.errors import UsageError
 
 #: Master used when none is given: two local cores, as the tests and the CLI default.
@@ -42,6 +43,17 @@ def configure_python() -> None:
     """Make Spark's Python workers run this interpreter (so they can import patchsync)."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+
+
+def worker_env_conf() -> dict[str, str]:
+    """Session settings that give the executors this process's choice of codec.
+
+    In local mode the Python workers inherit the driver's environment, ``PATCHSYNC_PURE``
+    included; executors elsewhere get only what ``spark.executorEnv.*`` passes them.
+    """
+    if backend.pure_forced():
+        return {"spark.executorEnv.PATCHSYNC_PURE": os.environ["PATCHSYNC_PURE"]}
+    return {}
 
 
 @contextmanager
@@ -93,7 +105,7 @@ def build_session(
             .config("spark.executor.extraJavaOptions", option)
             .config("spark.ui.showConsoleProgress", "false")
         )
-    for key, value in conf.items():
+    for key, value in {**worker_env_conf(), **conf}.items():
         builder = builder.config(key, value)
     if quiet:
         # The JVM inherits file descriptor 2 when pyspark launches it, and prints start-up

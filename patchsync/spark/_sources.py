@@ -203,26 +203,32 @@ class _ChangeColumns:
 
     def take(self) -> pa.RecordBatch:
         """The rows of the closed units as a record batch; the open unit's rows stay."""
-        cut = self.unit_start
-        n = cut
+        cut = n = self.unit_start
+        whole = cut == len(self.op)
+        columns = []
+        for column, kind in (
+            (self.patch, pa.int32()),
+            (self.row, pa.int64()),
+            (self.op, pa.string()),
+            (self.s, pa.string()),
+            (self.p, pa.string()),
+            (self.o, pa.string()),
+            (self.g, pa.string()),
+            (self.key, pa.string()),
+        ):
+            # No slice copy when every row is taken (a batch usually ends at a unit's end).
+            columns.append(pa.array(column if whole else column[:cut], kind))
+            del column[:cut]
         batch = pa.RecordBatch.from_arrays(
             [
-                pa.array([self.log] * n, pa.string()),
-                pa.array([self.index] * n, pa.int32()),
-                pa.array(self.patch[:cut], pa.int32()),
-                pa.array(self.row[:cut], pa.int64()),
-                pa.array(self.op[:cut], pa.string()),
-                pa.array(self.s[:cut], pa.string()),
-                pa.array(self.p[:cut], pa.string()),
-                pa.array(self.o[:cut], pa.string()),
-                pa.array(self.g[:cut], pa.string()),
-                pa.array(self.key[:cut], pa.string()),
+                # The file's two constant columns, without a list of n items to convert.
+                pa.repeat(pa.scalar(self.log, pa.string()), n),
+                pa.repeat(pa.scalar(self.index, pa.int32()), n),
+                *columns,
                 pa.array(self.committed, pa.bool_()),
             ],
             schema=_ARROW_CHANGE,
         )
-        for column in (self.patch, self.row, self.op, self.s, self.p, self.o, self.g, self.key):
-            del column[:cut]
         self.committed = []
         self.unit_start = 0
         return batch
