@@ -26,6 +26,11 @@ _CACHE_LIMIT = 1 << 16
 _CACHE_CHARS = 1 << 23
 #: What an entry costs besides its text (dict slot, tuple), in characters' worth.
 _ENTRY_CHARS = 16
+#: A new object of a term already unpacked (most terms of a parsed stream take this path)
+#: gets an identity entry that keeps its text alive. Up to this many characters that text is
+#: not counted, so the path stays a length check: the entry count bounds it (65,536 x 128
+#: characters at most), and the caches hold at most about twice _CACHE_CHARS in all.
+_SHORT_CHARS = 128
 
 # A value no id equals: after an append to an existing log the decoder's 0-rule state is
 # unknown to us, so nothing may be written relative to it (docs/design.md §6).
@@ -190,29 +195,24 @@ class TermEncoder(Generic[T]):
         except TypeError:
             raise EncodeError(f"not an RDF term: {term!r}") from None
         if found is None:
-            found = self.adapter.unpack(term)
-            fresh = True
-            # The term as key, its parts (new strings), the identity entry below: its text thrice.
-            chars = 3 * held_chars(found) + 2 * _ENTRY_CHARS
-        else:
-            fresh = False
-            # A new object of a known term: the identity entry keeps its text alive too (a
-            # literal's lexical form; its tag and datatype are bounded by the entry count).
-            chars = (len(found[1]) if found[0] <= LITERAL else 0) + _ENTRY_CHARS
-        # count_cached, inline (this runs for most terms): before storing, as it may drop
-        # the caches.
-        chars += self._cache_chars
-        if chars > _CACHE_CHARS:
-            self.drop_caches()
-        else:
-            self._cache_chars = chars
-        if fresh:
-            if len(self._unpacked) >= _CACHE_LIMIT:
-                self._unpacked.clear()
-            self._unpacked[term] = found
+            found = self._unpack_new(term)
+        elif found[0] <= LITERAL and len(found[1]) > _SHORT_CHARS:
+            # A new object of a known long term: the identity entry keeps its text alive too.
+            self.count_cached(len(found[1]) + _ENTRY_CHARS)
         if len(self._by_id) >= _CACHE_LIMIT:
             self._by_id.clear()
         self._by_id[id(term)] = (term, found)
+        return found
+
+    def _unpack_new(self, term: T) -> Unpacked:
+        """A term missing from the caches, unpacked and cached (the identity entry is the caller's)."""
+        found = self.adapter.unpack(term)
+        # The term as key, its parts (new strings), the identity entry: its text thrice.
+        # Counted before storing, as it may drop the caches.
+        self.count_cached(3 * held_chars(found) + 2 * _ENTRY_CHARS)
+        if len(self._unpacked) >= _CACHE_LIMIT:
+            self._unpacked.clear()
+        self._unpacked[term] = found
         return found
 
     def count_cached(self, chars: int) -> None:
