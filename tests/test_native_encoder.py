@@ -28,7 +28,7 @@ from rdflib import BNode, Literal, URIRef
 from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
 
 from patchsync import Add, Delete, Header, PatchEnd, PatchOptions, StatementType, StreamType, TripleTerm, TxStart
-from patchsync.codec import _native
+from patchsync.codec import _native, term_encoder
 from patchsync.codec.patch_encoder import PatchEncoder, PurePatchEncoder
 from patchsync.codec.rdf_encoder import PureRdfEncoder, RdfEncoder
 from patchsync.conformance.patch import _read_patch_text, _requested_options
@@ -279,3 +279,45 @@ def test_the_core_writes_the_common_rows(names: int) -> None:
         quads = [(s, p, o, g if physical is not PhysicalType.TRIPLES else None) for s, p, o, g in _bulk(2000)]
         same_output(rdf_pure, rdf_native, [("statement", q) for q in quads])
         assert counting.rows == 2000
+
+
+# -- the caches' text budget -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("adapter", [NTriplesTerms(), None], ids=["nt", "rdflib"])
+def test_long_terms_drop_the_caches_at_the_same_budget(adapter: Any) -> None:
+    # IRIs and literals of 8,000 characters, each new about 2 times in 3: the caches pass
+    # term_encoder._CACHE_CHARS several times over. Both paths count the text they cache
+    # the same way and drop their caches, and the bytes stay the same.
+    long = "x" * 8_000
+    fed = 0
+    calls: list[tuple[str, tuple[Any, ...]]] = []
+    for i in range(1_200):
+        n = i if i % 3 else i // 2  # every third term one seen before (maybe dropped since)
+        s, o = f"http://example.org/{long}/s{n}", f"{long}{n}"
+        if adapter is None:
+            calls.append(("add", (URIRef(s), URIRef("http://example.org/p"), Literal(o))))
+        else:
+            calls.append(("add", (f"<{s}>", "<http://example.org/p>", f'"{o}"')))
+        fed += len(s) + len(o)
+        if i % 50 == 49:
+            calls.append(("end_patch", ()))
+    assert fed > 2 * term_encoder._CACHE_CHARS
+    options = PatchOptions(statement_type=StatementType.TRIPLES)
+    pure, native, counting = patch_pair(options, adapter)
+    drops = {"pure": 0, "native": 0}
+    for name, encoder in (("pure", pure), ("native", native)):
+        terms = encoder._terms
+
+        def drop(terms: Any = terms, name: str = name) -> None:
+            drops[name] += 1
+            type(terms).drop_caches(terms)
+
+        terms.drop_caches = drop  # the compiled core calls it through the attribute too
+    same_output(pure, native, [*calls, ("end_patch", ())])
+    assert counting.rows == 1_200
+    assert drops["native"] >= 2
+    assert drops["pure"] >= 2
+    for encoder in (pure, native):
+        held = encoder._terms._cache_chars
+        assert 0 < held <= term_encoder._CACHE_CHARS

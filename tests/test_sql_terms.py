@@ -90,6 +90,42 @@ def test_a_tiny_term_cache_starts_over_and_looks_terms_up(sql_url: str) -> None:
         dictionary_is_consistent(t)
 
 
+def long_literal_log(seed: int, patches: int, length: int) -> str:
+    """Patches adding distinct literals of ``length`` characters (some units aborted, some
+    literals repeated, some deleted again)."""
+    rng = random.Random(seed)
+    lines = []
+    for n in range(patches):
+        lines.append("TX .")
+        for k in range(rng.randint(1, 3)):
+            text = f"{n}-{k}-" + "x" * length
+            if rng.random() < 0.2 and n:
+                text = f"{n - 1}-0-" + "x" * length  # seen before: in the cache or the database
+            lines.append(f'{rng.choice("AAD")} {iri(f"s{n % 7}")} {iri("p")} "{text}" .')
+        lines.append("TA ." if rng.random() < 0.2 else "TC .")
+    return "\n".join(lines) + "\n"
+
+
+def test_long_literals_start_the_cache_over_at_its_character_budget(sql_url: str) -> None:
+    # The entry count alone lets 524,288 long literals stay (GBs of 10 KB texts): past
+    # ``term_cache_chars`` characters the cache starts over too, whatever its entry count.
+    budget = 60_000
+    text = long_literal_log(11, patches=120, length=5_000)
+    with SqlTarget(sql_url, term_cache_chars=budget) as t:
+        held = []
+        for i, chunk in enumerate(text.split("TX .\n")[1:]):
+            apply_text("TX .\n" + chunk, t, source=f"u{i}", batch_rows=3)
+            held.append(sum(map(len, t._ids)))
+            # The count kept for the bound is the text of what the cache holds, rollbacks included.
+            assert t._ids_chars == held[-1]
+        # One batch (3 quads, 4 terms each) may come on top of a cache just started over.
+        assert max(held) <= budget + 3 * 4 * 5_100
+        literals = {line.split(" ", 3)[3] for line in text.splitlines() if '"' in line}
+        assert sum(map(len, literals)) > 10 * budget  # what the entry count alone would keep
+        assert state(t)[0] == reference(text, batch_rows=3)[0]
+        dictionary_is_consistent(t)
+
+
 def test_aborted_unit_forgets_the_terms_it_stored(sql_url: str) -> None:
     # docs/design.md §2: TA discards the unit, including the dictionary rows it added; a term
     # first seen there and used again later must be stored again, not taken from memory.

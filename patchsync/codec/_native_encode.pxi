@@ -27,6 +27,8 @@ from cpython.object cimport PyObject
 from cpython.unicode cimport PyUnicode_Compare, PyUnicode_FromObject
 
 from patchsync.codec import wire as _wire
+from patchsync.codec.term_encoder import _CACHE_CHARS as _ENC_CACHE_CHARS_PY
+from patchsync.codec.term_encoder import _ENTRY_CHARS as _ENC_ENTRY_CHARS_PY
 from patchsync.codec.term_encoder import split_iri as _split_iri
 from patchsync.terms import XSD_STRING as _XSD_STRING_STR
 
@@ -35,6 +37,9 @@ cdef object _ENC_CHANGE = Kind.CHANGE
 cdef object _ld_str = _wire.ld_str
 cdef object _move_to_end = _OrderedDict.move_to_end
 cdef Py_ssize_t _ENC_CACHE_LIMIT = 1 << 16
+# TermEncoder's text budget of its caches (term_encoder._CACHE_CHARS, _ENTRY_CHARS).
+cdef Py_ssize_t _ENC_CACHE_CHARS = _ENC_CACHE_CHARS_PY
+cdef Py_ssize_t _ENC_ENTRY_CHARS = _ENC_ENTRY_CHARS_PY
 
 # Term kinds (patchsync/terms/base.py).
 cdef int _K_IRI = 0
@@ -278,6 +283,7 @@ cdef int _put_iri(Out* out, unsigned char tag, object t, str iri, IriState* st) 
     cdef object split
     cdef dict splits
     cdef PyObject* hit
+    cdef Py_ssize_t chars
     if prefixes is None:
         name_id = _lookup_id(t.names, iri, emit)
     else:
@@ -286,9 +292,15 @@ cdef int _put_iri(Out* out, unsigned char tag, object t, str iri, IriState* st) 
         if hit != NULL:
             split = <object>hit
         else:
+            split = _split_iri(iri)
+            # TermEncoder.count_cached, inline: the key and its two parts.
+            chars = <Py_ssize_t>t._cache_chars + 2 * len(iri) + _ENC_ENTRY_CHARS
+            if chars > _ENC_CACHE_CHARS:
+                t.drop_caches()  # clears ``splits`` too (the same dict)
+            else:
+                t._cache_chars = chars
             if len(splits) >= _ENC_CACHE_LIMIT:
                 splits.clear()
-            split = _split_iri(iri)
             splits[iri] = split
         prefix_id = _lookup_id(prefixes, (<tuple>split)[0], emit)
         name_id = _lookup_id(t.names, (<tuple>split)[1], emit)

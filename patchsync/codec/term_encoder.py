@@ -19,6 +19,18 @@ from patchsync.terms import BNODE, DEFAULT_GRAPH, IRI, KIND_NAMES, LITERAL, TRIP
 T = TypeVar("T")
 
 _CACHE_LIMIT = 1 << 16
+#: Characters of term text the caches (IRI splits, unpacked terms, the identity cache) may
+#: keep alive together before all of them are dropped at once. The count limit alone bounds
+#: entries, not bytes: 65,536 literals or IRIs of kilobytes each would stay for the whole
+#: stream (GBs for a producer of long texts). Typical terms reach the count limit first.
+_CACHE_CHARS = 1 << 23
+#: What an entry costs besides its text (dict slot, tuple), in characters' worth.
+_ENTRY_CHARS = 16
+#: A new object of a term already unpacked (most terms of a parsed stream take this path)
+#: gets an identity entry that keeps its text alive. Up to this many characters that text is
+#: not counted, so the path stays a length check: the entry count bounds it (65,536 x 128
+#: characters at most), and the caches hold at most about twice _CACHE_CHARS in all.
+_SHORT_CHARS = 128
 
 # A value no id equals: after an append to an existing log the decoder's 0-rule state is
 # unknown to us, so nothing may be written relative to it (docs/design.md §6).
@@ -32,6 +44,17 @@ _PLURAL = {"name": "names", "prefix": "prefixes", "datatype": "datatypes"}
 
 class PrefixOverflow(EncodeError):
     """A row needs more distinct prefixes than the prefix lookup holds (see ``guarded``)."""
+
+
+def held_chars(u: Unpacked) -> int:
+    """Characters of text an unpacked term holds (a quoted triple's terms are counted by
+    their own entries)."""
+    kind = u[0]
+    if kind in (IRI, BNODE):
+        return len(u[1])
+    if kind == LITERAL:
+        return len(u[1]) + len(u[2] or "") + len(u[3] or "")
+    return 0
 
 
 def split_iri(iri: str) -> tuple[str, str]:
@@ -85,7 +108,7 @@ class LruLookup:
 
 
 class TermEncoder(Generic[T]):
-    """Encoder state of one stream: LRU lookups, IRI 0-rule state, repeated terms.
+    """Encoder state of one stream: LRU lookups, IRI 0-rule state, repeated terms, caches.
 
     ``emit`` receives each lookup-entry row (the bytes of the row message's field, i.e.
     a serialized ``RdfPatchRow``/``RdfStreamRow`` body) the moment it becomes necessary.
@@ -122,6 +145,9 @@ class TermEncoder(Generic[T]):
         self._splits: dict[str, tuple[str, str]] = {}
         self._unpacked: dict[Any, Unpacked] = {}
         self._by_id: dict[int, tuple[Any, Unpacked]] = {}
+        # Text the three caches above keep alive (see _CACHE_CHARS); the compiled core
+        # counts its IRI splits here too.
+        self._cache_chars = 0
         # The RdfIri fields for every possible id, precomputed (ids are bounded by the options).
         self._prefix_fields = [wire.IRI_PREFIX + wire.varint(i) for i in range(max_prefixes + 1)]
         self._name_fields = [wire.IRI_NAME + wire.varint(i) for i in range(max_names + 1)]
@@ -169,13 +195,40 @@ class TermEncoder(Generic[T]):
         except TypeError:
             raise EncodeError(f"not an RDF term: {term!r}") from None
         if found is None:
-            if len(self._unpacked) >= _CACHE_LIMIT:
-                self._unpacked.clear()
-            found = self._unpacked[term] = self.adapter.unpack(term)
+            found = self._unpack_new(term)
+        elif found[0] <= LITERAL and len(found[1]) > _SHORT_CHARS:
+            # A new object of a known long term: the identity entry keeps its text alive too.
+            self.count_cached(len(found[1]) + _ENTRY_CHARS)
         if len(self._by_id) >= _CACHE_LIMIT:
             self._by_id.clear()
         self._by_id[id(term)] = (term, found)
         return found
+
+    def _unpack_new(self, term: T) -> Unpacked:
+        """A term missing from the caches, unpacked and cached (the identity entry is the caller's)."""
+        found = self.adapter.unpack(term)
+        # The term as key, its parts (new strings), the identity entry: its text thrice.
+        # Counted before storing, as it may drop the caches.
+        self.count_cached(3 * held_chars(found) + 2 * _ENTRY_CHARS)
+        if len(self._unpacked) >= _CACHE_LIMIT:
+            self._unpacked.clear()
+        self._unpacked[term] = found
+        return found
+
+    def count_cached(self, chars: int) -> None:
+        """Count ``chars`` characters about to be cached; past :data:`_CACHE_CHARS`, drop
+        every cache. The compiled core does the same for its IRI splits, so both paths
+        keep the same bound."""
+        self._cache_chars += chars
+        if self._cache_chars > _CACHE_CHARS:
+            self.drop_caches()
+
+    def drop_caches(self) -> None:
+        """Empty the caches (they only save work: the output does not depend on them)."""
+        self._cache_chars = 0
+        self._splits.clear()
+        self._unpacked.clear()
+        self._by_id.clear()
 
     def iri(self, iri: str) -> bytes:
         """The body of an ``RdfIri`` message for ``iri``."""
@@ -186,9 +239,12 @@ class TermEncoder(Generic[T]):
         else:
             split = ("", iri) if self.no_split else self._splits.get(iri)
             if split is None:
+                split = split_iri(iri)
+                # The key and its two parts (new strings).
+                self.count_cached(2 * len(iri) + _ENTRY_CHARS)
                 if len(self._splits) >= _CACHE_LIMIT:
                     self._splits.clear()
-                split = self._splits[iri] = split_iri(iri)
+                self._splits[iri] = split
             prefix_id = self.prefixes.id_for(split[0], self.emit)
             name_id = self.names.id_for(split[1], self.emit)
             if prefix_id == self.last_prefix:

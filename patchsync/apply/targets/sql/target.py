@@ -51,7 +51,7 @@ from patchsync.apply.targets.sql.errors import translate
 from patchsync.apply.targets.sql.ledger import Ledger
 from patchsync.apply.targets.sql.migrate import ensure_schema
 from patchsync.apply.targets.sql.statements import PG_SESSION, STATEMENTS, Statements
-from patchsync.apply.targets.sql.terms import TERM_CACHE_SIZE, TermDictionary
+from patchsync.apply.targets.sql.terms import TERM_CACHE_CHARS, TERM_CACHE_SIZE, TermDictionary
 from patchsync.terms.ntriples import NTriplesTerms
 
 
@@ -62,7 +62,8 @@ class SqlTarget(TermDictionary, Ledger):
     the schema on first use; one at an older revision needs ``patchsync db upgrade``.
     ``group_rows``, ``group_units`` and ``group_seconds`` bound how much one database
     transaction holds before it commits. ``term_cache`` bounds how many term ids are kept
-    in memory (the main part of a long-running applier's memory).
+    in memory (the main part of a long-running applier's memory) and ``term_cache_chars``
+    how many characters of term text they hold together; past either the cache starts over.
     """
 
     capabilities: ClassVar[frozenset[str]] = frozenset(
@@ -77,6 +78,7 @@ class SqlTarget(TermDictionary, Ledger):
         group_units: int = 5_000,
         group_seconds: float = 2.0,
         term_cache: int = TERM_CACHE_SIZE,
+        term_cache_chars: int = TERM_CACHE_CHARS,
     ) -> None:
         self.adapter = NTriplesTerms()
         self._own_engine = isinstance(url, str)
@@ -87,7 +89,7 @@ class SqlTarget(TermDictionary, Ledger):
         self.group_rows = group_rows
         self.group_units = group_units
         self.group_seconds = group_seconds
-        self._init_terms(term_cache)
+        self._init_terms(term_cache, term_cache_chars)
         self._tx: RootTransaction | None = None
         self._in_unit = False  # a SAVEPOINT for the open unit is set
         self._last = False  # the open unit's remaining writes end with its commit

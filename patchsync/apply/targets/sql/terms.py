@@ -18,9 +18,15 @@ from patchsync.apply.target import Quad
 from patchsync.apply.targets.sql.schema import term_hash
 from patchsync.apply.targets.sql.statements import LOOKUP_CHUNK, PG_SESSION, Statements
 
-# Term ids kept in memory by default (~100 MB of a daemon's memory at most on typical data);
-# beyond this the cache starts again (and is no longer complete).
+# Term ids kept in memory by default; beyond this the cache starts again (and is no longer
+# complete).
 TERM_CACHE_SIZE = 1 << 19
+#: Characters of term text the cache may hold by default, on top of the entry count: the count
+#: alone bounds entries, not bytes, and 524,288 literals of 10 KB each would be GBs. Typical
+#: terms (IRIs and short literals, well under 128 characters on average) reach the count
+#: first, so they keep the hit rate they had; long ones start the cache over sooner. At most
+#: about 64 MB of text (more for text outside Latin-1) plus the entries' own ~120 bytes each.
+TERM_CACHE_CHARS = 1 << 26
 _LOOKUP_CHUNK = LOOKUP_CHUNK
 _UNIQUE_VIOLATION = "23505"  # PostgreSQL's SQLSTATE
 
@@ -36,10 +42,13 @@ class TermDictionary:
     engine: Engine
     dialect: str
     term_cache: int
+    term_cache_chars: int
     _cur: Any
     _mark: str
     sql: Statements
     _ids: dict[str, int]
+    # Characters of the terms in ``_ids`` (see TERM_CACHE_CHARS).
+    _ids_chars: int
     _unit_terms: list[str]
     _tx_terms: list[str]
     _term_conn: Any
@@ -52,9 +61,11 @@ class TermDictionary:
     _known_max: int | None
     _next_id: int
 
-    def _init_terms(self, term_cache: int) -> None:
+    def _init_terms(self, term_cache: int, term_cache_chars: int) -> None:
         self.term_cache = term_cache
+        self.term_cache_chars = term_cache_chars
         self._ids = {}
+        self._ids_chars = 0
         self._unit_terms = []
         self._tx_terms = []
         self._term_conn = None
@@ -87,8 +98,12 @@ class TermDictionary:
     def _resolve(self, terms: set[str], *, create: bool) -> dict[str, int]:
         """The ids of ``terms`` (those the database has, or all with ``create``), also cached."""
         ids = self._ids
-        if len(ids) + len(terms) > self.term_cache:
+        # Only called on a miss, so the length sum costs nothing on the hit path. Like the
+        # count, it assumes every term asked for may be new: past either bound the cache
+        # starts over before this batch (which is then stored whatever its size).
+        if len(ids) + len(terms) > self.term_cache or self._ids_chars + sum(map(len, terms)) > self.term_cache_chars:
             ids.clear()
+            self._ids_chars = 0
             self._complete = False
         if self._complete and not create:
             # SQLite holding every stored term: the others are not stored, nothing to ask.
@@ -100,6 +115,8 @@ class TermDictionary:
                 self._resolve_pg(hashes, create=create)
             else:
                 self._resolve_sqlite(hashes, create=create)
+            # The terms just cached are those of ``hashes`` now in ``ids``.
+            self._ids_chars += sum(len(t) for t in hashes if t in ids)
         return {t: ids[t] for t in terms if t in ids}
 
     def _lookup(self, hashes: Iterable[int]) -> dict[str, int]:
@@ -203,8 +220,11 @@ class TermDictionary:
     def _forget(self, terms: list[str]) -> None:
         """Drop cache entries of terms whose insert was rolled back."""
         pop = self._ids.pop
+        dropped = 0
         for term in terms:
-            pop(term, None)
+            if pop(term, None) is not None:
+                dropped += len(term)
+        self._ids_chars -= dropped
         terms.clear()
 
     def _sync_terms(self) -> None:
@@ -219,4 +239,4 @@ class TermDictionary:
         self._next_id = top + 1
 
 
-__all__ = ["TERM_CACHE_SIZE", "TermDictionary"]
+__all__ = ["TERM_CACHE_CHARS", "TERM_CACHE_SIZE", "TermDictionary"]
