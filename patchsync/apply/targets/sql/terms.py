@@ -89,6 +89,8 @@ class TermDictionary:
                 None if None in (key := (get(s), get(p), get(o), get(g or ""))) else key for s, p, o, g in quads
             ]
             return probed
+        if create and self._complete and len(self._ids) + 4 * len(quads) <= self.term_cache:
+            return self._keys_storing(quads)
         keys: list[Any] = []
         misses: list[int] = []
         unknown: dict[str, None] = {}  # an ordered set
@@ -118,6 +120,58 @@ class TermDictionary:
             s, p, o, g = quads[i]
             key = (get(s), get(p), get(o), get(g or ""))
             keys[i] = None if None in key else key
+        return keys
+
+    def _keys_storing(self, quads: Sequence[Quad]) -> list[tuple[int, int, int, int] | None]:
+        """:meth:`_keys` with ``create`` on SQLite when the cache holds every stored term and
+        has room for four new terms per quad: a term not cached is new, and gets the next id
+        (we hold the write lock) in the same pass, so no quad is looked at twice."""
+        ids = self._ids
+        get = ids.get
+        first = next_id = self._next_id
+        new: list[str] = []
+        keys: list[Any] = []
+        for s, p, o, g in quads:
+            if not g:
+                g = ""  # the default graph, as stored
+            ks = get(s)
+            if ks is None:
+                ids[s] = ks = next_id
+                next_id += 1
+                new.append(s)
+            kp = get(p)
+            if kp is None:
+                ids[p] = kp = next_id
+                next_id += 1
+                new.append(p)
+            ko = get(o)
+            if ko is None:
+                ids[o] = ko = next_id
+                next_id += 1
+                new.append(o)
+            kg = get(g)
+            if kg is None:
+                ids[g] = kg = next_id
+                next_id += 1
+                new.append(g)
+            keys.append((ks, kp, ko, kg))
+        if not new:
+            return keys
+        chars = sum(map(len, new))
+        if self._ids_chars + chars > self.term_cache_chars:
+            # Past the text budget the cache starts over, keeping this batch's new terms.
+            ids.clear()
+            ids.update(zip(new, range(first, next_id), strict=True))
+            self._ids_chars = 0
+            self._complete = False
+        self._ids_chars += chars
+        # Listed before the insert: if it fails, the unit's rollback forgets them.
+        self._unit_terms.extend(new)
+        self._next_id = next_id
+        self._known_max = next_id - 1
+        # Looked up at call time: tests swap in a weaker hash.
+        hash_of = term_hash
+        self._cur.executemany(self.sql.term_insert, zip(range(first, next_id), map(hash_of, new), new, strict=True))
         return keys
 
     def _make_room(self, terms: dict[str, None]) -> bool:
