@@ -78,8 +78,8 @@ class TermDictionary:
     def _keys(self, quads: Sequence[Quad], *, create: bool) -> list[tuple[int, int, int, int] | None]:
         """Each quad as (s, p, o, g) term ids, in order; with ``create`` unknown terms are
         stored, without it a quad with a term the database lacks is ``None`` (it cannot be there)."""
-        # One pass over the batch (issue #14: this runs for every row applied): the keys of
-        # the quads whose terms are all cached, and the terms the cache lacks.
+        # Every row applied goes through here (issue #14): each form below makes one pass
+        # over the batch, plus one over the quads with a term to resolve.
         get = self._ids.get
         if not create and self._complete:
             # SQLite holding every stored term: a quad with an uncached one is not stored.
@@ -91,6 +91,7 @@ class TermDictionary:
             return probed
         if create and self._complete and len(self._ids) + 4 * len(quads) <= self.term_cache:
             return self._keys_storing(quads)
+        # The keys of the quads whose terms are all cached, and the terms the cache lacks.
         keys: list[Any] = []
         misses: list[int] = []
         unknown: dict[str, None] = {}  # an ordered set
