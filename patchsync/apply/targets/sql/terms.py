@@ -78,46 +78,138 @@ class TermDictionary:
     def _keys(self, quads: Sequence[Quad], *, create: bool) -> list[tuple[int, int, int, int] | None]:
         """Each quad as (s, p, o, g) term ids, in order; with ``create`` unknown terms are
         stored, without it a quad with a term the database lacks is ``None`` (it cannot be there)."""
+        # Every row applied goes through here (issue #14): each form below makes one pass
+        # over the batch, plus one over the quads with a term to resolve.
         get = self._ids.get
+        if not create and self._complete:
+            # SQLite holding every stored term: a quad with an uncached one is not stored.
+            # (A comprehension: the fastest form of this pass, and presence probes run it
+            # over every quad a commit group touches.)
+            probed: list[Any] = [
+                None if None in (key := (get(s), get(p), get(o), get(g or ""))) else key for s, p, o, g in quads
+            ]
+            return probed
+        if create and self._complete and len(self._ids) + 4 * len(quads) <= self.term_cache:
+            return self._keys_storing(quads)
+        # The keys of the quads whose terms are all cached, and the terms the cache lacks.
         keys: list[Any] = []
-        misses = []
-        for i, (s, p, o, g) in enumerate(quads):
-            key = (get(s), get(p), get(o), get(g or ""))
+        misses: list[int] = []
+        unknown: dict[str, None] = {}  # an ordered set
+        for s, p, o, g in quads:
+            if not g:
+                g = ""  # the default graph, as stored
+            key = (get(s), get(p), get(o), get(g))
             if None in key:
-                misses.append(i)
+                misses.append(len(keys))
+                if key[0] is None:
+                    unknown[s] = None
+                if key[1] is None:
+                    unknown[p] = None
+                if key[2] is None:
+                    unknown[o] = None
+                if key[3] is None:
+                    unknown[g] = None
             keys.append(key)
-        if misses:
-            # Resolving may start the cache over, so every term of these quads is asked for.
-            found = self._resolve({t or "" for i in misses for t in quads[i]}, create=create)
-            for i in misses:
-                s, p, o, g = quads[i]
-                key = (found.get(s), found.get(p), found.get(o), found.get(g or ""))
-                keys[i] = None if None in key else key
+        if not misses:
+            return keys
+        if self._make_room(unknown):
+            # The cache started over: the cached terms of these quads went with it.
+            unknown = dict.fromkeys(t or "" for i in misses for t in quads[i])
+        self._resolve(unknown, create=create)
+        get = self._ids.get
+        for i in misses:
+            s, p, o, g = quads[i]
+            key = (get(s), get(p), get(o), get(g or ""))
+            keys[i] = None if None in key else key
         return keys
 
-    def _resolve(self, terms: set[str], *, create: bool) -> dict[str, int]:
-        """The ids of ``terms`` (those the database has, or all with ``create``), also cached."""
+    def _keys_storing(self, quads: Sequence[Quad]) -> list[tuple[int, int, int, int] | None]:
+        """:meth:`_keys` with ``create`` on SQLite when the cache holds every stored term and
+        has room for four new terms per quad: a term not cached is new, and gets the next id
+        (we hold the write lock) in the same pass, so no quad is looked at twice."""
         ids = self._ids
-        # Only called on a miss, so the length sum costs nothing on the hit path. Like the
-        # count, it assumes every term asked for may be new: past either bound the cache
-        # starts over before this batch (which is then stored whatever its size).
+        get = ids.get
+        first = next_id = self._next_id
+        new: list[str] = []
+        keys: list[Any] = []
+        for s, p, o, g in quads:
+            if not g:
+                g = ""  # the default graph, as stored
+            ks = get(s)
+            if ks is None:
+                ids[s] = ks = next_id
+                next_id += 1
+                new.append(s)
+            kp = get(p)
+            if kp is None:
+                ids[p] = kp = next_id
+                next_id += 1
+                new.append(p)
+            ko = get(o)
+            if ko is None:
+                ids[o] = ko = next_id
+                next_id += 1
+                new.append(o)
+            kg = get(g)
+            if kg is None:
+                ids[g] = kg = next_id
+                next_id += 1
+                new.append(g)
+            keys.append((ks, kp, ko, kg))
+        if not new:
+            return keys
+        chars = sum(map(len, new))
+        if self._ids_chars + chars > self.term_cache_chars:
+            # Past the text budget the cache starts over, keeping this batch's new terms.
+            ids.clear()
+            ids.update(zip(new, range(first, next_id), strict=True))
+            self._ids_chars = 0
+            self._complete = False
+        self._ids_chars += chars
+        # Listed before the insert: if it fails, the unit's rollback forgets them.
+        self._unit_terms.extend(new)
+        self._next_id = next_id
+        self._known_max = next_id - 1
+        # Looked up at call time: tests swap in a weaker hash.
+        hash_of = term_hash
+        self._cur.executemany(self.sql.term_insert, zip(range(first, next_id), map(hash_of, new), new, strict=True))
+        return keys
+
+    def _make_room(self, terms: dict[str, None]) -> bool:
+        """Start the cache over if ``terms`` (all of them may be new) would overflow a bound;
+        returns whether it did (the batch is then stored whatever its size)."""
+        ids = self._ids
         if len(ids) + len(terms) > self.term_cache or self._ids_chars + sum(map(len, terms)) > self.term_cache_chars:
             ids.clear()
             self._ids_chars = 0
             self._complete = False
+            return True
+        return False
+
+    def _resolve(self, terms: dict[str, None], *, create: bool) -> None:
+        """Cache the ids of ``terms``, none of them cached: those the database has, or all
+        with ``create``."""
+        ids = self._ids
         if self._complete and not create:
-            # SQLite holding every stored term: the others are not stored, nothing to ask.
-            return {t: ids[t] for t in terms if t in ids}
+            return
         absent = self._absent
-        hashes = {t: absent[t] if t in absent else term_hash(t) for t in terms if t not in ids}
-        if hashes:
-            if self.dialect == "postgresql":
-                self._resolve_pg(hashes, create=create)
-            else:
-                self._resolve_sqlite(hashes, create=create)
-            # The terms just cached are those of ``hashes`` now in ``ids``.
+        # Looked up at call time: tests swap in a weaker hash.
+        hash_of = term_hash
+        hashes = (
+            {t: absent[t] if t in absent else hash_of(t) for t in terms} if absent else {t: hash_of(t) for t in terms}
+        )
+        if not hashes:
+            return
+        before = len(ids)
+        if self.dialect == "postgresql":
+            self._resolve_pg(hashes, create=create)
+        else:
+            self._resolve_sqlite(hashes, create=create)
+        # The terms just cached are those of ``hashes`` now in ``ids`` (usually all of them).
+        if len(ids) - before == len(hashes):
+            self._ids_chars += sum(map(len, hashes))
+        else:
             self._ids_chars += sum(len(t) for t in hashes if t in ids)
-        return {t: ids[t] for t in terms if t in ids}
 
     def _lookup(self, hashes: Iterable[int]) -> dict[str, int]:
         """Stored terms (text -> id) with any of these hashes; the text tells colliding ones apart."""
@@ -140,16 +232,15 @@ class TermDictionary:
         if not create:
             return
         # We hold the write lock (BEGIN IMMEDIATE), so ids are ours to hand out.
-        new = [(term, h) for term, h in hashes.items() if term not in ids]
+        new = list(hashes) if self._complete else [term for term in hashes if term not in ids]
         if not new:
             return
         first = self._next_id
-        rows = [(first + i, h, term) for i, (term, h) in enumerate(new)]
-        self._cur.executemany(self.sql.term_insert, rows)
-        for term_id, _, term in rows:
-            ids[term] = term_id
-        self._unit_terms.extend(term for term, _ in new)
-        self._next_id = first + len(rows)
+        numbers = range(first, first + len(new))
+        self._cur.executemany(self.sql.term_insert, zip(numbers, map(hashes.__getitem__, new), new, strict=True))
+        ids.update(zip(new, numbers, strict=True))
+        self._unit_terms.extend(new)
+        self._next_id = first + len(new)
         self._known_max = self._next_id - 1
 
     def _resolve_pg(self, hashes: dict[str, int], *, create: bool) -> None:
