@@ -74,6 +74,7 @@ bench: $(NATIVE_STAMP)
 	$(BIN)/python -m bench.spark_base_bench
 	$(BIN)/python -m bench.apply_bench --workload
 	$(BIN)/python -m bench.startup_bench
+	$(BIN)/python -m bench.memory_bench
 
 proto: $(STAMP)
 	$(BIN)/python scripts/gen_proto.py
