@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any, NoReturn, cast
 
-from patchsync.apply.group import DEFAULT_GROUP_ROWS, DEFAULT_GROUP_UNITS, CommitGroup, HeldUnit, settle
+from patchsync.apply.group import DEFAULT_GROUP_ROWS, DEFAULT_GROUP_UNITS, CommitGroup, HeldUnit, replay, settle
 from patchsync.apply.target import CAN_CONTAINS, CAN_LAST_WRITES, Checkpoint, PatchRecord, Quad, Target, capabilities_of
 from patchsync.errors import ApplyError, ChainError, CheckpointError, DecodeError, PatchsyncError, param
 from patchsync.events import Add, Delete, Event, Header, PatchEnd, PrefixAdd, PrefixDelete, TxAbort, TxCommit, TxStart
@@ -274,19 +274,11 @@ class Applier:
         final_add: list[Quad] = []
         final_delete: list[Quad] = []
         for index, (quad, seq) in enumerate(multi):
-            present = target.delete([quad]) == 1 if initial is None else initial[index]
-            for bit in bin(seq)[3:]:
-                if bit == "1":
-                    if present:
-                        self._p_noop += 1
-                    else:
-                        self._p_added += 1
-                        present = True
-                elif present:
-                    self._p_deleted += 1
-                    present = False
-                else:
-                    self._p_noop += 1
+            was = target.delete([quad]) == 1 if initial is None else initial[index]
+            added, deleted, noop, present = replay(seq, was)
+            self._p_added += added
+            self._p_deleted += deleted
+            self._p_noop += noop
             if present:
                 final_add.append(quad)
             elif initial is not None:

@@ -55,6 +55,23 @@ class HeldUnit:
     record: PatchRecord | None
 
 
+def replay(seq: int, present: bool) -> tuple[int, int, int, bool]:
+    """One quad's operations ``seq`` (bits after a leading 1, add = 1, delete = 0) applied in
+    order to a target where the quad is ``present`` or not: ``(added, deleted, noop, present
+    after)``, as applying them one row at a time under set semantics (docs/design.md §5)."""
+    added = deleted = noop = 0
+    for bit in bin(seq)[3:]:
+        if (bit == "1") is present:
+            noop += 1
+        elif present:
+            deleted += 1
+            present = False
+        else:
+            added += 1
+            present = True
+    return added, deleted, noop, present
+
+
 def settle(
     units: Sequence[HeldUnit], present: Callable[[list[Quad]], list[bool]]
 ) -> tuple[list[Counts], list[Quad], list[Quad]]:
@@ -88,17 +105,10 @@ def settle(
                 else:
                     noop += 1
             else:
-                now = was
-                for bit in bin(seq)[3:]:
-                    if (bit == "1") is now:
-                        noop += 1
-                    elif now:
-                        deleted += 1
-                        now = False
-                    else:
-                        added += 1
-                        now = True
-                state[quad] = now
+                a, d, n, state[quad] = replay(seq, was)
+                added += a
+                deleted += d
+                noop += n
         counts.append((added, deleted, noop))
     deletes = [q for q, now in state.items() if not now and before[q]]
     adds = [q for q, now in state.items() if now and not before[q]]
@@ -142,4 +152,4 @@ class CommitGroup:
         return units
 
 
-__all__ = ["DEFAULT_GROUP_ROWS", "DEFAULT_GROUP_UNITS", "CommitGroup", "Counts", "HeldUnit", "settle"]
+__all__ = ["DEFAULT_GROUP_ROWS", "DEFAULT_GROUP_UNITS", "CommitGroup", "Counts", "HeldUnit", "replay", "settle"]
