@@ -11,6 +11,7 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from patchsync.apply.targets.sql.errors import translate
 from patchsync.apply.targets.sql.migrate import current_revision, head_revision, upgrade
+from patchsync.apply.targets.sql.pg_arrays import register as register_arrays
 from patchsync.errors import UsageError
 
 
@@ -28,7 +29,9 @@ def create_sql_engine(url: str) -> Engine:
         raise translate(exc, f"cannot open target {url!r}") from exc
     if engine.dialect.name == "sqlite":
         _sqlite_setup(engine)
-    elif engine.dialect.name != "postgresql":
+    elif engine.dialect.name == "postgresql":
+        _postgresql_setup(engine)
+    else:
         raise UsageError(f"unsupported database {engine.dialect.name!r}: patchsync supports SQLite and PostgreSQL")
     return engine
 
@@ -64,6 +67,13 @@ def _sqlite_setup(engine: Engine) -> None:
     @event.listens_for(engine, "begin")
     def _begin(conn: Connection) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def _postgresql_setup(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _connect(dbapi_connection: Any, _record: Any) -> None:
+        # The write path sends its batches as prebuilt binary arrays (pg_arrays).
+        register_arrays(dbapi_connection)  # psycopg (3) is the only PostgreSQL driver supported
 
 
 def _unwritable(path: str | None) -> str:

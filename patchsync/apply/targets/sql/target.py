@@ -50,6 +50,7 @@ from patchsync.apply.targets.sql.engine import create_sql_engine, safe_url
 from patchsync.apply.targets.sql.errors import translate
 from patchsync.apply.targets.sql.ledger import Ledger
 from patchsync.apply.targets.sql.migrate import ensure_schema
+from patchsync.apply.targets.sql.pg_arrays import key_arrays
 from patchsync.apply.targets.sql.statements import PG_SESSION, STATEMENTS, Statements
 from patchsync.apply.targets.sql.terms import TERM_CACHE_CHARS, TERM_CACHE_SIZE, TermDictionary
 from patchsync.terms.ntriples import NTriplesTerms
@@ -217,8 +218,7 @@ class SqlTarget(TermDictionary, Ledger):
         keys.sort()
         if self.dialect == "postgresql":
             # One statement over four arrays, whatever the batch size.
-            columns = tuple(list(c) for c in zip(*keys, strict=True)) if keys else ([], [], [], [])
-            return int(self._cur.execute(sql, columns).rowcount)
+            return int(self._cur.execute(sql, key_arrays(keys)).rowcount)
         self._cur.executemany(sql, keys)
         return int(self._cur.rowcount)
 
@@ -229,8 +229,7 @@ class SqlTarget(TermDictionary, Ledger):
             aligned = self._keys(quads, create=False)
             keys = [k for k in aligned if k is not None]
             if keys and self.dialect == "postgresql":
-                columns = tuple(list(c) for c in zip(*keys, strict=True))
-                result = self._cur.execute(self.sql.contains_quads, columns).fetchall()
+                result = self._cur.execute(self.sql.contains_quads, key_arrays(keys)).fetchall()
                 found.update((r[0], r[1], r[2], r[3]) for r in result)
             elif keys:
                 # In-process point queries on the primary key beat any set-based form here

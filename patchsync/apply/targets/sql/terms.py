@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import Engine
 
 from patchsync.apply.target import Quad
+from patchsync.apply.targets.sql.pg_arrays import bigint_array, text_array
 from patchsync.apply.targets.sql.schema import term_hash
 from patchsync.apply.targets.sql.statements import LOOKUP_CHUNK, PG_SESSION, Statements
 
@@ -265,20 +266,20 @@ class TermDictionary:
             new = terms
         else:
             # One round trip (see statements.POSTGRESQL.term_insert).
-            values = [hashes[t] for t in terms]
-            rows = cursor.execute(self.sql.term_insert, (values, terms, values, terms)).fetchall()
+            values, texts = bigint_array([hashes[t] for t in terms]), text_array(terms)
+            rows = cursor.execute(self.sql.term_insert, (values, texts, values, texts)).fetchall()
             self._pg_store(rows, hashes)
             new = [t for t in terms if t not in ids]
         self._absent = {}
         if new:
-            values = [hashes[t] for t in new]
+            values, texts = bigint_array([hashes[t] for t in new]), text_array(new)
             try:
-                rows = cursor.execute(self.sql.term_insert_new, (values, new)).fetchall()
+                rows = cursor.execute(self.sql.term_insert_new, (values, texts)).fetchall()
             except Exception as exc:
                 if getattr(exc, "sqlstate", None) != _UNIQUE_VIOLATION:
                     raise
                 # Another applier added some of them since our lookup: insert-or-ignore.
-                rows = cursor.execute(self.sql.term_insert, (values, new, values, new)).fetchall()
+                rows = cursor.execute(self.sql.term_insert, (values, texts, values, texts)).fetchall()
             self._pg_store(rows, hashes)
         if any(t not in ids for t in terms):
             # Another applier committed some of these after our statement began: its rows
@@ -286,7 +287,8 @@ class TermDictionary:
             self._pg_read(cursor, [t for t in terms if t not in ids], hashes)
 
     def _pg_read(self, cursor: Any, terms: list[str], hashes: dict[str, int]) -> None:
-        self._pg_store(cursor.execute(self.sql.term_lookup, ([hashes[t] for t in terms], terms)).fetchall(), hashes)
+        params = (bigint_array([hashes[t] for t in terms]), text_array(terms))
+        self._pg_store(cursor.execute(self.sql.term_lookup, params).fetchall(), hashes)
 
     def _pg_store(self, rows: Iterable[tuple[int, str]], hashes: dict[str, int]) -> None:
         ids = self._ids
