@@ -17,11 +17,17 @@ reported apart):
 * replay: ``write_replay`` to Parquet: decode again + the shuffle of the group-by on the
   quad + writing the result.
 
-Issue #13's target is the ``local[1]`` rate with the compiled core (``spark-replay
-local[1]``) at least twice the rate with the pure-Python codec (``spark-replay local[1]
-pure``, the workers run with ``PATCHSYNC_PURE=1``), both measured in the same run. Each case
-asks a worker which codec its decoder uses, so a baseline that silently ran the compiled
-core (or a missing build) shows in the ``codec`` column.
+Issue #13's target is the ``local[1]`` replay rate at least twice "today's": the code the
+issue started from, run on the same logs in the same run with ``--baseline CHECKOUT`` (a
+worktree of that commit; ``spark-replay local[1] baseline``: its patchsync package drives
+the driver and the workers, this checkout's benchmark drives it). The pure-Python codec of
+this checkout (``spark-replay local[1] pure``, workers with ``PATCHSYNC_PURE=1``) shows the
+codec's share apart from the rest of the replay's changes. Each case asks a worker which
+codec its decoder uses, so a baseline that silently ran the compiled core (or a missing
+build) shows in the ``codec`` column.
+
+    git worktree add --detach /tmp/base13 5b87345     # main before issue #13's work
+    .venv/bin/python -m bench.spark_bench --baseline /tmp/base13
 
 The SQLite baseline is ``apply_file`` (what ``patchsync apply`` runs) into a fresh SQLite
 file, on the first ``--sqlite-files`` files (it is the slowest case; its rate does not
@@ -79,7 +85,8 @@ def _worker_codec(spark: Any) -> str:
     def probe(_: object) -> Any:
         from patchsync.codec.patch_decoder import PatchDecoder
 
-        yield "native" if PatchDecoder._native is not None else "pure"
+        # getattr: a baseline from before the compiled core has no such attribute.
+        yield "native" if getattr(PatchDecoder, "_native", None) is not None else "pure"
 
     codec: str = spark.sparkContext.parallelize([0], 1).mapPartitions(probe).first()
     return codec
@@ -125,17 +132,32 @@ def spark_case(master: str, logs: list[Path], rows: int, work: Path, *, label: s
     }
 
 
-def _spark_in_child(master: str, logs: list[Path], rows: int, work: Path, *, pure: bool) -> dict[str, Any]:
+def _spark_in_child(
+    master: str, logs: list[Path], rows: int, work: Path, *, pure: bool, baseline: Path | None = None
+) -> dict[str, Any]:
     # One process (and JVM) per case, so that no case runs on a JVM warmed by another. The
     # JVM and its Python workers inherit this environment, PATCHSYNC_PURE included.
-    label = f"spark-replay {master}" + (" pure" if pure else "")
+    label = f"spark-replay {master}" + (" pure" if pure else "") + (" baseline" if baseline else "")
     result = work / f"{label.replace(' ', '_')}.json"
     env = dict(os.environ)
     env.pop("PATCHSYNC_PURE", None)
     if pure:
         env["PATCHSYNC_PURE"] = "1"
+    if baseline is not None:
+        # The baseline checkout's patchsync package alone (this checkout's bench drives it):
+        # a directory holding a link to it goes first on the path of the driver and of the
+        # workers, which inherit the environment in local mode; -P keeps the working
+        # directory (this checkout) off the path.
+        shim = work / "baseline-path"
+        shim.mkdir(exist_ok=True)
+        link = shim / "patchsync"
+        if not link.exists():
+            link.symlink_to(baseline.resolve() / "patchsync")
+        here = Path(__file__).resolve().parent.parent
+        env["PYTHONPATH"] = f"{shim}{os.pathsep}{here}"
     cmd = [
         sys.executable,
+        *(["-P"] if baseline is not None else []),
         "-m",
         "bench.spark_bench",
         "--child",
@@ -146,9 +168,11 @@ def _spark_in_child(master: str, logs: list[Path], rows: int, work: Path, *, pur
         str(rows),
         "--child-label",
         label,
-        *map(str, logs),
+        *(str(log.resolve()) for log in logs),
     ]
-    subprocess.run(cmd, check=True, env=env)
+    # The workers put their working directory first on their path: for the baseline that
+    # must not be this checkout.
+    subprocess.run(cmd, check=True, env=env, cwd=work / "baseline-path" if baseline is not None else None)
     value: dict[str, Any] = json.loads(result.read_text())
     return value
 
@@ -187,6 +211,13 @@ def main(argv: list[str] | None = None) -> int:
         default="local[1]",
         help="masters run with the pure-Python codec (PATCHSYNC_PURE=1); '' for none",
     )
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="CHECKOUT",
+        help="also replay on local[1] with the patchsync package of CHECKOUT (e.g. a worktree of the code "
+        "issue #13 started from), the same logs in the same run",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--child-out", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--child-rows", type=int, help=argparse.SUPPRESS)
@@ -214,6 +245,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"running spark-replay on {master} with the {'pure' if pure else 'compiled'} codec ...", flush=True)
             results.append(_spark_in_child(master, logs, rows, work, pure=pure))
             print("  ", results[-1], flush=True)
+        if args.baseline:
+            print(f"running spark-replay on local[1] with the patchsync of {args.baseline} ...", flush=True)
+            results.append(_spark_in_child("local[1]", logs, rows, work, pure=False, baseline=args.baseline))
+            print("  ", results[-1], flush=True)
         if args.sqlite_files > 0:
             subset = logs[: args.sqlite_files]
             print(f"running patchsync apply into SQLite on {len(subset)} file(s) ...", flush=True)
@@ -224,6 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     by_case = {r["case"]: r for r in results}
     one, two = by_case.get("spark-replay local[1]"), by_case.get("spark-replay local[2]")
     pure_one = by_case.get("spark-replay local[1] pure")
+    base_one = by_case.get("spark-replay local[1] baseline")
     summary: dict[str, Any] = {
         "files": args.files,
         "rows": rows,
@@ -239,6 +275,9 @@ def main(argv: list[str] | None = None) -> int:
     if one and pure_one:
         summary["native_over_pure_local1"] = round(pure_one["replay_s"] / one["replay_s"], 2)
         summary["decode_native_over_pure_local1"] = round(pure_one["decode_s"] / one["decode_s"], 2)
+    if one and base_one:
+        summary["over_baseline_local1"] = round(base_one["replay_s"] / one["replay_s"], 2)
+        summary["decode_over_baseline_local1"] = round(base_one["decode_s"] / one["decode_s"], 2)
     if one and two:
         summary["scaling_local2_over_local1"] = round(one["replay_s"] / two["replay_s"], 2)
         summary["decode_scaling_local2_over_local1"] = round(one["decode_s"] / two["decode_s"], 2)
@@ -254,9 +293,12 @@ def main(argv: list[str] | None = None) -> int:
         )
     if "native_over_pure_local1" in summary:
         ratio = summary["native_over_pure_local1"]
+        print(f"local[1] compiled / pure: {ratio}x (decode only: {summary['decode_native_over_pure_local1']}x)")
+    if "over_baseline_local1" in summary:
+        ratio = summary["over_baseline_local1"]
         print(
-            f"local[1] compiled / pure: {ratio}x (decode only: {summary['decode_native_over_pure_local1']}x); "
-            f"target >= 2x: {'PASS' if ratio >= 2 else 'FAIL'}"
+            f"local[1] now / baseline {args.baseline}: {ratio}x (decode only: "
+            f"{summary['decode_over_baseline_local1']}x); target >= 2x: {'PASS' if ratio >= 2 else 'FAIL'}"
         )
     if "scaling_local2_over_local1" in summary:
         print(
