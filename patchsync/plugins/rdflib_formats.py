@@ -149,6 +149,27 @@ class _Sink:
         if len(self._pending) >= _BATCH:
             self.flush()
 
+    def take(self, events: Iterable[Any]) -> None:
+        """Add the statements of ``events`` and bind their namespaces, one batch per call.
+
+        The parser's hot loop: a call gets one chunk's events, so the batch stays bounded
+        by the chunk, and the per-statement work is a tuple and a list append.
+        """
+        pending = self._pending
+        append = pending.append
+        default = self.default
+        for event in events:
+            if type(event) is Statement:
+                s, p, o, g = event[0], event[1], event[2], event[3]
+                if type(s) is TripleTerm or type(o) is TripleTerm or type(p) is TripleTerm:
+                    raise UsageError(
+                        "rdflib cannot hold RDF-star quoted triples; use the SQL target or patchsync's decoder"
+                    )
+                append((s, p, o, default if g is None else self.context(g)))
+            elif type(event) is Namespace:
+                self.sink.bind(event.name, event.iri, override=True)
+        self.flush()
+
     def flush(self) -> None:
         if self._pending:
             self.sink.store.addN(self._pending)
@@ -167,21 +188,12 @@ class JellyParser(Parser):
         adapter = FastRdflibTerms() if kwargs.get("keep_bnode_labels") else FreshBNodeTerms()
         decoder: RdfDecoder[Node] = RdfDecoder(adapter, source=_source_name(source), limits=limits)  # type: ignore[arg-type]
         target = _Sink(sink)
-        add = target.add
         try:
             for chunk in _chunks(source):
                 decoder.feed(chunk)
-                for event in decoder:
-                    if type(event) is Statement:
-                        add(event[0], event[1], event[2], event[3])
-                    elif type(event) is Namespace:
-                        sink.bind(event.name, event.iri, override=True)
+                target.take(decoder)
             decoder.close()
-            for event in decoder:
-                if type(event) is Statement:
-                    add(event[0], event[1], event[2], event[3])
-                elif type(event) is Namespace:
-                    sink.bind(event.name, event.iri, override=True)
+            target.take(decoder)
         finally:
             # Statements decoded before an error are kept, like rdflib's own parsers.
             target.flush()
