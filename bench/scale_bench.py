@@ -11,7 +11,8 @@ and a fresh PostgreSQL schema. The rate (statement rows per second) is measured 
 tenth of the log's rows and printed side by side; the verdict compares the last tenth with
 the first (target: >= 70%). ``--baseline PATH`` runs the same measurement with the
 patchsync package found at PATH (a checkout of an older revision) in a subprocess, for a
-side-by-side column of the code before the change.
+side-by-side column of the code before the change. ``--sqlite-cache-mb 256,512`` adds
+SQLite columns with a larger page cache (the target URL's ``?cache_mb=``; default 64).
 """
 
 from __future__ import annotations
@@ -107,11 +108,11 @@ def drop_pg(url: str, schema: str) -> None:
     engine.dispose()
 
 
-def run_case(dialect: str, log: Path, statements: int, work: Path) -> list[float]:
+def run_case(dialect: str, log: Path, statements: int, work: Path, query: str = "") -> list[float]:
     if dialect == "sqlite":
         db = work / f"scale-{os.getpid()}.db"
         try:
-            return measure(log, f"sqlite:///{db}", statements)
+            return measure(log, f"sqlite:///{db}{query}", statements)
         finally:
             for suffix in ("", "-wal", "-shm"):
                 Path(f"{db}{suffix}").unlink(missing_ok=True)
@@ -144,6 +145,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--log", metavar="PATH", help="keep the log here and reuse it when it exists (writing takes minutes)"
     )
+    ap.add_argument(
+        "--sqlite-cache-mb",
+        metavar="N[,M...]",
+        default="",
+        help="also apply into SQLite with ?cache_mb=N (this checkout only), one column per size",
+    )
     args = ap.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="scale-bench-"))
     log = Path(args.log) if args.log else work / "scale.jellyp"
@@ -166,6 +173,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"applying into {dialect} with the baseline ...", flush=True)
             columns[f"{dialect} (baseline)"] = run_elsewhere(args.baseline, dialect, log, statements, work)
             print(f"  {[round(r) for r in columns[f'{dialect} (baseline)']]}", flush=True)
+        if dialect == "sqlite":
+            for size in filter(None, args.sqlite_cache_mb.split(",")):
+                print(f"applying into sqlite with cache_mb={size} ...", flush=True)
+                name = f"sqlite cache_mb={size}"
+                columns[name] = run_case(dialect, log, statements, work, f"?cache_mb={int(size)}")
+                print(f"  {[round(r) for r in columns[name]]}", flush=True)
     if not args.log:
         log.unlink()
         counted.unlink()
