@@ -11,8 +11,8 @@ and a fresh PostgreSQL schema. The rate (statement rows per second) is measured 
 tenth of the log's rows and printed side by side; the verdict compares the last tenth with
 the first (target: >= 70%). ``--baseline PATH`` runs the same measurement with the
 patchsync package found at PATH (a checkout of an older revision) in a subprocess, for a
-side-by-side column of the code before the change. ``--sqlite-cache-mb 256,512`` adds
-SQLite columns with a larger page cache (the target URL's ``?cache_mb=``; default 64).
+side-by-side column of the code before the change. ``--sqlite-query cache_mb=256`` (repeatable)
+adds a SQLite column applied with that target URL query (patchsync's SQLite settings).
 """
 
 from __future__ import annotations
@@ -146,10 +146,11 @@ def main(argv: list[str] | None = None) -> int:
         "--log", metavar="PATH", help="keep the log here and reuse it when it exists (writing takes minutes)"
     )
     ap.add_argument(
-        "--sqlite-cache-mb",
-        metavar="N[,M...]",
-        default="",
-        help="also apply into SQLite with ?cache_mb=N (this checkout only), one column per size",
+        "--sqlite-query",
+        metavar="QUERY",
+        action="append",
+        default=[],
+        help="also apply into SQLite with this URL query, e.g. cache_mb=256 (this checkout only; repeatable)",
     )
     args = ap.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="scale-bench-"))
@@ -174,10 +175,10 @@ def main(argv: list[str] | None = None) -> int:
             columns[f"{dialect} (baseline)"] = run_elsewhere(args.baseline, dialect, log, statements, work)
             print(f"  {[round(r) for r in columns[f'{dialect} (baseline)']]}", flush=True)
         if dialect == "sqlite":
-            for size in filter(None, args.sqlite_cache_mb.split(",")):
-                print(f"applying into sqlite with cache_mb={size} ...", flush=True)
-                name = f"sqlite cache_mb={size}"
-                columns[name] = run_case(dialect, log, statements, work, f"?cache_mb={int(size)}")
+            for query in args.sqlite_query:
+                print(f"applying into sqlite with ?{query} ...", flush=True)
+                name = f"sqlite ?{query}"
+                columns[name] = run_case(dialect, log, statements, work, f"?{query}")
                 print(f"  {[round(r) for r in columns[name]]}", flush=True)
     if not args.log:
         log.unlink()

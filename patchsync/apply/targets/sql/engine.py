@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import URL, Connection, Engine, create_engine, event, make_url
@@ -19,19 +21,20 @@ def create_sql_engine(url: str) -> Engine:
     """A SQLAlchemy engine for ``url`` with the per-dialect settings patchsync relies on.
 
     SQLite waits up to 30 s for another process's lock; ``?timeout=SECONDS`` in the URL
-    (the sqlite3 driver's own parameter) sets another wait. ``?cache_mb=N`` sets SQLite's
-    page cache per connection (default 64 MiB); patchsync reads it, the driver never sees it.
+    (the sqlite3 driver's own parameter) sets another wait. The settings of
+    :data:`SQLITE_SETTINGS` (``?cache_mb=N``, ``?checkpoint_pages=N``) are read by patchsync
+    and applied to every connection; the driver never sees them.
     """
     try:
         parsed = make_url(url)
-        cache_mb = _cache_mb(parsed)
-        engine = create_engine(parsed.difference_update_query(["cache_mb"]))
+        settings = _sqlite_settings(parsed)
+        engine = create_engine(parsed.difference_update_query(SQLITE_SETTINGS))
     except (ArgumentError, ImportError) as exc:
         raise UsageError(f"cannot open target {url!r}: {exc}") from exc
     except SQLAlchemyError as exc:
         raise translate(exc, f"cannot open target {url!r}") from exc
     if engine.dialect.name == "sqlite":
-        _sqlite_setup(engine, cache_mb)
+        _sqlite_setup(engine, settings)
     elif engine.dialect.name == "postgresql":
         _postgresql_setup(engine)
     else:
@@ -39,28 +42,50 @@ def create_sql_engine(url: str) -> Engine:
     return engine
 
 
-#: SQLite's page cache per connection, MiB, unless the URL says ``?cache_mb=``.
-SQLITE_CACHE_MB = 64
+@dataclass(frozen=True)
+class SqliteSetting:
+    """A setting of a SQLite target URL that patchsync reads itself (``?name=N``)."""
+
+    default: int
+    unit: str  # how messages name the value
+    pragma: Callable[[int], str]  # the statement that applies it to each connection
 
 
-def _cache_mb(url: URL) -> int:
-    """The ``cache_mb`` setting of a SQLite URL (refused anywhere else, and when not a size)."""
-    raw = url.query.get("cache_mb")
-    if raw is None:
-        return SQLITE_CACHE_MB
+#: patchsync's own SQLite URL settings: taken out of the URL before the driver sees it
+#: (SQLAlchemy's driver would ignore them with a warning) and applied per connection.
+SQLITE_SETTINGS: dict[str, SqliteSetting] = {
+    # Inserts land all over the term and quad indexes; a 64 MiB page cache (SQLite's default
+    # is 2 MiB) doubles the insert rate once the database outgrows the default.
+    "cache_mb": SqliteSetting(64, "MiB", lambda v: f"PRAGMA cache_size=-{v * 1024}"),
+    # SQLite checkpoints the WAL into the database once it holds this many pages; each
+    # checkpoint writes every page dirtied since the last one.
+    "checkpoint_pages": SqliteSetting(1000, "pages", lambda v: f"PRAGMA wal_autocheckpoint={v}"),
+}
+
+
+def _sqlite_settings(url: URL) -> dict[str, int]:
+    """The values of :data:`SQLITE_SETTINGS` in ``url`` (refused anywhere but SQLite, and
+    when not a positive whole number)."""
     name = url.render_as_string(hide_password=True)
-    if url.get_backend_name() != "sqlite":
-        raise UsageError(f"{name}: cache_mb is a SQLite setting")
-    try:
-        value = int(str(raw))
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise UsageError(f"{name}: cache_mb must be a whole number of MiB, at least 1 (got {raw!r})")
-    return value
+    values = {}
+    for key, setting in SQLITE_SETTINGS.items():
+        raw = url.query.get(key)
+        if raw is None:
+            values[key] = setting.default
+            continue
+        if url.get_backend_name() != "sqlite":
+            raise UsageError(f"{name}: {key} is a SQLite setting")
+        try:
+            value = int(str(raw))
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise UsageError(f"{name}: {key} must be a whole number of {setting.unit}, at least 1 (got {raw!r})")
+        values[key] = value
+    return values
 
 
-def _sqlite_setup(engine: Engine, cache_mb: int = SQLITE_CACHE_MB) -> None:
+def _sqlite_setup(engine: Engine, settings: dict[str, int]) -> None:
     try:
         busy_ms = int(float(str(engine.url.query.get("timeout", "30"))) * 1000)
     except ValueError:
@@ -83,10 +108,8 @@ def _sqlite_setup(engine: Engine, cache_mb: int = SQLITE_CACHE_MB) -> None:
         # can drop the last commits, and then checkpoint and data go back together.
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute(f"PRAGMA busy_timeout={max(0, busy_ms)}")
-        # Inserts land all over the term and quad indexes; a 64 MiB page cache (SQLite's
-        # default is 2 MiB) doubles the insert rate once the database outgrows the default,
-        # and a larger one holds the rate longer as the tables grow (README, scaling).
-        cursor.execute(f"PRAGMA cache_size=-{cache_mb * 1024}")
+        for key, value in settings.items():
+            cursor.execute(SQLITE_SETTINGS[key].pragma(value))
         cursor.close()
 
     @event.listens_for(engine, "begin")
@@ -136,4 +159,4 @@ def safe_url(engine: Engine) -> str:
     return engine.url.render_as_string(hide_password=True)
 
 
-__all__ = ["create_sql_engine", "safe_url", "upgrade_database"]
+__all__ = ["SQLITE_SETTINGS", "SqliteSetting", "create_sql_engine", "safe_url", "upgrade_database"]
