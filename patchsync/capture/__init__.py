@@ -6,6 +6,7 @@ or a stream (``nats://HOST:PORT/STREAM``), or any :class:`PatchLog`.
 """
 
 from patchsync.capture._log import LogWriter, PatchLog, segment_files
-from patchsync.capture._recorder import Recorder, RecordingStore, record, unbind_prefix
+from patchsync.capture._recorder import Recorder, record
+from patchsync.capture._store import RecordingStore, unbind_prefix
 
 __all__ = ["LogWriter", "PatchLog", "Recorder", "RecordingStore", "record", "segment_files", "unbind_prefix"]
