@@ -122,7 +122,13 @@ cdef class _Rows:
         rn = self.last_name + 1 if nid == 0 else nid
         if rn <= self.names_size:
             slot = self.by_name[rn]
-            if slot is not None:
+            # TermDecoder._by_name: (prefix id, prefix, term), or a dict after a 2nd prefix.
+            if type(slot) is tuple:
+                if <unsigned int>(<tuple>slot)[0] == rp and (<tuple>slot)[1] is self.prefix_values[rp]:
+                    self.last_prefix = rp
+                    self.last_name = rn
+                    return (<tuple>slot)[2]
+            elif slot is not None:
                 hit = (<dict>slot).get(rp)
                 if hit is not None and (<tuple>hit)[0] is self.prefix_values[rp]:
                     self.last_prefix = rp
@@ -161,10 +167,7 @@ cdef class _Rows:
                 term = self.adapter.iri(value)
             except ValueError as exc:
                 raise RuleViolation(f"IRI rejected by the term adapter: {exc}") from None
-        slot = self.by_name[rn]
-        if slot is None:
-            slot = self.by_name[rn] = {}
-        (<dict>slot)[rp] = (self.prefix_values[rp] if rp else None, term)
+        _cache_iri(self.by_name, rn, rp, self.prefix_values[rp] if rp else None, term)
         return term
 
     cdef void name_entry(self, const unsigned char* p, Py_ssize_t i, Py_ssize_t end) except *:

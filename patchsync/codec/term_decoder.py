@@ -22,6 +22,9 @@ from patchsync.terms import TermAdapter
 
 T = TypeVar("T")
 
+IriSlot = tuple[int, str | None, T] | dict[int, tuple[str | None, T]]
+"""A name's cached IRI terms (see ``TermDecoder._by_name``)."""
+
 _CACHE_LIMIT = 1 << 16
 #: Characters of stream text (lexical forms, blank node labels, plus :data:`_ENTRY_CHARS` per
 #: entry) the caches keyed by such text may hold before all of them are dropped at once. The
@@ -186,7 +189,11 @@ class TermDecoder(Generic[T]):
         # was built from. Replacing a name entry drops its slot; a replaced prefix is
         # noticed by identity (the new string is a new object), so prefix churn costs no
         # sweep. New entries need no invalidation: nothing was cached for an undefined id.
-        self._by_name: list[dict[int, tuple[str | None, T]] | None] = [None] * (max_names + 1)
+        # A slot is ``(prefix id, prefix, term)`` while its name was seen with one prefix
+        # (nearly always), a dict ``{prefix id: (prefix, term)}`` after a second: a tuple of
+        # strings is untracked by the garbage collector, a dict per name is not, and a
+        # long-lived dict per name made every full collection rescan thousands of them.
+        self._by_name: list[IriSlot[T] | None] = [None] * (max_names + 1)
         self._bnodes: dict[str, T] = {}
         # Literal terms by lexical form: simple ones, and per language tag / datatype IRI.
         self._simple: dict[str, T] = {}
@@ -298,8 +305,8 @@ class TermDecoder(Generic[T]):
         if rn <= self.names.size:
             slot = self._by_name[rn]
             if slot is not None:
-                hit = slot.get(rp)
                 # Index 0 of the prefix values is always None: the empty prefix.
+                hit = (slot[1:] if slot[0] == rp else None) if type(slot) is tuple else slot.get(rp)  # type: ignore[union-attr]
                 if hit is not None and hit[0] is self.prefixes.values[rp]:
                     self.last_prefix = rp
                     self.last_name = rn
@@ -312,10 +319,7 @@ class TermDecoder(Generic[T]):
             term = self.adapter.iri(value)
         except ValueError as exc:
             raise RuleViolation(f"IRI rejected by the term adapter: {exc}") from None
-        slot = self._by_name[rn]
-        if slot is None:
-            slot = self._by_name[rn] = {}
-        slot[rp] = (self.prefixes.values[rp] if rp else None, term)
+        cache_iri(self._by_name, rn, rp, self.prefixes.values[rp] if rp else None, term)
         return term
 
     def bnode(self, label: str) -> T:
@@ -463,3 +467,14 @@ class TermDecoder(Generic[T]):
             return g  # type: ignore[no-any-return]
         g = self.last_g = self.handlers[k](getattr(msg, k))
         return g
+
+
+def cache_iri(by_name: list[Any], rn: int, rp: int, prefix: str | None, term: Any) -> None:
+    """Cache ``term``, built from name ``rn`` and prefix ``rp`` (string ``prefix``)."""
+    slot = by_name[rn]
+    if slot is None or (type(slot) is tuple and slot[0] == rp):
+        by_name[rn] = (rp, prefix, term)
+    elif type(slot) is tuple:
+        by_name[rn] = {slot[0]: (slot[1], slot[2]), rp: (prefix, term)}
+    else:
+        slot[rp] = (prefix, term)
