@@ -148,7 +148,14 @@ def test_replaying_the_log_rebuilds_the_dataset_and_reversing_empties_it(fmt: st
     events = list(iter_stream_events(io.BytesIO(out.getvalue()), fmt))
 
     replica = replay(events)
-    assert state(replica) == state(rec.graph)  # quads, blank node labels and namespaces
+    source_quads, source_namespaces = state(rec.graph)
+    replica_quads, replica_namespaces = state(replica)
+    assert replica_quads == source_quads  # blank node labels included
+    # An rdflib replica keeps one prefix per IRI (docs/design.md §5). rdflib's own
+    # bind(replace=True) can leave the source with two prefixes for one IRI, which the log
+    # records as it is (the MemoryTarget check below compares every binding exactly).
+    if len(set(source_namespaces.values())) == len(source_namespaces):
+        assert replica_namespaces == source_namespaces
 
     replay(reverse(events), target=replica)
     assert state(replica) == (set(), {})

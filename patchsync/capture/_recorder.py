@@ -74,8 +74,8 @@ class _Recording:
         # the patch commits is a container the garbage collector keeps scanning; with
         # 10,000-change patches that scanning cost more than encoding the changes.
         self.undo: list[Any] = []
-        # One context object per graph identifier: rdflib builds a new Graph for every
-        # add into a Dataset, and keeping each alive for rollback would cost the same.
+        # One context object per graph identifier of the open patch: rdflib builds a new
+        # Graph for every add into a Dataset, and keeping each alive would cost the same.
         self.contexts: dict[Any, Any] = {}
         self.closed = False
         self.broken: BaseException | None = None
@@ -92,7 +92,7 @@ class _Recording:
         self.flush()
         self.units.send(Kind.TX)
         self.patch_headers = headers
-        self.undo = []
+        self.forget()
 
     def end_block(self, *, commit: bool) -> None:
         """End the block with ``TC`` (``commit``) or, after a rollback, ``TA``."""
@@ -100,14 +100,14 @@ class _Recording:
         self.units.send(Kind.PATCH_END)  # a block is a patch of its own
         self.patch_headers = None
         if not commit:
-            self.undo = []  # the caller rolled the block back already
+            self.forget()  # the caller rolled the block back already
         if self.open:
             if commit:
                 self.log.sink.tx_commit()
             else:
                 self.log.sink.tx_abort()
             self.end_patch()
-        self.undo = []
+        self.forget()
 
     def flush(self) -> None:
         try:
@@ -235,7 +235,12 @@ class _Recording:
             # store must not keep its changes either: roll them back and stop.
             self.fail(exc)
             raise
+        self.forget()
+
+    def forget(self) -> None:
+        """Drop the rollback state of a patch that is over (committed or rolled back)."""
         self.undo = []
+        self.contexts = {}
 
     def rollback(self, inner: Store) -> None:
         undo, contexts = self.undo, self.contexts
@@ -255,7 +260,7 @@ class _Recording:
         self.broken = exc
         self.open = False
         self.rollback(self.inner)
-        self.undo = []
+        self.forget()
 
     def check_open(self) -> None:
         if self.broken is not None:
