@@ -492,3 +492,23 @@ def test_flat_streams_are_refused(tmp_path: Path) -> None:
     Recorder(Dataset(), log.with_name("again.jellyp")).close()  # and the lock was released
     with LogAppender(log):
         pass
+
+
+def test_a_committed_patch_leaves_no_rollback_state() -> None:
+    # The rollback list and its context objects live only as long as the open patch: a
+    # recorder running for days over many graphs must not keep one object per graph.
+    rec = Recorder(Dataset(), io.BytesIO(), autocommit=10)
+    ex = "http://example.org/"
+    for i in range(25):
+        rec.graph.add((URIRef(ex + "s"), URIRef(ex + "p"), Literal(i), URIRef(f"{ex}g{i}")))  # type: ignore[arg-type]
+    state = rec._rec
+    # Patches committed every 10 changes (rdflib's first-use namespace bindings count too):
+    # only the open patch's graphs are held.
+    assert 0 < len(state.contexts) < 10 and state.undo
+    rec.flush()
+    assert (state.contexts, state.undo) == ({}, [])
+    with rec.transaction():
+        rec.graph.add((URIRef(ex + "s"), URIRef(ex + "p"), Literal("t"), URIRef(ex + "g")))  # type: ignore[arg-type]
+        assert len(state.contexts) == 1
+    assert (state.contexts, state.undo) == ({}, [])
+    rec.close()
