@@ -56,6 +56,27 @@ def test_dataset_round_trips_through_the_plugins(tmp_path: Path) -> None:
     assert str(literal) == "01"  # lexical form kept, not normalised
 
 
+def test_each_parse_gives_blank_nodes_of_its_own(tmp_path: Path) -> None:
+    # Jelly-RDF spec, "Blank nodes": labels are scoped to the stream. One label is one node
+    # within a parse; parsing the same file twice into one graph must not merge the nodes
+    # (as rdflib's own parsers behave), unless keep_bnode_labels asks for the labels.
+    g = Graph()
+    b = BNode()
+    g.add((b, URIRef(EX + "p"), Literal(1)))
+    g.add((b, URIRef(EX + "q"), Literal(2)))
+    path = tmp_path / "b.jelly"
+    g.serialize(destination=str(path), format="patchsync-jelly")
+    back = Graph()
+    back.parse(str(path), format="patchsync-jelly")
+    assert len(set(back.subjects())) == 1 and len(back) == 2
+    back.parse(str(path), format="patchsync-jelly")
+    assert len(set(back.subjects())) == 2 and len(back) == 4
+    kept = Graph()
+    kept.parse(str(path), format="patchsync-jelly", keep_bnode_labels=True)
+    kept.parse(str(path), format="patchsync-jelly", keep_bnode_labels=True)
+    assert len(kept) == 2
+
+
 def test_graph_round_trips_and_namespaces_are_optional(tmp_path: Path) -> None:
     g = Graph()
     g.bind("ex", EX)
