@@ -136,11 +136,12 @@ class _Recording:
 
     # -- the store's callbacks ------------------------------------------------------------
 
-    def graph_term(self, context: Any) -> Any:
-        if not self.quads:
-            return None
-        g = context.identifier if isinstance(context, Graph) else context
-        return self.graph_of(g)
+    def context_id(self, context: Any) -> Any:
+        """The identifier of a write's context, its object kept for the rollback."""
+        cid = context.identifier if isinstance(context, Graph) else context
+        if cid not in self.contexts:
+            self.contexts[cid] = context
+        return cid
 
     def graph_of(self, g: Any) -> Any:
         """The graph term of a context identifier in the log."""
@@ -175,6 +176,7 @@ class _Recording:
         if not self.open:
             self.begin()
         s, p, o = triple
+        # context_id, inlined: this runs once per recorded add.
         cid = context.identifier if isinstance(context, Graph) else context
         contexts = self.contexts
         if cid not in contexts:
@@ -195,13 +197,12 @@ class _Recording:
         if not self.open:
             self.begin()
         s, p, o = triple
+        cid = self.context_id(context)
         try:
-            self.log.sink.delete(s, p, o, self.graph_term(context))
+            self.log.sink.delete(s, p, o, self.graph_of(cid) if self.quads else None)
         except BaseException as exc:
             self.fail(exc)
             raise
-        cid = context.identifier if isinstance(context, Graph) else context
-        self.contexts.setdefault(cid, context)
         self.undo += (_DELETE, triple, cid)
         self.after_change()
 

@@ -304,9 +304,14 @@ class TermDecoder(Generic[T]):
         rn = self.last_name + 1 if nid == 0 else nid
         if rn <= self.names.size:
             slot = self._by_name[rn]
-            if slot is not None:
-                # Index 0 of the prefix values is always None: the empty prefix.
-                hit = (slot[1:] if slot[0] == rp else None) if type(slot) is tuple else slot.get(rp)  # type: ignore[union-attr]
+            # Index 0 of the prefix values is always None: the empty prefix.
+            if type(slot) is tuple:
+                if slot[0] == rp and slot[1] is self.prefixes.values[rp]:
+                    self.last_prefix = rp
+                    self.last_name = rn
+                    return slot[2]
+            elif slot is not None:
+                hit = slot.get(rp)  # type: ignore[union-attr]
                 if hit is not None and hit[0] is self.prefixes.values[rp]:
                     self.last_prefix = rp
                     self.last_name = rn
