@@ -2,19 +2,36 @@
 
 rdflib's constructors validate and convert on every call: ``URIRef`` checks the IRI only
 to log a warning, ``Literal`` validates the language tag and converts the lexical form to
-a Python value. For IRIs, blank nodes, simple and language-tagged literals, and literals of
-datatypes rdflib does not convert, this adapter builds the very same objects directly
-(``str.__new__`` plus the four ``Literal`` slots set as ``Literal.__new__`` would set
-them), which is several times cheaper. Literals of the datatypes rdflib converts (xsd
-numbers, dates, ...) still go through ``Literal`` so that ``.value`` is right. A test
-compares every shortcut with rdflib's own constructor.
+a Python value. This adapter builds the very same objects directly (``str.__new__`` plus
+the four ``Literal`` slots set as ``Literal.__new__`` with ``normalize=False`` sets them),
+which is several times cheaper: most of ``Literal.__new__``'s 3-5 us goes to checks that
+are fixed per datatype or language tag, and those are made once per stream here. Typed
+literals of the datatypes rdflib converts (xsd numbers, dates, ...) get their value and
+``ill_typed`` flag from rdflib's own converter and well-formedness check, so ``.value``
+is what rdflib gives; only ``xsd:normalizedString`` and ``xsd:token``, whose lexical form
+rdflib rewrites even without normalizing, still go through ``Literal``. A test compares
+every shortcut with rdflib's own constructor, for every datatype rdflib converts.
 """
 
 from __future__ import annotations
 
 # Private rdflib helpers, present throughout rdflib 7 (pinned in pyproject.toml); the test
 # of this module fails if a release changes what they mean.
-from rdflib.term import BNode, Literal, URIRef, _is_valid_langtag, _toPythonMapping
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from rdflib.term import (
+    _XSD_NORMALISED_STRING,
+    _XSD_TOKEN,
+    BNode,
+    Literal,
+    URIRef,
+    _castLexicalToPython,
+    _check_well_formed_types,
+    _is_valid_langtag,
+    _toPythonMapping,
+    _well_formed_by_value,
+)
 
 from patchsync.terms.rdflib_adapter import RdflibTerms
 
@@ -22,14 +39,40 @@ __all__ = ["FastRdflibTerms"]
 
 _new_str = str.__new__
 
+#: How a datatype's literals are built: its ``URIRef`` and rdflib's well-formedness check
+#: for the datatypes rdflib converts to Python values (None: no value, as rdflib gives for
+#: datatypes it does not know), or None for the datatypes that go through ``Literal``.
+_Datatype = tuple[URIRef, Callable[[Any, Any], bool] | None] | None
+# rdflib rewrites these lexical forms (whitespace) whatever ``normalize`` says.
+_REWRITTEN = frozenset({_XSD_NORMALISED_STRING, _XSD_TOKEN})
+
+
+def _datatype(datatype: str) -> _Datatype:
+    uri = URIRef(datatype)
+    if uri in _REWRITTEN:
+        return None
+    if uri not in _toPythonMapping:
+        return (uri, None)
+    return (uri, _check_well_formed_types.get(uri, _well_formed_by_value))
+
 
 class FastRdflibTerms(RdflibTerms):
     """:class:`~patchsync.terms.rdflib_adapter.RdflibTerms` with constructor shortcuts."""
 
+    #: ``iri(value)`` is ``str.__new__(native_iri_type, value)``: the compiled decoder builds
+    #: new IRIs that way itself, without a Python call each. None in a subclass that
+    #: overrides :meth:`iri`, so the decoder calls the override.
+    native_iri_type: ClassVar[type[str] | None] = URIRef
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "iri" in cls.__dict__ and "native_iri_type" not in cls.__dict__:
+            cls.native_iri_type = None
+
     def __init__(self) -> None:
         super().__init__()
         self._langs: dict[str, bool] = {}
-        self._dt_terms: dict[str, URIRef | None] = {}
+        self._dt_terms: dict[str, _Datatype] = {}
 
     def iri(self, value: str) -> URIRef:
         return _new_str(URIRef, value)
@@ -38,17 +81,24 @@ class FastRdflibTerms(RdflibTerms):
         return _new_str(BNode, label)
 
     def literal(self, lex: str, lang: str | None = None, datatype: str | None = None) -> Literal:
-        value: str | None = lex
+        value: Any = lex
         dt: URIRef | None = None
+        ill_typed: bool | None = None
         if datatype is not None:
-            if datatype not in self._dt_terms:
-                uri = URIRef(datatype)
-                # None marks datatypes rdflib converts to Python values: not a shortcut.
-                self._dt_terms[datatype] = None if uri in _toPythonMapping else uri
-            found = self._dt_terms[datatype]
+            try:
+                found = self._dt_terms[datatype]
+            except KeyError:
+                found = self._dt_terms[datatype] = _datatype(datatype)
             if found is None:
                 return super().literal(lex, None, datatype)
-            dt, value, lang = found, None, None
+            dt, well_formed = found
+            lang = None
+            if well_formed is None:
+                value = None
+            else:
+                # What Literal.__new__ does for a recognized datatype, in the same order.
+                value = _castLexicalToPython(lex, dt)
+                ill_typed = not well_formed(lex, value)
         elif lang:
             ok = self._langs.get(lang)
             if ok is None:
@@ -61,5 +111,5 @@ class FastRdflibTerms(RdflibTerms):
         lit._language = lang
         lit._datatype = dt
         lit._value = value
-        lit._ill_typed = None
+        lit._ill_typed = ill_typed
         return lit
