@@ -341,6 +341,36 @@ def test_cached_iris_leave_the_garbage_collector_nothing_to_scan(make: Any) -> N
     assert not any(gc.is_tracked(slot) for slot in slots)
 
 
+@pytest.mark.parametrize("fast", [False, True], ids=["RdflibTerms", "FastRdflibTerms"])
+def test_cached_rdflib_terms_are_off_the_collectors_lists(fast: bool) -> None:
+    # rdflib's terms are GC-tracked objects; kept in the term caches, a stream of new ones
+    # set off full collections that rescanned them and everything else the process held
+    # (half of decoding 200k statements next to an rdflib graph). The core untracks the
+    # types an adapter declares (untracked_terms); the events stay equal to the pure path's.
+    from rdflib import BNode
+
+    from patchsync.terms.rdflib_adapter import RdflibTerms
+    from patchsync.terms.rdflib_fast import FastRdflibTerms
+
+    events = [TxStart()]
+    for i in range(40):
+        o = Literal(i) if i % 3 == 0 else Literal(f"x{i}", lang="en") if i % 3 == 1 else BNode(f"b{i}")
+        events.append(Add(URIRef(f"http://example.org/{i}"), URIRef("urn:p"), o))
+    data = encode([*events, TxCommit(), PatchEnd()], PatchOptions(statement_type=StatementType.TRIPLES))
+
+    class Tracked(FastRdflibTerms if fast else RdflibTerms):  # type: ignore[misc]
+        untracked_terms = ()
+
+    adapter = FastRdflibTerms() if fast else RdflibTerms()
+    native, error = outcome(native_decoder(adapter), [data])
+    assert error is None and native == outcome(pure_decoder(adapter), [data])[0]
+    terms = [t for e in native if type(e) is Add for t in (e.s, e.o)]
+    assert {type(t) for t in terms} == {URIRef, Literal, BNode} and len(terms) == 80
+    assert not any(gc.is_tracked(t) for t in terms)
+    kept, _ = outcome(native_decoder(Tracked()), [data])
+    assert all(gc.is_tracked(t) for e in kept if type(e) is Add for t in (e.s, e.o))
+
+
 def test_state_exported_from_the_core_restores() -> None:
     first = encode(
         [
@@ -435,3 +465,27 @@ def test_frames_longer_than_a_batch_decode_the_same(bad_row: int | None) -> None
         assert error is None and len(adds) == 9999
     else:
         assert error is not None and error[5] == bad_row and len(adds) == bad_row - 1
+
+
+def test_an_adapter_overriding_iri_is_called_by_the_core() -> None:
+    # FastRdflibTerms' IRIs are built by the core itself (native_iri_type); a subclass that
+    # overrides iri() must still get every new IRI through its override.
+    from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
+
+    from patchsync import Delete
+    from patchsync.terms.rdflib_fast import FastRdflibTerms
+
+    class Marked(URIRef):
+        pass
+
+    class Override(FastRdflibTerms):
+        def iri(self, value: str) -> URIRef:
+            return Marked(value)
+
+    assert FastRdflibTerms.native_iri_type is URIRef and Override.native_iri_type is None
+    data = next(p for p in SUITE if "/pos_" in str(p)).read_bytes()
+    for adapter, kind in ((Override(), Marked), (FastRdflibTerms(), URIRef)):
+        events, error = outcome(native_decoder(adapter), [data])
+        iris = [t for e in events if type(e) in (Add, Delete) for t in e[:4] if isinstance(t, URIRef)]
+        iris = [t for t in iris if t != DATASET_DEFAULT_GRAPH_ID]
+        assert error is None and len(iris) > 2 and all(type(t) is kind for t in iris)

@@ -35,6 +35,7 @@ cdef extern from "Python.h":
     void* PyUnicode_DATA(object o)
     Py_ssize_t PyUnicode_GET_LENGTH(object o)
     int PyUnicode_1BYTE_KIND
+    void PyObject_GC_UnTrack(object o)
 
 from patchsync._proto import patch_pb2, rdf_pb2
 from patchsync.codec.driver import ROW_BATCH
@@ -77,6 +78,9 @@ cdef object _ROW_FROM = patch_pb2.RdfPatchRow.FromString
 cdef object _STREAM_ROW_FROM = rdf_pb2.RdfStreamRow.FromString
 cdef object _STATEMENT = Statement
 cdef object _FRAME_END = FrameEnd
+# An adapter's native_iri_type T: its iri(value) is str.__new__(T, value), built here
+# without a Python call per new IRI (see FastRdflibTerms).
+cdef object _STR_NEW = str.__new__
 cdef int _TRIPLES = PhysicalType.TRIPLES
 cdef int _QUADS = PhysicalType.QUADS
 cdef int _GRAPHS = PhysicalType.GRAPHS

@@ -57,7 +57,8 @@ cdef inline str _text(const unsigned char* p, Py_ssize_t start, Py_ssize_t n):
 cdef class _Rows:
     """The state of one batch: the decoder's hot values in C variables."""
 
-    cdef object dec, terms, adapter, bnodes
+    cdef object dec, terms, adapter, bnodes, iri_type
+    cdef tuple untracked
     cdef list by_name, name_values, prefix_values, datatype_values
     cdef object simple, by_lang, by_datatype, default_graph
     cdef object last_s, last_p, last_o, last_g
@@ -73,6 +74,8 @@ cdef class _Rows:
             return
         self.adapter = terms.adapter
         self.nt = type(self.adapter) is NTriplesTerms
+        self.iri_type = getattr(self.adapter, "native_iri_type", None)
+        self.untracked = tuple(getattr(self.adapter, "untracked_terms", ()))
         self.names = terms.names
         self.names_last_id = terms.names.last_id
         self.by_name = terms._by_name
@@ -162,11 +165,14 @@ cdef class _Rows:
             check_absolute_iri(value)  # raises the rule's error (or decides a wide string)
         if self.nt and _iri_plain(value):
             term = "<" + value + ">"  # ntriples.format_iri of an IRI that needs no escapes
+        elif self.iri_type is not None:
+            term = _STR_NEW(self.iri_type, value)
         else:
             try:
                 term = self.adapter.iri(value)
             except ValueError as exc:
                 raise RuleViolation(f"IRI rejected by the term adapter: {exc}") from None
+        self.untrack(term)
         _cache_iri(self.by_name, rn, rp, self.prefix_values[rp] if rp else None, term)
         return term
 
@@ -191,7 +197,16 @@ cdef class _Rows:
         term = (<dict>self.bnodes).get(label)
         if term is None:
             term = self.terms.bnode(label)
+            self.untrack(term)
         return term
+
+    cdef inline void untrack(self, object term):
+        # A new term the caches keep: of a type the adapter says holds no references that
+        # could close a cycle (rdflib's terms), it leaves the garbage collector's lists, so
+        # the collections a stream of new terms sets off do not rescan every cached one
+        # (and everything else the process holds). Freed by reference counting as before.
+        if self.untracked and type(term) in self.untracked:
+            PyObject_GC_UnTrack(term)
 
     cdef object literal(self, const unsigned char* p, Py_ssize_t i, Py_ssize_t end):
         cdef int field, kind = 0
@@ -247,6 +262,7 @@ cdef class _Rows:
                 term = self.adapter.literal(lex, lang, dt)
             except ValueError as exc:
                 raise RuleViolation(f"literal rejected by the term adapter: {exc}") from None
+            self.untrack(term)
             # TermDecoder.literal: the text budget of the caches first (it may drop them all).
             self.terms.count_cached(lex)
             (<dict>cache)[lex] = term

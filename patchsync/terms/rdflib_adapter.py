@@ -9,6 +9,8 @@ tuples of rdflib terms, because rdflib 7 has no RDF-star term of its own.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
 from rdflib.term import BNode, Literal, Node, URIRef
 
@@ -20,6 +22,12 @@ RdflibTerm = Node | TripleTerm
 
 class RdflibTerms:
     """Builds and unpacks rdflib terms (see the module docstring for the mapping)."""
+
+    #: Term types that hold no reference which could lead back to the term (a URIRef or
+    #: BNode holds none; a Literal its language, datatype and a value converted from its
+    #: lexical form before the literal existed): the compiled decoder takes the terms it
+    #: caches off the garbage collector's lists (reference counting still frees them).
+    untracked_terms: ClassVar[tuple[type, ...]] = (URIRef, BNode, Literal)
 
     def __init__(self) -> None:
         self._datatypes: dict[str, URIRef] = {}

@@ -40,9 +40,12 @@ from patchsync.errors import DecodeError, PatchsyncError
 from patchsync.events import Event, Options, strip_position
 from patchsync.terms.ntriples import NTriplesTerms
 from patchsync.terms.rdflib_adapter import RdflibTerms
+from patchsync.terms.rdflib_fast import FastRdflibTerms
 
 NT = NTriplesTerms()
 RDFLIB = RdflibTerms()
+# The compiled core builds this adapter's IRIs itself (FastRdflibTerms.native_iri_type).
+FAST_RDFLIB = FastRdflibTerms()
 
 
 class InvariantBroken(AssertionError):
@@ -149,7 +152,7 @@ def compare_native(payload: bytes, point: int, *, rdf: bool = False) -> tuple[li
     ``rdf`` picks the Jelly-RDF decoders instead of the Jelly-Patch ones.
     """
     splits = ([payload], [payload[:point], payload[point:]])
-    for adapter in (NT, RDFLIB):
+    for adapter in (NT, RDFLIB, FAST_RDFLIB):
         for chunks in splits:
             pure = outcome(pure_decoder(adapter, rdf=rdf), chunks)
             native = outcome(native_decoder(adapter, rdf=rdf), chunks)
