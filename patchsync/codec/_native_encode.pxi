@@ -245,8 +245,10 @@ cdef object _unpack(object t, object term, bint rdflib):
         if kind is _BNODE_T:
             return (_K_BNODE, PyUnicode_FromObject(term))
         if kind is _LITERAL_T:
-            dt = term.datatype
-            return (_K_LITERAL, PyUnicode_FromObject(term), term.language, None if dt is None else str(dt))
+            # The slots rdflib's Literal.datatype / .language properties return, read
+            # without calling the properties' Python functions.
+            dt = term._datatype
+            return (_K_LITERAL, PyUnicode_FromObject(term), term._language, None if dt is None else str(dt))
     cdef object hit = (<dict>t._by_id).get(id(term))
     if hit is not None and (<tuple>hit)[0] is term:
         return (<tuple>hit)[1]
