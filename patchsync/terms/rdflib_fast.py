@@ -15,11 +15,11 @@ every shortcut with rdflib's own constructor, for every datatype rdflib converts
 
 from __future__ import annotations
 
-# Private rdflib helpers, present throughout rdflib 7 (pinned in pyproject.toml); the test
-# of this module fails if a release changes what they mean.
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+# Private rdflib helpers, present in every rdflib release pyproject.toml allows (7.1 to 7.x);
+# tests/test_rdflib_fast.py fails if a release changes what they mean.
 from rdflib.term import (
     _XSD_NORMALISED_STRING,
     _XSD_TOKEN,
