@@ -195,34 +195,3 @@ def test_cli_errors_are_one_line() -> None:
     assert proc.returncode == 1 and err.count("\n") == 1 and "frame 0, row" in err
     proc = run("convert", str(FROM_JELLY / "triples_rdf_1_1" / "pos_001" / "in.jelly"), "x.rdfp")
     assert proc.returncode == 2 and "not from one kind to the other" in proc.stderr.decode()
-
-
-@pytest.mark.parametrize(
-    ("lex", "lang", "datatype"),
-    [
-        ("x", None, None),
-        ("", None, None),
-        ("x", "en-GB", None),
-        ("01", None, "http://www.w3.org/2001/XMLSchema#integer"),
-        ("x", None, "http://example.org/custom"),
-        ("2024-01-01", None, "http://www.w3.org/2001/XMLSchema#date"),
-        ("not a date", None, "http://www.w3.org/2001/XMLSchema#date"),
-    ],
-)
-def test_fast_rdflib_terms_build_what_rdflib_builds(lex: str, lang: str | None, datatype: str | None) -> None:
-    from patchsync.terms.rdflib_fast import FastRdflibTerms
-
-    fast = FastRdflibTerms().literal(lex, lang, datatype)
-    slow = Literal(lex, lang=lang, datatype=None if datatype is None else URIRef(datatype), normalize=False)
-    assert type(fast) is Literal and fast.eq(slow) and hash(fast) == hash(slow)
-    assert (str(fast), fast.language, fast.datatype, fast.value, fast.ill_typed) == (
-        str(slow),
-        slow.language,
-        slow.datatype,
-        slow.value,
-        slow.ill_typed,
-    )
-    assert FastRdflibTerms().iri("http://x/y") == URIRef("http://x/y")
-    assert type(FastRdflibTerms().bnode("b")) is BNode
-    with pytest.raises(ValueError):
-        FastRdflibTerms().literal("x", "not a tag!")

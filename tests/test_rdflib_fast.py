@@ -15,7 +15,7 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from rdflib.term import Literal, URIRef, _toPythonMapping
+from rdflib.term import BNode, Literal, URIRef, _toPythonMapping
 
 from patchsync.terms.rdflib_fast import FastRdflibTerms
 
@@ -114,3 +114,32 @@ def test_the_shortcut_is_taken_for_converted_datatypes(monkeypatch: pytest.Monke
     # xsd:token's lexical form is rewritten by rdflib itself: that one goes through Literal.
     assert str(terms.literal(" a  b ", None, XSD + "token")) == "a b"
     assert len(calls) == 1
+
+
+@pytest.mark.parametrize(
+    ("lex", "lang", "datatype"),
+    [
+        ("x", None, None),
+        ("", None, None),
+        ("x", "en-GB", None),
+        ("01", None, "http://www.w3.org/2001/XMLSchema#integer"),
+        ("x", None, "http://example.org/custom"),
+        ("2024-01-01", None, "http://www.w3.org/2001/XMLSchema#date"),
+        ("not a date", None, "http://www.w3.org/2001/XMLSchema#date"),
+    ],
+)
+def test_fast_rdflib_terms_build_what_rdflib_builds(lex: str, lang: str | None, datatype: str | None) -> None:
+    fast = FastRdflibTerms().literal(lex, lang, datatype)
+    slow = Literal(lex, lang=lang, datatype=None if datatype is None else URIRef(datatype), normalize=False)
+    assert type(fast) is Literal and fast.eq(slow) and hash(fast) == hash(slow)
+    assert (str(fast), fast.language, fast.datatype, fast.value, fast.ill_typed) == (
+        str(slow),
+        slow.language,
+        slow.datatype,
+        slow.value,
+        slow.ill_typed,
+    )
+    assert FastRdflibTerms().iri("http://x/y") == URIRef("http://x/y")
+    assert type(FastRdflibTerms().bnode("b")) is BNode
+    with pytest.raises(ValueError):
+        FastRdflibTerms().literal("x", "not a tag!")
