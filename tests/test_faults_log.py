@@ -14,6 +14,13 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from patchsync.apply.targets.sql import SqlTarget
+from patchsync.errors import CheckpointError
+from patchsync.tail import Tailer, TailOptions
+from patchsync.tail.source import Source
+
 from .fault_helpers import (
     applied_ids,
     committed_reference,
@@ -118,4 +125,47 @@ def test_truncated_to_zero_and_regrown(tmp_path: Path, sqlite_url: str) -> None:
     line = one_error_line(err)
     assert str(log.resolve()) in line
     assert any(w in line for w in ("shrank", "first frame changed", "rewritten")), line
+    _assert_original_units_only(sqlite_url, log, original)
+
+
+@pytest.mark.parametrize("rewrite", ["first frame", "cut back"])
+def test_rewrite_landing_between_the_check_and_the_read(
+    tmp_path: Path, sqlite_url: str, monkeypatch: pytest.MonkeyPatch, rewrite: str
+) -> None:
+    # The race behind a flaky run of the tests above: the daemon checked the log, the
+    # writer rewrote it, then the daemon read on and applied patches of the new content
+    # before its next pass noticed. Here the rewrite lands exactly in that window, every time.
+    log = tmp_path / "log.jellyp"
+    write_patches(log, 1, 20)
+    original = log.read_bytes()
+    if rewrite == "first frame":
+        other = log_bytes(1, 40, tmp_path).replace(b"value 1.0", b"VALUE 1.0")
+        expected, at = "first frame changed", 0
+    else:
+        first_ten = frame_ends(original)[9]
+        seed2 = tmp_path / "seed2.jellyp"
+        write_patches(seed2, 1, 60, seed=2, rows=6)
+        other = original[:first_ten] + seed2.read_bytes()[frame_ends(seed2.read_bytes())[9] :]
+        expected, at = "the log was rewritten", first_ten
+    state_dir = tmp_path / "state"
+    with SqlTarget(sqlite_url) as target, Tailer([log], target, TailOptions(state_dir=state_dir)) as tailer:
+        [first] = tailer.run_once()
+    assert first.result.patches == 20
+
+    check_file = Source._check_file
+
+    def check_then_rewrite(self: Source) -> None:
+        check_file(self)
+        if log.read_bytes() == original:  # once: the writer's one write, after the check
+            with open(log, "r+b") as f:
+                f.seek(at)
+                f.write(other[at:])
+
+    monkeypatch.setattr(Source, "_check_file", check_then_rewrite)
+    with (
+        pytest.raises(CheckpointError, match=expected),
+        SqlTarget(sqlite_url) as target,
+        Tailer([log], target, TailOptions(state_dir=state_dir)) as tailer,
+    ):
+        tailer.run_once()
     _assert_original_units_only(sqlite_url, log, original)

@@ -293,6 +293,10 @@ class Source:
             chunk = self.file.read(min(budget, 1 << 20))
             if not chunk:
                 break
+            # Checked again after the read: a rewrite that began after the check above
+            # (a writer's one write lands page by page, its start first) shows here, before
+            # any byte of it is decoded.
+            self._check_content()
             budget -= len(chunk)
             read_end += len(chunk)
             self.buf += chunk
@@ -343,6 +347,11 @@ class Source:
             )
         if size < self.buf_base:
             raise self._shrank(size)
+        self._check_content()
+
+    def _check_content(self) -> None:
+        """Stop on a log whose first frame, or bytes just before the read position, changed."""
+        assert self.file is not None
         fd = self.file.fileno()
         head = os.pread(fd, len(self.head), 0)
         if head != self.head:
