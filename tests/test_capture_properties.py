@@ -10,7 +10,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rdflib import BNode, Dataset, Literal, URIRef
 from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
-from rdflib.namespace import XSD
 
 from patchsync.apply import MemoryTarget, apply_stream
 from patchsync.apply.targets.rdflib_store import RdflibTarget
@@ -31,7 +30,7 @@ OBJECTS = [
     Literal("x"),
     Literal(1),
     Literal("chat", lang="fr"),
-    Literal("01", datatype=XSD.integer, normalize=False),
+    Literal("01", datatype=URIRef("http://www.w3.org/2001/XMLSchema#integer"), normalize=False),
     Literal('ü\n"q"'),
 ]
 GRAPHS = [DATASET_DEFAULT_GRAPH_ID, URIRef(EX + "g1"), URIRef(EX + "g2")]
