@@ -91,6 +91,7 @@ cdef Py_ssize_t _CACHE_LIMIT = 1 << 16
 # one extension module, split into files by what they hold.
 include "_native_wire.pxi"
 include "_native_terms.pxi"
+include "_native_encstate.pxi"
 include "_native_encode.pxi"
 
 

@@ -2,17 +2,17 @@
 #
 # What it writes is what TermEncoder.statement and PatchEncoder._statement /
 # RdfEncoder.statement write, byte for byte (tests/test_native_encoder.py). It holds no
-# state of its own: the LRU lookups, the IRI 0-id state, the repeated terms and the frame
-# being built stay in the Python objects (TermEncoder, LruLookup, FrameBuffer), read and
-# written here through their attributes, so the pure path and this one see one encoder.
+# state of its own: the LRU lookups, the IRI 0-id state and the repeated terms are the
+# fields of the encoder's TermEncoder and LruLookups (the compiled subclasses of
+# _native_encstate.pxi, whose fields it reads as C members), the frame being built is the
+# FrameBuffer's, so the pure path and this one see one encoder.
 #
 # Only the common rows are written here: every term an IRI, a blank node (not as
 # predicate), a literal (as object) or the default graph (as graph), in a stream whose
 # rows cannot overflow the prefix lookup. The entry point checks this before it changes
 # anything and answers False otherwise, and the caller runs the pure code, which keeps
 # its rules and its errors (generalized terms, quoted triples, the prefix-overflow
-# fallback) in one place. A lookup miss (a new or evicted entry, which emits an entry
-# row) is LruLookup.id_for itself; only the hit path is repeated here.
+# fallback) in one place.
 
 from libc.stdlib cimport realloc, free
 from libc.string cimport memcpy
@@ -156,56 +156,6 @@ cdef int _put_ld_str(Out* out, unsigned char tag, object text) except -1:
     return 0
 
 
-cdef long _lookup_id(object lookup, object value, object emit) except -1:
-    """LruLookup.id_for, statement for statement; only a miss that may break the one-row
-    rule (a full table and as many values in the row as it holds) is left to the method."""
-    cdef object ids = lookup.ids
-    # An OrderedDict is a dict: reading it as one sees the same entries (str keys: no error).
-    cdef PyObject* hit = PyDict_GetItem(ids, value)
-    cdef list row_keys = lookup.row_keys
-    if hit != NULL:
-        row_keys.append(value)
-        _move_to_end(ids, value)
-        return <object>hit
-    cdef Py_ssize_t n = len(ids)
-    cdef long size = lookup.size
-    if n >= size and len(row_keys) + 1 > size:
-        return lookup.id_for(value, emit)
-    row_keys.append(value)
-    cdef long new_id
-    if n < size:
-        new_id = n + 1
-    else:
-        for victim in ids:  # the least recently used entry
-            break
-        new_id = ids.pop(victim)
-    ids[value] = new_id
-    cdef bytes data = _enc_utf8(value, _ENTRY_VALUE)
-    cdef long last_id = lookup.last_id
-    cdef Py_ssize_t size_payload = 1 + _varint_size(PyBytes_GET_SIZE(data)) + PyBytes_GET_SIZE(data)
-    cdef bint write_id = new_id != last_id + 1
-    if write_id:
-        size_payload += 1 + _varint_size(new_id)
-    cdef bytes row_tag = lookup.row_tag
-    cdef Py_ssize_t total = PyBytes_GET_SIZE(row_tag) + _varint_size(size_payload) + size_payload
-    cdef bytes row = PyBytes_FromStringAndSize(NULL, total)
-    cdef unsigned char* w = <unsigned char*>PyBytes_AS_STRING(row)
-    memcpy(w, PyBytes_AS_STRING(row_tag), PyBytes_GET_SIZE(row_tag))
-    cdef Py_ssize_t at = PyBytes_GET_SIZE(row_tag)
-    at += _write_varint(w + at, size_payload)
-    if write_id:
-        w[at] = _ENTRY_ID
-        at += 1
-        at += _write_varint(w + at, new_id)
-    w[at] = _ENTRY_VALUE
-    at += 1
-    at += _write_varint(w + at, PyBytes_GET_SIZE(data))
-    memcpy(w + at, PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data))
-    lookup.last_id = new_id
-    emit(row)
-    return new_id
-
-
 # rdflib's term types and adapters, once patchsync's rdflib adapter has been imported (the
 # codec itself never imports rdflib).
 cdef bint _rdflib_ready = False
@@ -230,7 +180,7 @@ cdef int _load_rdflib() except -1:
     return 0
 
 
-cdef object _unpack(object t, object term, bint rdflib):
+cdef object _unpack(TermState t, object term, bint rdflib):
     """TermEncoder.unpack. With an rdflib adapter, a term of rdflib's own URIRef, BNode or
     Literal type is unpacked here as RdflibTerms.unpack does (no cache needed); anything
     else, and the identity-cache hit, as in TermEncoder.unpack."""
@@ -249,24 +199,50 @@ cdef object _unpack(object t, object term, bint rdflib):
             # without calling the properties' Python functions.
             dt = term._datatype
             return (_K_LITERAL, PyUnicode_FromObject(term), term._language, None if dt is None else str(dt))
-    cdef object hit = (<dict>t._by_id).get(id(term))
+    cdef object hit = t._by_id.get(id(term))
     if hit is not None and (<tuple>hit)[0] is term:
         return (<tuple>hit)[1]
     return t.unpack(term)
 
 
-cdef inline bint _differs(object term, object last) except -1:
-    """``term is not last and (last is None or term != last)``, the repeated-term test of
-    TermEncoder.statement; rdflib's URIRef and BNode compare (same type, same string)
-    without running Python code."""
+cdef inline bint _differs(TermState t, object term, object last) except -1:
+    """TermEncoder.differs: whether ``term`` is written rather than repeated after ``last``.
+    rdflib's URIRef and BNode (equal only to their own type with the same string) and the
+    plain cases of its Literal are decided here without running Python code."""
     if term is last:
         return False
     if last is None:
         return True
     cdef object kind = type(term)
-    if _rdflib_ready and (kind is _URIREF or kind is _BNODE_T):
-        return type(last) is not kind or PyUnicode_Compare(term, last) != 0
-    return term != last
+    if _rdflib_ready:
+        if kind is _URIREF or kind is _BNODE_T:
+            return type(last) is not kind or PyUnicode_Compare(term, last) != 0
+        if kind is _LITERAL_T and type(last) is kind:
+            # rdflib's Literal.__eq__ needs equal strings, datatypes and languages (these
+            # ignoring case): different strings differ, identical parts are equal; any
+            # other pair (a language in other case) is the Python method's.
+            if PyUnicode_Compare(term, last) != 0:
+                return True
+            if _same_text(term._language, last._language) and _same_iri(term._datatype, last._datatype):
+                return False
+    return t.differs(term, last)
+
+
+cdef inline bint _same_text(object a, object b) except -1:
+    """Both ``None`` or equal exact strings."""
+    if a is b:
+        return True
+    return a is not None and b is not None and type(a) is str and type(b) is str and PyUnicode_Compare(a, b) == 0
+
+
+cdef inline bint _same_iri(object a, object b) except -1:
+    """Both ``None`` or equal URIRefs (rdflib compares URIRefs by their strings)."""
+    if a is b:
+        return True
+    return (
+        a is not None and b is not None and type(a) is _URIREF and type(b) is _URIREF
+        and PyUnicode_Compare(a, b) == 0
+    )
 
 
 cdef struct IriState:
@@ -275,12 +251,12 @@ cdef struct IriState:
     long last_name
 
 
-cdef int _put_iri(Out* out, unsigned char tag, object t, str iri, IriState* st) except -1:
+cdef int _put_iri(Out* out, unsigned char tag, TermState t, str iri, IriState* st) except -1:
     """TermEncoder.iri and the IRI branch of TermEncoder.term."""
     cdef long prefix_id = 0
     cdef long name_id
     cdef bint write_prefix = False
-    cdef object prefixes = t.prefixes
+    cdef LruLookup prefixes = t.prefixes
     cdef object emit = t.emit
     cdef object split
     cdef dict splits
@@ -296,7 +272,7 @@ cdef int _put_iri(Out* out, unsigned char tag, object t, str iri, IriState* st) 
         else:
             split = _split_iri(iri)
             # TermEncoder.count_cached, inline: the key and its two parts.
-            chars = <Py_ssize_t>t._cache_chars + 2 * len(iri) + _ENC_ENTRY_CHARS
+            chars = t._cache_chars + 2 * len(iri) + _ENC_ENTRY_CHARS
             if chars > _ENC_CACHE_CHARS:
                 t.drop_caches()  # clears ``splits`` too (the same dict)
             else:
@@ -327,7 +303,7 @@ cdef int _put_iri(Out* out, unsigned char tag, object t, str iri, IriState* st) 
     return 0
 
 
-cdef int _put_literal(Out* out, object t, tuple u) except -1:
+cdef int _put_literal(Out* out, TermState t, tuple u) except -1:
     """TermEncoder.literal in the object position."""
     cdef object lex = u[1]
     cdef object lang = u[2]
@@ -360,7 +336,7 @@ cdef int _put_literal(Out* out, object t, tuple u) except -1:
     return 0
 
 
-cdef int _put_term(Out* out, object t, tuple u, unsigned char iri_tag, unsigned char bnode_tag,
+cdef int _put_term(Out* out, TermState t, tuple u, unsigned char iri_tag, unsigned char bnode_tag,
                    IriState* st) except -1:
     cdef int kind = u[0]
     if kind == _K_IRI:
@@ -374,7 +350,7 @@ cdef int _put_term(Out* out, object t, tuple u, unsigned char iri_tag, unsigned 
     return _put_byte(out, 0)
 
 
-cdef bint _plain(object t, tuple u, int position) except -1:
+cdef bint _plain(TermState t, tuple u, int position) except -1:
     """Whether term ``u`` in ``position`` (0 s, 1 p, 2 o, 3 g) is one this module writes."""
     cdef int kind = u[0]
     if kind == _K_IRI:
@@ -389,7 +365,7 @@ cdef bint _plain(object t, tuple u, int position) except -1:
     return kind == _K_DEFAULT and position == 3
 
 
-cdef int _put_body(Out* out, object t, object s, object p, object o, object g, bint quads,
+cdef int _put_body(Out* out, TermState t, object s, object p, object o, object g, bint quads,
                    tuple us, tuple up, tuple uo, tuple ug) except -1:
     """TermEncoder.statement, the repeated terms included, in its order."""
     cdef IriState st
@@ -398,20 +374,20 @@ cdef int _put_body(Out* out, object t, object s, object p, object o, object g, b
     cdef object last
     try:
         last = t.last_s
-        if _differs(s, last):
+        if _differs(t, s, last):
             _put_term(out, t, us, _S_IRI, _S_BNODE, &st)
             t.last_s = s
         last = t.last_p
-        if _differs(p, last):
+        if _differs(t, p, last):
             _put_term(out, t, up, _P_IRI, 0, &st)
             t.last_p = p
         last = t.last_o
-        if _differs(o, last):
+        if _differs(t, o, last):
             _put_term(out, t, uo, _O_IRI, _O_BNODE, &st)
             t.last_o = o
         if quads:
             last = t.last_g
-            if _differs(g, last):
+            if _differs(t, g, last):
                 _put_term(out, t, ug, _G_IRI, _G_BNODE, &st)
                 t.last_g = g
     finally:
@@ -441,19 +417,29 @@ cdef int _add_row(object frames, unsigned char row_tag, Out* body) except -1:
     return 0
 
 
-cdef int _begin_row(object t) except -1:
-    """TermEncoder.begin_row."""
-    del (<list>t.names.row_keys)[:]
-    cdef object lookup = t.prefixes
-    if lookup is not None:
-        del (<list>lookup.row_keys)[:]
-    lookup = t.datatypes
-    if lookup is not None:
-        del (<list>lookup.row_keys)[:]
+cdef extern from "Python.h":
+    int PyList_SetSlice(object lst, Py_ssize_t low, Py_ssize_t high, PyObject* items) except -1
+
+
+cdef inline int _clear(list items) except -1:
+    """``items.clear()`` without a bound-method call (and no slice object, as ``del items[:]`` makes)."""
+    cdef Py_ssize_t n = len(items)
+    if n:
+        PyList_SetSlice(items, 0, n, NULL)
     return 0
 
 
-cdef bint _write_statement(object t, object frames, unsigned char row_tag, object s, object p, object o,
+cdef int _begin_row(TermState t) except -1:
+    """TermEncoder.begin_row."""
+    _clear(t.names.row_keys)
+    if t.prefixes is not None:
+        _clear(t.prefixes.row_keys)
+    if t.datatypes is not None:
+        _clear(t.datatypes.row_keys)
+    return 0
+
+
+cdef bint _write_statement(TermState t, object frames, unsigned char row_tag, object s, object p, object o,
                            object g, bint quads) except -1:
     """Check the row is one of ours (nothing changed if not), then write it to ``frames``."""
     if t.may_overflow or t.no_split:
@@ -493,7 +479,10 @@ def patch_statement(object enc, bytes row_tag, object s, object p, object o, obj
     global _FRAME_KIND
     if enc._finished:
         return False
-    cdef object t = enc._terms
+    cdef object terms = enc._terms
+    if not isinstance(terms, TermState):
+        return False  # a pure TermEncoder: its own code writes the row
+    cdef TermState t = <TermState>terms
     cdef bint quads = enc._quads
     if not quads:
         if g is not None:
@@ -525,7 +514,10 @@ def rdf_encoder_statement(object enc, object s, object p, object o, object g):
     done) for any other row, and for every row of a GRAPHS stream (see rdf_statement)."""
     if enc._finished:
         return False
-    cdef object t = enc._terms
+    cdef object terms = enc._terms
+    if not isinstance(terms, TermState):
+        return False  # a pure TermEncoder: its own code writes the row
+    cdef TermState t = <TermState>terms
     cdef int physical = enc._physical
     cdef bint quads = physical == _QUADS
     if quads:
@@ -554,4 +546,6 @@ def rdf_encoder_statement(object enc, object s, object p, object o, object g):
 def rdf_statement(object t, object frames, bytes row_tag, object s, object p, object o, object g, bint quads):
     """The body of RdfEncoder.statement after its graph handling: the row added to
     ``frames``; False (nothing done) for a row this module does not write."""
-    return _write_statement(t, frames, row_tag[0], s, p, o, g, quads)
+    if not isinstance(t, TermState):
+        return False  # a pure TermEncoder: its own code writes the row
+    return _write_statement(<TermState>t, frames, row_tag[0], s, p, o, g, quads)

@@ -13,6 +13,7 @@ stream, or a feature the options do not declare raise :class:`EncodeError`.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Generic, TypeVar
 
 from patchsync._proto import patch_pb2
@@ -91,7 +92,9 @@ class PatchEncoder(Generic[T]):
         self._quads = self.options.statement_type is StatementType.QUADS
         self._stream_type = self.options.stream_type
         self._frames = FrameBuffer(delimited=delimited)
-        self._terms: TermEncoder[T] = TermEncoder(
+        # The compiled core's TermEncoder keeps the same state in C fields its row writer reads.
+        terms_type = TermEncoder if self._native is None else self._native.TermEncoder
+        self._terms: TermEncoder[T] = terms_type(
             self.adapter,
             # The buffer's own method, not ours: no cycle, so a dropped encoder is freed at once.
             self._frames.add,
@@ -165,7 +168,7 @@ class PatchEncoder(Generic[T]):
         t = self._terms
         graph = self._graph(g)
         if t.may_overflow:
-            body = t.guarded(lambda: t.statement(s, p, o, graph, self._quads))
+            body = t.guarded(partial(t.statement, s, p, o, graph, self._quads))
         else:
             body = t.statement(s, p, o, graph, self._quads)
         self._content(wire.ld(row_tag, body))

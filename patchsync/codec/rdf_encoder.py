@@ -20,6 +20,7 @@ without a datatype lookup raise :class:`~patchsync.errors.EncodeError`.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import partial
 from typing import Any, Generic, TypeVar
 
 from patchsync._proto import rdf_pb2
@@ -112,7 +113,9 @@ class RdfEncoder(Generic[T]):
         self._physical = self.options.physical_type
         self._auto_frames = not is_grouped(self.options.logical_type)
         self._frames = FrameBuffer(delimited=delimited)
-        self._terms: TermEncoder[T] = TermEncoder(
+        # The compiled core's TermEncoder keeps the same state in C fields its row writer reads.
+        terms_type = TermEncoder if self._native is None else self._native.TermEncoder
+        self._terms: TermEncoder[T] = terms_type(
             self.adapter,
             # The buffer's own method, not ours: no cycle, so a dropped encoder is freed at once.
             self._frames.add,
@@ -154,7 +157,9 @@ class RdfEncoder(Generic[T]):
         if physical == PhysicalType.QUADS:
             if g is None:
                 g = self.adapter.default_graph()
-            body = t.guarded(lambda: t.statement(s, p, o, g, True)) if t.may_overflow else t.statement(s, p, o, g, True)
+            body = (
+                t.guarded(partial(t.statement, s, p, o, g, True)) if t.may_overflow else t.statement(s, p, o, g, True)
+            )
             self._content(wire.ld(ROW_QUAD, body))
             return
         if physical == PhysicalType.TRIPLES:
@@ -171,7 +176,7 @@ class RdfEncoder(Generic[T]):
             self._after_content()
             return
         if t.may_overflow:
-            body = t.guarded(lambda: t.statement(s, p, o, None, False))
+            body = t.guarded(partial(t.statement, s, p, o, None, False))
         else:
             body = t.statement(s, p, o, None, False)
         self._content(wire.ld(ROW_TRIPLE, body))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from patchsync.codec import wire
 from patchsync.errors import EncodeError
@@ -65,6 +65,11 @@ def split_iri(iri: str) -> tuple[str, str]:
     return iri[: i + 1], iri[i + 1 :]
 
 
+def lookup_overflow_message(kind: str, size: int) -> str:
+    """The error of a row needing more distinct entries of ``kind`` than the lookup holds."""
+    return f"one row needs more distinct {_PLURAL[kind]} than max_{kind}_table_size {size} allows"
+
+
 class LruLookup:
     """Producer-side lookup: value -> id, evicting the least recently used entry."""
 
@@ -93,10 +98,7 @@ class LruLookup:
             if len(self.row_keys) > self.size and victim in self.row_keys:
                 # Checked before evicting: the table must stay as the decoder sees it.
                 error = PrefixOverflow if self.kind == "prefix" else EncodeError
-                raise error(
-                    f"one row needs more distinct {_PLURAL[self.kind]} than "
-                    f"max_{self.kind}_table_size {self.size} allows"
-                )
+                raise error(lookup_overflow_message(self.kind, self.size))
             new_id = ids.pop(victim)
         ids[value] = new_id
         payload = (b"" if new_id == self.last_id + 1 else wire.ENTRY_ID + wire.varint(new_id)) + wire.ld_str(
@@ -116,6 +118,9 @@ class TermEncoder(Generic[T]):
     False starts in append mode: no id is written relative to unknown earlier state.
     """
 
+    #: The lookup class (the compiled core's subclass keeps its fields in C).
+    lookup_type: ClassVar[Any] = LruLookup
+
     def __init__(
         self,
         adapter: TermAdapter[T],
@@ -131,9 +136,13 @@ class TermEncoder(Generic[T]):
     ) -> None:
         self.adapter = adapter
         self.emit = emit
-        self.names = LruLookup("name", entry_tags[0], max_names, fresh=fresh)
-        self.prefixes = LruLookup("prefix", entry_tags[1], max_prefixes, fresh=fresh) if max_prefixes else None
-        self.datatypes = LruLookup("datatype", entry_tags[2], max_datatypes, fresh=fresh) if max_datatypes else None
+        # Whether the adapter's terms can be equal yet write differently (rdflib: literals
+        # whose language tags differ in case); then equality alone may not reuse a term.
+        self._loose = bool(getattr(adapter, "loose_equality", False))
+        lookup = self.lookup_type
+        self.names = lookup("name", entry_tags[0], max_names, fresh=fresh)
+        self.prefixes = lookup("prefix", entry_tags[1], max_prefixes, fresh=fresh) if max_prefixes else None
+        self.datatypes = lookup("datatype", entry_tags[2], max_datatypes, fresh=fresh) if max_datatypes else None
         self.generalized = generalized
         self.rdf_star = rdf_star
         self.last_prefix = 0 if fresh else UNKNOWN
@@ -196,9 +205,13 @@ class TermEncoder(Generic[T]):
             raise EncodeError(f"not an RDF term: {term!r}") from None
         if found is None:
             found = self._unpack_new(term)
-        elif found[0] <= LITERAL and len(found[1]) > _SHORT_CHARS:
-            # A new object of a known long term: the identity entry keeps its text alive too.
-            self.count_cached(len(found[1]) + _ENTRY_CHARS)
+        else:
+            if self._loose and found[0] == LITERAL and found[2]:
+                # An equal literal, not the same: its language tag may differ in case.
+                found = self.adapter.unpack(term)
+            if found[0] <= LITERAL and len(found[1]) > _SHORT_CHARS:
+                # A new object of a known long term: the identity entry keeps its text alive too.
+                self.count_cached(len(found[1]) + _ENTRY_CHARS)
         if len(self._by_id) >= _CACHE_LIMIT:
             self._by_id.clear()
         self._by_id[id(term)] = (term, found)
@@ -314,33 +327,47 @@ class TermEncoder(Generic[T]):
             raise EncodeError(f"{what} needs the generalized_statements option")
         self.used_generalized = True
 
+    def differs(self, term: T, last: T | None) -> bool:
+        """Whether ``term`` is written rather than repeated after ``last``: it is another
+        term, or an equal one that writes differently (see ``_loose``).
+
+        :meth:`statement` inlines this test; the compiled core calls it where it does not
+        decide itself."""
+        if term is last:
+            return False
+        if last is None or term != last:
+            return True
+        return self._loose and self.unpack(term) != self.unpack(last)
+
     def statement(self, s: T, p: T, o: T, g: T | None, quads: bool) -> bytes:
         """The body of an ``RdfQuad`` with repeated-term compression."""
         # Identity first: equal terms are often the same object, and rdflib's __eq__ is
-        # Python code.
+        # Python code. Each test is :meth:`differs`, inline.
         parts = []
+        loose = self._loose
         last = self.last_s
-        if s is not last and (last is None or s != last):
+        if s is not last and (last is None or s != last or (loose and self.unpack(s) != self.unpack(last))):
             parts.append(self.term(s, wire.S_TAGS, "s"))
             self.last_s = s
         last = self.last_p
-        if p is not last and (last is None or p != last):
+        if p is not last and (last is None or p != last or (loose and self.unpack(p) != self.unpack(last))):
             parts.append(self.term(p, wire.P_TAGS, "p"))
             self.last_p = p
         last = self.last_o
-        if o is not last and (last is None or o != last):
+        if o is not last and (last is None or o != last or (loose and self.unpack(o) != self.unpack(last))):
             parts.append(self.term(o, wire.O_TAGS, "o"))
             self.last_o = o
         if quads:
             last = self.last_g
-            if g is not last and (last is None or g != last):
+            if g is not last and (last is None or g != last or (loose and self.unpack(g) != self.unpack(last))):  # type: ignore[arg-type]
                 parts.append(self.term(g, wire.G_TAGS, "g"))  # type: ignore[arg-type]
                 self.last_g = g
         return b"".join(parts)
 
     def graph_field(self, g: T, tags: tuple[bytes, bytes, bytes, bytes]) -> bytes:
         """A graph oneof outside a quad (namespace rows), sharing the repeated graph."""
-        if g == self.last_g and self.last_g is not None:
+        last = self.last_g
+        if last is not None and not self.differs(g, last):
             return b""
         self.last_g = g
         return self.term(g, tags, "g")

@@ -28,6 +28,9 @@ class RdflibTerms:
     #: lexical form before the literal existed): the compiled decoder takes the terms it
     #: caches off the garbage collector's lists (reference counting still frees them).
     untracked_terms: ClassVar[tuple[type, ...]] = (URIRef, BNode, Literal)
+    #: rdflib's Literal equality (and hash) ignore the case of a language tag, so equal
+    #: terms can write differently: an encoder must not stand one in for the other.
+    loose_equality: ClassVar[bool] = True
 
     def __init__(self) -> None:
         self._datatypes: dict[str, URIRef] = {}
