@@ -63,7 +63,8 @@ cdef class TermState:
     cdef public Py_ssize_t _cache_chars
     cdef public bint may_overflow
     cdef public bint no_split
-    cdef public bint _loose
+    cdef public tuple _loose_types
+    cdef public object _writes_same
 
 
 class TermEncoder(TermState, _PureTermEncoder):

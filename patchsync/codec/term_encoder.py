@@ -42,6 +42,11 @@ _LENGTH_BYTE = [bytes((n,)) for n in range(128)]
 _PLURAL = {"name": "names", "prefix": "prefixes", "datatype": "datatypes"}
 
 
+def _always(a: Any, b: Any) -> bool:
+    """``writes_same`` of an adapter whose equal terms always write the same."""
+    return True
+
+
 class PrefixOverflow(EncodeError):
     """A row needs more distinct prefixes than the prefix lookup holds (see ``guarded``)."""
 
@@ -136,9 +141,11 @@ class TermEncoder(Generic[T]):
     ) -> None:
         self.adapter = adapter
         self.emit = emit
-        # Whether the adapter's terms can be equal yet write differently (rdflib: literals
-        # whose language tags differ in case); then equality alone may not reuse a term.
-        self._loose = bool(getattr(adapter, "loose_equality", False))
+        # An adapter whose terms can be equal yet write differently (rdflib: literals whose
+        # language tags differ in case) names those term types and tests two equal terms;
+        # equality alone may not reuse such a term.
+        self._loose_types: tuple[type, ...] = getattr(adapter, "loose_types", ())
+        self._writes_same: Callable[[Any, Any], bool] = getattr(adapter, "writes_same", _always)
         lookup = self.lookup_type
         self.names = lookup("name", entry_tags[0], max_names, fresh=fresh)
         self.prefixes = lookup("prefix", entry_tags[1], max_prefixes, fresh=fresh) if max_prefixes else None
@@ -206,7 +213,7 @@ class TermEncoder(Generic[T]):
         if found is None:
             found = self._unpack_new(term)
         else:
-            if self._loose and found[0] == LITERAL and found[2]:
+            if self._loose_types and found[0] == LITERAL and found[2]:
                 # An equal literal, not the same: its language tag may differ in case.
                 found = self.adapter.unpack(term)
             if found[0] <= LITERAL and len(found[1]) > _SHORT_CHARS:
@@ -329,7 +336,7 @@ class TermEncoder(Generic[T]):
 
     def differs(self, term: T, last: T | None) -> bool:
         """Whether ``term`` is written rather than repeated after ``last``: it is another
-        term, or an equal one that writes differently (see ``_loose``).
+        term, or an equal one that writes differently (see ``_writes_same``).
 
         :meth:`statement` inlines this test; the compiled core calls it where it does not
         decide itself."""
@@ -337,29 +344,29 @@ class TermEncoder(Generic[T]):
             return False
         if last is None or term != last:
             return True
-        return self._loose and self.unpack(term) != self.unpack(last)
+        return type(term) in self._loose_types and not self._writes_same(term, last)
 
     def statement(self, s: T, p: T, o: T, g: T | None, quads: bool) -> bytes:
         """The body of an ``RdfQuad`` with repeated-term compression."""
         # Identity first: equal terms are often the same object, and rdflib's __eq__ is
         # Python code. Each test is :meth:`differs`, inline.
         parts = []
-        loose = self._loose
+        loose, same = self._loose_types, self._writes_same
         last = self.last_s
-        if s is not last and (last is None or s != last or (loose and self.unpack(s) != self.unpack(last))):
+        if s is not last and (last is None or s != last or (type(s) in loose and not same(s, last))):
             parts.append(self.term(s, wire.S_TAGS, "s"))
             self.last_s = s
         last = self.last_p
-        if p is not last and (last is None or p != last or (loose and self.unpack(p) != self.unpack(last))):
+        if p is not last and (last is None or p != last or (type(p) in loose and not same(p, last))):
             parts.append(self.term(p, wire.P_TAGS, "p"))
             self.last_p = p
         last = self.last_o
-        if o is not last and (last is None or o != last or (loose and self.unpack(o) != self.unpack(last))):
+        if o is not last and (last is None or o != last or (type(o) in loose and not same(o, last))):
             parts.append(self.term(o, wire.O_TAGS, "o"))
             self.last_o = o
         if quads:
             last = self.last_g
-            if g is not last and (last is None or g != last or (loose and self.unpack(g) != self.unpack(last))):  # type: ignore[arg-type]
+            if g is not last and (last is None or g != last or (type(g) in loose and not same(g, last))):
                 parts.append(self.term(g, wire.G_TAGS, "g"))  # type: ignore[arg-type]
                 self.last_g = g
         return b"".join(parts)

@@ -28,9 +28,6 @@ class RdflibTerms:
     #: lexical form before the literal existed): the compiled decoder takes the terms it
     #: caches off the garbage collector's lists (reference counting still frees them).
     untracked_terms: ClassVar[tuple[type, ...]] = (URIRef, BNode, Literal)
-    #: rdflib's Literal equality (and hash) ignore the case of a language tag, so equal
-    #: terms can write differently: an encoder must not stand one in for the other.
-    loose_equality: ClassVar[bool] = True
 
     def __init__(self) -> None:
         self._datatypes: dict[str, URIRef] = {}
@@ -54,6 +51,17 @@ class RdflibTerms:
 
     def default_graph(self) -> URIRef:
         return DATASET_DEFAULT_GRAPH_ID
+
+    #: Term types that rdflib can call equal while they write differently: its Literal
+    #: equality (and hash) ignore the case of a language tag, so an encoder must not stand
+    #: ``"a"@EN`` in for an equal ``"a"@en`` it wrote before (see :meth:`writes_same`).
+    loose_types: ClassVar[tuple[type, ...]] = (Literal, TripleTerm)
+
+    def writes_same(self, a: RdflibTerm, b: RdflibTerm) -> bool:
+        """Whether two terms rdflib calls equal also write the same (see ``loose_types``)."""
+        if type(a) is TripleTerm:
+            return all(self.writes_same(x, y) for x, y in zip(a, b, strict=True))  # type: ignore[arg-type]
+        return not isinstance(a, Literal) or a.language == b.language  # type: ignore[union-attr]
 
     def unpack(self, term: RdflibTerm) -> Unpacked:
         # Order matters: Literal and URIRef are both str subclasses.
