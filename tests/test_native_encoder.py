@@ -143,6 +143,8 @@ def test_the_core_writes_the_suites_rows() -> None:
 # again (repeated terms by identity) and equal copies (repeated terms by equality).
 _IRI_TEXT = [f"http://example.org/{d}/{n}" for d in ("a", "b", "c/d#", "e") for n in ("x", "y", "z", "")]
 _IRI_TEXT += ["urn:x", "http://a.org/x#y", "http://e/", "no-separator", "http://r.example/" + "l" * 200]
+# Where the split falls (after the last "#" or "/"), in text of 1, 2 and 4 bytes a character.
+_IRI_TEXT += ["http://ü.example/ä#ö", "http://x.example/\U0001f389/y", "urn:a#b/c", "urn:#", "urn:/", "ä/\U0001f389"]
 _IRIS = [URIRef(t) for t in _IRI_TEXT]
 iris = st.one_of(st.sampled_from(_IRIS), st.sampled_from(_IRI_TEXT).map(URIRef))
 bnodes = st.sampled_from(["b1", "b2", "ünï", "x" * 150]).map(BNode)

@@ -29,7 +29,6 @@ from cpython.unicode cimport PyUnicode_Compare, PyUnicode_FromObject
 from patchsync.codec import wire as _wire
 from patchsync.codec.term_encoder import _CACHE_CHARS as _ENC_CACHE_CHARS_PY
 from patchsync.codec.term_encoder import _ENTRY_CHARS as _ENC_ENTRY_CHARS_PY
-from patchsync.codec.term_encoder import split_iri as _split_iri
 from patchsync.terms import XSD_STRING as _XSD_STRING_STR
 
 cdef object _XSD_STRING = _XSD_STRING_STR
@@ -214,17 +213,22 @@ cdef inline bint _differs(TermState t, object term, object last) except -1:
     if last is None:
         return True
     cdef object kind = type(term)
+    cdef object last_kind
     if _rdflib_ready:
+        last_kind = type(last)
         if kind is _URIREF or kind is _BNODE_T:
-            return type(last) is not kind or PyUnicode_Compare(term, last) != 0
-        if kind is _LITERAL_T and type(last) is kind:
-            # rdflib's Literal.__eq__ needs equal strings, datatypes and languages (these
-            # ignoring case): different strings differ, identical parts are equal; any
-            # other pair (a language in other case) is the Python method's.
-            if PyUnicode_Compare(term, last) != 0:
-                return True
-            if _same_text(term._language, last._language) and _same_iri(term._datatype, last._datatype):
-                return False
+            return last_kind is not kind or PyUnicode_Compare(term, last) != 0
+        if kind is _LITERAL_T:
+            if last_kind is _URIREF or last_kind is _BNODE_T:
+                return True  # rdflib's Literal equals only literals
+            if last_kind is kind:
+                # rdflib's Literal.__eq__ needs equal strings, datatypes and languages
+                # (these ignoring case): different strings differ, identical parts are
+                # equal; any other pair (a language in other case) is the Python method's.
+                if PyUnicode_Compare(term, last) != 0:
+                    return True
+                if _same_text(term._language, last._language) and _same_iri(term._datatype, last._datatype):
+                    return False
     return t.differs(term, last)
 
 
@@ -249,6 +253,22 @@ cdef struct IriState:
     # The IRI 0-id state of a TermEncoder while one row is written (written back after).
     long last_prefix
     long last_name
+
+
+cdef extern from "Python.h":
+    Py_ssize_t PyUnicode_FindChar(object text, Py_UCS4 ch, Py_ssize_t start, Py_ssize_t end, int direction) except -2
+
+
+cdef tuple _split_iri(str iri):
+    """term_encoder.split_iri: split after the last ``#`` or ``/``."""
+    cdef Py_ssize_t n = len(iri)
+    cdef Py_ssize_t i = PyUnicode_FindChar(iri, 0x23, 0, n, -1)
+    cdef Py_ssize_t j = PyUnicode_FindChar(iri, 0x2F, 0, n, -1)
+    if j > i:
+        i = j
+    if i < 0:
+        return ("", iri)
+    return (iri[: i + 1], iri[i + 1 :])
 
 
 cdef int _put_iri(Out* out, unsigned char tag, TermState t, str iri, IriState* st) except -1:
