@@ -489,3 +489,26 @@ def test_an_adapter_overriding_iri_is_called_by_the_core() -> None:
         iris = [t for e in events if type(e) in (Add, Delete) for t in e[:4] if isinstance(t, URIRef)]
         iris = [t for t in iris if t != DATASET_DEFAULT_GRAPH_ID]
         assert error is None and len(iris) > 2 and all(type(t) is kind for t in iris)
+
+
+def test_literals_needing_escapes_decode_to_the_same_ntriples() -> None:
+    # The compiled core writes N-Triples string escapes itself (ntriples.format_string's
+    # rules: ECHAR for \t \b \n \r \f " \\, UCHAR \u00XX for the other controls and DEL;
+    # N-Triples 1.1 STRING_LITERAL_QUOTE excludes " \ LF CR). Every ASCII character, in
+    # every kind of literal, next to text of 2, 3 and 4 UTF-8 bytes, in one stream.
+    chars = [chr(c) for c in range(128)]
+    lexicals = [*chars, "".join(chars), 'a\\b"c\nd\x00e\x7f', "ü\x01€\x1f\U0001f389\t", "\x7f" * 40]
+    events: list[object] = []
+    for i, lex in enumerate(lexicals):
+        s, p = URIRef(f"http://example.org/s{i}"), URIRef("http://example.org/p")
+        for o in (Literal(lex), Literal(lex, lang="en"), Literal(lex, datatype=URIRef("http://example.org/dt"))):
+            events.append(Add(s, p, o))
+    events.append(PatchEnd())
+    data = encode(events, PatchOptions(stream_type=StreamType.PUNCTUATED, statement_type=StatementType.TRIPLES))
+    assert native_frames(data) > 0  # the compiled core decoded these frames
+    native = outcome(native_decoder(NT), [data])
+    pure = outcome(pure_decoder(NT), [data])
+    assert native == pure
+    written = [e.o for e in native[0] if isinstance(e, Add)]
+    assert len(written) == 3 * len(lexicals)
+    assert '"\\t"' in written and '"\\u0000"@en' in written and '"\\u007F"^^<http://example.org/dt>' in written

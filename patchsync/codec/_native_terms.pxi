@@ -2,6 +2,9 @@
 # decoder's hot state in C variables during a batch and builds terms the way
 # TermDecoder does (same caches, rules, texts), with N-Triples strings made in C.
 
+from libc.stdlib cimport malloc, free
+
+
 cdef inline bint _string_plain(const unsigned char* p, Py_ssize_t i, Py_ssize_t end) noexcept:
     """Whether UTF-8 text needs none of the N-Triples string escapes (controls, quote, backslash)."""
     cdef unsigned char c
@@ -11,6 +14,58 @@ cdef inline bint _string_plain(const unsigned char* p, Py_ssize_t i, Py_ssize_t 
             return False
         i += 1
     return True
+
+
+cdef object _quoted_escaped(const unsigned char* p, Py_ssize_t i, Py_ssize_t end):
+    """ntriples.format_string of UTF-8 text that needs escapes: ``"text"`` with \\t \\b \\n
+    \\r \\f \\" \\\\ and ``\\uXXXX`` for the other controls. (Text off the wire is valid
+    UTF-8, so it holds no lone surrogates, the one error format_string raises.)"""
+    cdef Py_ssize_t n = end - i
+    cdef unsigned char* out = <unsigned char*>malloc(6 * n + 2)
+    cdef Py_ssize_t o = 0
+    cdef unsigned char c
+    if out == NULL:
+        raise MemoryError()
+    try:
+        out[o] = 0x22
+        o += 1
+        while i < end:
+            c = p[i]
+            i += 1
+            if c >= 0x20 and c != 0x22 and c != 0x5C and c != 0x7F:
+                out[o] = c
+                o += 1
+                continue
+            out[o] = 0x5C
+            o += 1
+            if c == 0x09:
+                out[o] = 0x74  # t
+            elif c == 0x08:
+                out[o] = 0x62  # b
+            elif c == 0x0A:
+                out[o] = 0x6E  # n
+            elif c == 0x0D:
+                out[o] = 0x72  # r
+            elif c == 0x0C:
+                out[o] = 0x66  # f
+            elif c == 0x22 or c == 0x5C:
+                out[o] = c
+            else:  # \u00XX, upper-case hex as format_string writes it
+                out[o] = 0x75
+                out[o + 1] = 0x30
+                out[o + 2] = 0x30
+                out[o + 3] = _HEX[c >> 4]
+                out[o + 4] = _HEX[c & 15]
+                o += 4
+            o += 1
+        out[o] = 0x22
+        o += 1
+        return PyUnicode_DecodeUTF8(<char*>out, o, NULL)
+    finally:
+        free(out)
+
+
+cdef const unsigned char* _HEX = b"0123456789ABCDEF"
 
 
 cdef inline bint _iri_plain(str value):
@@ -243,9 +298,9 @@ cdef class _Rows:
             if cache is None:
                 self.terms.count_cached(dt, _NEW_CACHE_CHARS)
                 cache = (<dict>self.by_datatype).setdefault(dt, {})
-        if self.nt and _string_plain(p, lex_start, lex_stop):
-            # ntriples.format_literal for a lexical form without escapes and a suffix it
-            # already checked and cached: as cheap as a cache lookup, so none is made.
+        if self.nt:
+            # ntriples.format_literal for a suffix it already checked and cached: as cheap
+            # as a cache lookup, so none is made.
             if kind == 2 and lang:
                 suffix = _NT_LANG_SUFFIX.get(lang)
             elif kind == 3:
@@ -253,7 +308,9 @@ cdef class _Rows:
             else:
                 suffix = ""
             if suffix is not None:
-                return '"' + lex + '"' + suffix
+                if _string_plain(p, lex_start, lex_stop):
+                    return '"' + lex + '"' + suffix
+                return _quoted_escaped(p, lex_start, lex_stop) + suffix
         term = (<dict>cache).get(lex)
         if term is None:
             if len(<dict>cache) >= _CACHE_LIMIT:
