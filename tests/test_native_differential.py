@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from rdflib import Literal, URIRef
+from rdflib import BNode, Literal, URIRef
 
 from patchsync import Add, Header, PatchEnd, PatchOptions, StatementType, StreamType, TxCommit, TxStart
 from patchsync.codec import _native
@@ -512,3 +512,21 @@ def test_literals_needing_escapes_decode_to_the_same_ntriples() -> None:
     written = [e.o for e in native[0] if isinstance(e, Add)]
     assert len(written) == 3 * len(lexicals)
     assert '"\\t"' in written and '"\\u0000"@en' in written and '"\\u007F"^^<http://example.org/dt>' in written
+
+
+def test_blank_nodes_decode_to_the_same_ntriples() -> None:
+    # The compiled core writes ASCII letters-and-digits labels itself ("_:" + label, as
+    # ntriples.format_bnode does); every other label goes to the formatter (N-Triples
+    # BLANK_NODE_LABEL allows more, and a label it does not allow is written <_:...>).
+    labels = ["b1", "B", "z9Z", "0", "9a", "a-b", "a_b", "a.b", "a.", "é", "é1", "x y", "@", "[", "`", "{", "Ab\u0660"]
+    labels += [chr(c) for c in range(0x21, 0x7F)]
+    p = URIRef("http://example.org/p")
+    events: list[object] = [Add(BNode(label), p, BNode(label + "o")) for label in labels]
+    events.append(PatchEnd())
+    data = encode(events, PatchOptions(stream_type=StreamType.PUNCTUATED, statement_type=StatementType.TRIPLES))
+    assert native_frames(data) > 0
+    native = outcome(native_decoder(NT), [data])
+    assert native == outcome(pure_decoder(NT), [data])
+    subjects = [e.s for e in native[0] if isinstance(e, Add)]
+    assert len(subjects) == len(labels)
+    assert "_:z9Z" in subjects and "_:0" in subjects and "<_:@>" in subjects

@@ -40,7 +40,6 @@ cdef extern from "Python.h":
 from patchsync._proto import patch_pb2, rdf_pb2
 from patchsync.codec.driver import ROW_BATCH
 from patchsync.codec.term_decoder import _NEW_CACHE_CHARS, RuleViolation, check_absolute_iri
-from patchsync.codec.term_decoder import cache_iri as _cache_iri
 from patchsync.events import Add, Delete, FrameEnd, PhysicalType, Statement
 from patchsync.terms.ntriples import NTriplesTerms
 from patchsync.terms.ntriples import _DATATYPE_SUFFIX as _NT_DATATYPE_SUFFIX

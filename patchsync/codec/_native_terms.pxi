@@ -68,6 +68,29 @@ cdef object _quoted_escaped(const unsigned char* p, Py_ssize_t i, Py_ssize_t end
 cdef const unsigned char* _HEX = b"0123456789ABCDEF"
 
 
+cdef inline bint _alnum(const unsigned char* p, Py_ssize_t i, Py_ssize_t end) noexcept:
+    """Whether UTF-8 text is ASCII letters and digits only (``str.isascii() and str.isalnum()``)."""
+    cdef unsigned char c
+    while i < end:
+        c = p[i] | 0x20  # folds upper-case letters onto lower-case (digits keep their bit)
+        if not ((0x61 <= c <= 0x7A) or (0x30 <= p[i] <= 0x39)):
+            return False
+        i += 1
+    return True
+
+
+cdef int _cache_iri_c(list by_name, unsigned int rn, unsigned int rp, object prefix, object term) except -1:
+    """term_decoder.cache_iri: cache ``term``, built from name ``rn`` and prefix ``rp``."""
+    slot = by_name[rn]
+    if slot is None or (type(slot) is tuple and <unsigned int>(<tuple>slot)[0] == rp):
+        by_name[rn] = (rp, prefix, term)
+    elif type(slot) is tuple:
+        by_name[rn] = {(<tuple>slot)[0]: ((<tuple>slot)[1], (<tuple>slot)[2]), rp: (prefix, term)}
+    else:
+        (<dict>slot)[rp] = (prefix, term)
+    return 0
+
+
 cdef inline bint _iri_plain(str value):
     """Whether ``value`` needs no IRIREF escapes and cannot be read as a blank node (``_:``).
 
@@ -228,7 +251,7 @@ cdef class _Rows:
             except ValueError as exc:
                 raise RuleViolation(f"IRI rejected by the term adapter: {exc}") from None
         self.untrack(term)
-        _cache_iri(self.by_name, rn, rp, self.prefix_values[rp] if rp else None, term)
+        _cache_iri_c(<list>self.by_name, rn, rp, self.prefix_values[rp] if rp else None, term)
         return term
 
     cdef void name_entry(self, const unsigned char* p, Py_ssize_t i, Py_ssize_t end) except *:
@@ -248,6 +271,10 @@ cdef class _Rows:
         self.name_values[eid] = value
 
     cdef object bnode(self, const unsigned char* p, Py_ssize_t start, Py_ssize_t stop):
+        if self.nt and stop > start and _alnum(p, start, stop):
+            # ntriples.format_bnode of an ASCII letters-and-digits label: as cheap as a
+            # cache lookup, so none is made (as for literals).
+            return "_:" + _text(p, start, stop - start)
         label = _text(p, start, stop - start)
         term = (<dict>self.bnodes).get(label)
         if term is None:
