@@ -292,7 +292,8 @@ def test_repeated_literals_compare_as_rdflib_compares_them() -> None:
     # The compiled core compares an object literal with the previous row's without calling
     # rdflib, where the answer is plain; languages that differ only in case, a datatype of
     # another type or value, equal copies and other lexical forms must still repeat (or not)
-    # exactly as the pure code, which asks rdflib's Literal.__eq__.
+    # exactly as the pure code, which asks rdflib's Literal.__eq__ and then the adapter's
+    # writes_same.
     xsd_int = URIRef(XSD + "integer")
     objects = [
         Literal("a", lang="en"),

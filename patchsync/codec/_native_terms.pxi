@@ -293,14 +293,14 @@ cdef class _Rows:
     cdef object literal(self, const unsigned char* p, Py_ssize_t i, Py_ssize_t end):
         cdef int field, kind = 0
         cdef Py_ssize_t start, stop, ref = 0, lex_start = 0, lex_stop = 0
-        lex = ""
         lang = dt = None
         while i < end:
             i = _key(p, i, &field, &start, &stop)
             if field == 1:
+                # Decoded below, where it is used: an escaped N-Triples form is made
+                # from the bytes and needs no str of the lexical form.
                 lex_start = start
                 lex_stop = stop
-                lex = _text(p, start, stop - start)
             elif field == 2:
                 kind = 2
                 lang = _text(p, start, stop - start)
@@ -336,8 +336,9 @@ cdef class _Rows:
                 suffix = ""
             if suffix is not None:
                 if _string_plain(p, lex_start, lex_stop):
-                    return '"' + lex + '"' + suffix
+                    return '"' + _text(p, lex_start, lex_stop - lex_start) + '"' + suffix
                 return _quoted_escaped(p, lex_start, lex_stop) + suffix
+        lex = _text(p, lex_start, lex_stop - lex_start)
         term = (<dict>cache).get(lex)
         if term is None:
             if len(<dict>cache) >= _CACHE_LIMIT:
