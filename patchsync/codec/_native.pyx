@@ -92,6 +92,8 @@ include "_native_wire.pxi"
 include "_native_terms.pxi"
 include "_native_encstate.pxi"
 include "_native_encode.pxi"
+# Not codec: the SQL term dictionary's hash, compiled here to need no second extension.
+include "_native_hash.pxi"
 
 
 # -- pass 2: decoding rows ----------------------------------------------------------------
