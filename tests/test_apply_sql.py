@@ -119,3 +119,22 @@ def test_events_api_and_triples_in_default_graph(sql_url: str) -> None:
         r = apply_events([Add(S, P, '"v"'), PatchEnd()], t, source="mem")
         assert r.added == 1
         assert list(t.quads()) == [(S, P, '"v"', "")]
+
+
+def test_the_head_revision_constant_is_the_newest_migration() -> None:
+    # migrate.HEAD_REVISION lets a target open without loading Alembic: it must name the
+    # head of migrations/versions, or every open would take the slow path (or, were it
+    # ahead, a database still to be upgraded could pass as current).
+    from patchsync.apply.targets.sql.migrate import HEAD_REVISION
+
+    assert head_revision() == HEAD_REVISION
+
+
+def test_a_database_behind_the_head_is_refused_on_the_fast_path_too(sql_url: str) -> None:
+    # The one-query check must not mistake an older revision for the head.
+    engine = create_engine(sql_url)
+    with engine.begin() as conn:
+        upgrade(conn, "0002")
+    engine.dispose()
+    with pytest.raises(ApplyError, match=r"revision 0002.*db upgrade"):
+        SqlTarget(sql_url)
