@@ -64,3 +64,36 @@ def test_commands_import_only_what_they_use(folder: Path, args: list[str], allow
 def test_the_probe_sees_heavy_imports(folder: Path) -> None:
     # The check can fail: a SQL target does load SQLAlchemy.
     assert "sqlalchemy" in loaded(["status", "--target", "sqlite:///state.db"], folder)
+
+
+def test_a_sql_target_at_the_newest_schema_opens_without_alembic(folder: Path) -> None:
+    # Opening reads the stored revision with one query (sql/migrate.py, HEAD_REVISION);
+    # Alembic, with Mako and Pygments behind it, loads only to create or upgrade a schema.
+    subprocess.run(
+        [sys.executable, "-m", "patchsync", "apply", "log.jellyp", "--target", "sqlite:///at-head.db"],
+        cwd=folder,
+        check=True,
+        capture_output=True,
+    )
+    assert "alembic" not in loaded(["status", "--target", "sqlite:///at-head.db"], folder)
+    # The check can fail: a database without the schema gets it from Alembic.
+    assert "alembic" in loaded(["status", "--target", "sqlite:///fresh.db"], folder)
+
+
+@pytest.mark.parametrize("args", [["inspect", "log.jellyp"], ["convert", "log.jellyp", "out.rdfp"]])
+def test_jena_codecs_load_only_for_jena_files(folder: Path, args: list[str]) -> None:
+    # RDF Binary's two wire codecs cost ~75 ms to import, a third of the 0.25 s budget; the
+    # format registry (patchsync/codec/jena/__init__.py) names them without loading them.
+    code = PROBE.replace(
+        "{m.split('.')[0] for m in sys.modules} & set(HEAVY)",
+        "{m for m in sys.modules if m.startswith('patchsync.codec.jena.')}",
+    )
+    assert code != PROBE
+    done = subprocess.run([sys.executable, "-c", code, *args], cwd=folder, capture_output=True, text=True, timeout=60)
+    assert json.loads(done.stderr.strip().splitlines()[-1]) == []
+    # The check can fail: converting to RDF Thrift loads them.
+    (folder / "data.nq").write_text("<http://example.org/s> <http://example.org/p> <http://example.org/o> .\n")
+    done = subprocess.run(
+        [sys.executable, "-c", code, "convert", "data.nq", "out.rt"], cwd=folder, capture_output=True, text=True
+    )
+    assert "patchsync.codec.jena.thrift" in json.loads(done.stderr.strip().splitlines()[-1])

@@ -12,17 +12,36 @@ The format registry below is what the CLI and the rdflib plugins look formats up
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from patchsync.codec.jena.protobuf import RdfProtobufDecoder, RdfProtobufEncoder
-from patchsync.codec.jena.stream import BinaryDecoder, BinaryEncoder, encode_all
-from patchsync.codec.jena.thrift import RdfThriftDecoder, RdfThriftEncoder
+from patchsync._lazy import lazy_attributes
 from patchsync.errors import FormatError
 from patchsync.events import Namespace, RdfEvent, Statement
 from patchsync.options import Limits
 from patchsync.terms import TermAdapter
+
+if TYPE_CHECKING:
+    from patchsync.codec.jena.protobuf import RdfProtobufDecoder, RdfProtobufEncoder
+    from patchsync.codec.jena.stream import BinaryDecoder, BinaryEncoder
+    from patchsync.codec.jena.thrift import RdfThriftDecoder, RdfThriftEncoder
+
+# The codec modules load on first use: the registry below is read by every command that
+# handles RDF files (format names, suffixes), and the two wire codecs cost more to import
+# than such a command's whole start-up budget (issue #16; tests/test_cli_startup.py).
+__getattr__ = lazy_attributes(
+    __name__,
+    {
+        "BinaryDecoder": "patchsync.codec.jena.stream",
+        "BinaryEncoder": "patchsync.codec.jena.stream",
+        "RdfProtobufDecoder": "patchsync.codec.jena.protobuf",
+        "RdfProtobufEncoder": "patchsync.codec.jena.protobuf",
+        "RdfThriftDecoder": "patchsync.codec.jena.thrift",
+        "RdfThriftEncoder": "patchsync.codec.jena.thrift",
+    },
+)
 
 __all__ = [
     "FORMATS",
@@ -45,19 +64,36 @@ T = TypeVar("T")
 
 @dataclass(frozen=True, slots=True)
 class BinaryFormat:
-    """One RDF Binary format: its names, suffix and codec classes."""
+    """One RDF Binary format: its names, suffix and codec classes (imported on first use)."""
 
     name: str
     alias: str
     suffix: str
-    decoder: type[BinaryDecoder[Any]]
-    encoder: type[BinaryEncoder[Any]]
+    #: The module of this format's codec (``patchsync.codec.jena.<module>``) and the prefix
+    #: of its two classes there (``<codec>Decoder``, ``<codec>Encoder``).
+    module: str
+    codec: str
     #: Whether Jena's writer of this format uses prefixed names (Thrift yes, Protobuf no).
     jena_prefixed_names: bool
 
+    @property
+    def decoder(self) -> type[BinaryDecoder[Any]]:
+        """The format's decoder class."""
+        cls: type[BinaryDecoder[Any]] = getattr(self._module(), f"{self.codec}Decoder")
+        return cls
 
-_THRIFT = BinaryFormat("rdf-thrift", "rt", ".rt", RdfThriftDecoder, RdfThriftEncoder, True)
-_PROTOBUF = BinaryFormat("rdf-protobuf", "rpb", ".rpb", RdfProtobufDecoder, RdfProtobufEncoder, False)
+    @property
+    def encoder(self) -> type[BinaryEncoder[Any]]:
+        """The format's encoder class."""
+        cls: type[BinaryEncoder[Any]] = getattr(self._module(), f"{self.codec}Encoder")
+        return cls
+
+    def _module(self) -> Any:
+        return importlib.import_module(f"{__name__}.{self.module}")
+
+
+_THRIFT = BinaryFormat("rdf-thrift", "rt", ".rt", "thrift", "RdfThrift", True)
+_PROTOBUF = BinaryFormat("rdf-protobuf", "rpb", ".rpb", "protobuf", "RdfProtobuf", False)
 
 #: Formats by name and by alias.
 FORMATS: dict[str, BinaryFormat] = {f.name: f for f in (_THRIFT, _PROTOBUF)} | {
@@ -128,5 +164,7 @@ def encode_statements(
 
     ``options`` go to the encoder (``prefixed_names``, ``values``, ``repeat``).
     """
+    from patchsync.codec.jena.stream import encode_all
+
     encoder = lookup(name).encoder(adapter, **options)
     return encode_all(encoder, statements, namespaces)
