@@ -257,3 +257,24 @@ def test_a_term_added_by_another_applier_after_the_lookup_is_reused(pg_url: str)
         t.flush()
         assert t._ids['"late"'] == other._ids['"late"']
         assert t.contains([quad]) == [True]
+
+
+def test_presence_probe_answers_each_quad_across_chunks_and_padding(sql_url: str) -> None:
+    # The commit group's presence lookup (settle's ``present``): present and absent quads
+    # interleaved, in batches of several sizes, repeated quads and quads with a term the
+    # database lacks, each answered as stored.
+    stored = [(iri(f"s{i}"), iri("p"), f'"{i}"', iri("g") if i % 3 else None) for i in range(0, 300, 2)]
+    absent = [(iri(f"s{i}"), iri("p"), f'"{i}"', None) for i in range(1, 300, 2)]  # known terms, not stored
+    unknown = [(iri("never"), iri("p"), '"x"', None)]
+    with SqlTarget(sql_url) as t:
+        t.begin()
+        t.add(stored)
+        t.commit("log", Checkpoint(0, 0, 0), [])
+        t.flush()
+        mixed = [q for pair in zip(stored, absent, strict=True) for q in pair]
+        for count in (1, 2, 3, 15, 16, 17, 63, 64, 65, 127, 128, 129, 300):
+            quads = mixed[:count]
+            assert t.contains(quads) == [q in stored for q in quads], count
+        repeated = [stored[0], absent[0], stored[0], *unknown, stored[1]]
+        assert t.contains(repeated) == [True, False, True, False, True]
+        assert t.contains([]) == []
