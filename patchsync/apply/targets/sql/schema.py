@@ -8,7 +8,7 @@ Design for set semantics at scale:
 * ``ps_terms`` is a term dictionary: each distinct term once, as its N-Triples text (so
   literals of any length, any Unicode, blank node labels and RDF-star quoted triples
   ``<< … >>`` all round-trip as text; the default graph is the empty string), with a
-  sequential ``id`` and ``h``, a 64-bit hash of the text (:func:`term_hash`). Text of
+  sequential ``id`` and ``h``, a 64-bit hash of the text (:data:`term_hash`). Text of
   unbounded length cannot be a B-tree key (PostgreSQL caps index rows near 2.7 kB), so a
   term is found by its hash and the text is compared; distinct terms may share a hash.
   On PostgreSQL ``(h, md5(term))`` is unique, so concurrent appliers adding the same new
