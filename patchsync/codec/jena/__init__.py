@@ -17,7 +17,6 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from patchsync._lazy import lazy_attributes
 from patchsync.errors import FormatError
 from patchsync.events import Namespace, RdfEvent, Statement
 from patchsync.options import Limits
@@ -31,17 +30,23 @@ if TYPE_CHECKING:
 # The codec modules load on first use: the registry below is read by every command that
 # handles RDF files (format names, suffixes), and the two wire codecs cost more to import
 # than such a command's whole start-up budget (issue #16; tests/test_cli_startup.py).
-__getattr__ = lazy_attributes(
-    __name__,
-    {
-        "BinaryDecoder": "patchsync.codec.jena.stream",
-        "BinaryEncoder": "patchsync.codec.jena.stream",
-        "RdfProtobufDecoder": "patchsync.codec.jena.protobuf",
-        "RdfProtobufEncoder": "patchsync.codec.jena.protobuf",
-        "RdfThriftDecoder": "patchsync.codec.jena.thrift",
-        "RdfThriftEncoder": "patchsync.codec.jena.thrift",
-    },
-)
+# (Written out rather than with patchsync._lazy: the codec imports only the layers below it.)
+_LAZY = {
+    "BinaryDecoder": "stream",
+    "BinaryEncoder": "stream",
+    "RdfProtobufDecoder": "protobuf",
+    "RdfProtobufEncoder": "protobuf",
+    "RdfThriftDecoder": "thrift",
+    "RdfThriftEncoder": "thrift",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+
 
 __all__ = [
     "FORMATS",
