@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from patchsync.errors import FormatError
 from patchsync.events import Namespace, RdfEvent, Statement
@@ -74,9 +74,8 @@ class BinaryFormat:
     name: str
     alias: str
     suffix: str
-    #: The module of this format's codec (``patchsync.codec.jena.<module>``) and the prefix
-    #: of its two classes there (``<codec>Decoder``, ``<codec>Encoder``).
-    module: str
+    #: The prefix of the format's two classes (``<codec>Decoder``, ``<codec>Encoder``),
+    #: loaded through the package's lazy attributes above.
     codec: str
     #: Whether Jena's writer of this format uses prefixed names (Thrift yes, Protobuf no).
     jena_prefixed_names: bool
@@ -84,21 +83,16 @@ class BinaryFormat:
     @property
     def decoder(self) -> type[BinaryDecoder[Any]]:
         """The format's decoder class."""
-        cls: type[BinaryDecoder[Any]] = getattr(self._module(), f"{self.codec}Decoder")
-        return cls
+        return cast("type[BinaryDecoder[Any]]", __getattr__(f"{self.codec}Decoder"))
 
     @property
     def encoder(self) -> type[BinaryEncoder[Any]]:
         """The format's encoder class."""
-        cls: type[BinaryEncoder[Any]] = getattr(self._module(), f"{self.codec}Encoder")
-        return cls
-
-    def _module(self) -> Any:
-        return importlib.import_module(f"{__name__}.{self.module}")
+        return cast("type[BinaryEncoder[Any]]", __getattr__(f"{self.codec}Encoder"))
 
 
-_THRIFT = BinaryFormat("rdf-thrift", "rt", ".rt", "thrift", "RdfThrift", True)
-_PROTOBUF = BinaryFormat("rdf-protobuf", "rpb", ".rpb", "protobuf", "RdfProtobuf", False)
+_THRIFT = BinaryFormat("rdf-thrift", "rt", ".rt", "RdfThrift", True)
+_PROTOBUF = BinaryFormat("rdf-protobuf", "rpb", ".rpb", "RdfProtobuf", False)
 
 #: Formats by name and by alias.
 FORMATS: dict[str, BinaryFormat] = {f.name: f for f in (_THRIFT, _PROTOBUF)} | {
