@@ -259,7 +259,7 @@ def test_a_term_added_by_another_applier_after_the_lookup_is_reused(pg_url: str)
         assert t.contains([quad]) == [True]
 
 
-def test_presence_probe_answers_each_quad_across_chunks_and_padding(sql_url: str) -> None:
+def test_presence_lookup_answers_each_quad_as_stored(sql_url: str) -> None:
     # The commit group's presence lookup (settle's ``present``): present and absent quads
     # interleaved, in batches of several sizes, repeated quads and quads with a term the
     # database lacks, each answered as stored.
