@@ -143,11 +143,48 @@ def test_the_filter_built_mid_transaction_grows_with_new_terms(
         dictionary_is_consistent(t)
 
 
+def test_a_build_in_slices_takes_the_terms_stored_meanwhile(sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Slices of ~8 hashes, one read per call: the build spans many batches, during which
+    # new terms are stored in slices it has read already and in slices it has not; the
+    # filter it ends with must hold every stored hash.
+    monkeypatch.setattr(term_filter, "SLICE_ROWS", 8)
+    monkeypatch.setattr(sql_terms, "FILTER_STEP_ROWS", 1)
+    steps: list[bool] = []
+    original = term_filter.FilterBuild.step
+
+    def counted(build: term_filter.FilterBuild, scan: Any, budget: int) -> bool:
+        steps.append(original(build, scan, budget))
+        return steps[-1]
+
+    monkeypatch.setattr(term_filter.FilterBuild, "step", counted)
+    text = growing_log(8, patches=300)
+    with SqlTarget(sqlite_url, term_cache=64) as t:
+        apply_text(text, t, batch_rows=4)
+        assert t._filter is not None and t._building is None
+        assert steps.count(False) >= 5 and steps[-1]  # built over several calls, then used
+        with t.engine.connect() as conn:
+            stored = [h for (h,) in conn.exec_driver_sql("SELECT h FROM ps_terms")]
+        assert all(h in t._filter for h in stored)
+        assert state(t) == reference(text, batch_rows=4)
+        dictionary_is_consistent(t)
+
+
+def test_a_slice_is_read_from_the_hash_index(sqlite_url: str) -> None:
+    # Each slice a build reads is a range of the covering index on h, not a table scan
+    # (statements.py's rule for the write path: no cost that grows with the table per call).
+    with SqlTarget(sqlite_url) as t:
+        apply_text(f"A {iri('s')} {iri('p')} {iri('o')} .\n", t)
+        with t.engine.connect() as conn:
+            for sql, params in ((sql_terms._HASH_SLICE, (0, 10)), (sql_terms._HASH_TAIL, (0,))):
+                plan = " ".join(str(row[-1]) for row in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}", params))
+                assert "USING COVERING INDEX ix_ps_terms_h" in plan, plan
+
+
 def test_a_filter_is_dropped_when_another_writer_adds_terms(sqlite_url: str) -> None:
     # Our filter lacks the hash of a term another process stored between our
     # transactions; trusting it would store that term a second time.
     a = SqlTarget(sqlite_url, term_cache=8)
-    apply_text(growing_log(7, patches=60), a, source="a")
+    apply_text(growing_log(7, patches=60), a, source="a", batch_rows=3)
     a.flush()
     assert a._filter is not None
     shared = iri("shared")
@@ -161,6 +198,48 @@ def test_a_filter_is_dropped_when_another_writer_adds_terms(sqlite_url: str) -> 
         quads = set(t.quads())
     assert (shared, iri("p"), '"from b"', "") in quads
     assert (shared, iri("p0"), '"from a"', "") in quads
+
+
+def test_a_build_under_way_is_dropped_when_another_writer_adds_terms(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As above, with the build half done: the slices it has read lack the other writer's
+    # terms, so it must start over rather than finish.
+    monkeypatch.setattr(term_filter, "SLICE_ROWS", 1)  # a slice per stored term or so
+    monkeypatch.setattr(sql_terms, "FILTER_STEP_ROWS", 1)
+    a = SqlTarget(sqlite_url, term_cache=8)
+    units = ["TX .\n" + unit for unit in growing_log(7, patches=80).split("TX .\n")[1:]]
+    for i, unit in enumerate(units):  # until a transaction ends with the build half done
+        apply_text(unit, a, source=f"a{i}", batch_rows=3)
+        a.flush()
+        if a._building is not None:
+            break
+    assert a._building is not None and a._filter is None
+    theirs = [iri(f"theirs{i}") for i in range(60)]
+    with SqlTarget(sqlite_url) as b:
+        apply_text("".join(f'A {t} {iri("p")} "b" .\n' for t in theirs), b, source="b")
+    apply_text(f'A {theirs[0]} {iri("q")} "a" .\n', a, source="mine", batch_rows=2)
+    assert a._building is None and a._filter is None  # dropped, not finished
+    ours = "".join(f'TX .\nA {t} {iri("q")} "a" .\nTC .\n' for t in theirs[1:])
+    apply_text(ours, a, source="ours", batch_rows=2)
+    a.close()
+    with SqlTarget(sqlite_url) as t:
+        dictionary_is_consistent(t)
+        assert {(s, p) for s, p, _, _ in t.quads() if s in theirs} == {(x, iri(y)) for x in theirs for y in "pq"}
+
+
+def test_hashes_on_the_slice_edges_are_read(sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Hashes exactly on the edges between slices (each slice is lo <= h < hi) must be in
+    # the filter, or their terms would be stored twice.
+    monkeypatch.setattr(term_filter, "SLICE_ROWS", 2)
+    width = 1 << 62  # four slices, as made for a handful of stored terms
+    monkeypatch.setattr(sql_terms, "term_hash", lambda text: -(1 << 63) + (zlib.crc32(text.encode()) % 4) * width)
+    text = random_log(10, patches=40)
+    with SqlTarget(sqlite_url, term_cache=8) as t:
+        apply_text(text, t, batch_rows=3)
+        assert t._filter is not None
+        assert state(t) == reference(text, batch_rows=3)
+        dictionary_is_consistent(t)
 
 
 def test_terms_sharing_a_hash_with_the_filter_built(sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,12 +13,13 @@ into 16 bits per expected term: about 1.4% false positives per layer at capacity
 positive costs one lookup; a false negative would store a term twice, so the filter only
 ever gains bits (a rolled-back term keeps its bits) and the dictionary drops it whenever
 another writer may have added terms it has not seen. It is built once, from a scan of the
-stored hashes, and then grows by layers instead of by rescans.
+stored hashes in slices (:class:`FilterBuild`), and then grows by layers instead of by
+rescans.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 #: Filter bits per expected term (with two probes: ~1.4% false positives at capacity).
 BITS_PER_TERM = 16
@@ -27,6 +28,11 @@ MIN_BITS = 1 << 17
 #: Room made at a build, as a multiple of the hashes it starts with; each layer added
 #: once the last is full is this many times larger than that one.
 GROWTH = 2
+#: Stored hashes per slice of the hash range a build scans at a time (about 0.05 s each).
+SLICE_ROWS = 100_000
+
+#: Reads the stored hashes ``lo <= h < hi`` (``hi`` None: no upper bound).
+HashScan = Callable[[int, "int | None"], Iterable[int]]
 
 
 class _Layer:
@@ -108,4 +114,39 @@ class HashFilter:
         return False
 
 
-__all__ = ["BITS_PER_TERM", "GROWTH", "MIN_BITS", "HashFilter"]
+class FilterBuild:
+    """A :class:`HashFilter` of the stored hashes, filled a slice of the hash range at a time.
+
+    A scan of a large dictionary whole (50M terms: about half a minute) would stall a
+    daemon's next commit for as long; in slices of about ``SLICE_ROWS`` hashes the scan
+    is spread over as many calls, lookups going on as before until the filter is whole.
+    Hashes stored meanwhile must be added to :attr:`filter` by the caller, whatever
+    slice they fall in.
+    """
+
+    __slots__ = ("_edges", "_next", "filter")
+
+    def __init__(self, stored: int) -> None:
+        self.filter = HashFilter(GROWTH * max(stored, 1))
+        slices = 1
+        while slices * SLICE_ROWS < stored:
+            slices <<= 1
+        width = (1 << 64) // slices
+        self._edges: list[int | None] = [-(1 << 63) + i * width for i in range(slices)]
+        self._edges.append(None)
+        self._next = 0
+
+    def step(self, scan: HashScan, budget: int) -> bool:
+        """Scan whole slices until about ``budget`` hashes are in (at least one slice);
+        returns whether the filter now holds every stored hash."""
+        edges = self._edges
+        before = self.filter.count
+        while self._next < len(edges) - 1 and self.filter.count - before < budget:
+            lo = edges[self._next]
+            assert lo is not None
+            self.filter.add_many(scan(lo, edges[self._next + 1]))
+            self._next += 1
+        return self._next == len(edges) - 1
+
+
+__all__ = ["BITS_PER_TERM", "GROWTH", "MIN_BITS", "SLICE_ROWS", "FilterBuild", "HashFilter", "HashScan"]

@@ -20,7 +20,7 @@ from patchsync.apply.target import Quad
 from patchsync.apply.targets.sql.pg_arrays import bigint_array, text_array
 from patchsync.apply.targets.sql.schema import term_hash
 from patchsync.apply.targets.sql.statements import LOOKUP_CHUNK, PG_SESSION, Statements
-from patchsync.apply.targets.sql.term_filter import HashFilter
+from patchsync.apply.targets.sql.term_filter import FilterBuild, HashFilter
 
 # Term ids kept in memory by default; beyond this the cache starts again (and is no longer
 # complete).
@@ -32,6 +32,11 @@ TERM_CACHE_SIZE = 1 << 19
 #: about 64 MB of text (more for text outside Latin-1) plus the entries' own ~120 bytes each.
 TERM_CACHE_CHARS = 1 << 26
 _LOOKUP_CHUNK = LOOKUP_CHUNK
+#: Stored hashes a filter build reads per call of the dictionary (see term_filter.FilterBuild).
+FILTER_STEP_ROWS = 200_000
+# SQLite: one slice of the hash range, read from the covering index on ``h``.
+_HASH_SLICE = "SELECT h FROM ps_terms WHERE h >= ? AND h < ?"
+_HASH_TAIL = "SELECT h FROM ps_terms WHERE h >= ?"
 _UNIQUE_VIOLATION = "23505"  # PostgreSQL's SQLSTATE
 
 
@@ -70,6 +75,8 @@ class TermDictionary:
     # stored hash) must not outweigh.
     _filter: HashFilter | None
     _resolved: int
+    # The filter while its build is still reading the stored hashes.
+    _building: FilterBuild | None
 
     def _init_terms(self, term_cache: int, term_cache_chars: int) -> None:
         self.term_cache = term_cache
@@ -86,6 +93,7 @@ class TermDictionary:
         self._next_id = 1
         self._filter = None
         self._resolved = 0
+        self._building = None
 
     def _keys(self, quads: Sequence[Quad], *, create: bool) -> list[tuple[int, int, int, int] | None]:
         """Each quad as (s, p, o, g) term ids, in order; with ``create`` unknown terms are
@@ -319,7 +327,7 @@ class TermDictionary:
     def _resolve_sqlite(self, hashes: dict[str, int], *, create: bool) -> None:
         ids = self._ids
         if not self._complete:
-            known = self._stored_hashes()
+            known = self._filter
             # Only hashes the filter may hold can belong to stored terms.
             wanted = hashes.values() if known is None else [h for h in hashes.values() if h in known]
             found = self._lookup(wanted) if wanted else {}
@@ -336,9 +344,10 @@ class TermDictionary:
         first = self._next_id
         numbers = range(first, first + len(new))
         self._cur.executemany(self.sql.term_insert, zip(numbers, map(hashes.__getitem__, new), new, strict=True))
-        if self._filter is not None:
+        growing = self._filter if self._building is None else self._building.filter
+        if growing is not None:
             # Added with the insert: if it is rolled back, the extra bits cost only lookups.
-            self._filter.add_many(map(hashes.__getitem__, new))
+            growing.add_many(map(hashes.__getitem__, new))
         ids.update(zip(new, numbers, strict=True))
         self._unit_terms.extend(new)
         self._next_id = first + len(new)
@@ -387,24 +396,33 @@ class TermDictionary:
             self._pg_read(cursor, [t for t in terms if t not in ids], hashes)
 
     def _stored_hashes(self) -> HashFilter | None:
-        """SQLite with a cache that is not complete: the filter of every stored hash, built
-        once this dictionary has resolved at least an eighth as many terms as the database
-        holds, so that the scan costs less than the lookups it saves; until then ``None``
-        (look every term up)."""
+        """SQLite with a cache that is not complete: the filter of every stored hash, or
+        ``None`` (look every term up) until it is whole. Its build starts once this
+        dictionary has resolved at least an eighth as many terms as the database holds, so
+        that the scan costs less than the lookups it saves, and reads ``FILTER_STEP_ROWS``
+        hashes per call."""
         known = self._filter
         if known is not None:
             return known
-        top = self._known_max or 0
-        if 8 * self._resolved < top:
+        build = self._building
+        if build is None:
+            top = self._known_max or 0
+            if 8 * self._resolved < top:
+                return None
+            build = self._building = FilterBuild(top)
+        if not build.step(self._scan_hashes, FILTER_STEP_ROWS):
             return None
+        self._filter, self._building = build.filter, None
+        return build.filter
+
+    def _scan_hashes(self, lo: int, hi: int | None) -> list[int]:
+        # Within our write transaction: our own uncommitted terms are included.
         cursor = self._cur.connection.cursor()
         try:
-            # Within our write transaction: our own uncommitted terms are included.
-            rows = cursor.execute("SELECT h FROM ps_terms")
-            self._filter = known = HashFilter.of((row[0] for row in rows), top)
+            rows = cursor.execute(_HASH_TAIL, (lo,)) if hi is None else cursor.execute(_HASH_SLICE, (lo, hi))
+            return [row[0] for row in rows]
         finally:
             cursor.close()
-        return known
 
     def _pg_read(self, cursor: Any, terms: list[str], hashes: dict[str, int]) -> None:
         params = (bigint_array([hashes[t] for t in terms]), text_array(terms))
@@ -451,7 +469,7 @@ class TermDictionary:
         if top != self._known_max or self._complete:
             # Another writer may have stored terms the filter lacks (a term it lacks would
             # then be stored twice); a complete cache needs none.
-            self._filter = None
+            self._filter = self._building = None
             self._resolved = 0
         self._known_max = top
         self._next_id = top + 1
