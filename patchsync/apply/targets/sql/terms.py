@@ -3,9 +3,7 @@
 Terms missing from the cache are looked up by hash in one query per few hundred and new
 ones inserted in bulk. On SQLite, which has one writer at a time, the cache knows when it
 holds every term in the database (nothing else wrote terms since it last looked) and then
-skips the lookups; once it has started over, a Bloom filter of every stored hash
-(:mod:`~patchsync.apply.targets.sql.term_filter`) still tells most new terms from stored
-ones without a lookup. On PostgreSQL new terms are committed at once on a connection of their
+skips the lookups. On PostgreSQL new terms are committed at once on a connection of their
 own (see :meth:`TermDictionary._resolve_pg`). The dictionary only grows.
 """
 
@@ -20,7 +18,6 @@ from patchsync.apply.target import Quad
 from patchsync.apply.targets.sql.pg_arrays import bigint_array, text_array
 from patchsync.apply.targets.sql.schema import term_hash
 from patchsync.apply.targets.sql.statements import LOOKUP_CHUNK, PG_SESSION, Statements
-from patchsync.apply.targets.sql.term_filter import FilterBuild, HashFilter
 
 # Term ids kept in memory by default; beyond this the cache starts again (and is no longer
 # complete).
@@ -32,11 +29,6 @@ TERM_CACHE_SIZE = 1 << 19
 #: about 64 MB of text (more for text outside Latin-1) plus the entries' own ~120 bytes each.
 TERM_CACHE_CHARS = 1 << 26
 _LOOKUP_CHUNK = LOOKUP_CHUNK
-#: Stored hashes a filter build reads per call of the dictionary (see term_filter.FilterBuild).
-FILTER_STEP_ROWS = 200_000
-# SQLite: one slice of the hash range, read from the covering index on ``h``.
-_HASH_SLICE = "SELECT h FROM ps_terms WHERE h >= ? AND h < ?"
-_HASH_TAIL = "SELECT h FROM ps_terms WHERE h >= ?"
 _UNIQUE_VIOLATION = "23505"  # PostgreSQL's SQLSTATE
 
 
@@ -69,14 +61,6 @@ class TermDictionary:
     _complete: bool
     _known_max: int | None
     _next_id: int
-    # SQLite only: every stored term's hash, while the cache is not complete and no other
-    # writer added terms since it was built (term_filter.py); and the terms this
-    # dictionary has resolved since it last had none, which a build (a scan of every
-    # stored hash) must not outweigh.
-    _filter: HashFilter | None
-    _resolved: int
-    # The filter while its build is still reading the stored hashes.
-    _building: FilterBuild | None
 
     def _init_terms(self, term_cache: int, term_cache_chars: int) -> None:
         self.term_cache = term_cache
@@ -91,9 +75,6 @@ class TermDictionary:
         self._complete = False
         self._known_max = None
         self._next_id = 1
-        self._filter = None
-        self._resolved = 0
-        self._building = None
 
     def _keys(self, quads: Sequence[Quad], *, create: bool) -> list[tuple[int, int, int, int] | None]:
         """Each quad as (s, p, o, g) term ids, in order; with ``create`` unknown terms are
@@ -111,10 +92,6 @@ class TermDictionary:
             return probed
         if create and self._complete and len(self._ids) + 4 * len(quads) <= self.term_cache:
             return self._keys_storing(quads)
-        if not self._complete and self.dialect == "sqlite":
-            known = self._stored_hashes()
-            if known is not None:
-                return self._keys_filtered(quads, known, create=create)
         # The keys of the quads whose terms are all cached, and the terms the cache lacks.
         keys: list[Any] = []
         misses: list[int] = []
@@ -192,89 +169,11 @@ class TermDictionary:
         self._ids_chars += chars
         # Listed before the insert: if it fails, the unit's rollback forgets them.
         self._unit_terms.extend(new)
-        self._resolved += len(new)
         self._next_id = next_id
         self._known_max = next_id - 1
         # Looked up at call time: tests swap in a weaker hash.
         hash_of = term_hash
         self._cur.executemany(self.sql.term_insert, zip(range(first, next_id), map(hash_of, new), new, strict=True))
-        return keys
-
-    def _keys_filtered(
-        self, quads: Sequence[Quad], known: HashFilter, *, create: bool
-    ) -> list[tuple[int, int, int, int] | None]:
-        """:meth:`_keys` on SQLite with a cache that is not complete and the filter of
-        every stored hash: an uncached term whose hash the filter lacks is new (stored with
-        the next id in the same pass, with ``create``; without it, its quads are absent),
-        and only the others are looked up, in one batch after the pass."""
-        ids = self._ids
-        if len(ids) + 4 * len(quads) > self.term_cache:
-            ids.clear()  # start over (the filter holds what the cache forgets)
-            self._ids_chars = 0
-        get = ids.get
-        # Looked up at call time: tests swap in a weaker hash.
-        hash_of = term_hash
-        first = next_id = self._next_id
-        new: list[str] = []
-        new_hashes: list[int] = []
-        maybe: dict[str, int] = {}  # uncached terms the filter may hold -> their hashes
-        absent: set[str] = set()  # without ``create``: uncached terms certainly not stored
-        keys: list[Any] = []
-        misses: list[int] = []
-        for quad in quads:
-            s, p, o, g = quad
-            if not g:
-                g = ""  # the default graph, as stored
-            key = (get(s), get(p), get(o), get(g))
-            if None in key:
-                misses.append(len(keys))
-                for term in (s, p, o, g):
-                    if term in ids or term in maybe or term in absent:
-                        continue
-                    h = hash_of(term)
-                    if h in known:
-                        maybe[term] = h
-                    elif create:
-                        ids[term] = next_id
-                        next_id += 1
-                        new.append(term)
-                        new_hashes.append(h)
-                    else:
-                        absent.add(term)
-            keys.append(key)
-        if not misses:
-            return keys
-        chars = 0  # of the stored terms the lookup adds to the cache
-        if maybe:
-            found = self._lookup(maybe.values())
-            for term, h in maybe.items():
-                term_id = found.get(term)
-                if term_id is not None:
-                    ids[term] = term_id
-                    chars += len(term)
-                elif create:
-                    ids[term] = next_id
-                    next_id += 1
-                    new.append(term)
-                    new_hashes.append(h)
-        self._resolved += len(new) + len(maybe)
-        if new:
-            # Listed before the insert: if it fails, the unit's rollback forgets them.
-            self._unit_terms.extend(new)
-            self._next_id = next_id
-            self._known_max = next_id - 1
-            self._cur.executemany(self.sql.term_insert, zip(range(first, next_id), new_hashes, new, strict=True))
-            known.add_many(new_hashes)
-        for i in misses:
-            s, p, o, g = quads[i]
-            key = (get(s), get(p), get(o), get(g or ""))
-            keys[i] = None if None in key else key
-        chars += sum(map(len, new))
-        if self._ids_chars + chars > self.term_cache_chars:
-            ids.clear()  # past the text budget: start over (the keys are made already)
-            self._ids_chars = 0
-        else:
-            self._ids_chars += chars
         return keys
 
     def _make_room(self, terms: dict[str, None]) -> bool:
@@ -303,7 +202,6 @@ class TermDictionary:
         if not hashes:
             return
         before = len(ids)
-        self._resolved += len(hashes)
         if self.dialect == "postgresql":
             self._resolve_pg(hashes, create=create)
         else:
@@ -327,10 +225,7 @@ class TermDictionary:
     def _resolve_sqlite(self, hashes: dict[str, int], *, create: bool) -> None:
         ids = self._ids
         if not self._complete:
-            known = self._filter
-            # Only hashes the filter may hold can belong to stored terms.
-            wanted = hashes.values() if known is None else [h for h in hashes.values() if h in known]
-            found = self._lookup(wanted) if wanted else {}
+            found = self._lookup(hashes.values())
             for term in hashes:
                 term_id = found.get(term)
                 if term_id is not None:
@@ -344,10 +239,6 @@ class TermDictionary:
         first = self._next_id
         numbers = range(first, first + len(new))
         self._cur.executemany(self.sql.term_insert, zip(numbers, map(hashes.__getitem__, new), new, strict=True))
-        growing = self._filter if self._building is None else self._building.filter
-        if growing is not None:
-            # Added with the insert: if it is rolled back, the extra bits cost only lookups.
-            growing.add_many(map(hashes.__getitem__, new))
         ids.update(zip(new, numbers, strict=True))
         self._unit_terms.extend(new)
         self._next_id = first + len(new)
@@ -395,35 +286,6 @@ class TermDictionary:
             # made ours conflict, and only a new snapshot shows them.
             self._pg_read(cursor, [t for t in terms if t not in ids], hashes)
 
-    def _stored_hashes(self) -> HashFilter | None:
-        """SQLite with a cache that is not complete: the filter of every stored hash, or
-        ``None`` (look every term up) until it is whole. Its build starts once this
-        dictionary has resolved at least an eighth as many terms as the database holds, so
-        that the scan costs less than the lookups it saves, and reads ``FILTER_STEP_ROWS``
-        hashes per call."""
-        known = self._filter
-        if known is not None:
-            return known
-        build = self._building
-        if build is None:
-            top = self._known_max or 0
-            if 8 * self._resolved < top:
-                return None
-            build = self._building = FilterBuild(top)
-        if not build.step(self._scan_hashes, FILTER_STEP_ROWS):
-            return None
-        self._filter, self._building = build.filter, None
-        return build.filter
-
-    def _scan_hashes(self, lo: int, hi: int | None) -> list[int]:
-        # Within our write transaction: our own uncommitted terms are included.
-        cursor = self._cur.connection.cursor()
-        try:
-            rows = cursor.execute(_HASH_TAIL, (lo,)) if hi is None else cursor.execute(_HASH_SLICE, (lo, hi))
-            return [row[0] for row in rows]
-        finally:
-            cursor.close()
-
     def _pg_read(self, cursor: Any, terms: list[str], hashes: dict[str, int]) -> None:
         params = (bigint_array([hashes[t] for t in terms]), text_array(terms))
         self._pg_store(cursor.execute(self.sql.term_lookup, params).fetchall(), hashes)
@@ -466,11 +328,6 @@ class TermDictionary:
             self._complete = top == 0 and not self._ids
         elif top != self._known_max:
             self._complete = False
-        if top != self._known_max or self._complete:
-            # Another writer may have stored terms the filter lacks (a term it lacks would
-            # then be stored twice); a complete cache needs none.
-            self._filter = self._building = None
-            self._resolved = 0
         self._known_max = top
         self._next_id = top + 1
 
