@@ -4,8 +4,9 @@
 # signed big-endian integer) runs once per new term on every SQL apply. Through hashlib it
 # costs 0.9 to 1.7 us a term, mostly creating the hash object and the digest's bytes; this
 # function computes the same number without either in about 0.35 us (6% fewer
-# instructions for applying issue #14's workload into SQLite). It follows RFC 7693 (BLAKE2b, unkeyed, digest length 8, no salt or
-# personalization); tests/test_native_hash.py compares it with hashlib's.
+# instructions for applying issue #14's workload into SQLite). It follows RFC 7693
+# (BLAKE2b, unkeyed, digest length 8, no salt or personalization);
+# tests/test_native_hash.py compares it with hashlib's.
 
 cdef extern from *:
     """
