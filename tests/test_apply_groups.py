@@ -146,8 +146,11 @@ def _ops(rows: list[tuple[str, int]]) -> dict[Any, int]:
 @given(
     st.sets(st.integers(0, 5)),
     st.lists(st.lists(st.tuples(st.sampled_from("AD"), st.integers(0, 5)), max_size=8), max_size=5),
+    st.booleans(),
 )
-def test_settle_counts_like_rows_applied_one_at_a_time(initial: set[int], units: list[list[tuple[str, int]]]) -> None:
+def test_settle_counts_like_rows_applied_one_at_a_time(
+    initial: set[int], units: list[list[tuple[str, int]]], lone: bool
+) -> None:
     held = [HeldUnit(_ops(rows), Checkpoint(0, 0, 0), True, False, None) for rows in units]
     asked: list[list[Any]] = []
 
@@ -155,12 +158,22 @@ def test_settle_counts_like_rows_applied_one_at_a_time(initial: set[int], units:
         asked.append(quads)
         return [q in initial for q in quads]
 
-    counts, deletes, adds = settle(held, present)
+    settled = settle(held, present, lone=lone)
+    # The target's add_each / delete_each, as a store holding ``initial`` would answer.
+    store = set(initial) - set(settled.deletes) | set(settled.adds)
+    deleted = [q in store for q in settled.lone_deletes]
+    store -= set(settled.lone_deletes)
+    added = [q not in store for q in settled.lone_adds]
+    store |= set(settled.lone_adds)
+    settled.deleted(deleted)
+    settled.added(added)
     live = set(initial)
     expected = []
+    touches: dict[int, int] = {}
     for rows in units:
         a = d = n = 0
         for op, quad in rows:
+            touches[quad] = touches.get(quad, 0) + 1
             if op == "A":
                 a, n = (a, n + 1) if quad in live else (a + 1, n)
                 live.add(quad)
@@ -168,9 +181,16 @@ def test_settle_counts_like_rows_applied_one_at_a_time(initial: set[int], units:
                 d, n = (d + 1, n) if quad in live else (d, n + 1)
                 live.discard(quad)
         expected.append((a, d, n))
-    assert counts == expected
-    assert set(deletes) == initial - live and set(adds) == live - initial
+    assert settled.unit_counts() == expected
+    assert store == live
     assert len(asked) <= 1  # one bulk lookup per group
+    looked_up = set(asked[0]) if asked else set()
+    if lone:
+        # Only quads touched more than once in the group are looked up; the others are written.
+        assert looked_up == {q for q, n in touches.items() if n > 1}
+        assert not set(settled.lone_adds) & looked_up and not set(settled.lone_deletes) & looked_up
+    else:
+        assert looked_up == set(touches) and not settled.lone_adds and not settled.lone_deletes
 
 
 def test_group_bounds_and_held_ids() -> None:
@@ -278,3 +298,53 @@ def test_presence_lookup_answers_each_quad_as_stored(sql_url: str) -> None:
         repeated = [stored[0], absent[0], stored[0], *unknown, stored[1]]
         assert t.contains(repeated) == [True, False, True, False, True]
         assert t.contains([]) == []
+
+
+def test_writes_tell_which_quads_changed_the_table(sql_url: str) -> None:
+    # add_each / delete_each (the lone quads of a group): stored, absent with stored terms,
+    # with a term stored by this very call, and with a term the database never saw.
+    stored = [(iri(f"s{i}"), iri("p"), f'"{i}"', iri("g") if i % 2 else None) for i in range(6)]
+    known = [(iri(f"s{i}"), iri("p"), f'"{i + 1}"', None) for i in range(5)]  # stored terms, not stored
+    fresh = [(iri("s0"), iri("p"), f'"new{i}"', None) for i in range(3)]
+    never = [(iri("never"), iri("p"), '"x"', None)]
+    with SqlTarget(sql_url) as t:
+        t.begin()
+        assert t.add_each(stored) == [True] * len(stored)
+        t.commit("log", Checkpoint(0, 0, 0), [])
+        t.flush()
+        t.begin()
+        quads = [stored[0], known[0], fresh[0], stored[3], known[4], fresh[1], stored[5]]
+        assert t.add_each(quads) == [False, True, True, False, True, True, False]
+        assert t.add_each([fresh[2], stored[1]]) == [True, False]
+        gone = [stored[2], never[0], known[1], stored[4], fresh[0]]
+        assert t.delete_each(gone) == [True, False, False, True, True]
+        assert t.delete_each(never) == [False]
+        assert t.delete_each([]) == [] and t.add_each([]) == []
+        t.commit("log", Checkpoint(1, 0, 0), [])
+        t.flush()
+        expected = {stored[i] for i in (0, 1, 3, 5)} | {known[0], known[4], fresh[1], fresh[2]}
+        assert t.contains([*stored, *known, *fresh, *never]) == [
+            q in expected for q in [*stored, *known, *fresh, *never]
+        ]
+
+
+def test_a_group_looks_up_only_quads_touched_twice(sqlite_url: str) -> None:
+    # Quads one unit touches once are written as they are (their writes tell what changed);
+    # only o1, deleted by one unit of the group and added back by the next, is looked up.
+    s, p = iri("s"), iri("p")
+    first = f"H id <urn:1> .\nTX .\nA {s} {p} {iri('o0')} .\nA {s} {p} {iri('o1')} .\nTC .\nZ .\n"
+    second = (
+        f"H id <urn:2> .\nH prev <urn:1> .\nTX .\nD {s} {p} {iri('o1')} .\nD {s} {p} {iri('o9')} .\n"
+        f"A {s} {p} {iri('o0')} .\nTC .\nTX .\nA {s} {p} {iri('o1')} .\nA {s} {p} {iri('o2')} .\nTC .\nZ .\n"
+    )
+    with SqlTarget(sqlite_url) as t:
+        _apply(t, first, "log")
+        seen = _trace(t)
+        r = _apply(t, first + second, "log")
+        probes = [q for q in seen if q.startswith("SELECT 1 FROM ps_quads")]
+        ids = t._ids
+        key = f"s = {ids[s]} AND p = {ids[p]} AND o = {ids[iri('o1')]} AND g = {ids['']}"
+        assert probes == [f"SELECT 1 FROM ps_quads WHERE {key}"]
+        assert (r.units, r.added, r.deleted, r.noop) == (2, 2, 1, 2)
+        assert [(h.added, h.deleted, h.noop) for h in t.history()] == [(2, 0, 0), (2, 1, 2)]
+        assert state(t)[0] == {(s, p, iri(o), "") for o in ("o0", "o1", "o2")}

@@ -71,6 +71,8 @@ def _params(batch: int) -> dict[str, Callable[[str], tuple[Any, ...]]]:
     return {
         "insert_quads": quads,
         "delete_quads": quads,
+        "insert_quads_each": quads,
+        "delete_quads_each": quads,
         "contains_quads": quads,
         "term_lookup": lookup,
         "term_insert": term_insert,
@@ -157,7 +159,7 @@ def test_postgres_plans_use_the_indexes_whatever_the_table_held_when_prepared(pg
             bad = {(node, rel) for node, rel in scans if rel in BIG_TABLES and node == "Seq Scan"}
             if bad:
                 offending[name, batch] = sorted(bad)
-            if name.endswith("_quads") and name != "insert_quads":
+            if name in ("delete_quads", "contains_quads", "delete_quads_each"):
                 # The quads are reached by index probes (and deleted by the rows they found).
                 assert any(rel == "ps_quads" and "Index" in node for node, rel in scans), (name, scans)
         assert offending == {}
@@ -202,7 +204,7 @@ def test_sqlite_plans_use_the_indexes(tmp_path: Any) -> None:
             bad = [d for d in details if d.startswith("SCAN") and any(t in d for t in BIG_TABLES)]
             if bad:
                 offending[name] = bad
-            if name in ("delete_quads", "contains_quads", "term_lookup", "has_patch"):
+            if name in ("delete_quads", "delete_quads_each", "contains_quads", "term_lookup", "has_patch"):
                 assert any(d.startswith("SEARCH") for d in details), (name, details)
         assert offending == {}
     finally:

@@ -104,7 +104,12 @@ def test_the_registry_imports_no_backend() -> None:
     assert out.strip() == "[]"
 
 
-_METHODS = {CAN_DUMP: ("quads", "namespaces", "sources"), "contains": ("contains",), "history": ("history",)}
+_METHODS = {
+    CAN_DUMP: ("quads", "namespaces", "sources"),
+    "contains": ("contains",),
+    "history": ("history",),
+    "write_each": ("add_each", "delete_each"),
+}
 
 
 @pytest.mark.parametrize("kind", ["memory", "sqlite", "file", "oxigraph"])

@@ -1,11 +1,10 @@
 """The applier: a state machine from decoded events to atomic units on a :class:`Target`.
 
-Theory of operation. Events arrive in log order. The applier groups them into units of
-atomicity (docs/design.md §2): ``TX … TC`` is one unit, ``TX … TA`` is dropped, and rows outside a
-transaction form an implicit unit that ends at the next ``TX`` or at patch end. Only a
-complete unit reaches ``Target.commit``; a unit still open when the events stop (an
-incomplete patch, a decode error) is rolled back, so the target never holds part of a
-unit.
+Theory of operation. Events arrive in log order. The applier groups them into units of atomicity
+(docs/design.md §2): ``TX … TC`` is one unit, ``TX … TA`` is dropped, and rows outside a
+transaction form an implicit unit that ends at the next ``TX`` or at patch end. Only a complete
+unit reaches ``Target.commit``; a unit still open when the events stop (an incomplete patch, a
+decode error) is rolled back, so the target never holds part of a unit.
 
 Rows are collected per quad and sent in batches: all deletes, then all adds. Rows on
 different quads commute, so only the order of operations on one quad matters, and the
@@ -40,7 +39,16 @@ from dataclasses import dataclass, replace
 from typing import Any, NoReturn, cast
 
 from patchsync.apply.group import DEFAULT_GROUP_ROWS, DEFAULT_GROUP_UNITS, CommitGroup, HeldUnit, replay, settle
-from patchsync.apply.target import CAN_CONTAINS, CAN_LAST_WRITES, Checkpoint, PatchRecord, Quad, Target, capabilities_of
+from patchsync.apply.target import (
+    CAN_CONTAINS,
+    CAN_LAST_WRITES,
+    CAN_WRITE_EACH,
+    Checkpoint,
+    PatchRecord,
+    Quad,
+    Target,
+    capabilities_of,
+)
 from patchsync.errors import ApplyError, ChainError, CheckpointError, DecodeError, PatchsyncError, param
 from patchsync.events import Add, Delete, Event, Header, PatchEnd, PrefixAdd, PrefixDelete, TxAbort, TxCommit, TxStart
 from patchsync.terms import IRI
@@ -148,7 +156,9 @@ class Applier:
         capabilities = capabilities_of(target)
         self._announce_last = CAN_LAST_WRITES in capabilities
         # Complete units held back and written together (patchsync.apply.group), where the
-        # target tells presence in bulk and takes last writes without a savepoint.
+        # target tells presence in bulk and takes last writes without a savepoint; quads
+        # touched once are written without a lookup where the writes tell what changed.
+        self._write_each = CAN_WRITE_EACH in capabilities
         self._group: CommitGroup | None = None
         if CAN_CONTAINS in capabilities and self._announce_last:
             self._group = CommitGroup(rows=group_rows, units=group_units)
@@ -357,18 +367,22 @@ class Applier:
         if self._group is None or not self._group.units:
             return
         units = self._group.take()
-        target = self.target
+        target = cast(Any, self.target)  # a group's target has contains and last_writes
         target.begin()
         self._unit_open = True  # an error from here on rolls the target back (_fail)
-        cast(Any, target).last_writes()
-        counts, deletes, adds = settle(units, cast(Any, target).contains)
-        if deletes:
-            target.delete(deletes)
-        if adds:
-            target.add(adds)
+        target.last_writes()
+        settled = settle(units, target.contains, lone=self._write_each)
+        if settled.deletes:  # the four writes are on distinct quads: any order
+            target.delete(settled.deletes)
+        if settled.lone_deletes:
+            settled.deleted(target.delete_each(settled.lone_deletes))
+        if settled.adds:
+            target.add(settled.adds)
+        if settled.lone_adds:
+            settled.added(target.add_each(settled.lone_adds))
         records: list[PatchRecord] = []
         result = self.result
-        for unit, (added, deleted, noop) in zip(units, counts, strict=True):
+        for unit, (added, deleted, noop) in zip(units, settled.unit_counts(), strict=True):
             self._p_added += added
             self._p_deleted += deleted
             self._p_noop += noop

@@ -5,12 +5,18 @@ unit's last writes (``last_writes``), the SQL target, the applier does not send 
 at its commit. It holds the complete unit (its rows per quad, its checkpoint and patch
 record) in a :class:`CommitGroup`, and writes the group when it is full or must not wait:
 
-1. one ``contains`` for every quad the held units touch: their presence before the group;
+1. one ``contains`` for every quad the held units touch more than once (two units, or
+   one unit twice): their presence before the group;
 2. the held units replayed in log order against that presence (:func:`settle`): the exact
    added / deleted / no-op counts of each unit, as if applied one row at a time (set
    semantics, docs/design.md §5), and the quads whose presence the group changes;
-3. one ``delete`` and one ``add`` of that net change, then one ``commit`` with the last
-   unit's checkpoint and every patch record of the group.
+3. one ``delete`` and one ``add`` of that net change; the quads touched once (most of
+   them) written as they are, by ``delete_each`` and ``add_each``, whose answers (which
+   quads changed the store) correct the counts of their units; then one ``commit`` with
+   the last unit's checkpoint and every patch record of the group.
+
+A target without ``add_each``/``delete_each`` (no ``write_each`` capability) gets every
+touched quad looked up in step 1 instead.
 
 The target sees the group as one unit whose rows all come with its commit, so it sets no
 savepoint for it, and its checkpoint is the last held unit's: a crash loses whole groups
@@ -22,8 +28,9 @@ the applier's business; this module only holds and settles.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from patchsync.apply.target import Checkpoint, PatchRecord, Quad
 
@@ -72,47 +79,124 @@ def replay(seq: int, present: bool) -> tuple[int, int, int, bool]:
     return added, deleted, noop, present
 
 
-def settle(
-    units: Sequence[HeldUnit], present: Callable[[list[Quad]], list[bool]]
-) -> tuple[list[Counts], list[Quad], list[Quad]]:
-    """Each unit's counts and the group's net change: ``(counts, deletes, adds)``.
+@dataclass(slots=True)
+class Settlement:
+    """What :func:`settle` found for a group: each unit's counts and the writes that realise it.
+
+    ``deletes`` and ``adds`` are the net change of the quads whose presence was looked up.
+    ``lone_adds`` and ``lone_deletes`` (only with ``settle(..., lone=True)``) are quads one
+    unit of the group touches once, unit after unit: their counts assume the write changes
+    the target, and :meth:`added` / :meth:`deleted` correct them from what the target
+    reports it changed.
+    """
+
+    counts: list[list[int]]
+    deletes: list[Quad]
+    adds: list[Quad]
+    lone_adds: list[Quad] = field(default_factory=list)
+    lone_deletes: list[Quad] = field(default_factory=list)
+    # How many lone adds (deletes) the units up to each one hold: where each unit's end.
+    add_ends: list[int] = field(default_factory=list)
+    delete_ends: list[int] = field(default_factory=list)
+
+    def added(self, changed: Sequence[bool]) -> None:
+        """Whether each of ``lone_adds`` was added: one that was already present is a no-op."""
+        self._correct(self.add_ends, changed, 0)
+
+    def deleted(self, changed: Sequence[bool]) -> None:
+        """Whether each of ``lone_deletes`` was deleted: one that was absent is a no-op."""
+        self._correct(self.delete_ends, changed, 1)
+
+    def _correct(self, ends: list[int], changed: Sequence[bool], column: int) -> None:
+        if all(changed):  # the usual case
+            return
+        counts = self.counts
+        for i, did in enumerate(changed):
+            if not did:
+                unit = counts[bisect.bisect_right(ends, i)]
+                unit[column] -= 1
+                unit[2] += 1
+
+    def unit_counts(self) -> list[Counts]:
+        """``(added, deleted, noop)`` of each unit, in order."""
+        return [(a, d, n) for a, d, n in self.counts]
+
+
+def settle(units: Sequence[HeldUnit], present: Callable[[list[Quad]], list[bool]], *, lone: bool = False) -> Settlement:
+    """Each unit's counts and the group's net change.
 
     ``present`` answers, for a list of quads, whether each is in the target before the
-    group (one bulk lookup). ``deletes`` are the quads present before and absent after the
-    group, ``adds`` the reverse; the others end as they began and need no write.
+    group (one bulk lookup). Its deletes are the quads present before and absent after the
+    group, its adds the reverse; the others end as they began and need no write. With
+    ``lone``, quads that one unit touches once (one add or one delete in the whole group)
+    are not looked up: they are written as they are, and the write tells whether each
+    changed the target (see :class:`Settlement`). Most quads of a group are such.
     """
-    touched: dict[Quad, bool] = {}
-    for unit in units:
-        touched.update(dict.fromkeys(unit.ops, False))
-    quads = list(touched)
+    # Every row of the group passes here: set operations on the units' dicts, not a loop.
+    touched: dict[Quad, int] = {}
+    if lone:
+        multi: set[Quad] = set()
+        for unit in units:
+            ops = unit.ops
+            if touched:
+                multi |= ops.keys() & touched.keys()
+            touched.update(ops)
+            if max(ops.values(), default=0) > 3:  # a quad this unit touches more than once
+                multi.update(q for q, seq in ops.items() if seq > 3)
+        quads = list(multi)
+    else:
+        for unit in units:
+            touched.update(unit.ops)
+        quads = list(touched)
     before = dict(zip(quads, present(quads), strict=True)) if quads else {}
     state = dict(before)
-    counts: list[Counts] = []
+    result = Settlement([], [], [])
+    lone_adds, add_ends = result.lone_adds, result.add_ends
+    lone_deletes, delete_ends = result.lone_deletes, result.delete_ends
     for unit in units:
+        ops = unit.ops
         added = deleted = noop = 0
-        for quad, seq in unit.ops.items():
-            was = state[quad]
-            if seq == 3:  # one add
-                if was:
-                    noop += 1
+        if lone and (not state or state.keys().isdisjoint(ops)):
+            # No quad of this unit was looked up: all its quads are lone.
+            adds = [q for q, seq in ops.items() if seq == 3]
+            lone_adds += adds
+            added = len(adds)
+            if added < len(ops):
+                lone_deletes += [q for q, seq in ops.items() if seq == 2]
+                deleted = len(ops) - added
+        else:
+            for quad, seq in ops.items():
+                was = state.get(quad)
+                if was is None:  # lone: its write tells whether it changed the target
+                    if seq == 3:
+                        added += 1
+                        lone_adds.append(quad)
+                    else:
+                        deleted += 1
+                        lone_deletes.append(quad)
+                elif seq == 3:  # one add
+                    if was:
+                        noop += 1
+                    else:
+                        added += 1
+                        state[quad] = True
+                elif seq == 2:  # one delete
+                    if was:
+                        deleted += 1
+                        state[quad] = False
+                    else:
+                        noop += 1
                 else:
-                    added += 1
-                    state[quad] = True
-            elif seq == 2:  # one delete
-                if was:
-                    deleted += 1
-                    state[quad] = False
-                else:
-                    noop += 1
-            else:
-                a, d, n, state[quad] = replay(seq, was)
-                added += a
-                deleted += d
-                noop += n
-        counts.append((added, deleted, noop))
-    deletes = [q for q, now in state.items() if not now and before[q]]
-    adds = [q for q, now in state.items() if now and not before[q]]
-    return counts, deletes, adds
+                    a, d, n, state[quad] = replay(seq, was)
+                    added += a
+                    deleted += d
+                    noop += n
+        add_ends.append(len(lone_adds))
+        delete_ends.append(len(lone_deletes))
+        result.counts.append([added, deleted, noop])
+    result.deletes = [q for q, now in state.items() if not now and before[q]]
+    result.adds = [q for q, now in state.items() if now and not before[q]]
+    return result
 
 
 class CommitGroup:
@@ -152,4 +236,13 @@ class CommitGroup:
         return units
 
 
-__all__ = ["DEFAULT_GROUP_ROWS", "DEFAULT_GROUP_UNITS", "CommitGroup", "Counts", "HeldUnit", "replay", "settle"]
+__all__ = [
+    "DEFAULT_GROUP_ROWS",
+    "DEFAULT_GROUP_UNITS",
+    "CommitGroup",
+    "Counts",
+    "HeldUnit",
+    "Settlement",
+    "replay",
+    "settle",
+]

@@ -85,7 +85,12 @@ CAN_DISCARD = "discard"
 #: unit's last: ``commit()`` follows them, so no abort can come after them and the target
 #: need not be able to undo them alone (a SQL target then sets no savepoint for the unit).
 CAN_LAST_WRITES = "last_writes"
-CAPABILITIES = frozenset({CAN_DUMP, CAN_NAMESPACES, CAN_HISTORY, CAN_CONTAINS, CAN_DISCARD, CAN_LAST_WRITES})
+#: ``write_each``: ``add_each(quads) -> list[bool]`` and ``delete_each(quads) -> list[bool]``
+#: write like ``add``/``delete`` and tell whether each quad changed the target.
+CAN_WRITE_EACH = "write_each"
+CAPABILITIES = frozenset(
+    {CAN_DUMP, CAN_NAMESPACES, CAN_HISTORY, CAN_CONTAINS, CAN_DISCARD, CAN_LAST_WRITES, CAN_WRITE_EACH}
+)
 
 
 def capabilities_of(target: object) -> frozenset[str]:

@@ -60,6 +60,10 @@ class Statements:
     dialect: str
     insert_quads: str
     delete_quads: str
+    # The same, telling which quads changed the table (add_each, delete_each): on SQLite
+    # run one row at a time (the row count tells), on PostgreSQL returning the rows written.
+    insert_quads_each: str
+    delete_quads_each: str
     contains_quads: str
     term_lookup: str
     term_insert: str
@@ -120,6 +124,14 @@ POSTGRESQL = Statements(
         f"SELECT x.t FROM {_PG_KEYS} CROSS JOIN LATERAL ({_PG_PROBE}) AS x))"
     ),
     contains_quads=(f"SELECT d.s, d.p, d.o, d.g FROM {_PG_KEYS} CROSS JOIN LATERAL ({_PG_PROBE}) AS x"),
+    insert_quads_each=(
+        f"INSERT INTO ps_quads (s, p, o, g) SELECT d.s, d.p, d.o, d.g FROM {_PG_KEYS} ON CONFLICT DO NOTHING "
+        "RETURNING s, p, o, g"
+    ),
+    delete_quads_each=(
+        "DELETE FROM ps_quads WHERE ctid = ANY(ARRAY("
+        f"SELECT x.t FROM {_PG_KEYS} CROSS JOIN LATERAL ({_PG_PROBE}) AS x)) RETURNING s, p, o, g"
+    ),
     term_lookup=_PG_TERMS,
     # One round trip: the inserted rows come back from RETURNING, the ones already there
     # from the lookup (whose snapshot does not show this statement's inserts).
@@ -143,6 +155,8 @@ SQLITE = Statements(
     insert_quads="INSERT INTO ps_quads (s, p, o, g) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
     delete_quads="DELETE FROM ps_quads WHERE s = ? AND p = ? AND o = ? AND g = ?",
     contains_quads="SELECT 1 FROM ps_quads WHERE s = ? AND p = ? AND o = ? AND g = ?",
+    insert_quads_each="INSERT INTO ps_quads (s, p, o, g) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+    delete_quads_each="DELETE FROM ps_quads WHERE s = ? AND p = ? AND o = ? AND g = ?",
     term_lookup=f"SELECT id, term FROM ps_terms WHERE h IN ({', '.join(['?'] * LOOKUP_CHUNK)})",
     term_insert="INSERT INTO ps_terms (id, h, term) VALUES (?, ?, ?)",
     term_insert_new="INSERT INTO ps_terms (id, h, term) VALUES (?, ?, ?)",  # one writer: term_insert is plain already

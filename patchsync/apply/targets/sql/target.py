@@ -9,7 +9,10 @@ Hot path: quads are stored as four term ids (see :mod:`.schema`). Each run of ad
 deletes) from the applier becomes one ``executemany`` of ``INSERT … ON CONFLICT DO
 NOTHING`` (``DELETE … WHERE`` the key) on SQLite, or one set-based statement over arrays
 (``unnest``) on PostgreSQL. The driver's row count is the number of rows that changed the
-table, which is exactly the set-semantics count the applier reports.
+table, which is exactly the set-semantics count the applier reports. ``add_each`` and
+``delete_each`` tell which quads changed the table (a commit group writes the quads one of
+its units touches once that way instead of looking them up first): on SQLite one statement
+per quad whose terms were stored before the call, on PostgreSQL from ``RETURNING``.
 
 Transactions: units run inside a database transaction that may hold several units
 (docs/design.md §2). A unit gets a savepoint only if it writes before the applier
@@ -41,6 +44,7 @@ from patchsync.apply.target import (
     CAN_HISTORY,
     CAN_LAST_WRITES,
     CAN_NAMESPACES,
+    CAN_WRITE_EACH,
     Checkpoint,
     PatchRecord,
     Quad,
@@ -68,7 +72,7 @@ class SqlTarget(TermDictionary, Ledger):
     """
 
     capabilities: ClassVar[frozenset[str]] = frozenset(
-        {CAN_DUMP, CAN_NAMESPACES, CAN_HISTORY, CAN_CONTAINS, CAN_DISCARD, CAN_LAST_WRITES}
+        {CAN_DUMP, CAN_NAMESPACES, CAN_HISTORY, CAN_CONTAINS, CAN_DISCARD, CAN_LAST_WRITES, CAN_WRITE_EACH}
     )
 
     def __init__(
@@ -221,6 +225,55 @@ class SqlTarget(TermDictionary, Ledger):
             return int(self._cur.execute(sql, key_arrays(keys)).rowcount)
         self._cur.executemany(sql, keys)
         return int(self._cur.rowcount)
+
+    def add_each(self, quads: Sequence[Quad]) -> list[bool]:
+        """:meth:`add`, telling whether each quad was added (it was absent before)."""
+        self._group_rows += len(quads)
+        with self._guard("adding quads"):
+            self._before_write()
+            if self.dialect == "postgresql":
+                # A lookup first: the terms it finds absent then take a plain insert, which
+                # costs the server less than insert-or-read of them all (bench.pg_statements).
+                self._keys(quads, create=False)
+                return self._each_pg(self.sql.insert_quads_each, self._keys(quads, create=True))
+            # Ids from here on are terms this call stores (we hold the write lock): a quad
+            # with one of them cannot be in the table yet, the others may be.
+            new_from = self._next_id
+            keys: list[Any] = self._keys(quads, create=True)
+            cursor = self._cur
+            sql = self.sql.insert_quads_each
+            added = [True] * len(keys)
+            old = [i for i, key in enumerate(keys) if max(key) < new_from]
+            # In key order, as _execute_quads (the primary key B-tree walked forward).
+            for i in sorted(old, key=keys.__getitem__):
+                added[i] = cursor.execute(sql, keys[i]).rowcount == 1
+            cursor.executemany(sql, sorted(keys) if not old else sorted(k for k in keys if max(k) >= new_from))
+            return added
+
+    def delete_each(self, quads: Sequence[Quad]) -> list[bool]:
+        """:meth:`delete`, telling whether each quad was deleted (it was present before)."""
+        self._group_rows += len(quads)
+        with self._guard("deleting quads"):
+            self._before_write()
+            keys: list[Any] = self._keys(quads, create=False)
+            if self.dialect == "postgresql":
+                return self._each_pg(self.sql.delete_quads_each, keys)
+            cursor = self._cur
+            sql = self.sql.delete_quads_each
+            deleted = [False] * len(keys)
+            # A quad with a term the database lacks (key None) is not there.
+            for i in sorted((i for i, k in enumerate(keys) if k is not None), key=keys.__getitem__):
+                deleted[i] = cursor.execute(sql, keys[i]).rowcount == 1
+            return deleted
+
+    def _each_pg(self, sql: str, keys: list[Any]) -> list[bool]:
+        """PostgreSQL: run ``sql`` over ``keys`` (None: a quad that cannot be stored) in one
+        statement; which of them it wrote, from the rows it returns."""
+        batch = sorted(k for k in keys if k is not None)
+        if not batch:
+            return [False] * len(keys)
+        written = {(r[0], r[1], r[2], r[3]) for r in self._cur.execute(sql, key_arrays(batch)).fetchall()}
+        return [k in written for k in keys]
 
     def contains(self, quads: Sequence[Quad]) -> list[bool]:
         """Whether each quad is present (point lookups on SQLite, one join per call on PostgreSQL)."""
