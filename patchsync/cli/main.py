@@ -15,7 +15,7 @@ import logging
 from collections.abc import Sequence
 
 from patchsync import __version__
-from patchsync.cli.common import EXIT_ERROR, EXIT_USAGE, error_line, fail
+from patchsync.cli.common import EXIT_ERROR, EXIT_USAGE, error_line, fail, paced_collector
 from patchsync.errors import PatchsyncError, UsageError
 
 #: The command modules, in the order ``--help`` lists their commands.
@@ -53,7 +53,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.getLogger("rdflib").setLevel(logging.ERROR)
     args = build_parser().parse_args(argv)
     try:
-        code: int = args.func(args)
+        with paced_collector():
+            code: int = args.func(args)
         return code
     except UsageError as exc:
         fail(error_line(exc))

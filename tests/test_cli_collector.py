@@ -1,0 +1,86 @@
+"""The command line paces the garbage collector while a command runs, and restores it after."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from patchsync.apply import apply_file, open_target
+from patchsync.cli.common import COMMAND_GC_THRESHOLD, paced_collector
+from patchsync.cli.main import main
+
+
+@pytest.fixture
+def default_thresholds() -> Iterator[tuple[int, int, int]]:
+    before = gc.get_threshold()
+    gc.set_threshold(700, 10, 10)  # CPython's defaults, whatever the test process had
+    try:
+        yield gc.get_threshold()
+    finally:
+        gc.set_threshold(*before)
+
+
+def young_passes(run: object) -> int:
+    """Collections of the youngest generation while ``run()`` runs."""
+    count = 0
+
+    def callback(phase: str, info: dict[str, int]) -> None:
+        nonlocal count
+        if phase == "start" and info["generation"] == 0:
+            count += 1
+
+    gc.callbacks.append(callback)
+    try:
+        run()  # type: ignore[operator]
+    finally:
+        gc.callbacks.remove(callback)
+    return count
+
+
+def write_log(path: Path, rows: int) -> None:
+    lines = ["TX ."]
+    lines += [f'A <http://example.org/s{i}> <http://example.org/p> "v{i}" .' for i in range(rows)]
+    lines.append("TC .")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_paced_collector_raises_the_first_threshold_and_restores_it(default_thresholds: tuple[int, int, int]) -> None:
+    with paced_collector():
+        assert gc.get_threshold() == (COMMAND_GC_THRESHOLD, 10, 10)
+    assert gc.get_threshold() == default_thresholds
+    with pytest.raises(RuntimeError), paced_collector():
+        raise RuntimeError("a command failed")
+    assert gc.get_threshold() == default_thresholds
+
+
+def test_paced_collector_never_lowers_a_higher_threshold(default_thresholds: tuple[int, int, int]) -> None:
+    gc.set_threshold(COMMAND_GC_THRESHOLD * 2, 5, 5)
+    with paced_collector():
+        assert gc.get_threshold() == (COMMAND_GC_THRESHOLD * 2, 5, 5)
+    assert gc.get_threshold() == (COMMAND_GC_THRESHOLD * 2, 5, 5)
+
+
+def test_apply_command_collects_less_often_than_the_library_at_defaults(
+    tmp_path: Path, default_thresholds: tuple[int, int, int]
+) -> None:
+    log = tmp_path / "rows.rdfp"
+    write_log(log, 20_000)
+
+    def library() -> None:
+        target = open_target(f"sqlite:///{tmp_path / 'lib.db'}")
+        try:
+            apply_file(log, target)
+        finally:
+            target.close()
+
+    codes: list[int] = []
+    cli = young_passes(lambda: codes.append(main(["apply", str(log), "--target", f"sqlite:///{tmp_path / 'cli.db'}"])))
+    at_defaults = young_passes(library)
+    assert codes == [0]
+    assert gc.get_threshold() == default_thresholds
+    # Same rows, same target: the command's passes are fewer by about the thresholds' ratio.
+    assert at_defaults >= 20, at_defaults
+    assert cli * 10 <= at_defaults, (cli, at_defaults)
