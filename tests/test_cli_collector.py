@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -23,7 +23,7 @@ def default_thresholds() -> Iterator[tuple[int, int, int]]:
         gc.set_threshold(*before)
 
 
-def young_passes(run: object) -> int:
+def young_passes(run: Callable[[], object]) -> int:
     """Collections of the youngest generation while ``run()`` runs."""
     count = 0
 
@@ -34,7 +34,7 @@ def young_passes(run: object) -> int:
 
     gc.callbacks.append(callback)
     try:
-        run()  # type: ignore[operator]
+        run()
     finally:
         gc.callbacks.remove(callback)
     return count
