@@ -232,9 +232,6 @@ class SqlTarget(TermDictionary, Ledger):
         with self._guard("adding quads"):
             self._before_write()
             if self.dialect == "postgresql":
-                # A lookup first: the terms it finds absent then take a plain insert, which
-                # costs the server less than insert-or-read of them all (bench.pg_statements).
-                self._keys(quads, create=False)
                 return self._each_pg(self.sql.insert_quads_each, self._keys(quads, create=True))
             # Ids from here on are terms this call stores (we hold the write lock): a quad
             # with one of them cannot be in the table yet, the others may be.
