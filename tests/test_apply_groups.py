@@ -328,6 +328,44 @@ def test_writes_tell_which_quads_changed_the_table(sql_url: str) -> None:
         ]
 
 
+class _Recorded:
+    """A driver cursor that lists the statements it runs (PostgreSQL has no trace hook)."""
+
+    def __init__(self, cursor: Any) -> None:
+        self.cursor = cursor
+        self.seen: list[str] = []
+
+    def execute(self, sql: Any, *args: Any) -> Any:
+        self.seen.append(str(sql).split(" ", 1)[0] + (" RETURNING" if "RETURNING" in str(sql) else ""))
+        return self.cursor.execute(sql, *args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.cursor, name)
+
+
+def test_long_batches_trust_the_row_count_when_every_quad_changed_the_table(pg_url: str) -> None:
+    # PostgreSQL, batches of at least _EACH_AT_ONCE lone quads: written without RETURNING
+    # inside a savepoint, and trusted when the count says every quad changed the table;
+    # otherwise undone and written again returning what changed.
+    quads = [(iri(f"s{i}"), iri("p"), f'"{i}"', iri("g") if i % 3 else None) for i in range(24)]
+    never = (iri("never"), iri("p"), '"x"', None)
+    with SqlTarget(pg_url) as t:
+        t.begin()
+        cursor = t._cur = _Recorded(t._cur)
+        assert t.add_each(quads[:12]) == [True] * 12  # every one new: the count tells
+        assert "INSERT RETURNING" not in cursor.seen and "ROLLBACK" not in cursor.seen
+        assert t.add_each(quads[6:]) == [False] * 6 + [True] * 12  # six present: undone, returned
+        assert cursor.seen.count("ROLLBACK") == 1 and "INSERT RETURNING" in cursor.seen
+        cursor.seen.clear()
+        assert t.delete_each(quads[:10]) == [True] * 10
+        assert "DELETE RETURNING" not in cursor.seen and "ROLLBACK" not in cursor.seen
+        assert t.delete_each([*quads[5:15], never]) == [False] * 5 + [True] * 5 + [False]
+        assert cursor.seen.count("ROLLBACK") == 1 and "DELETE RETURNING" in cursor.seen
+        t.commit("log", Checkpoint(0, 0, 0), [])
+        t.flush()
+        assert t.contains([*quads, never]) == [i >= 15 for i in range(24)] + [False]
+
+
 def test_a_group_looks_up_only_quads_touched_twice(sqlite_url: str) -> None:
     # Quads one unit touches once are written as they are (their writes tell what changed);
     # only o1, deleted by one unit of the group and added back by the next, is looked up.
