@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 import threading
 import zlib
+from typing import Any
 
 import pytest
 from sqlalchemy import create_engine
@@ -86,6 +87,7 @@ def test_a_tiny_term_cache_starts_over_and_looks_terms_up(sql_url: str) -> None:
     with SqlTarget(sql_url, term_cache=8) as t:
         apply_text(text, t, batch_rows=3)
         assert len(t._ids) <= 8 + 4 * 8  # one batch's terms on top of a dropped cache
+        assert not t._pg_fresh  # on PostgreSQL a cache that started over lacks stored terms
         assert state(t) == reference(text, batch_rows=3)
         dictionary_is_consistent(t)
 
@@ -228,6 +230,49 @@ def test_concurrent_postgres_appliers_share_new_terms(pg_url: str) -> None:
     with SqlTarget(pg_url) as t:
         dictionary_is_consistent(t)
         assert frozenset(t.quads()) == reference(logs[0])[0] | reference(logs[1])[0]
+
+
+class _Statements:
+    """A driver cursor that lists the first word of each statement it runs."""
+
+    def __init__(self, cursor: Any) -> None:
+        self.cursor = cursor
+        self.seen: list[str] = []
+
+    def execute(self, sql: Any, *args: Any) -> Any:
+        self.seen.append(str(sql).split(" ", 1)[0])
+        return self.cursor.execute(sql, *args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.cursor, name)
+
+
+def test_a_fresh_postgres_dictionary_stores_new_terms_without_a_lookup(pg_url: str) -> None:
+    # A dictionary that found ps_terms empty trusts its cache: a term it lacks is new and
+    # goes straight to a plain insert. Another applier storing a term behind its back fails
+    # that insert on the unique index: the insert falls back to insert-or-ignore, the term
+    # keeps its one id, and from then on terms are looked up before they are stored.
+    shared = iri("shared")
+    a = SqlTarget(pg_url)
+    apply_text(f'A {iri("s")} {iri("p")} "1" .\n', a, source="a")
+    assert a._pg_fresh
+    cursor = a._term_cur = _Statements(a._term_cur)
+    apply_text(f'A {iri("s2")} {iri("p")} "2" .\n', a, source="a2")
+    assert cursor.seen == ["INSERT"]  # s2 and "2": no lookup first
+    with SqlTarget(pg_url) as b:
+        apply_text(f'A {shared} {iri("p")} "3" .\n', b, source="b")
+        assert not b._pg_fresh  # the table held terms when b first looked
+    cursor.seen.clear()
+    apply_text(f"A {iri('s')} {iri('p')} {shared} .\n", a, source="a3")
+    assert cursor.seen[:2] == ["INSERT", "WITH"] and not a._pg_fresh  # failed, then insert-or-ignore
+    cursor.seen.clear()
+    apply_text(f'A {iri("s3")} {iri("p")} "4" .\n', a, source="a4")
+    assert cursor.seen == ["SELECT", "INSERT"]
+    a.close()
+    with SqlTarget(pg_url) as t:
+        dictionary_is_consistent(t)
+        quads = set(t.quads())
+    assert len(quads) == 5 and (iri("s"), iri("p"), shared, "") in quads
 
 
 def test_revision_0002_data_moves_into_the_dictionary(sql_url: str) -> None:

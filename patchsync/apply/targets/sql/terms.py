@@ -4,7 +4,9 @@ Terms missing from the cache are looked up by hash in one query per few hundred 
 ones inserted in bulk. On SQLite, which has one writer at a time, the cache knows when it
 holds every term in the database (nothing else wrote terms since it last looked) and then
 skips the lookups. On PostgreSQL new terms are committed at once on a connection of their
-own (see :meth:`TermDictionary._resolve_pg`). The dictionary only grows.
+own (see :meth:`TermDictionary._resolve_pg`); there the cache of a dictionary that started
+empty is trusted to tell new terms before their insert, and only speed rests on that (see
+``_pg_fresh``). The dictionary only grows.
 """
 
 from __future__ import annotations
@@ -61,6 +63,13 @@ class TermDictionary:
     _complete: bool
     _known_max: int | None
     _next_id: int
+    # PostgreSQL only: whether the cache is taken to hold every stored term, so a term it
+    # lacks is inserted without a lookup first. True while the table was empty when we
+    # first looked, the cache never started over and no such insert failed. Only speed
+    # rests on it: a term another applier stored fails the plain insert on the unique
+    # index, which turns this off and falls back to insert-or-ignore. (Lookups that do not
+    # store, for deletes and presence, never skip: there a wrong guess would lose a row.)
+    _pg_fresh: bool
 
     def _init_terms(self, term_cache: int, term_cache_chars: int) -> None:
         self.term_cache = term_cache
@@ -75,6 +84,7 @@ class TermDictionary:
         self._complete = False
         self._known_max = None
         self._next_id = 1
+        self._pg_fresh = False
 
     def _keys(self, quads: Sequence[Quad], *, create: bool) -> list[tuple[int, int, int, int] | None]:
         """Each quad as (s, p, o, g) term ids, in order; with ``create`` unknown terms are
@@ -183,7 +193,7 @@ class TermDictionary:
         if len(ids) + len(terms) > self.term_cache or self._ids_chars + sum(map(len, terms)) > self.term_cache_chars:
             ids.clear()
             self._ids_chars = 0
-            self._complete = False
+            self._complete = self._pg_fresh = False
             return True
         return False
 
@@ -266,7 +276,8 @@ class TermDictionary:
         # A lookup first (but of terms just found absent), then a plain insert of the terms
         # still absent: that costs the server less than insert-or-read of them all
         # (bench.pg_statements).
-        unknown = [t for t in terms if t not in absent] if absent else terms
+        # Every term a fresh cache lacks is new (see _pg_fresh).
+        unknown = [] if self._pg_fresh else [t for t in terms if t not in absent] if absent else terms
         if unknown:
             self._pg_read(cursor, unknown, hashes)
         new = [t for t in terms if t not in ids]
@@ -278,7 +289,9 @@ class TermDictionary:
             except Exception as exc:
                 if getattr(exc, "sqlstate", None) != _UNIQUE_VIOLATION:
                     raise
-                # Another applier added some of them since our lookup: insert-or-ignore.
+                # Another applier added some of them since our lookup (or since the table
+                # was empty, see _pg_fresh): insert-or-ignore.
+                self._pg_fresh = False
                 rows = cursor.execute(self.sql.term_insert, (values, texts, values, texts)).fetchall()
             self._pg_store(rows, hashes)
         if any(t not in ids for t in terms):
@@ -308,6 +321,9 @@ class TermDictionary:
             for setting in PG_SESSION:
                 cursor.execute(setting)
             self._term_cur = cursor
+            # The cache is empty until this first statement of ours: it holds every stored
+            # term from here on if the table holds none.
+            self._pg_fresh = not self._ids and cursor.execute("SELECT 1 FROM ps_terms LIMIT 1").fetchone() is None
         return self._term_cur
 
     def _forget(self, terms: list[str]) -> None:
