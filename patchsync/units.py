@@ -73,6 +73,10 @@ class State(enum.Enum):
     #: A patch is open and its last unit has ended (after ``TC`` / ``TA``).
     BETWEEN_UNITS = "between units"
 
+    # Members are singletons compared by identity: hashing by identity too keeps dict and
+    # set lookups keyed by them in C (Enum.__hash__ is a Python call), once per row here.
+    __hash__ = object.__hash__
+
 
 class Kind(enum.Enum):
     """What a row is, as far as the transaction rules care."""
@@ -87,6 +91,10 @@ class Kind(enum.Enum):
     PATCH_END = "patch end"
     #: The end of the whole stream (the input is complete, or a writer finishes).
     STREAM_END = "stream end"
+
+    # Members are singletons compared by identity: hashing by identity too keeps dict and
+    # set lookups keyed by them in C (Enum.__hash__ is a Python call), once per row here.
+    __hash__ = object.__hash__
 
 
 class Boundary(enum.Enum):

@@ -53,7 +53,7 @@ from patchsync.errors import ApplyError, ChainError, CheckpointError, DecodeErro
 from patchsync.events import Add, Delete, Event, Header, PatchEnd, PrefixAdd, PrefixDelete, TxAbort, TxCommit, TxStart
 from patchsync.terms import IRI
 from patchsync.terms.ntriples import format_term
-from patchsync.units import Boundary, Kind, State, UnitTracker
+from patchsync.units import QUIET, Boundary, Kind, State, UnitTracker
 
 CHAIN_POLICIES = ("strict", "ignore")
 
@@ -99,6 +99,7 @@ class ApplyResult:
 
 _CHANGE = Kind.CHANGE
 _IMPLICIT_START = Boundary.IMPLICIT_START
+_CHANGE_QUIET = QUIET[Kind.CHANGE]
 
 
 class Applier:
@@ -334,18 +335,9 @@ class Applier:
 
     def _record(self, at: Event) -> PatchRecord:
         """The record of the patch ending at ``at``, with the counts of its units applied so far."""
+        position, counts = (at.offset, at.frame, at.row), (self._p_added, self._p_deleted, self._p_noop)
         return PatchRecord(
-            self._patch_id,
-            self._prev,
-            self.source,
-            at.offset,
-            at.frame,
-            at.row,
-            self._p_added,
-            self._p_deleted,
-            self._p_noop,
-            time.time(),
-            tuple(self._headers),
+            self._patch_id, self._prev, self.source, *position, *counts, time.time(), tuple(self._headers)
         )
 
     def _step(self, at: Event, patch_end: bool) -> Checkpoint:
@@ -518,7 +510,8 @@ class Applier:
             self._units.reset(State.BETWEEN_UNITS)
 
     def _run_events(self, events: Iterable[Event]) -> None:
-        units_send = self._units.send
+        units = self._units
+        units_send = units.send
         resume = self._resume
         every = self.progress_every
         count = 0
@@ -539,7 +532,8 @@ class Applier:
                 units_send(Kind.PATCH_END)  # folded into the held TC's commit
                 continue
             if kind is Add or kind is Delete:
-                if units_send(_CHANGE).boundary is _IMPLICIT_START:
+                # A change after a change changes no state (units.QUIET): no send for it.
+                if units.state not in _CHANGE_QUIET and units_send(_CHANGE).boundary is _IMPLICIT_START:
                     self._begin_unit(event)
                 if self._skipping:
                     continue
