@@ -40,9 +40,10 @@ PG_SESSION = ("SET plan_cache_mode = force_custom_plan",)
 # element, which cost more than the statements themselves on batches of thousands of keys.
 _PG_KEYS = "unnest(%b::bigint[], %b::bigint[], %b::bigint[], %b::bigint[]) AS d(s, p, o, g)"
 _PG_PROBE = "SELECT q.ctid AS t FROM ps_quads q WHERE q.s = d.s AND q.p = d.p AND q.o = d.o AND q.g = d.g LIMIT 1"
-# Terms are probed by the unique (h, md5(term)) key, given hashes and texts.
+# Terms are probed by the unique (h, md5(term)) key, given hashes and texts. Every term
+# statement returns (term, id) pairs of the texts it was given, ready for dict.update.
 _PG_TERMS = (
-    "SELECT t.id, k.term FROM unnest(%b::bigint[], %b::text[]) AS k(h, term) CROSS JOIN LATERAL "
+    "SELECT k.term, t.id FROM unnest(%b::bigint[], %b::text[]) AS k(h, term) CROSS JOIN LATERAL "
     "(SELECT id FROM ps_terms WHERE h = k.h AND md5(term) = md5(k.term) LIMIT 1) AS t"
 )
 
@@ -138,14 +139,14 @@ POSTGRESQL = Statements(
     term_insert=(
         "WITH ins AS (INSERT INTO ps_terms (h, term) "
         "SELECT * FROM unnest(%b::bigint[], %b::text[]) AS i(h, term) ORDER BY h "
-        f"ON CONFLICT (h, md5(term)) DO NOTHING RETURNING id, term) SELECT id, term FROM ins UNION ALL {_PG_TERMS}"
+        f"ON CONFLICT (h, md5(term)) DO NOTHING RETURNING term, id) SELECT term, id FROM ins UNION ALL {_PG_TERMS}"
     ),
     # Terms a lookup just found absent: a plain insert costs half of ON CONFLICT's
     # speculative one. It fails whole if another applier added one of them since; the
     # dictionary then uses term_insert.
     term_insert_new=(
         "INSERT INTO ps_terms (h, term) SELECT * FROM unnest(%b::bigint[], %b::text[]) AS i(h, term) ORDER BY h "
-        "RETURNING id, term"
+        "RETURNING term, id"
     ),
     **_shared("%s"),
 )

@@ -207,7 +207,9 @@ class TermDictionary:
         # Looked up at call time: tests swap in a weaker hash.
         hash_of = term_hash
         hashes = (
-            {t: absent[t] if t in absent else hash_of(t) for t in terms} if absent else {t: hash_of(t) for t in terms}
+            {t: absent[t] if t in absent else hash_of(t) for t in terms}
+            if absent
+            else dict(zip(terms, map(hash_of, terms), strict=True))
         )
         if not hashes:
             return
@@ -293,7 +295,7 @@ class TermDictionary:
                 # was empty, see _pg_fresh): insert-or-ignore.
                 self._pg_fresh = False
                 rows = cursor.execute(self.sql.term_insert, (values, texts, values, texts)).fetchall()
-            self._pg_store(rows, hashes)
+            self._pg_store(rows)
         if any(t not in ids for t in terms):
             # Another applier committed some of these after our statement began: its rows
             # made ours conflict, and only a new snapshot shows them.
@@ -301,13 +303,11 @@ class TermDictionary:
 
     def _pg_read(self, cursor: Any, terms: list[str], hashes: dict[str, int]) -> None:
         params = (bigint_array([hashes[t] for t in terms]), text_array(terms))
-        self._pg_store(cursor.execute(self.sql.term_lookup, params).fetchall(), hashes)
+        self._pg_store(cursor.execute(self.sql.term_lookup, params).fetchall())
 
-    def _pg_store(self, rows: Iterable[tuple[int, str]], hashes: dict[str, int]) -> None:
-        ids = self._ids
-        for term_id, term in rows:
-            if term in hashes:
-                ids[term] = term_id
+    def _pg_store(self, rows: Iterable[tuple[str, int]]) -> None:
+        # The statements return (term, id) of the texts they were given (statements.py).
+        self._ids.update(rows)
 
     def _term_cursor(self) -> Any:
         """PostgreSQL: a cursor on an autocommit connection of its own, for the dictionary."""
