@@ -22,6 +22,7 @@ from patchsync.apply.applier import Applier, ApplyResult
 from patchsync.apply.group import CommitGroup, HeldUnit, settle
 from patchsync.apply.target import Checkpoint
 from patchsync.apply.targets.sql import SqlTarget
+from patchsync.apply.targets.sql.target import _EACH_TRUST
 from patchsync.codec.rdfp import RdfPatchTextReader, read_rdfp
 
 from .apply_helpers import iri, state
@@ -356,6 +357,16 @@ def test_long_batches_trust_the_row_count_when_every_quad_changed_the_table(pg_u
         assert "INSERT RETURNING" not in cursor.seen and "ROLLBACK" not in cursor.seen
         assert t.add_each(quads[6:]) == [False] * 6 + [True] * 12  # six present: undone, returned
         assert cursor.seen.count("ROLLBACK") == 1 and "INSERT RETURNING" in cursor.seen
+        # After a batch that paid for both writes, adds go straight to RETURNING until
+        # _EACH_TRUST batches in a row changed the table with every quad.
+        more = [(iri(f"m{i}"), iri("p"), f'"{i}"', None) for i in range(8 * _EACH_TRUST)]
+        for n in range(_EACH_TRUST):
+            cursor.seen.clear()
+            assert t.add_each(more[8 * n : 8 * n + 8]) == [True] * 8
+            assert cursor.seen == ["INSERT RETURNING"]
+        cursor.seen.clear()
+        assert t.add_each([(iri("last"), iri("p"), f'"{i}"', None) for i in range(8)]) == [True] * 8
+        assert cursor.seen == ["SAVEPOINT", "INSERT", "RELEASE"]
         cursor.seen.clear()
         assert t.delete_each(quads[:10]) == [True] * 10
         assert "DELETE RETURNING" not in cursor.seen and "ROLLBACK" not in cursor.seen
@@ -364,6 +375,7 @@ def test_long_batches_trust_the_row_count_when_every_quad_changed_the_table(pg_u
         t.commit("log", Checkpoint(0, 0, 0), [])
         t.flush()
         assert t.contains([*quads, never]) == [i >= 15 for i in range(24)] + [False]
+        assert t.contains(more) == [True] * len(more)
 
 
 def test_a_group_looks_up_only_quads_touched_twice(sqlite_url: str) -> None:
