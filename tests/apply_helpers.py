@@ -49,3 +49,20 @@ def iri(name: str) -> str:
 
 
 __all__ = ["EX", "State", "apply_events", "apply_text", "iri", "reference", "state"]
+
+
+class RecordingCursor:
+    """A driver cursor that lists the statements it runs, each as its first word, with
+    " RETURNING" added when it returns rows (PostgreSQL has no trace hook)."""
+
+    def __init__(self, cursor: Any) -> None:
+        self.cursor = cursor
+        self.seen: list[str] = []
+
+    def execute(self, sql: Any, *args: Any) -> Any:
+        text = str(sql)
+        self.seen.append(text.split(" ", 1)[0] + (" RETURNING" if "RETURNING" in text else ""))
+        return self.cursor.execute(sql, *args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.cursor, name)

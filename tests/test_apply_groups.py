@@ -25,7 +25,7 @@ from patchsync.apply.targets.sql import SqlTarget
 from patchsync.apply.targets.sql.target import _EACH_TRUST
 from patchsync.codec.rdfp import RdfPatchTextReader, read_rdfp
 
-from .apply_helpers import iri, state
+from .apply_helpers import RecordingCursor, iri, state
 
 SUBJECTS = [iri("s0"), iri("s1"), "_:b0", "_:b1"]
 PREDICATES = [iri("p0"), iri("p1")]
@@ -329,21 +329,6 @@ def test_writes_tell_which_quads_changed_the_table(sql_url: str) -> None:
         ]
 
 
-class _Recorded:
-    """A driver cursor that lists the statements it runs (PostgreSQL has no trace hook)."""
-
-    def __init__(self, cursor: Any) -> None:
-        self.cursor = cursor
-        self.seen: list[str] = []
-
-    def execute(self, sql: Any, *args: Any) -> Any:
-        self.seen.append(str(sql).split(" ", 1)[0] + (" RETURNING" if "RETURNING" in str(sql) else ""))
-        return self.cursor.execute(sql, *args)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.cursor, name)
-
-
 def test_long_batches_trust_the_row_count_when_every_quad_changed_the_table(pg_url: str) -> None:
     # PostgreSQL, batches of at least _EACH_AT_ONCE lone quads: written without RETURNING
     # inside a savepoint, and trusted when the count says every quad changed the table;
@@ -352,7 +337,7 @@ def test_long_batches_trust_the_row_count_when_every_quad_changed_the_table(pg_u
     never = (iri("never"), iri("p"), '"x"', None)
     with SqlTarget(pg_url) as t:
         t.begin()
-        cursor = t._cur = _Recorded(t._cur)
+        cursor = t._cur = RecordingCursor(t._cur)
         assert t.add_each(quads[:12]) == [True] * 12  # every one new: the count tells
         assert "INSERT RETURNING" not in cursor.seen and "ROLLBACK" not in cursor.seen
         assert t.add_each(quads[6:]) == [False] * 6 + [True] * 12  # six present: undone, returned

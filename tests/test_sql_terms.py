@@ -9,7 +9,6 @@ from __future__ import annotations
 import random
 import threading
 import zlib
-from typing import Any
 
 import pytest
 from sqlalchemy import create_engine
@@ -19,7 +18,7 @@ from patchsync.apply.targets.sql import SqlTarget, current_revision, head_revisi
 from patchsync.apply.targets.sql.migrate import upgrade
 from patchsync.apply.targets.sql.schema import term_hash
 
-from .apply_helpers import apply_text, iri, reference, state
+from .apply_helpers import RecordingCursor, apply_text, iri, reference, state
 
 
 def random_log(
@@ -232,21 +231,6 @@ def test_concurrent_postgres_appliers_share_new_terms(pg_url: str) -> None:
         assert frozenset(t.quads()) == reference(logs[0])[0] | reference(logs[1])[0]
 
 
-class _Statements:
-    """A driver cursor that lists the first word of each statement it runs."""
-
-    def __init__(self, cursor: Any) -> None:
-        self.cursor = cursor
-        self.seen: list[str] = []
-
-    def execute(self, sql: Any, *args: Any) -> Any:
-        self.seen.append(str(sql).split(" ", 1)[0])
-        return self.cursor.execute(sql, *args)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.cursor, name)
-
-
 def test_a_fresh_postgres_dictionary_stores_new_terms_without_a_lookup(pg_url: str) -> None:
     # A dictionary that found ps_terms empty trusts its cache: a term it lacks is new and
     # goes straight to a plain insert. Another applier storing a term behind its back fails
@@ -256,18 +240,20 @@ def test_a_fresh_postgres_dictionary_stores_new_terms_without_a_lookup(pg_url: s
     a = SqlTarget(pg_url)
     apply_text(f'A {iri("s")} {iri("p")} "1" .\n', a, source="a")
     assert a._pg_fresh
-    cursor = a._term_cur = _Statements(a._term_cur)
+    cursor = a._term_cur = RecordingCursor(a._term_cur)
     apply_text(f'A {iri("s2")} {iri("p")} "2" .\n', a, source="a2")
-    assert cursor.seen == ["INSERT"]  # s2 and "2": no lookup first
+    assert cursor.seen == ["INSERT RETURNING"]  # s2 and "2": no lookup first
     with SqlTarget(pg_url) as b:
         apply_text(f'A {shared} {iri("p")} "3" .\n', b, source="b")
         assert not b._pg_fresh  # the table held terms when b first looked
     cursor.seen.clear()
     apply_text(f"A {iri('s')} {iri('p')} {shared} .\n", a, source="a3")
-    assert cursor.seen[:2] == ["INSERT", "WITH"] and not a._pg_fresh  # failed, then insert-or-ignore
+    assert (
+        cursor.seen[:2] == ["INSERT RETURNING", "WITH RETURNING"] and not a._pg_fresh
+    )  # failed, then insert-or-ignore
     cursor.seen.clear()
     apply_text(f'A {iri("s3")} {iri("p")} "4" .\n', a, source="a4")
-    assert cursor.seen == ["SELECT", "INSERT"]
+    assert cursor.seen == ["SELECT", "INSERT RETURNING"]
     a.close()
     with SqlTarget(pg_url) as t:
         dictionary_is_consistent(t)
