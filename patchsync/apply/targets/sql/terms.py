@@ -275,10 +275,10 @@ class TermDictionary:
             # lookup comes before its adds): those need no second lookup.
             self._absent = {t: hashes[t] for t in terms if t not in ids}
             return
-        # A lookup first (but of terms just found absent), then a plain insert of the terms
-        # still absent: that costs the server less than insert-or-read of them all
-        # (bench.pg_statements).
-        # Every term a fresh cache lacks is new (see _pg_fresh).
+        # A lookup first, then a plain insert of the terms still absent: that costs the
+        # server less than insert-or-read of them all (bench.pg_statements). Terms the last
+        # lookup found absent skip it, and so does every term while the cache is fresh (a
+        # term it lacks is new, see _pg_fresh).
         unknown = [] if self._pg_fresh else [t for t in terms if t not in absent] if absent else terms
         if unknown:
             self._pg_read(cursor, unknown, hashes)
