@@ -67,12 +67,20 @@ def _params(batch: int) -> dict[str, Callable[[str], tuple[Any, ...]]]:
         new = [next(fresh) for _ in hashes]
         return (new, [f"<http://example.org/new{h}>" for h in new])
 
+    stored = itertools.count(QUADS + 1)
+
+    def quads_new(dialect: str) -> tuple[Any, ...]:
+        # Quads not stored yet on every run, as term_insert_new.
+        new = [_key(next(stored)) for _ in keys]
+        return tuple(list(c) for c in zip(*new, strict=True)) if dialect == "postgresql" else new[0]
+
     cp = ("fp", 10, 1, 2, 3, "p1", 1.0)
     return {
         "insert_quads": quads,
         "delete_quads": quads,
         "insert_quads_each": quads,
         "delete_quads_each": quads,
+        "insert_quads_new": quads_new,
         "contains_quads": quads,
         "term_lookup": lookup,
         "term_insert": term_insert,

@@ -29,6 +29,9 @@ TRANSIENT_SQLSTATES: dict[str, str] = {
     "40001": "serialization failure",
     "40P01": "deadlock",
 }
+#: The SQLSTATE of a duplicate key; the write path expects it from plain inserts that
+#: race or guess (terms.py, SqlTarget._each_pg) and retries them another way.
+UNIQUE_VIOLATION = "23505"
 #: SQLSTATE class 08: connection exceptions (refused, lost, rejected).
 CONNECTION_CLASS = "08"
 #: Primary SQLite result codes meaning another connection holds the lock.
@@ -143,4 +146,4 @@ def translate(exc: BaseException, where: str) -> PatchsyncError:
     return classify(exc)(f"{where}: {reason(exc)}")
 
 
-__all__ = ["RULES", "classify", "is_transient", "reason", "translate"]
+__all__ = ["RULES", "UNIQUE_VIOLATION", "classify", "is_transient", "reason", "translate"]

@@ -65,6 +65,9 @@ class Statements:
     # run one row at a time (the row count tells), on PostgreSQL returning the rows written.
     insert_quads_each: str
     delete_quads_each: str
+    # PostgreSQL: the add that fails on a quad already stored (no speculative insertion:
+    # cheaper for the server), run where a failure is undone and the write retried.
+    insert_quads_new: str
     contains_quads: str
     term_lookup: str
     term_insert: str
@@ -133,6 +136,7 @@ POSTGRESQL = Statements(
         "DELETE FROM ps_quads WHERE ctid = ANY(ARRAY("
         f"SELECT x.t FROM {_PG_KEYS} CROSS JOIN LATERAL ({_PG_PROBE}) AS x)) RETURNING s, p, o, g"
     ),
+    insert_quads_new=f"INSERT INTO ps_quads (s, p, o, g) SELECT d.s, d.p, d.o, d.g FROM {_PG_KEYS}",
     term_lookup=_PG_TERMS,
     # One round trip: the inserted rows come back from RETURNING, the ones already there
     # from the lookup (whose snapshot does not show this statement's inserts).
@@ -158,6 +162,7 @@ SQLITE = Statements(
     contains_quads="SELECT 1 FROM ps_quads WHERE s = ? AND p = ? AND o = ? AND g = ?",
     insert_quads_each="INSERT INTO ps_quads (s, p, o, g) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
     delete_quads_each="DELETE FROM ps_quads WHERE s = ? AND p = ? AND o = ? AND g = ?",
+    insert_quads_new="INSERT INTO ps_quads (s, p, o, g) VALUES (?, ?, ?, ?)",  # unused: no savepoint per batch
     term_lookup=f"SELECT id, term FROM ps_terms WHERE h IN ({', '.join(['?'] * LOOKUP_CHUNK)})",
     term_insert="INSERT INTO ps_terms (id, h, term) VALUES (?, ?, ?)",
     term_insert_new="INSERT INTO ps_terms (id, h, term) VALUES (?, ?, ?)",  # one writer: term_insert is plain already

@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import Engine
 
 from patchsync.apply.target import Quad
+from patchsync.apply.targets.sql.errors import UNIQUE_VIOLATION
 from patchsync.apply.targets.sql.pg_arrays import bigint_array, text_array
 from patchsync.apply.targets.sql.schema import term_hash
 from patchsync.apply.targets.sql.statements import LOOKUP_CHUNK, PG_SESSION, Statements
@@ -31,7 +32,6 @@ TERM_CACHE_SIZE = 1 << 19
 #: about 64 MB of text (more for text outside Latin-1) plus the entries' own ~120 bytes each.
 TERM_CACHE_CHARS = 1 << 26
 _LOOKUP_CHUNK = LOOKUP_CHUNK
-_UNIQUE_VIOLATION = "23505"  # PostgreSQL's SQLSTATE
 
 
 class TermDictionary:
@@ -289,7 +289,7 @@ class TermDictionary:
             try:
                 rows = cursor.execute(self.sql.term_insert_new, (values, texts)).fetchall()
             except Exception as exc:
-                if getattr(exc, "sqlstate", None) != _UNIQUE_VIOLATION:
+                if getattr(exc, "sqlstate", None) != UNIQUE_VIOLATION:
                     raise
                 # Another applier added some of them since our lookup (or since the table
                 # was empty, see _pg_fresh): insert-or-ignore.
