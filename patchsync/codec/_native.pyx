@@ -94,6 +94,8 @@ include "_native_encstate.pxi"
 include "_native_encode.pxi"
 # Not codec: the SQL term dictionary's hash, compiled here to need no second extension.
 include "_native_hash.pxi"
+# Not codec either: the SQL term dictionary's loops over quads.
+include "_native_keys.pxi"
 
 
 # -- pass 2: decoding rows ----------------------------------------------------------------

@@ -21,6 +21,7 @@ from patchsync.apply.targets.sql.errors import UNIQUE_VIOLATION
 from patchsync.apply.targets.sql.pg_arrays import bigint_array, text_array
 from patchsync.apply.targets.sql.schema import term_hash
 from patchsync.apply.targets.sql.statements import LOOKUP_CHUNK, PG_SESSION, Statements
+from patchsync.apply.targets.sql.term_keys import fill_keys, split_keys, store_keys
 
 # Term ids kept in memory by default; beyond this the cache starts again (and is no longer
 # complete).
@@ -103,35 +104,14 @@ class TermDictionary:
         if create and self._complete and len(self._ids) + 4 * len(quads) <= self.term_cache:
             return self._keys_storing(quads)
         # The keys of the quads whose terms are all cached, and the terms the cache lacks.
-        keys: list[Any] = []
-        misses: list[int] = []
-        unknown: dict[str, None] = {}  # an ordered set
-        for s, p, o, g in quads:
-            if not g:
-                g = ""  # the default graph, as stored
-            key = (get(s), get(p), get(o), get(g))
-            if None in key:
-                misses.append(len(keys))
-                if key[0] is None:
-                    unknown[s] = None
-                if key[1] is None:
-                    unknown[p] = None
-                if key[2] is None:
-                    unknown[o] = None
-                if key[3] is None:
-                    unknown[g] = None
-            keys.append(key)
+        keys, misses, unknown = split_keys(quads, self._ids)
         if not misses:
             return keys
         if self._make_room(unknown):
             # The cache started over: the cached terms of these quads went with it.
             unknown = dict.fromkeys(t or "" for i in misses for t in quads[i])
         self._resolve(unknown, create=create)
-        get = self._ids.get
-        for i in misses:
-            s, p, o, g = quads[i]
-            key = (get(s), get(p), get(o), get(g or ""))
-            keys[i] = None if None in key else key
+        fill_keys(quads, keys, misses, self._ids)
         return keys
 
     def _keys_storing(self, quads: Sequence[Quad]) -> list[tuple[int, int, int, int] | None]:
@@ -139,34 +119,9 @@ class TermDictionary:
         has room for four new terms per quad: a term not cached is new, and gets the next id
         (we hold the write lock) in the same pass, so no quad is looked at twice."""
         ids = self._ids
-        get = ids.get
-        first = next_id = self._next_id
+        first = self._next_id
         new: list[str] = []
-        keys: list[Any] = []
-        for s, p, o, g in quads:
-            if not g:
-                g = ""  # the default graph, as stored
-            ks = get(s)
-            if ks is None:
-                ids[s] = ks = next_id
-                next_id += 1
-                new.append(s)
-            kp = get(p)
-            if kp is None:
-                ids[p] = kp = next_id
-                next_id += 1
-                new.append(p)
-            ko = get(o)
-            if ko is None:
-                ids[o] = ko = next_id
-                next_id += 1
-                new.append(o)
-            kg = get(g)
-            if kg is None:
-                ids[g] = kg = next_id
-                next_id += 1
-                new.append(g)
-            keys.append((ks, kp, ko, kg))
+        keys, next_id = store_keys(quads, ids, first, new)
         if not new:
             return keys
         chars = sum(map(len, new))

@@ -1,0 +1,103 @@
+"""The term dictionary's loops over quads: quads to (s, p, o, g) term-id keys.
+
+Every quad applied to a SQL target goes through one of these (issue #14), so they run in C
+when the compiled core is built (``patchsync/codec/_native_keys.pxi``) and as the Python
+functions here otherwise; these are the reference, and tests/test_native_keys.py holds
+both to the same results. A quad is a 4-tuple of N-Triples texts whose graph is ``None``
+or ``""`` for the default graph, stored as ``""``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, cast
+
+from patchsync.apply.target import Quad
+from patchsync.codec import backend
+
+
+def split_keys_pure(quads: Sequence[Quad], ids: dict[str, int]) -> tuple[list[Any], list[int], dict[str, None]]:
+    """(keys, misses, unknown): each quad's cached ids (a None in the tuple for a term not
+    in ``ids``), the positions of the keys with a None, and the terms not in ``ids`` in the
+    order met (a dict used as an ordered set)."""
+    get = ids.get
+    keys: list[Any] = []
+    misses: list[int] = []
+    unknown: dict[str, None] = {}
+    for s, p, o, g in quads:
+        if not g:
+            g = ""
+        key = (get(s), get(p), get(o), get(g))
+        if None in key:
+            misses.append(len(keys))
+            if key[0] is None:
+                unknown[s] = None
+            if key[1] is None:
+                unknown[p] = None
+            if key[2] is None:
+                unknown[o] = None
+            if key[3] is None:
+                unknown[g] = None
+        keys.append(key)
+    return keys, misses, unknown
+
+
+def fill_keys_pure(quads: Sequence[Quad], keys: list[Any], misses: list[int], ids: dict[str, int]) -> None:
+    """Set ``keys[i]`` for each ``i`` in ``misses`` from ``ids`` again: None if a term is still missing."""
+    get = ids.get
+    for i in misses:
+        s, p, o, g = quads[i]
+        key = (get(s), get(p), get(o), get(g or ""))
+        keys[i] = None if None in key else key
+
+
+def store_keys_pure(quads: Sequence[Quad], ids: dict[str, int], next_id: int, new: list[str]) -> tuple[list[Any], int]:
+    """(keys, next id): each quad's ids, a term not in ``ids`` getting ``next_id`` and the
+    ids after it in the order met (added to ``ids``, appended to ``new``)."""
+    get = ids.get
+    keys: list[Any] = []
+    for s, p, o, g in quads:
+        if not g:
+            g = ""
+        ks = get(s)
+        if ks is None:
+            ids[s] = ks = next_id
+            next_id += 1
+            new.append(s)
+        kp = get(p)
+        if kp is None:
+            ids[p] = kp = next_id
+            next_id += 1
+            new.append(p)
+        ko = get(o)
+        if ko is None:
+            ids[o] = ko = next_id
+            next_id += 1
+            new.append(o)
+        kg = get(g)
+        if kg is None:
+            ids[g] = kg = next_id
+            next_id += 1
+            new.append(g)
+        keys.append((ks, kp, ko, kg))
+    return keys, next_id
+
+
+SplitKeys = Callable[[Sequence[Quad], dict[str, int]], tuple[list[Any], list[int], dict[str, None]]]
+FillKeys = Callable[[Sequence[Quad], list[Any], list[int], dict[str, int]], None]
+StoreKeys = Callable[[Sequence[Quad], dict[str, int], int, list[str]], tuple[list[Any], int]]
+
+_core = backend.native()
+#: The functions the dictionary uses: compiled when the core is built and not disabled.
+split_keys: SplitKeys = split_keys_pure if _core is None else cast("SplitKeys", _core.split_keys)
+fill_keys: FillKeys = fill_keys_pure if _core is None else cast("FillKeys", _core.fill_keys)
+store_keys: StoreKeys = store_keys_pure if _core is None else cast("StoreKeys", _core.store_keys)
+
+__all__ = [
+    "fill_keys",
+    "fill_keys_pure",
+    "split_keys",
+    "split_keys_pure",
+    "store_keys",
+    "store_keys_pure",
+]

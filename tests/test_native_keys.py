@@ -1,0 +1,89 @@
+"""The compiled loops of the SQL term dictionary against the Python ones (issue #14).
+
+``patchsync/apply/targets/sql/term_keys.py`` holds the reference loops that turn quads
+into term-id keys; ``patchsync/codec/_native_keys.pxi`` holds their compiled copies, which
+the dictionary uses when the core is built. A copy that differed would store a quad under
+the wrong ids or store a term twice, so both are run here on the same random batches and
+must agree on every output and on what they do to the cache.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from patchsync.apply.targets.sql import term_keys
+from patchsync.codec import _native, backend
+
+TERMS = [f"<http://example.org/t{i}>" for i in range(40)] + ['"x"', '"é"@fr', "_:b1", "<< <a> <b> <c> >>"]
+GRAPHS: list[Any] = [None, "", "<http://example.org/g1>", "<http://example.org/g2>"]
+
+
+def _batch(rng: random.Random, size: int) -> list[tuple[Any, Any, Any, Any]]:
+    # Few terms, so a term recurs within a quad and across quads (first-seen order matters).
+    return [(rng.choice(TERMS), rng.choice(TERMS), rng.choice(TERMS), rng.choice(GRAPHS)) for _ in range(size)]
+
+
+def _cache(rng: random.Random) -> dict[str, int]:
+    known = rng.sample([*TERMS, ""], rng.randrange(len(TERMS) + 2))
+    return {t: rng.randrange(1, 1 << 40) for t in known}
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_split_and_fill_agree(seed: int) -> None:
+    rng = random.Random(seed)
+    quads = _batch(rng, rng.randrange(0, 60))
+    ids = _cache(rng)
+    native = _native.split_keys(quads, dict(ids))
+    pure = term_keys.split_keys_pure(quads, dict(ids))
+    assert native == pure
+    # Key order of the unknown terms is the order they were met (the lookups follow it).
+    assert list(native[2]) == list(pure[2])
+    # The misses filled from a cache that now has some of the unknown terms.
+    later = {**ids, **{t: i for i, t in enumerate(pure[2]) if rng.random() < 0.7}}
+    keys_native, keys_pure = list(native[0]), list(pure[0])
+    _native.fill_keys(quads, keys_native, native[1], later)
+    term_keys.fill_keys_pure(quads, keys_pure, pure[1], later)
+    assert keys_native == keys_pure
+    assert all(k is None or None not in k for i, k in enumerate(keys_pure) if i in pure[1])
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_store_agrees(seed: int) -> None:
+    rng = random.Random(seed)
+    quads = _batch(rng, rng.randrange(0, 60))
+    ids = _cache(rng)
+    first = rng.choice([1, 1000, (1 << 40) + 7])
+    ids_native, ids_pure = dict(ids), dict(ids)
+    new_native: list[str] = []
+    new_pure: list[str] = []
+    got_native = _native.store_keys(quads, ids_native, first, new_native)
+    got_pure = term_keys.store_keys_pure(quads, ids_pure, first, new_pure)
+    assert got_native == got_pure
+    assert new_native == new_pure and ids_native == ids_pure
+    # Every new term got the next id in the order met, and every key is complete.
+    assert [ids_pure[t] for t in new_pure] == list(range(first, got_pure[1]))
+    assert all(None not in key for key in got_pure[0])
+
+
+def test_a_graph_of_none_and_the_empty_graph_are_one_term() -> None:
+    # Both spell the default graph, stored as "" (schema.py): one term, one id.
+    quads = [("<s>", "<p>", "<o>", None), ("<s>", "<p>", "<o>", "")]
+    for store in (_native.store_keys, term_keys.store_keys_pure):
+        new: list[str] = []
+        keys, next_id = store(quads, {}, 1, new)
+        assert new == ["<s>", "<p>", "<o>", ""] and keys == [(1, 2, 3, 4), (1, 2, 3, 4)] and next_id == 5
+
+
+def test_the_dictionary_uses_the_compiled_loops_unless_told_not_to() -> None:
+    expected = (
+        (term_keys.split_keys_pure, term_keys.store_keys_pure)
+        if backend.pure_forced()
+        else (
+            _native.split_keys,
+            _native.store_keys,
+        )
+    )
+    assert (term_keys.split_keys, term_keys.store_keys) == expected
