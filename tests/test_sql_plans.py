@@ -65,7 +65,7 @@ def _params(batch: int) -> dict[str, Callable[[str], tuple[Any, ...]]]:
         if dialect == "sqlite":
             return (TERMS + 1, 42, "<http://example.org/new>")
         new = [next(fresh) for _ in hashes]
-        return (new, [f"<http://example.org/new{h}>" for h in new])
+        return (new, new, [f"<http://example.org/new{h}>" for h in new])
 
     stored = itertools.count(QUADS + 1)
 
@@ -85,6 +85,7 @@ def _params(batch: int) -> dict[str, Callable[[str], tuple[Any, ...]]]:
         "term_lookup": lookup,
         "term_insert": term_insert,
         "term_insert_new": term_insert_new,
+        "term_ids": lambda d: (batch,) if d == "postgresql" else (),
         "has_patch": lambda d: ("p77",),
         "record": lambda d: ("x", "p1", "src", 1, 2, 3, 4, 5, 6, 1.0, "[]"),
         "ns_upsert": lambda d: ("", "ex", "http://example.org/"),

@@ -242,18 +242,18 @@ def test_a_fresh_postgres_dictionary_stores_new_terms_without_a_lookup(pg_url: s
     assert a._pg_fresh
     cursor = a._term_cur = RecordingCursor(a._term_cur)
     apply_text(f'A {iri("s2")} {iri("p")} "2" .\n', a, source="a2")
-    assert cursor.seen == ["INSERT RETURNING"]  # s2 and "2": no lookup first
+    assert cursor.seen == ["SELECT", "INSERT"]  # s2 and "2": no lookup first, ids drawn, nothing returned
     with SqlTarget(pg_url) as b:
         apply_text(f'A {shared} {iri("p")} "3" .\n', b, source="b")
         assert not b._pg_fresh  # the table held terms when b first looked
     cursor.seen.clear()
     apply_text(f"A {iri('s')} {iri('p')} {shared} .\n", a, source="a3")
     assert (
-        cursor.seen[:2] == ["INSERT RETURNING", "WITH RETURNING"] and not a._pg_fresh
+        cursor.seen[:3] == ["SELECT", "INSERT", "WITH RETURNING"] and not a._pg_fresh
     )  # failed, then insert-or-ignore
     cursor.seen.clear()
     apply_text(f'A {iri("s3")} {iri("p")} "4" .\n', a, source="a4")
-    assert cursor.seen == ["SELECT", "INSERT RETURNING"]
+    assert cursor.seen == ["SELECT", "SELECT", "INSERT"]  # the lookup, the ids, the insert
     a.close()
     with SqlTarget(pg_url) as t:
         dictionary_is_consistent(t)

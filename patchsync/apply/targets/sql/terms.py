@@ -241,16 +241,18 @@ class TermDictionary:
         self._absent = {}
         if new:
             values, texts = bigint_array([hashes[t] for t in new]), text_array(new)
+            # Ids from the table's own sequence: unique whoever else draws from it.
+            numbers: list[int] = cursor.execute(self.sql.term_ids, (len(new),)).fetchone()[0]
             try:
-                rows = cursor.execute(self.sql.term_insert_new, (values, texts)).fetchall()
+                cursor.execute(self.sql.term_insert_new, (bigint_array(numbers), values, texts))
+                ids.update(zip(new, numbers, strict=True))
             except Exception as exc:
                 if getattr(exc, "sqlstate", None) != UNIQUE_VIOLATION:
                     raise
                 # Another applier added some of them since our lookup (or since the table
-                # was empty, see _pg_fresh): insert-or-ignore.
+                # was empty, see _pg_fresh): insert-or-ignore. The ids drawn stay unused.
                 self._pg_fresh = False
-                rows = cursor.execute(self.sql.term_insert, (values, texts, values, texts)).fetchall()
-            self._pg_store(rows)
+                self._pg_store(cursor.execute(self.sql.term_insert, (values, texts, values, texts)).fetchall())
         if any(t not in ids for t in terms):
             # Another applier committed some of these after our statement began: its rows
             # made ours conflict, and only a new snapshot shows them.
