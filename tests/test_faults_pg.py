@@ -20,6 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy.engine import make_url
+
+from patchsync.apply.targets.sql import SqlTarget
 
 from .fault_helpers import (
     assert_exactly_once,
@@ -56,6 +59,16 @@ def _terminate_others(url: str) -> int:
 
 
 _patches = patches_applied
+
+
+def _waiting_on_a_lock(url: str) -> bool:
+    """Whether a backend of the test database waits for a lock (asked on a connection of
+    its own: inside a transaction pg_stat_activity keeps showing what it first showed)."""
+    with _psycopg_conn(url) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        ).fetchone()
+    return bool(row and row[0])
 
 
 def _finish(proc: subprocess.Popen[str]) -> str:
@@ -134,16 +147,31 @@ def test_daemon_survives_a_server_restart(tmp_path: Path, pg_url: str) -> None:
 
 
 def test_apply_fails_fast_on_a_dropped_connection_and_a_rerun_finishes(tmp_path: Path, pg_url: str) -> None:
-    # Big enough that the apply commits several groups (every 2 s) before it ends.
+    # The apply must be killed after its first commit and before its last. It commits when
+    # a transaction is 2 s old (or holds 200k rows), and applies this log in about 2 s
+    # now, so its first commit could be its last. A lock on ps_quads holds its first
+    # write back for 2.5 s: that transaction then commits as soon as its write is through,
+    # with nearly the whole log still to apply.
     total = 20 * PATCHES
     log = tmp_path / "log.jellyp"
     write_patches(log, 1, total)
+    SqlTarget(pg_url).close()  # the schema, so there is a table to lock
+    holder = _psycopg_conn(pg_url)
+    schema = make_url(pg_url).query["options"].rsplit("=", 1)[-1]  # conftest's -csearch_path=…
+    holder.execute("BEGIN")
+    holder.execute(f"LOCK TABLE {schema}.ps_quads IN SHARE MODE")
     proc = subprocess.Popen(
         [sys.executable, "-m", "patchsync", "apply", "--no-progress", str(log), "--target", pg_url],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
+    try:
+        wait_for(lambda: _waiting_on_a_lock(pg_url), timeout=60, what="the apply's first write to wait")
+        time.sleep(2.5)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
     killed = threading.Event()
 
     def killer() -> None:
