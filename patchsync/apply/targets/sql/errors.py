@@ -29,8 +29,7 @@ TRANSIENT_SQLSTATES: dict[str, str] = {
     "40001": "serialization failure",
     "40P01": "deadlock",
 }
-#: The SQLSTATE of a duplicate key; the write path expects it from plain inserts that
-#: race or guess (terms.py, SqlTarget._each_pg) and retries them another way.
+#: The SQLSTATE of a duplicate key (see :func:`is_unique_violation`).
 UNIQUE_VIOLATION = "23505"
 #: SQLSTATE class 08: connection exceptions (refused, lost, rejected).
 CONNECTION_CLASS = "08"
@@ -42,6 +41,13 @@ SQLITE_LOCKED = 6
 def _sqlstate(exc: BaseException) -> str | None:
     code = getattr(exc, "sqlstate", None)
     return code if isinstance(code, str) else None
+
+
+def is_unique_violation(exc: BaseException) -> bool:
+    """Whether ``exc`` is PostgreSQL's duplicate-key error. The write path expects it from
+    plain inserts that race or guess (terms.py, SqlTarget._each_pg) and retries them
+    another way."""
+    return _sqlstate(exc) == UNIQUE_VIOLATION
 
 
 def _sqlite_code(exc: BaseException) -> int | None:
@@ -146,4 +152,4 @@ def translate(exc: BaseException, where: str) -> PatchsyncError:
     return classify(exc)(f"{where}: {reason(exc)}")
 
 
-__all__ = ["RULES", "UNIQUE_VIOLATION", "classify", "is_transient", "reason", "translate"]
+__all__ = ["RULES", "UNIQUE_VIOLATION", "classify", "is_transient", "is_unique_violation", "reason", "translate"]

@@ -52,7 +52,7 @@ from patchsync.apply.target import (
 )
 from patchsync.apply.targets.sql import schema
 from patchsync.apply.targets.sql.engine import create_sql_engine, safe_url
-from patchsync.apply.targets.sql.errors import UNIQUE_VIOLATION, translate
+from patchsync.apply.targets.sql.errors import is_unique_violation, translate
 from patchsync.apply.targets.sql.ledger import Ledger
 from patchsync.apply.targets.sql.migrate import ensure_schema
 from patchsync.apply.targets.sql.pg_arrays import key_arrays
@@ -299,7 +299,7 @@ class SqlTarget(TermDictionary, Ledger):
             try:
                 changed = cursor.execute(plain, arrays).rowcount
             except self._dbapi_error as exc:
-                if getattr(exc, "sqlstate", None) != UNIQUE_VIOLATION:
+                if not is_unique_violation(exc):
                     raise
                 changed = -1
             if changed == len(batch):

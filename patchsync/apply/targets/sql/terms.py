@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import Engine
 
 from patchsync.apply.target import Quad
-from patchsync.apply.targets.sql.errors import UNIQUE_VIOLATION
+from patchsync.apply.targets.sql.errors import is_unique_violation
 from patchsync.apply.targets.sql.pg_arrays import bigint_array, text_array
 from patchsync.apply.targets.sql.schema import term_hash
 from patchsync.apply.targets.sql.statements import LOOKUP_CHUNK, PG_SESSION, Statements
@@ -247,16 +247,18 @@ class TermDictionary:
                 cursor.execute(self.sql.term_insert_new, (bigint_array(numbers), values, texts))
                 ids.update(zip(new, numbers, strict=True))
             except Exception as exc:
-                if getattr(exc, "sqlstate", None) != UNIQUE_VIOLATION:
+                if not is_unique_violation(exc):
                     raise
                 # Another applier added some of them since our lookup (or since the table
                 # was empty, see _pg_fresh): insert-or-ignore. The ids drawn stay unused.
                 self._pg_fresh = False
                 self._pg_store(cursor.execute(self.sql.term_insert, (values, texts, values, texts)).fetchall())
-        if any(t not in ids for t in terms):
-            # Another applier committed some of these after our statement began: its rows
-            # made ours conflict, and only a new snapshot shows them.
-            self._pg_read(cursor, [t for t in terms if t not in ids], hashes)
+                # Only here can a term still lack an id: another applier committed it after
+                # that statement began, so its row made ours conflict and only a new
+                # snapshot shows it.
+                missing = [t for t in new if t not in ids]
+                if missing:
+                    self._pg_read(cursor, missing, hashes)
 
     def _pg_read(self, cursor: Any, terms: list[str], hashes: dict[str, int]) -> None:
         params = (bigint_array([hashes[t] for t in terms]), text_array(terms))
