@@ -25,19 +25,13 @@ def split_keys_pure(quads: Sequence[Quad], ids: dict[str, int]) -> tuple[list[An
     misses: list[int] = []
     unknown: dict[str, None] = {}
     for s, p, o, g in quads:
-        if not g:
-            g = ""
-        key = (get(s), get(p), get(o), get(g))
+        terms = (s, p, o, g or "")
+        key = tuple(map(get, terms))
         if None in key:
             misses.append(len(keys))
-            if key[0] is None:
-                unknown[s] = None
-            if key[1] is None:
-                unknown[p] = None
-            if key[2] is None:
-                unknown[o] = None
-            if key[3] is None:
-                unknown[g] = None
+            for term, term_id in zip(terms, key, strict=True):
+                if term_id is None:
+                    unknown[term] = None
         keys.append(key)
     return keys, misses, unknown
 
@@ -57,29 +51,15 @@ def store_keys_pure(quads: Sequence[Quad], ids: dict[str, int], next_id: int, ne
     get = ids.get
     keys: list[Any] = []
     for s, p, o, g in quads:
-        if not g:
-            g = ""
-        ks = get(s)
-        if ks is None:
-            ids[s] = ks = next_id
-            next_id += 1
-            new.append(s)
-        kp = get(p)
-        if kp is None:
-            ids[p] = kp = next_id
-            next_id += 1
-            new.append(p)
-        ko = get(o)
-        if ko is None:
-            ids[o] = ko = next_id
-            next_id += 1
-            new.append(o)
-        kg = get(g)
-        if kg is None:
-            ids[g] = kg = next_id
-            next_id += 1
-            new.append(g)
-        keys.append((ks, kp, ko, kg))
+        key = []
+        for term in (s, p, o, g or ""):
+            term_id = get(term)
+            if term_id is None:
+                ids[term] = term_id = next_id
+                next_id += 1
+                new.append(term)
+            key.append(term_id)
+        keys.append(tuple(key))
     return keys, next_id
 
 
