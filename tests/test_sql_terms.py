@@ -14,6 +14,7 @@ import pytest
 from sqlalchemy import create_engine
 
 import patchsync.apply.targets.sql.terms as sql_terms
+from patchsync.apply.target import Checkpoint
 from patchsync.apply.targets.sql import SqlTarget, current_revision, head_revision, upgrade_database
 from patchsync.apply.targets.sql.migrate import upgrade
 from patchsync.apply.targets.sql.schema import term_hash
@@ -259,6 +260,73 @@ def test_a_fresh_postgres_dictionary_stores_new_terms_without_a_lookup(pg_url: s
         dictionary_is_consistent(t)
         quads = set(t.quads())
     assert len(quads) == 5 and (iri("s"), iri("p"), shared, "") in quads
+
+
+@pytest.mark.parametrize("write", ["add_each", "add"])
+def test_new_terms_sent_beside_the_quads_take_another_appliers_ids(pg_url: str, write: str) -> None:
+    # PostgreSQL sends a batch's new terms on the dictionary's connection while the quads
+    # go on the unit's (SqlTarget._add_each_pg), with the ids drawn for them. When another
+    # applier stored some of those terms first, they take its ids: the quads written with
+    # the drawn ones are deleted and written again, and each add (or the count) is still
+    # told exactly: a quad the other applier stored is not added, though its drawn-id row was.
+    a = SqlTarget(pg_url)
+    a.begin()
+    a.add_each([(iri("a0"), iri("p"), '"0"', None)])
+    a.commit("a", Checkpoint(0, 0, 0), [])
+    a.flush()
+    assert a._pg_fresh  # a takes a term it lacks for new, with no lookup first
+    both = (iri("shared"), iri("p"), '"both"', iri("g"))
+    with SqlTarget(pg_url) as b:
+        b.begin()
+        assert b.add_each([both, (iri("x"), iri("shared2"), '"b"', None)]) == [True, True]
+        b.commit("b", Checkpoint(0, 0, 0), [])
+        b.flush()
+        theirs = {t: b._ids[t] for t in (iri("shared"), iri("shared2"), '"both"', iri("g"))}
+    mine = [(iri("a1"), iri("p"), '"1"', None), (iri("a2"), iri("shared2"), iri("shared"), None), both]
+    a.begin()
+    cursor = a._cur = RecordingCursor(a._cur)
+    if write == "add_each":
+        assert a.add_each(mine) == [True, True, False]
+    else:
+        assert a.add([*mine, mine[0]]) == 2
+    assert "DELETE" in cursor.seen  # the rows written with the drawn ids, undone
+    assert {t: a._ids[t] for t in theirs} == theirs and not a._pg_fresh
+    a.commit("a", Checkpoint(0, 0, 1), [])
+    a.flush()
+    a.close()
+    with SqlTarget(pg_url) as t:
+        dictionary_is_consistent(t)
+        assert set(t.quads()) == {
+            (iri("a0"), iri("p"), '"0"', ""),
+            (iri("x"), iri("shared2"), '"b"', ""),
+            (*both[:3], iri("g")),
+            (iri("a1"), iri("p"), '"1"', ""),
+            (iri("a2"), iri("shared2"), iri("shared"), ""),
+        }
+
+
+def test_a_failed_insert_of_new_terms_leaves_none_of_them_cached(pg_url: str) -> None:
+    # The ids drawn for terms sent beside the quads are cached before the insert is known
+    # to succeed; when it fails for another reason than a duplicate, they are forgotten and
+    # the error comes out as a target error (the unit's rows are rolled back with it).
+    import dataclasses
+
+    from patchsync.errors import PatchsyncError
+
+    t = SqlTarget(pg_url)
+    t.begin()
+    t.add_each([(iri("s"), iri("p"), '"0"', None)])
+    t.commit("log", Checkpoint(0, 0, 0), [])
+    t.flush()
+    t.sql = dataclasses.replace(t.sql, term_insert_new="INSERT INTO ps_terms_gone SELECT 1 WHERE %b AND %b AND %b")
+    t.begin()
+    with pytest.raises(PatchsyncError):
+        t.add_each([(iri("s"), iri("p"), '"new"', iri("new-graph"))])
+    assert '"new"' not in t._ids and iri("new-graph") not in t._ids and iri("s") in t._ids
+    t.discard()
+    with SqlTarget(pg_url) as fresh:
+        dictionary_is_consistent(fresh)
+        assert set(fresh.quads()) == {(iri("s"), iri("p"), '"0"', "")}
 
 
 def test_revision_0002_data_moves_into_the_dictionary(sql_url: str) -> None:

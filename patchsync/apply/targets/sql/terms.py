@@ -12,6 +12,7 @@ empty is trusted to tell new terms before their insert, and only speed rests on 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from sqlalchemy import Engine
@@ -71,6 +72,13 @@ class TermDictionary:
     # index, which turns this off and falls back to insert-or-ignore. (Lookups that do not
     # store, for deletes and presence, never skip: there a wrong guess would lose a row.)
     _pg_fresh: bool
+    # PostgreSQL only: while set, _resolve_pg sends its plain insert of new terms from a
+    # thread and caches the ids drawn for them at once, so the server runs it beside the
+    # quad insert that follows on the other connection (see add_each); _in_flight is that
+    # insert until _settle_terms waits for it.
+    _overlap_terms: bool
+    _in_flight: tuple[Future[Any], list[str], list[int], dict[str, int], tuple[Any, Any]] | None
+    _term_sender: ThreadPoolExecutor | None
 
     def _init_terms(self, term_cache: int, term_cache_chars: int) -> None:
         self.term_cache = term_cache
@@ -86,6 +94,9 @@ class TermDictionary:
         self._known_max = None
         self._next_id = 1
         self._pg_fresh = False
+        self._overlap_terms = False
+        self._in_flight = None
+        self._term_sender = None
 
     def _keys(self, quads: Sequence[Quad], *, create: bool) -> list[tuple[int, int, int, int] | None]:
         """Each quad as (s, p, o, g) term ids, in order; with ``create`` unknown terms are
@@ -243,22 +254,60 @@ class TermDictionary:
             values, texts = bigint_array([hashes[t] for t in new]), text_array(new)
             # Ids from the table's own sequence: unique whoever else draws from it.
             numbers: list[int] = cursor.execute(self.sql.term_ids, (len(new),)).fetchone()[0]
+            params = (bigint_array(numbers), values, texts)
+            if self._overlap_terms:
+                if self._term_sender is None:
+                    self._term_sender = ThreadPoolExecutor(1, thread_name_prefix="patchsync-terms")
+                sent = self._term_sender.submit(cursor.execute, self.sql.term_insert_new, params)
+                # Cached before the insert is known to succeed: _settle_terms corrects them.
+                ids.update(zip(new, numbers, strict=True))
+                self._in_flight = (sent, new, numbers, hashes, (values, texts))
+                return
             try:
-                cursor.execute(self.sql.term_insert_new, (bigint_array(numbers), values, texts))
+                cursor.execute(self.sql.term_insert_new, params)
                 ids.update(zip(new, numbers, strict=True))
             except Exception as exc:
                 if not is_unique_violation(exc):
                     raise
-                # Another applier added some of them since our lookup (or since the table
-                # was empty, see _pg_fresh): insert-or-ignore. The ids drawn stay unused.
-                self._pg_fresh = False
-                self._pg_store(cursor.execute(self.sql.term_insert, (values, texts, values, texts)).fetchall())
-                # Only here can a term still lack an id: another applier committed it after
-                # that statement began, so its row made ours conflict and only a new
-                # snapshot shows it.
-                missing = [t for t in new if t not in ids]
-                if missing:
-                    self._pg_read(cursor, missing, hashes)
+                self._pg_insert_or_read(new, hashes, values, texts)
+
+    def _pg_insert_or_read(self, new: list[str], hashes: dict[str, int], values: Any, texts: Any) -> None:
+        """The plain insert of ``new`` failed on the unique index: another applier added
+        some of them since our lookup (or since the table was empty, see _pg_fresh). Insert
+        or ignore, and read back. The ids drawn for the plain insert stay unused."""
+        cursor = self._term_cur
+        self._pg_fresh = False
+        self._pg_store(cursor.execute(self.sql.term_insert, (values, texts, values, texts)).fetchall())
+        # Only here can a term still lack an id: another applier committed it after that
+        # statement began, so its row made ours conflict and only a new snapshot shows it.
+        missing = [t for t in new if t not in self._ids]
+        if missing:
+            self._pg_read(cursor, missing, hashes)
+
+    def _settle_terms(self, *, failing: bool = False) -> bool:
+        """Wait for the insert of new terms sent from a thread (see _overlap_terms); returns
+        whether any of them got an id other than the one drawn for it (another applier had
+        stored it), so that rows written with the drawn ids must be written again. If the
+        insert failed otherwise, its terms leave the cache and the error is raised, unless
+        ``failing`` (the caller is raising an error of its own already)."""
+        if self._in_flight is None:
+            return False
+        sent, new, numbers, hashes, (values, texts) = self._in_flight
+        self._in_flight = None
+        try:
+            sent.result()
+            return False
+        except Exception as exc:
+            # Not stored with these ids (or not at all): out of the cache.
+            self._forget(list(new))
+            if failing:
+                return False
+            if not is_unique_violation(exc):
+                raise
+        self._pg_insert_or_read(new, hashes, values, texts)
+        ids = self._ids
+        self._ids_chars += sum(len(term) for term in new if term in ids)
+        return any(ids.get(term) != number for term, number in zip(new, numbers, strict=True))
 
     def _pg_read(self, cursor: Any, terms: list[str], hashes: dict[str, int]) -> None:
         params = (bigint_array([hashes[t] for t in terms]), text_array(terms))
