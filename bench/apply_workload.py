@@ -13,12 +13,16 @@ the same log from a file end to end (decoding included): ``patchsync apply`` of 
 ``.jellyp`` file, rdflib's ``Dataset.parse(format="patch")`` of the same log as RDF Patch
 text (in memory, not atomic). Module imports are outside every clock (rdflib is imported
 before its case; :func:`warm_imports` loads what opening a target loads); creating and
-migrating each fresh target is on it. ``--baseline PATH`` runs the patchsync cases again with the
-patchsync package of PATH (e.g. a detached worktree of main) in subprocesses.
+migrating each fresh target is on it. Each patchsync case runs in a fresh process;
+``--baseline PATH`` runs it again with the patchsync package of PATH (e.g. a detached
+worktree of main).
 
 ``--resume-rows N`` also measures resuming: a log of N rows is applied to SQLite, one patch
 is appended and the log applied again (with a decoder snapshot; the baseline decodes the
 log from the start), reported as a share of the first apply's time (target <= 5%).
+
+``--repeat N`` runs N rounds (rdflib's parser, then each case, then its baseline) and
+prints each round's figures and the medians; each ratio is taken within its round.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ import tempfile
 import time
 from contextlib import AbstractContextManager
 from pathlib import Path
+from statistics import median
 from typing import Any
 
 from rdflib import BNode, Literal, URIRef
@@ -202,10 +207,14 @@ def resume_seconds(log: Path, extra: list[Any], work: Path, snapshots: bool) -> 
     return first, again
 
 
+#: The checkout this module belongs to.
+HERE = Path(__file__).resolve().parent.parent
+
+
 def in_baseline(checkout: str, call: str) -> Any:
-    """Evaluate ``call`` (an expression over this module) with the patchsync of ``checkout``."""
-    here = Path(__file__).resolve().parent.parent
-    env = {**os.environ, "PYTHONPATH": f"{checkout}{os.pathsep}{here}"}
+    """Evaluate ``call`` (an expression over this module) with the patchsync of ``checkout``
+    in a process of its own (``checkout`` may be this one, :data:`HERE`)."""
+    env = {**os.environ, "PYTHONPATH": f"{checkout}{os.pathsep}{HERE}"}
     code = f"import json; from pathlib import Path; from bench.apply_workload import *; print(json.dumps({call}))"
     # -P: without it ``-c`` puts the working directory first on sys.path, and run from a
     # checkout's root the "baseline" would import that checkout's patchsync instead.
@@ -219,6 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--patches", type=int, default=4000)
     ap.add_argument("--baseline", metavar="PATH", help="a checkout whose patchsync runs the baseline column")
     ap.add_argument("--resume-rows", type=int, default=0, metavar="N")
+    ap.add_argument("--repeat", type=int, default=1, metavar="N", help="rounds of every case, reported as medians")
     ap.add_argument("--out", default="bench/out")
     ap.add_argument(
         "--cases", default="sqlite,postgresql,file", help="comma-separated targets to run (rdflib's parser always runs)"
@@ -238,26 +248,50 @@ def main(argv: list[str] | None = None) -> int:
     )
     from rdflib import Dataset
 
-    gc.collect()
-    start = time.perf_counter()
-    Dataset().parse(data=text, format="patch")
-    rdflib_rate = rows / (time.perf_counter() - start)
-    table: dict[str, list[float | None]] = {"rdflib Dataset.parse(format='patch')": [rdflib_rate, rdflib_rate]}
-    for case in cases:
-        if case == "postgresql" and not PG_URL:
-            continue
-        new = rows / apply_seconds(case, log, work)
-        old = None
-        if args.baseline:
-            old = rows / in_baseline(args.baseline, f"apply_seconds({case!r}, Path({str(log)!r}), Path({str(work)!r}))")
-        table[f"patchsync apply -> {case}"] = [new, old]
-        print(f"  {case}: {new:,.0f} rows/s" + (f" (baseline {old:,.0f})" if old else ""), flush=True)
+    def rdflib_rate() -> float:
+        gc.collect()
+        start = time.perf_counter()
+        Dataset().parse(data=text, format="patch")
+        return rows / (time.perf_counter() - start)
+
+    # Each round measures rdflib's parser and then every case: a ratio is taken within its
+    # round, where the machine's speed is about the same for both (it drifts by a third
+    # from minute to minute on a shared two-core machine).
+    parser = "rdflib Dataset.parse(format='patch')"
+    rounds: dict[str, list[tuple[float, float | None]]] = {parser: []}
+    rdflib_rates: list[float] = []
+    for r in range(args.repeat):
+        rdflib_rates.append(rdflib_rate())
+        rounds[parser].append((rdflib_rates[-1], rdflib_rates[-1]))
+        for case in cases:
+            if case == "postgresql" and not PG_URL:
+                continue
+            # Each checkout in a fresh process of its own, so neither runs in a heap the
+            # other cases (or rdflib's parser) left behind.
+            call = f"apply_seconds({case!r}, Path({str(log)!r}), Path({str(work)!r}))"
+            new = rows / in_baseline(str(HERE), call)
+            old = rows / in_baseline(args.baseline, call) if args.baseline else None
+            rounds.setdefault(f"patchsync apply -> {case}", []).append((new, old))
+            label = f"round {r + 1}: " if args.repeat > 1 else ""
+            ratio = f" {new / rdflib_rates[-1]:.2f}x" + (f", baseline {old / rdflib_rates[-1]:.2f}x" if old else "")
+            print(
+                f"  {label}{case}: {new:,.0f} rows/s" + (f" (baseline {old:,.0f})" if old else "") + ratio, flush=True
+            )
     print()
+    if args.repeat > 1:
+        print(f"medians of {args.repeat} rounds (each ratio taken within its round, then the median)")
     print(f"{'case':40} {'rows/s':>10} {'x rdflib':>9} {'baseline':>10} {'x rdflib':>9}")
-    for name, (new_rate, old_rate) in table.items():
-        assert new_rate is not None
-        old_cols = f"{old_rate:>10,.0f} {old_rate / rdflib_rate:>8.2f}x" if old_rate else f"{'-':>10} {'-':>9}"
-        print(f"{name:40} {new_rate:>10,.0f} {new_rate / rdflib_rate:>8.2f}x {old_cols}")
+    table: dict[str, list[float | None]] = {}
+    for name, runs in rounds.items():
+        new_rate = median([n for n, _ in runs])
+        new_x = median([n / base for (n, _), base in zip(runs, rdflib_rates, strict=True)])
+        olds = [(o, base) for (_, o), base in zip(runs, rdflib_rates, strict=True) if o is not None]
+        old_rate = median([o for o, _ in olds]) if olds else None
+        old_cols = (
+            f"{old_rate:>10,.0f} {median([o / b for o, b in olds]):>8.2f}x" if old_rate else f"{'-':>10} {'-':>9}"
+        )
+        print(f"{name:40} {new_rate:>10,.0f} {new_x:>8.2f}x {old_cols}")
+        table[name] = [new_rate, old_rate]
     report: dict[str, Any] = {"rows": rows, "rates": table}
     if args.resume_rows:
         patches = max(1, args.resume_rows // 40)

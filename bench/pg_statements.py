@@ -46,11 +46,25 @@ def _statement_name(query: Any) -> str:
     return f"{verb} {tables[0][1]}" if tables else f"{verb} (other)"
 
 
-def timed_run(log: Path, work: Path) -> tuple[float, float, dict[str, list[float]]]:
-    """(wall, client CPU, statement name -> [count, seconds]) of one apply into PostgreSQL."""
+def busy_seconds(intervals: list[tuple[float, float]]) -> float:
+    """Seconds during which at least one of ``intervals`` (start, end) was open: statements
+    on the dictionary's connection run beside those on the unit's (SqlTarget._keys_beside),
+    so their times overlap and their sum overstates the wait."""
+    total, reach = 0.0, float("-inf")
+    for start, end in sorted(intervals):
+        if end > reach:
+            total += end - max(start, reach)
+            reach = end
+    return total
+
+
+def timed_run(log: Path, work: Path) -> tuple[float, float, dict[str, list[float]], float]:
+    """(wall, client CPU, statement name -> [count, seconds], seconds with any statement
+    in flight) of one apply into PostgreSQL."""
     import psycopg
 
     spent: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
+    intervals: list[tuple[float, float]] = []
     originals: dict[str, Callable[..., Any]] = {
         "execute": psycopg.Cursor.execute,
         "executemany": psycopg.Cursor.executemany,
@@ -64,9 +78,11 @@ def timed_run(log: Path, work: Path) -> tuple[float, float, dict[str, list[float
             try:
                 return original(self, query, *args, **kwargs)
             finally:
+                end = time.perf_counter()
                 entry = spent[_statement_name(query)]
                 entry[0] += 1
-                entry[1] += time.perf_counter() - start
+                entry[1] += end - start
+                intervals.append((start, end))
 
         return call
 
@@ -79,7 +95,7 @@ def timed_run(log: Path, work: Path) -> tuple[float, float, dict[str, list[float
     finally:
         for name, original in originals.items():
             setattr(psycopg.Cursor, name, original)
-    return wall, cpu, dict(spent)
+    return wall, cpu, dict(spent), busy_seconds(intervals)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -103,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     Dataset().parse(data=text, format="patch")
     rdflib_seconds = time.perf_counter() - start
     runs = sorted((timed_run(log, work) for _ in range(args.runs)), key=lambda run: run[0])
-    wall, cpu, spent = runs[len(runs) // 2]
+    wall, cpu, spent, busy = runs[len(runs) // 2]
     statements = sum(seconds for _, seconds in spent.values())
     budget = rdflib_seconds / TARGET
     print(f"{rows:,} add/delete rows; median of {args.runs} runs (walls {', '.join(f'{r[0]:.2f}' for r in runs)} s)")
@@ -117,12 +133,11 @@ def main(argv: list[str] | None = None) -> int:
         f"{'rdflib Dataset.parse(format=patch)':44} {'':>6} {rdflib_seconds:>8.3f}  {rows / rdflib_seconds:>9,.0f} rows/s"
     )
     print(f"{'patchsync apply -> postgresql (wall)':44} {'':>6} {wall:>8.3f}  {rows / wall:>9,.0f} rows/s")
-    print(f"{'  statements (wall, server and transfer)':44} {'':>6} {statements:>8.3f}")
+    print(f"{'  statements (wall, server and transfer), sum':44} {'':>6} {statements:>8.3f}")
+    print(f"{'  any statement in flight (overlaps once)':44} {'':>6} {busy:>8.3f}")
     print(f"{'  client CPU (decode, applier, batches)':44} {'':>6} {cpu:>8.3f}")
     print(f"{'budget for the 3x target':44} {'':>6} {budget:>8.3f}")
-    print(
-        f"x rdflib: {rdflib_seconds / wall:.2f}; statements alone would allow at most {rdflib_seconds / statements:.2f}x"
-    )
+    print(f"x rdflib: {rdflib_seconds / wall:.2f}; statements alone would allow at most {rdflib_seconds / busy:.2f}x")
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     log.unlink()
     return 0
