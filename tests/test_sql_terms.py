@@ -305,6 +305,24 @@ def test_new_terms_sent_beside_the_quads_take_another_appliers_ids(pg_url: str, 
         }
 
 
+def test_the_thread_that_sends_new_terms_ends_with_the_target(pg_url: str) -> None:
+    # The dictionary's inserts run on a thread of the target's own (SqlTarget._keys_beside),
+    # started with the first batch of new terms; closing (or discarding) the target ends it.
+    for end in ("close", "discard"):
+        t = SqlTarget(pg_url)
+        t.begin()
+        t.add_each([(iri(f"s-{end}"), iri("p"), f'"{end}"', None)])
+        sender = t._term_sender
+        assert sender is not None
+        threads = list(sender._threads)
+        assert threads and all(th.name.startswith("patchsync-terms") for th in threads)
+        getattr(t, end)()
+        assert t._term_sender is None and t._in_flight is None
+        for th in threads:
+            th.join(timeout=5)
+            assert not th.is_alive()
+
+
 def test_a_failed_insert_of_new_terms_leaves_none_of_them_cached(pg_url: str) -> None:
     # The ids drawn for terms sent beside the quads are cached before the insert is known
     # to succeed; when it fails for another reason than a duplicate, they are forgotten and
