@@ -74,8 +74,8 @@ class TermDictionary:
     _pg_fresh: bool
     # PostgreSQL only: while set, _resolve_pg sends its plain insert of new terms from a
     # thread and caches the ids drawn for them at once, so the server runs it beside the
-    # quad insert that follows on the other connection (see add_each); _in_flight is that
-    # insert until _settle_terms waits for it.
+    # quad insert that follows on the other connection (see SqlTarget._keys_beside);
+    # _in_flight is that insert until _settle_terms waits for it.
     _overlap_terms: bool
     _in_flight: tuple[Future[Any], list[str], list[int], dict[str, int], tuple[Any, Any]] | None
     _term_sender: ThreadPoolExecutor | None
