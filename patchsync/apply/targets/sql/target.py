@@ -223,7 +223,7 @@ class SqlTarget(TermDictionary, Ledger):
                 return self._execute_quads(self.sql.insert_quads, keys)
             aligned = self._keys_beside(quads)
             try:
-                added = self._execute_quads(self.sql.insert_quads, list(aligned))
+                added = self._execute_quads(self.sql.insert_quads, [k for k in aligned if k is not None])
             except BaseException:
                 self._settle_terms(failing=True)
                 raise
