@@ -103,11 +103,11 @@ class TermDictionary:
         stored, without it a quad with a term the database lacks is ``None`` (it cannot be there)."""
         # Every row applied goes through here (issue #14): each form below makes one pass
         # over the batch, plus one over the quads with a term to resolve.
-        get = self._ids.get
         if not create and self._complete:
             # SQLite holding every stored term: a quad with an uncached one is not stored.
             # (A comprehension: the fastest form of this pass, and presence probes run it
             # over every quad a commit group touches.)
+            get = self._ids.get
             probed: list[Any] = [
                 None if None in (key := (get(s), get(p), get(o), get(g or ""))) else key for s, p, o, g in quads
             ]
