@@ -211,7 +211,7 @@ def resume_seconds(log: Path, extra: list[Any], work: Path, snapshots: bool) -> 
 HERE = Path(__file__).resolve().parent.parent
 
 
-def in_baseline(checkout: str, call: str) -> Any:
+def in_checkout(checkout: str, call: str) -> Any:
     """Evaluate ``call`` (an expression over this module) with the patchsync of ``checkout``
     in a process of its own (``checkout`` may be this one, :data:`HERE`)."""
     env = {**os.environ, "PYTHONPATH": f"{checkout}{os.pathsep}{HERE}"}
@@ -269,8 +269,8 @@ def main(argv: list[str] | None = None) -> int:
             # Each checkout in a fresh process of its own, so neither runs in a heap the
             # other cases (or rdflib's parser) left behind.
             call = f"apply_seconds({case!r}, Path({str(log)!r}), Path({str(work)!r}))"
-            new = rows / in_baseline(str(HERE), call)
-            old = rows / in_baseline(args.baseline, call) if args.baseline else None
+            new = rows / in_checkout(str(HERE), call)
+            old = rows / in_checkout(args.baseline, call) if args.baseline else None
             rounds.setdefault(f"patchsync apply -> {case}", []).append((new, old))
             label = f"round {r + 1}: " if args.repeat > 1 else ""
             ratio = f" {new / rdflib_rates[-1]:.2f}x" + (f", baseline {old / rdflib_rates[-1]:.2f}x" if old else "")
@@ -303,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
         report["resume"] = {"first": first, "again": again}
         if args.baseline:
             write_log(workload(patches), big)
-            b_first, b_again = in_baseline(
+            b_first, b_again = in_checkout(
                 args.baseline,
                 f"resume_seconds(Path({str(big)!r}), workload(1, seed=99, first={patches}), Path({str(work)!r}), False)",
             )
