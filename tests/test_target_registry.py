@@ -109,6 +109,7 @@ _METHODS = {
     "contains": ("contains",),
     "history": ("history",),
     "write_each": ("add_each", "delete_each"),
+    "bulk_load": ("defer_indexes",),
 }
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from patchsync._lazy import lazy_attributes
 from patchsync.apply.registry import open_target, register_target, target_schemes
 from patchsync.apply.target import (
+    CAN_BULK_LOAD,
     CAN_CONTAINS,
     CAN_DISCARD,
     CAN_DUMP,
@@ -56,6 +57,7 @@ __getattr__ = lazy_attributes(__name__, _LAZY)
 
 
 __all__ = [
+    "CAN_BULK_LOAD",
     "CAN_CONTAINS",
     "CAN_DISCARD",
     "CAN_DUMP",

@@ -88,8 +88,22 @@ CAN_LAST_WRITES = "last_writes"
 #: ``write_each``: ``add_each(quads) -> list[bool]`` and ``delete_each(quads) -> list[bool]``
 #: write like ``add``/``delete`` and tell whether each quad changed the target.
 CAN_WRITE_EACH = "write_each"
+#: ``bulk_load``: ``defer_indexes() -> bool``, called in an open unit of an empty target
+#: that is about to receive many quads, leaves out the indexes that only serve readers'
+#: pattern lookups until the unit commits, and builds them then, each with one sort
+#: instead of an insert at a random place per quad. The unit stays one atomic change.
+CAN_BULK_LOAD = "bulk_load"
 CAPABILITIES = frozenset(
-    {CAN_DUMP, CAN_NAMESPACES, CAN_HISTORY, CAN_CONTAINS, CAN_DISCARD, CAN_LAST_WRITES, CAN_WRITE_EACH}
+    {
+        CAN_DUMP,
+        CAN_NAMESPACES,
+        CAN_HISTORY,
+        CAN_CONTAINS,
+        CAN_DISCARD,
+        CAN_LAST_WRITES,
+        CAN_WRITE_EACH,
+        CAN_BULK_LOAD,
+    }
 )
 
 

@@ -39,6 +39,7 @@ from sqlalchemy.engine import RootTransaction
 from sqlalchemy.exc import SQLAlchemyError
 
 from patchsync.apply.target import (
+    CAN_BULK_LOAD,
     CAN_CONTAINS,
     CAN_DISCARD,
     CAN_DUMP,
@@ -50,7 +51,7 @@ from patchsync.apply.target import (
     PatchRecord,
     Quad,
 )
-from patchsync.apply.targets.sql import schema
+from patchsync.apply.targets.sql import bulk, schema
 from patchsync.apply.targets.sql.engine import create_sql_engine, safe_url
 from patchsync.apply.targets.sql.errors import is_unique_violation, translate
 from patchsync.apply.targets.sql.ledger import Ledger
@@ -82,7 +83,16 @@ class SqlTarget(TermDictionary, Ledger):
     """
 
     capabilities: ClassVar[frozenset[str]] = frozenset(
-        {CAN_DUMP, CAN_NAMESPACES, CAN_HISTORY, CAN_CONTAINS, CAN_DISCARD, CAN_LAST_WRITES, CAN_WRITE_EACH}
+        {
+            CAN_DUMP,
+            CAN_NAMESPACES,
+            CAN_HISTORY,
+            CAN_CONTAINS,
+            CAN_DISCARD,
+            CAN_LAST_WRITES,
+            CAN_WRITE_EACH,
+            CAN_BULK_LOAD,
+        }
     )
 
     def __init__(
@@ -109,6 +119,7 @@ class SqlTarget(TermDictionary, Ledger):
         self._in_unit = False  # a SAVEPOINT for the open unit is set
         self._last = False  # the open unit's remaining writes end with its commit
         self._unsaved = False  # the open unit wrote without a savepoint
+        self._deferred: list[str] = []  # indexes the open unit builds at its commit (bulk)
         self._failed = False  # a database error was seen: the connection may be dead
         # Patch records of the committed units of the open transaction, written at flush.
         self._records: list[tuple[Any, ...]] = []
@@ -203,6 +214,16 @@ class SqlTarget(TermDictionary, Ledger):
     def last_writes(self) -> None:
         """The open unit's writes from now on end with its commit: they need no savepoint."""
         self._last = True
+
+    def defer_indexes(self) -> bool:
+        """In an open unit, on an empty quad table: leave out its secondary indexes until the
+        unit commits, then build each with one sort (:mod:`.bulk`). Returns whether they are
+        left out (not when the table holds quads: a sort of them all would cost more)."""
+        with self._guard("deferring indexes"):
+            if not self._deferred and self._cur.execute(bulk.ANY_QUAD).fetchone() is None:
+                self._before_write()  # under the unit's savepoint: its rollback restores them
+                self._deferred = bulk.drop_secondary(self._cur, self.dialect)
+        return bool(self._deferred)
 
     def _before_write(self) -> None:
         # Lazily: a unit that writes only with its commit never pays for a savepoint.
@@ -414,6 +435,9 @@ class SqlTarget(TermDictionary, Ledger):
                     ],
                 )
                 self._record_ids.update(r.patch_id for r in records if r.patch_id is not None)
+            if self._deferred:
+                bulk.build(self._cur, self._deferred)
+                self._deferred = []
             if self._in_unit:
                 self._cur.execute("RELEASE SAVEPOINT ps_unit")
                 self._in_unit = False
@@ -459,6 +483,7 @@ class SqlTarget(TermDictionary, Ledger):
                 if self._in_unit:
                     # An open unit never reaches the commit; it would be incomplete.
                     self._in_unit = False
+                    self._deferred = []
                     self._cur.execute("ROLLBACK TO SAVEPOINT ps_unit")
                     self._cur.execute("RELEASE SAVEPOINT ps_unit")
                     self._forget(self._unit_terms)
@@ -486,6 +511,7 @@ class SqlTarget(TermDictionary, Ledger):
             pass
         self._tx = None
         self._in_unit = self._last = self._unsaved = False
+        self._deferred = []
         self._forget(self._unit_terms)
         self._forget(self._tx_terms)
         self._complete = False
