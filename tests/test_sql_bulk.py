@@ -21,12 +21,15 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, inspect
 
+from patchsync.apply.api import apply_file
 from patchsync.apply.base import load_base
 from patchsync.apply.target import CAN_BULK_LOAD, Checkpoint, Quad, capabilities_of, dumpable
 from patchsync.apply.targets.memory import MemoryTarget
 from patchsync.apply.targets.sql import SqlTarget, bulk
 from patchsync.codec.rdf_encoder import encode_statements
 from patchsync.errors import ApplyError
+from patchsync.events import Add, PatchEnd, TxCommit, TxStart
+from patchsync.logs.patch_logs import write_events
 from patchsync.terms.ntriples import NTriplesTerms
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -155,3 +158,31 @@ def test_a_load_killed_midway_leaves_the_indexes_and_an_empty_table(tmp_path: Pa
     assert indexes(url) == before
     with SqlTarget(url) as replica:
         assert quads_of(replica) == []
+
+
+def test_cli_apply_base_into_sqlite_ends_with_the_indexes(tmp_path: Path) -> None:
+    base = write_base(tmp_path / "base.jelly", 6_000)
+    log = tmp_path / "after.jellyp"
+    added = Add(f"<{EX}new>", f"<{EX}p0>", '"after the base"', None)
+    with open(log, "wb") as f:
+        write_events([TxStart(), added, TxCommit(), PatchEnd()], f, "jellyp", adapter=NTriplesTerms())
+    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    with SqlTarget(url):
+        pass
+    before = indexes(url)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-m", "patchsync", "apply", "--base", str(base), str(log), "--target", url],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert indexes(url) == before
+    reference = MemoryTarget()
+    load_base(reference, base)
+    apply_file(log, reference)
+    with SqlTarget(url) as replica:
+        assert quads_of(replica) == quads_of(reference)
+        assert len(quads_of(replica)) == 6_001
