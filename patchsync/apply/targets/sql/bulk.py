@@ -19,11 +19,12 @@ from __future__ import annotations
 from typing import Any
 
 #: The quad table's non-unique indexes (a unique one is a constraint the load relies on):
-#: (name to drop, statement that makes it).
+#: (name to drop, quoted as SQL needs it; statement that makes it).
 _SECONDARY = {
     "sqlite": (
-        "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'ps_quads'"
-        " AND sql IS NOT NULL AND upper(sql) NOT LIKE 'CREATE UNIQUE%' ORDER BY name"
+        # printf's %w doubles the double quotes inside an identifier.
+        """SELECT printf('"%w"', name), sql FROM sqlite_master WHERE type = 'index'"""
+        " AND tbl_name = 'ps_quads' AND sql IS NOT NULL AND upper(sql) NOT LIKE 'CREATE UNIQUE%' ORDER BY name"
     ),
     # indexrelid::regclass prints the name as the search path needs it, quoted if need be.
     "postgresql": (
@@ -37,7 +38,7 @@ ANY_QUAD = "SELECT 1 FROM ps_quads LIMIT 1"
 
 
 def secondary_indexes(cursor: Any, dialect: str) -> list[tuple[str, str]]:
-    """The quad table's secondary indexes: (name, the statement that makes it)."""
+    """The quad table's secondary indexes: (quoted name, the statement that makes it)."""
     return [(str(name), str(ddl)) for name, ddl in cursor.execute(_SECONDARY[dialect]).fetchall()]
 
 
@@ -45,9 +46,7 @@ def drop_secondary(cursor: Any, dialect: str) -> list[str]:
     """Drop the quad table's secondary indexes; returns the statements that make them again."""
     found = secondary_indexes(cursor, dialect)
     for name, _ddl in found:
-        # SQLite's names come from its catalog as they are; PostgreSQL's already quoted.
-        quoted = name if dialect == "postgresql" else '"' + name.replace('"', '""') + '"'
-        cursor.execute(f"DROP INDEX {quoted}")
+        cursor.execute(f"DROP INDEX {name}")
     return [ddl for _name, ddl in found]
 
 
