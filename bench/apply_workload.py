@@ -37,6 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
 from statistics import median
@@ -159,30 +160,38 @@ def command_pacing() -> AbstractContextManager[None]:
     return paced_collector()
 
 
+@contextlib.contextmanager
+def fresh_spec(case: str, work: Path, tag: str) -> Iterator[str]:
+    """The address of a fresh target of kind ``case``: a PostgreSQL schema ``TAG_PID`` or a
+    file ``TAG-PID`` under ``work``, dropped or removed when the block ends."""
+    schema, stem = f"{tag}_{os.getpid()}", f"{tag}-{os.getpid()}"
+    spec = {
+        "sqlite": f"sqlite:///{work / f'{stem}.db'}",
+        "postgresql": fresh_pg(schema) if case == "postgresql" else "",
+        "file": f"file:{work / f'{stem}.nq'}",
+    }[case]
+    try:
+        yield spec
+    finally:
+        if case == "postgresql":
+            drop_pg(schema)
+        for leftover in work.glob(f"{stem}*"):
+            leftover.unlink()
+
+
 def apply_seconds(case: str, log: Path, work: Path) -> float:
     """Seconds of ``patchsync apply`` of ``log`` into a fresh target of kind ``case``."""
     from patchsync.apply import apply_file, open_target
 
     warm_imports(work)
-
-    schema = f"wl_{os.getpid()}"
-    spec = {
-        "sqlite": f"sqlite:///{work / f'wl-{os.getpid()}.db'}",
-        "postgresql": fresh_pg(schema) if case == "postgresql" else "",
-        "file": f"file:{work / f'wl-{os.getpid()}.nq'}",
-    }[case]
-    gc.collect()
-    with command_pacing():
-        start = time.perf_counter()
-        target = open_target(spec)
-        apply_file(log, target, source="workload")
-        target.close()
-        seconds = time.perf_counter() - start
-    if case == "postgresql":
-        drop_pg(schema)
-    for leftover in work.glob(f"wl-{os.getpid()}*"):
-        leftover.unlink()
-    return seconds
+    with fresh_spec(case, work, "wl") as spec:
+        gc.collect()
+        with command_pacing():
+            start = time.perf_counter()
+            target = open_target(spec)
+            apply_file(log, target, source="workload")
+            target.close()
+            return time.perf_counter() - start
 
 
 def resume_seconds(log: Path, extra: list[Any], work: Path, snapshots: bool) -> tuple[float, float]:

@@ -42,24 +42,17 @@ def write_base(path: Path, quads: int) -> None:
 def load_seconds(case: str, base: Path, work: Path) -> list[float]:
     """[seconds, quads loaded] of ``load_base`` of ``base`` into a fresh target of kind ``case``."""
     # Imported here, after in_checkout put the checkout measured first on the path.
-    from bench.apply_workload import drop_pg, fresh_pg, warm_imports
+    from bench.apply_workload import fresh_spec, warm_imports
     from patchsync.apply import open_target
     from patchsync.apply.base import load_base
 
     warm_imports(work)
-    schema = f"bl_{os.getpid()}"
-    db = work / f"bl-{os.getpid()}.db"
-    spec = fresh_pg(schema) if case == "postgresql" else f"sqlite:///{db}"
-    start = time.perf_counter()
-    target = open_target(spec)
-    report = load_base(target, base)
-    target.close()
-    seconds = time.perf_counter() - start
-    if case == "postgresql":
-        drop_pg(schema)
-    for leftover in work.glob(f"bl-{os.getpid()}*"):
-        leftover.unlink()
-    return [seconds, float(report.quads)]
+    with fresh_spec(case, work, "bl") as spec:
+        start = time.perf_counter()
+        target = open_target(spec)
+        report = load_base(target, base)
+        target.close()
+        return [time.perf_counter() - start, float(report.quads)]
 
 
 def in_checkout(checkout: str, call: str) -> Any:
