@@ -14,10 +14,13 @@ $(STAMP): pyproject.toml setup.py
 	$(BIN)/pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 
-# The compiled codec core (patchsync/codec/*.pyx), rebuilt in place when a .pyx changes
-# (pip install -e builds it once; an editable install does not rebuild it by itself).
+# The compiled extensions, one per layer (setup.py): the codec core (patchsync/codec/*.pyx)
+# and the SQL target's speed-ups (patchsync/apply/targets/sql/*.pyx), rebuilt in place when a
+# .pyx or .pxi changes (pip install -e builds them once; an editable install does not rebuild
+# them by itself).
+NATIVE_SOURCES := $(wildcard patchsync/codec/*.pyx patchsync/codec/*.pxi patchsync/apply/targets/sql/*.pyx patchsync/apply/targets/sql/*.pxi)
 NATIVE_STAMP := $(VENV)/.native
-$(NATIVE_STAMP): $(STAMP) $(wildcard patchsync/codec/*.pyx patchsync/codec/*.pxi)
+$(NATIVE_STAMP): $(STAMP) setup.py $(NATIVE_SOURCES)
 	$(BIN)/python setup.py --quiet build_ext --inplace
 	touch $(NATIVE_STAMP)
 
@@ -80,4 +83,5 @@ proto: $(STAMP)
 	$(BIN)/python scripts/gen_proto.py
 
 clean:
-	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache build patchsync/codec/*.so patchsync/codec/_native_*.c
+	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache build patchsync/codec/*.so patchsync/codec/_native*.c \
+		patchsync/apply/targets/sql/*.so patchsync/apply/targets/sql/_native*.c

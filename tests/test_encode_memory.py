@@ -2,7 +2,7 @@
 
 An encoder is fed long terms, every one new (a producer of long texts: kilobyte literals,
 long IRIs) or a few known ones as new objects each time, under ``tracemalloc``, with each patch's bytes taken and dropped; the peak of
-traced memory must stay below the caches' text budget (``term_encoder._CACHE_CHARS``)
+traced memory must stay below the caches' text budget (``caches.ENCODER_CACHE_CHARS``)
 plus a fixed part (lookups, a frame, the terms of one statement), far below what the
 terms fed take. The caches are bounded by entry count too, but 65,536 entries of such
 terms would be GBs. The last test shows the measure catches a caller that keeps the terms.
@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 from rdflib import Literal, URIRef
 
-from patchsync.codec import term_encoder
 from patchsync.codec.patch_encoder import PatchEncoder, PurePatchEncoder
 from patchsync.codec.rdf_encoder import PureRdfEncoder, RdfEncoder
 from patchsync.events import LogicalType, PhysicalType, RdfOptions
 from patchsync.options import PatchOptions, StatementType
+from patchsync.terms import caches
 from patchsync.terms.ntriples import NTriplesTerms
 from patchsync.terms.rdflib_adapter import RdflibTerms
 
@@ -29,7 +29,7 @@ STATEMENTS = 4_000
 LENGTH = 4_000  # characters of each IRI and each literal
 #: What an encoder may hold besides its caches' text: lookups, a frame, one statement.
 FIXED = 8 << 20
-BOUND = term_encoder._CACHE_CHARS + FIXED
+BOUND = caches.ENCODER_CACHE_CHARS + FIXED
 PATCH = 100  # statements per patch (its bytes are taken and dropped at its end)
 
 

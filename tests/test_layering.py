@@ -5,11 +5,17 @@ which still tie two modules together), and checked against the layer table: a mo
 only its own package's modules and layers below its own. The codec in particular imports
 nothing above the term layer, so it stays pure (bytes in, events out). No module may take
 part in an import cycle, and none may grow past 600 lines.
+
+A compiled extension is a module too: its ``.pyx`` and the ``.pxi`` files it includes
+are read for ``import``, ``from ... import``, ``cimport`` and ``from ... cimport``, so the
+compiled code of a layer is held to the same table as its Python code.
 """
 
 from __future__ import annotations
 
 import ast
+import io
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -51,7 +57,45 @@ def _module_name(path: Path) -> str:
 
 
 def _modules() -> dict[str, Path]:
-    return {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py")) if "_proto" not in p.parts}
+    """Every module of the package: its ``.py`` files and the ``.pyx`` of its compiled extensions."""
+    paths = sorted([*PACKAGE.rglob("*.py"), *PACKAGE.rglob("*.pyx")])
+    return {_module_name(p): p for p in paths if "_proto" not in p.parts}
+
+
+def _cython_statements(path: Path) -> list[ast.stmt]:
+    """The import statements of a Cython file and of the ``.pxi`` files it includes, as Python's
+    ``ast`` (``cimport`` read as ``import``: either ties the extension to that module).
+
+    Cython is not Python, but it is made of Python's tokens: a logical line that starts with
+    ``import``, ``from`` or ``cimport`` is an import (``cdef extern from`` starts with ``cdef``;
+    docstrings and C code are string tokens), and ``include "x.pxi"`` inlines that file.
+    """
+    statements: list[ast.stmt] = []
+    line: list[str] = []
+    skipped = (tokenize.COMMENT, tokenize.NL, tokenize.INDENT, tokenize.DEDENT)
+    for token in tokenize.generate_tokens(io.StringIO(path.read_text()).readline):
+        if token.type in skipped:
+            continue
+        if token.type not in (tokenize.NEWLINE, tokenize.ENDMARKER):
+            line.append(token.string)
+            continue
+        words, line = line, []
+        if words[:1] == ["include"]:
+            statements += _cython_statements(path.parent / ast.literal_eval(words[1]))
+        elif words[:1] in (["import"], ["cimport"], ["from"]):
+            text = " ".join("import" if w == "cimport" else w for w in words)
+            statements += ast.parse(text, str(path)).body
+    return statements
+
+
+def _included(pyx: Path) -> set[Path]:
+    """The ``.pxi`` files ``pyx`` includes."""
+    found: set[Path] = set()
+    for line in pyx.read_text().splitlines():
+        words = line.split()
+        if words[:1] == ["include"]:
+            found.add(pyx.parent / ast.literal_eval(words[1]))
+    return found
 
 
 def _imports(name: str, path: Path) -> set[str]:
@@ -59,7 +103,8 @@ def _imports(name: str, path: Path) -> set[str]:
     modules = _modules()
     is_package = path.name == "__init__.py"
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    tree = ast.Module(_cython_statements(path), []) if path.suffix == ".pyx" else ast.parse(path.read_text(), str(path))
+    for node in ast.walk(tree):
         targets: list[str] = []
         if isinstance(node, ast.Import):
             targets = [a.name for a in node.names]
@@ -90,9 +135,10 @@ def test_every_part_has_a_layer() -> None:
     assert parts <= set(LAYERS), f"give these a layer: {sorted(parts - set(LAYERS))}"
 
 
-def test_imports_go_down_the_layers() -> None:
+def _upward(graph: dict[str, set[str]]) -> list[str]:
+    """The imports of ``graph`` that go up or sideways."""
     wrong: list[str] = []
-    for module, deps in _graph().items():
+    for module, deps in graph.items():
         part = _part(module)
         if part is None:  # the curated API in patchsync/__init__.py may name any layer but cli
             wrong += [f"patchsync -> {d}" for d in deps if _part(d) in ("cli", "__main__")]
@@ -107,11 +153,58 @@ def test_imports_go_down_the_layers() -> None:
                     wrong.append(f"{module} -> patchsync")
             elif LAYERS[dep_part] >= LAYERS[part]:
                 wrong.append(f"{module} -> {dep}")
+    return wrong
+
+
+def test_imports_go_down_the_layers() -> None:
+    wrong = _upward(_graph())
     assert not wrong, "imports that go up or sideways:\n" + "\n".join(sorted(wrong))
 
 
+def test_a_compiled_extension_is_held_to_the_layers(tmp_path: Path) -> None:
+    # An extension of the codec that cimports from the SQL layer inside a .pxi it includes,
+    # and imports from it in a parenthesized, indented statement: both are upward imports.
+    codec = tmp_path / "patchsync" / "codec"
+    codec.mkdir(parents=True)
+    (codec / "_core.pyx").write_text(
+        '# cython: language_level=3\n"""from patchsync.cli import main (a docstring, not an import)"""\n'
+        'cdef extern from "Python.h":\n    int Py_IsNone(object o)\n'
+        'include "_core_sql.pxi"\n'
+    )
+    (codec / "_core_sql.pxi").write_text(
+        "from patchsync.apply.targets.sql._native cimport term_hash\n"
+        "def f():\n    from patchsync.apply.targets.sql.schema import (\n        term_hash_pure,\n    )\n"
+    )
+    deps = _imports("patchsync.codec._core", codec / "_core.pyx")
+    assert deps == {"patchsync.apply.targets.sql._native", "patchsync.apply.targets.sql.schema"}
+    assert sorted(_upward({"patchsync.codec._core": deps})) == [f"patchsync.codec._core -> {d}" for d in sorted(deps)]
+
+
+def test_every_pxi_belongs_to_an_extension() -> None:
+    # A .pxi is read as part of the .pyx that includes it; one included by none is not checked.
+    included = {p for pyx in PACKAGE.rglob("*.pyx") for p in _included(pyx)}
+    assert set(PACKAGE.rglob("*.pxi")) == included
+    assert all(p.is_file() for p in included)
+
+
+def test_compiled_code_imports_no_private_names() -> None:
+    # What the compiled core shares with the pure code is public, so a rename on one side
+    # cannot leave the other reading a stale private name.
+    wrong = [
+        f"{name}: from {node.module} import {alias.name}"
+        for name, path in _modules().items()
+        if path.suffix == ".pyx"
+        for node in _cython_statements(path)
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("patchsync")
+        for alias in node.names
+        if alias.name.startswith("_") and f"{node.module}.{alias.name}" not in _modules()
+    ]
+    assert not wrong, wrong
+
+
 def test_the_codec_imports_only_the_layers_below_it() -> None:
-    allowed = {"_proto", "errors", "options", "events", "units", "terms", "codec"}
+    # _lazy: the one rule for choosing a compiled extension (PATCHSYNC_PURE, not built).
+    allowed = {"_proto", "errors", "_lazy", "options", "events", "units", "terms", "codec"}
     graph = _graph()
     codec = {m: d for m, d in graph.items() if _part(m) == "codec"}
     assert codec, "no codec modules found"
@@ -165,9 +258,15 @@ def test_the_cycle_check_finds_a_planted_cycle() -> None:
     assert _cycles(graph) == [["a", "b", "c"]]
 
 
-@pytest.mark.parametrize("name", sorted(_modules()))
+def _sources() -> dict[str, Path]:
+    """Every source file of the package by its path: ``.py``, ``.pyx`` and ``.pxi``."""
+    paths = [*_modules().values(), *PACKAGE.rglob("*.pxi")]
+    return {str(p.relative_to(PACKAGE.parent)): p for p in sorted(paths)}
+
+
+@pytest.mark.parametrize("name", sorted(_sources()))
 def test_no_module_over_600_lines(name: str) -> None:
-    lines = len(_modules()[name].read_text().splitlines())
+    lines = len(_sources()[name].read_text().splitlines())
     assert lines <= MAX_LINES, f"{name} has {lines} lines; split it by what it holds"
 
 
@@ -179,6 +278,8 @@ def _private_reads() -> list[str]:
     or namedtuple's public ``_replace``)."""
     found = []
     for name, path in _modules().items():
+        if path.suffix != ".py":
+            continue
         for node in ast.walk(ast.parse(path.read_text())):
             if not (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load)):
                 continue

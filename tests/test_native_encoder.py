@@ -28,13 +28,14 @@ from rdflib import BNode, Literal, URIRef
 from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
 
 from patchsync import Add, Delete, Header, PatchEnd, PatchOptions, StatementType, StreamType, TripleTerm, TxStart
-from patchsync.codec import _native, term_encoder
+from patchsync.codec import _native
 from patchsync.codec.patch_decoder import PatchDecoder
 from patchsync.codec.patch_encoder import PatchEncoder, PurePatchEncoder
 from patchsync.codec.rdf_encoder import PureRdfEncoder, RdfEncoder
 from patchsync.conformance.patch import _read_patch_text, _requested_options
 from patchsync.errors import EncodeError
 from patchsync.events import LogicalType, PhysicalType, RdfOptions
+from patchsync.terms import caches
 from patchsync.terms.ntriples import NTriplesTerms
 from patchsync.terms.rdflib_adapter import RdflibTerms
 
@@ -347,7 +348,7 @@ def test_repeated_literals_compare_as_rdflib_compares_them() -> None:
 @pytest.mark.parametrize("adapter", [NTriplesTerms(), None], ids=["nt", "rdflib"])
 def test_long_terms_drop_the_caches_at_the_same_budget(adapter: Any) -> None:
     # IRIs and literals of 8,000 characters, each new about 2 times in 3: the caches pass
-    # term_encoder._CACHE_CHARS several times over. Both paths count the text they cache
+    # caches.ENCODER_CACHE_CHARS several times over. Both paths count the text they cache
     # the same way and drop their caches, and the bytes stay the same.
     long = "x" * 8_000
     fed = 0
@@ -362,7 +363,7 @@ def test_long_terms_drop_the_caches_at_the_same_budget(adapter: Any) -> None:
         fed += len(s) + len(o)
         if i % 50 == 49:
             calls.append(("end_patch", ()))
-    assert fed > 2 * term_encoder._CACHE_CHARS
+    assert fed > 2 * caches.ENCODER_CACHE_CHARS
     options = PatchOptions(statement_type=StatementType.TRIPLES)
     pure, native, counting = patch_pair(options, adapter)
     drops = {"pure": 0, "native": 0}
@@ -380,4 +381,4 @@ def test_long_terms_drop_the_caches_at_the_same_budget(adapter: Any) -> None:
     assert drops["pure"] >= 2
     for encoder in (pure, native):
         held = encoder._terms._cache_chars
-        assert 0 < held <= term_encoder._CACHE_CHARS
+        assert 0 < held <= caches.ENCODER_CACHE_CHARS

@@ -2,7 +2,7 @@
 
 ``schema.term_hash`` is part of the stored format (each ``ps_terms`` row's ``h``): a copy
 that differed on any text would make the SQL target miss stored terms and store them twice.
-The compiled copy (patchsync/codec/_native_hash.pxi) implements BLAKE2b from RFC 7693, so
+The compiled copy (patchsync/apply/targets/sql/_native_hash.pxi) implements BLAKE2b from RFC 7693, so
 it is checked here against hashlib's BLAKE2b, the reference, on the lengths where a BLAKE2b
 implementation goes wrong: the empty message (one all-zero final block, RFC 7693 §3.3), and
 messages around the 128-byte block size (the last block is the final one even when full).
@@ -15,8 +15,8 @@ from hashlib import blake2b
 
 import pytest
 
-from patchsync.apply.targets.sql import schema
-from patchsync.codec import _native, backend
+from patchsync.apply.targets.sql import _native, schema, speedups
+from patchsync.codec import _native as codec_native
 
 
 def reference(text: str) -> int:
@@ -69,7 +69,12 @@ def test_text_utf8_cannot_carry_fails_as_hashlib_path_fails() -> None:
 
 
 def test_the_sql_target_uses_the_compiled_hash_unless_pure_is_forced() -> None:
-    # Where the core is built the target hashes in C; PATCHSYNC_PURE=1 keeps hashlib's.
-    expected = schema.term_hash_pure if backend.native() is None else _native.term_hash
+    # Where the speed-ups are built the target hashes in C; PATCHSYNC_PURE=1 keeps hashlib's.
+    expected = schema.term_hash_pure if speedups.native() is None else _native.term_hash
     assert schema.term_hash is expected
     assert schema.term_hash_pure("<x:y>") == reference("<x:y>")
+
+
+def test_the_codec_core_holds_no_sql_code() -> None:
+    # The hash is the SQL layer's, built into that layer's extension, not the codec's.
+    assert not hasattr(codec_native, "term_hash")

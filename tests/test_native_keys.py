@@ -1,21 +1,25 @@
 """The compiled loops of the SQL term dictionary against the Python ones (issue #14).
 
 ``patchsync/apply/targets/sql/term_keys.py`` holds the reference loops that turn quads
-into term-id keys; ``patchsync/codec/_native_keys.pxi`` holds their compiled copies, which
-the dictionary uses when the core is built. A copy that differed would store a quad under
+into term-id keys; ``patchsync/apply/targets/sql/_native_keys.pxi`` holds their compiled
+copies (the SQL target's own extension), which the dictionary uses when it is built. A copy that differed would store a quad under
 the wrong ids or store a term twice, so both are run here on the same random batches and
 must agree on every output and on what they do to the cache.
 """
 
 from __future__ import annotations
 
+import os
 import random
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from patchsync.apply.targets.sql import term_keys
-from patchsync.codec import _native, backend
+from patchsync.apply.targets.sql import _native, term_keys
+from patchsync.codec import backend
 
 TERMS = [f"<http://example.org/t{i}>" for i in range(40)] + ['"x"', '"é"@fr', "_:b1", "<< <a> <b> <c> >>"]
 GRAPHS: list[Any] = [None, "", "<http://example.org/g1>", "<http://example.org/g2>"]
@@ -87,3 +91,44 @@ def test_the_dictionary_uses_the_compiled_loops_unless_told_not_to() -> None:
         )
     )
     assert (term_keys.split_keys, term_keys.store_keys) == expected
+
+
+@pytest.mark.parametrize(
+    ("env", "code", "codec"),
+    [
+        ({"PATCHSYNC_PURE": "1"}, "", "None"),
+        # An install where this extension failed to build: simulated by blocking it. The
+        # codec core, built on its own, is still used.
+        (
+            {"PATCHSYNC_PURE": ""},
+            "import sys; sys.modules['patchsync.apply.targets.sql._native'] = None; ",
+            "patchsync.codec._native",
+        ),
+    ],
+    ids=["PATCHSYNC_PURE", "not-built"],
+)
+def test_the_python_loops_and_hash_are_the_fallback(env: dict[str, str], code: str, codec: str) -> None:
+    root = Path(__file__).resolve().parents[1]
+    script = (
+        "from patchsync.apply.targets.sql import schema, term_keys as k; "
+        "from patchsync.codec import backend; "
+        "print(k.split_keys is k.split_keys_pure, k.fill_keys is k.fill_keys_pure, "
+        "k.store_keys is k.store_keys_pure, schema.term_hash is schema.term_hash_pure, "
+        "getattr(backend.native(), '__name__', None))"
+    )
+
+    def chosen(prefix: str, extra: dict[str, str]) -> list[str]:
+        proc = subprocess.run(
+            [sys.executable, "-c", prefix + script],
+            capture_output=True,
+            text=True,
+            cwd=root,
+            env={**os.environ, "PYTHONPATH": str(root), **extra},
+            timeout=60,
+        )
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout.split()
+
+    assert chosen(code, env) == ["True"] * 4 + [codec]
+    # ...while by default both compiled extensions are chosen.
+    assert chosen("", {"PATCHSYNC_PURE": ""}) == ["False"] * 4 + ["patchsync.codec._native"]

@@ -39,11 +39,12 @@ cdef extern from "Python.h":
 
 from patchsync._proto import patch_pb2, rdf_pb2
 from patchsync.codec.driver import ROW_BATCH
-from patchsync.codec.term_decoder import _NEW_CACHE_CHARS, RuleViolation, check_absolute_iri
+from patchsync.codec.term_decoder import RuleViolation, check_absolute_iri
 from patchsync.events import Add, Delete, FrameEnd, PhysicalType, Statement
+from patchsync.terms.caches import DATATYPE_SUFFIX as _NT_DATATYPE_SUFFIX
+from patchsync.terms.caches import DECODER_CACHE_LIMIT, NEW_CACHE_CHARS
+from patchsync.terms.caches import LANG_SUFFIX as _NT_LANG_SUFFIX
 from patchsync.terms.ntriples import NTriplesTerms
-from patchsync.terms.ntriples import _DATATYPE_SUFFIX as _NT_DATATYPE_SUFFIX
-from patchsync.terms.ntriples import _LANG_SUFFIX as _NT_LANG_SUFFIX
 from patchsync.units import QUIET, Kind, TransactionError
 
 cdef extern from *:
@@ -84,7 +85,7 @@ cdef int _TRIPLES = PhysicalType.TRIPLES
 cdef int _QUADS = PhysicalType.QUADS
 cdef int _GRAPHS = PhysicalType.GRAPHS
 cdef Py_ssize_t _BATCH = ROW_BATCH
-cdef Py_ssize_t _CACHE_LIMIT = 1 << 16
+cdef Py_ssize_t _CACHE_LIMIT = DECODER_CACHE_LIMIT
 
 # Pass 1 (the schema check) and the wire readers; pass 2's term building. Textual includes:
 # one extension module, split into files by what they hold.
@@ -92,10 +93,6 @@ include "_native_wire.pxi"
 include "_native_terms.pxi"
 include "_native_encstate.pxi"
 include "_native_encode.pxi"
-# Not codec: the SQL term dictionary's hash, compiled here to need no second extension.
-include "_native_hash.pxi"
-# Not codec either: the SQL term dictionary's loops over quads.
-include "_native_keys.pxi"
 
 
 # -- pass 2: decoding rows ----------------------------------------------------------------

@@ -27,18 +27,17 @@ from cpython.object cimport PyObject
 from cpython.unicode cimport PyUnicode_Compare, PyUnicode_FromObject
 
 from patchsync.codec import wire as _wire
-from patchsync.codec.term_encoder import _CACHE_CHARS as _ENC_CACHE_CHARS_PY
-from patchsync.codec.term_encoder import _ENTRY_CHARS as _ENC_ENTRY_CHARS_PY
+from patchsync.terms.caches import ENCODER_CACHE_CHARS, ENCODER_CACHE_LIMIT, ENCODER_ENTRY_CHARS
 from patchsync.terms import XSD_STRING as _XSD_STRING_STR
 
 cdef object _XSD_STRING = _XSD_STRING_STR
 cdef object _ENC_CHANGE = Kind.CHANGE
 cdef object _ld_str = _wire.ld_str
 cdef object _move_to_end = _OrderedDict.move_to_end
-cdef Py_ssize_t _ENC_CACHE_LIMIT = 1 << 16
-# TermEncoder's text budget of its caches (term_encoder._CACHE_CHARS, _ENTRY_CHARS).
-cdef Py_ssize_t _ENC_CACHE_CHARS = _ENC_CACHE_CHARS_PY
-cdef Py_ssize_t _ENC_ENTRY_CHARS = _ENC_ENTRY_CHARS_PY
+# TermEncoder's bounds of its caches (terms/caches.py), held as C integers.
+cdef Py_ssize_t _ENC_CACHE_LIMIT = ENCODER_CACHE_LIMIT
+cdef Py_ssize_t _ENC_CACHE_CHARS = ENCODER_CACHE_CHARS
+cdef Py_ssize_t _ENC_ENTRY_CHARS = ENCODER_ENTRY_CHARS
 
 # Term kinds (patchsync/terms/base.py).
 cdef int _K_IRI = 0

@@ -312,7 +312,7 @@ cdef class _Rows:
         elif kind == 2:
             cache = (<dict>self.by_lang).get(lang)
             if cache is None:
-                self.terms.count_cached(lang, _NEW_CACHE_CHARS)  # TermDecoder.literal's order
+                self.terms.count_cached(lang, NEW_CACHE_CHARS)  # TermDecoder.literal's order
                 cache = (<dict>self.by_lang).setdefault(lang, {})
         else:
             if ref == 0:
@@ -323,7 +323,7 @@ cdef class _Rows:
                 dt = self.terms.datatypes.get(ref)  # raises the rule's error
             cache = (<dict>self.by_datatype).get(dt)
             if cache is None:
-                self.terms.count_cached(dt, _NEW_CACHE_CHARS)
+                self.terms.count_cached(dt, NEW_CACHE_CHARS)
                 cache = (<dict>self.by_datatype).setdefault(dt, {})
         if self.nt:
             # ntriples.format_literal for a suffix it already checked and cached: as cheap

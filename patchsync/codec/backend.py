@@ -5,28 +5,19 @@ compiler is present) decodes Jelly-Patch and Jelly-RDF frames straight from the 
 codec is the reference and the fallback: it is used when the extension was not built (an
 install without a compiler) or when the environment variable ``PATCHSYNC_PURE`` is set to
 a value other than ``""`` or ``"0"``. Both produce the same events and the same errors
-(tests/test_native_differential.py).
+(tests/test_native_differential.py). The rule is the one every compiled extension follows
+(``patchsync/_lazy.py``).
 """
 
 from __future__ import annotations
 
-import os
 from types import ModuleType
+
+from patchsync._lazy import compiled, pure_forced
 
 __all__ = ["native", "pure_forced"]
 
 
-def pure_forced() -> bool:
-    """Whether ``PATCHSYNC_PURE`` asks for the pure-Python codec."""
-    return os.environ.get("PATCHSYNC_PURE", "") not in ("", "0")
-
-
 def native() -> ModuleType | None:
     """The compiled codec core, or ``None`` when it is not built or not wanted."""
-    if pure_forced():
-        return None
-    try:
-        from patchsync.codec import _native
-    except ImportError:
-        return None
-    return _native
+    return compiled("patchsync.codec._native")

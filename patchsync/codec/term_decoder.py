@@ -19,13 +19,13 @@ from typing import Any, Generic, TypeVar
 
 from patchsync.codec.decoder_state import LookupState, TermState
 from patchsync.terms import TermAdapter
+from patchsync.terms.caches import DECODER_CACHE_LIMIT, NEW_CACHE_CHARS
 
 T = TypeVar("T")
 
 IriSlot = tuple[int, str | None, T] | dict[int, tuple[str | None, T]]
 """A name's cached IRI terms (see ``TermDecoder._by_name``)."""
 
-_CACHE_LIMIT = 1 << 16
 #: Characters of stream text (lexical forms, blank node labels, plus :data:`_ENTRY_CHARS` per
 #: entry) the caches keyed by such text may hold before all of them are dropped at once. The
 #: count limit alone bounds each cache by entries, not bytes: 65,536 literals of kilobytes
@@ -34,8 +34,6 @@ _CACHE_LIMIT = 1 << 16
 _CACHE_CHARS = 1 << 21
 #: What an entry costs besides its text (dict slot, term object), in characters' worth.
 _ENTRY_CHARS = 16
-#: What a new per-tag or per-datatype cache (an empty dict) costs besides its key.
-_NEW_CACHE_CHARS = 256
 
 # RFC 3987 absolute IRI: scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ), then ":".
 _ABSOLUTE_IRI = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
@@ -330,7 +328,7 @@ class TermDecoder(Generic[T]):
     def bnode(self, label: str) -> T:
         term = self._bnodes.get(label)
         if term is None:
-            if len(self._bnodes) >= _CACHE_LIMIT:
+            if len(self._bnodes) >= DECODER_CACHE_LIMIT:
                 self._bnodes.clear()
             try:
                 term = self.adapter.bnode(label)
@@ -363,7 +361,7 @@ class TermDecoder(Generic[T]):
             lang = msg.langtag
             found = self._by_lang.get(lang)
             if found is None:
-                self.count_cached(lang, _NEW_CACHE_CHARS)  # before: it may drop the caches
+                self.count_cached(lang, NEW_CACHE_CHARS)  # before: it may drop the caches
                 found = self._by_lang.setdefault(lang, {})
             cache = found
         else:
@@ -373,12 +371,12 @@ class TermDecoder(Generic[T]):
             dt = self.datatypes.get(ref)
             found = self._by_datatype.get(dt)
             if found is None:
-                self.count_cached(dt, _NEW_CACHE_CHARS)
+                self.count_cached(dt, NEW_CACHE_CHARS)
                 found = self._by_datatype.setdefault(dt, {})
             cache = found
         term = cache.get(lex)
         if term is None:
-            if len(cache) >= _CACHE_LIMIT:
+            if len(cache) >= DECODER_CACHE_LIMIT:
                 cache.clear()
             try:
                 term = self.adapter.literal(lex, lang, dt)

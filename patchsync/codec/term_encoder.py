@@ -15,21 +15,14 @@ from typing import Any, ClassVar, Generic, TypeVar
 from patchsync.codec import wire
 from patchsync.errors import EncodeError
 from patchsync.terms import BNODE, DEFAULT_GRAPH, IRI, KIND_NAMES, LITERAL, TRIPLE, XSD_STRING, TermAdapter, Unpacked
+from patchsync.terms.caches import ENCODER_CACHE_CHARS, ENCODER_CACHE_LIMIT, ENCODER_ENTRY_CHARS
 
 T = TypeVar("T")
 
-_CACHE_LIMIT = 1 << 16
-#: Characters of term text the caches (IRI splits, unpacked terms, the identity cache) may
-#: keep alive together before all of them are dropped at once. The count limit alone bounds
-#: entries, not bytes: 65,536 literals or IRIs of kilobytes each would stay for the whole
-#: stream (GBs for a producer of long texts). Typical terms reach the count limit first.
-_CACHE_CHARS = 1 << 23
-#: What an entry costs besides its text (dict slot, tuple), in characters' worth.
-_ENTRY_CHARS = 16
 #: A new object of a term already unpacked (most terms of a parsed stream take this path)
 #: gets an identity entry that keeps its text alive. Up to this many characters that text is
 #: not counted, so the path stays a length check: the entry count bounds it (65,536 x 128
-#: characters at most), and the caches hold at most about twice _CACHE_CHARS in all.
+#: characters at most), and the caches hold at most about twice ENCODER_CACHE_CHARS in all.
 _SHORT_CHARS = 128
 
 # A value no id equals: after an append to an existing log the decoder's 0-rule state is
@@ -161,7 +154,7 @@ class TermEncoder(Generic[T]):
         self._splits: dict[str, tuple[str, str]] = {}
         self._unpacked: dict[Any, Unpacked] = {}
         self._by_id: dict[int, tuple[Any, Unpacked]] = {}
-        # Text the three caches above keep alive (see _CACHE_CHARS); the compiled core
+        # Text the three caches above keep alive (see ENCODER_CACHE_CHARS); the compiled core
         # counts its IRI splits here too.
         self._cache_chars = 0
         # The RdfIri fields for every possible id, precomputed (ids are bounded by the options).
@@ -218,8 +211,8 @@ class TermEncoder(Generic[T]):
                 found = self.adapter.unpack(term)
             if found[0] <= LITERAL and len(found[1]) > _SHORT_CHARS:
                 # A new object of a known long term: the identity entry keeps its text alive too.
-                self.count_cached(len(found[1]) + _ENTRY_CHARS)
-        if len(self._by_id) >= _CACHE_LIMIT:
+                self.count_cached(len(found[1]) + ENCODER_ENTRY_CHARS)
+        if len(self._by_id) >= ENCODER_CACHE_LIMIT:
             self._by_id.clear()
         self._by_id[id(term)] = (term, found)
         return found
@@ -229,18 +222,18 @@ class TermEncoder(Generic[T]):
         found = self.adapter.unpack(term)
         # The term as key, its parts (new strings), the identity entry: its text thrice.
         # Counted before storing, as it may drop the caches.
-        self.count_cached(3 * held_chars(found) + 2 * _ENTRY_CHARS)
-        if len(self._unpacked) >= _CACHE_LIMIT:
+        self.count_cached(3 * held_chars(found) + 2 * ENCODER_ENTRY_CHARS)
+        if len(self._unpacked) >= ENCODER_CACHE_LIMIT:
             self._unpacked.clear()
         self._unpacked[term] = found
         return found
 
     def count_cached(self, chars: int) -> None:
-        """Count ``chars`` characters about to be cached; past :data:`_CACHE_CHARS`, drop
+        """Count ``chars`` characters about to be cached; past :data:`ENCODER_CACHE_CHARS`, drop
         every cache. The compiled core does the same for its IRI splits, so both paths
         keep the same bound."""
         self._cache_chars += chars
-        if self._cache_chars > _CACHE_CHARS:
+        if self._cache_chars > ENCODER_CACHE_CHARS:
             self.drop_caches()
 
     def drop_caches(self) -> None:
@@ -261,8 +254,8 @@ class TermEncoder(Generic[T]):
             if split is None:
                 split = split_iri(iri)
                 # The key and its two parts (new strings).
-                self.count_cached(2 * len(iri) + _ENTRY_CHARS)
-                if len(self._splits) >= _CACHE_LIMIT:
+                self.count_cached(2 * len(iri) + ENCODER_ENTRY_CHARS)
+                if len(self._splits) >= ENCODER_CACHE_LIMIT:
                     self._splits.clear()
                 self._splits[iri] = split
             prefix_id = self.prefixes.id_for(split[0], self.emit)

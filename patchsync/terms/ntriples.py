@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 from patchsync.errors import EncodeError
 from patchsync.terms.base import BNODE, DEFAULT_GRAPH, IRI, LITERAL, TRIPLE, TermAdapter, Unpacked
+from patchsync.terms.caches import DATATYPE_SUFFIX, LANG_SUFFIX
 
 T = TypeVar("T")
 
@@ -172,30 +173,28 @@ def format_string(value: str) -> str:
     return '"' + _STRING_NEEDS_ESCAPE.sub(_escape_string_char, value) + '"'
 
 
-# Suffix caches: few distinct language tags and datatypes occur, and checking or escaping
-# them once per literal would dominate the cost of building N-Triples literal strings.
-_LANG_SUFFIX: dict[str, str] = {}
-_DATATYPE_SUFFIX: dict[str, str] = {}
+# The suffix tables (terms/caches.py, where the compiled codec core reads them too) are
+# bounded here: past this many entries one is cleared.
 _SUFFIX_CACHE_LIMIT = 4096
 
 
 def _lang_suffix(lang: str) -> str:
-    suffix = _LANG_SUFFIX.get(lang)
+    suffix = LANG_SUFFIX.get(lang)
     if suffix is None:
         if _LANGTAG_FULL.fullmatch(lang) is None:
             raise TermFormatError(f"language tag {lang!r} is not an N-Triples LANGTAG")
-        if len(_LANG_SUFFIX) >= _SUFFIX_CACHE_LIMIT:
-            _LANG_SUFFIX.clear()
-        suffix = _LANG_SUFFIX[lang] = "@" + lang
+        if len(LANG_SUFFIX) >= _SUFFIX_CACHE_LIMIT:
+            LANG_SUFFIX.clear()
+        suffix = LANG_SUFFIX[lang] = "@" + lang
     return suffix
 
 
 def _datatype_suffix(datatype: str) -> str:
-    suffix = _DATATYPE_SUFFIX.get(datatype)
+    suffix = DATATYPE_SUFFIX.get(datatype)
     if suffix is None:
-        if len(_DATATYPE_SUFFIX) >= _SUFFIX_CACHE_LIMIT:
-            _DATATYPE_SUFFIX.clear()
-        suffix = _DATATYPE_SUFFIX[datatype] = "^^" + format_iri(datatype)
+        if len(DATATYPE_SUFFIX) >= _SUFFIX_CACHE_LIMIT:
+            DATATYPE_SUFFIX.clear()
+        suffix = DATATYPE_SUFFIX[datatype] = "^^" + format_iri(datatype)
     return suffix
 
 

@@ -31,7 +31,7 @@ from typing import cast
 
 from sqlalchemy import BigInteger, Column, Float, Integer, MetaData, PrimaryKeyConstraint, Table, Text
 
-from patchsync.codec import backend
+from patchsync.apply.targets.sql import speedups
 
 VERSION_TABLE = "ps_alembic_version"
 
@@ -107,12 +107,12 @@ def term_hash_pure(text: str) -> int:
 
 
 def _term_hash() -> Callable[[str], int]:
-    # The compiled core's copy (2.5 to 5 times faster: hashlib's object and digest cost
-    # more than the hash on short text) unless it is not built or PATCHSYNC_PURE is set.
-    core = backend.native()
+    # The compiled copy (2.5 to 5 times faster: hashlib's object and digest cost more than
+    # the hash on short text) unless it is not built or PATCHSYNC_PURE is set.
+    core = speedups.native()
     return term_hash_pure if core is None else cast("Callable[[str], int]", core.term_hash)
 
 
-#: :func:`term_hash_pure`, computed in C when the compiled core is built
+#: :func:`term_hash_pure`, computed in C when the SQL speed-ups are built
 #: (tests/test_native_hash.py holds the two to the same numbers).
 term_hash: Callable[[str], int] = _term_hash()

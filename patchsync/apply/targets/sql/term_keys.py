@@ -1,7 +1,7 @@
 """The term dictionary's loops over quads: quads to (s, p, o, g) term-id keys.
 
 Every quad applied to a SQL target goes through one of these (issue #14), so they run in C
-when the compiled core is built (``patchsync/codec/_native_keys.pxi``) and as the Python
+when the SQL speed-ups are built (``_native_keys.pxi`` beside this module) and as the Python
 functions here otherwise; these are the reference, and tests/test_native_keys.py holds
 both to the same results. A quad is a 4-tuple of N-Triples texts whose graph is ``None``
 or ``""`` for the default graph, stored as ``""``.
@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 from patchsync.apply.target import Quad
-from patchsync.codec import backend
+from patchsync.apply.targets.sql import speedups
 
 
 def split_keys_pure(quads: Sequence[Quad], ids: dict[str, int]) -> tuple[list[Any], list[int], dict[str, None]]:
@@ -67,8 +67,8 @@ SplitKeys = Callable[[Sequence[Quad], dict[str, int]], tuple[list[Any], list[int
 FillKeys = Callable[[Sequence[Quad], list[Any], list[int], dict[str, int]], None]
 StoreKeys = Callable[[Sequence[Quad], dict[str, int], int, list[str]], tuple[list[Any], int]]
 
-_core = backend.native()
-#: The functions the dictionary uses: compiled when the core is built and not disabled.
+_core = speedups.native()
+#: The functions the dictionary uses: compiled when the speed-ups are built and not disabled.
 split_keys: SplitKeys = split_keys_pure if _core is None else cast("SplitKeys", _core.split_keys)
 fill_keys: FillKeys = fill_keys_pure if _core is None else cast("FillKeys", _core.fill_keys)
 store_keys: StoreKeys = store_keys_pure if _core is None else cast("StoreKeys", _core.store_keys)

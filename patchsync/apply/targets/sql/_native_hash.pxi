@@ -1,11 +1,11 @@
-# The SQL term dictionary's hash in C (included by _native.pyx).
+# The SQL term dictionary's hash in C (included by apply/targets/sql/_native.pyx).
 #
 # ``schema.term_hash`` (BLAKE2b with an 8-byte digest of a term's UTF-8 text, read as a
 # signed big-endian integer) runs once per new term on every SQL apply. Through hashlib it
 # costs 0.9 to 1.7 us a term, mostly creating the hash object and the digest's bytes; this
 # function computes the same number without either in about 0.35 us (6% fewer
-# instructions for applying issue #14's workload into SQLite). It follows RFC 7693
-# (BLAKE2b, unkeyed, digest length 8, no salt or personalization);
+# instructions for applying the workload of ``bench.apply_bench --workload`` into SQLite).
+# It follows RFC 7693 (BLAKE2b, unkeyed, digest length 8, no salt or personalization);
 # tests/test_native_hash.py compares it with hashlib's.
 
 cdef extern from *:

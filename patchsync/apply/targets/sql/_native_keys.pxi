@@ -1,7 +1,7 @@
-# The SQL term dictionary's loops over quads in C (included by _native.pyx).
+# The SQL term dictionary's loops over quads in C (included by apply/targets/sql/_native.pyx).
 #
 # Every quad applied to a SQL target is turned into four term ids by a loop over the
-# batch (issue #14): 0.11 s of the 1.4 s that issue's workload takes into SQLite, most of
+# batch: 0.11 s of the 1.4 s that ``bench.apply_bench --workload`` takes into SQLite, most of
 # it the interpreter's per-quad dispatch. These functions are the loops of
 # patchsync/apply/targets/sql/term_keys.py (the reference, used without the compiled
 # core) with the same results; tests/test_native_keys.py holds the two together.
