@@ -72,7 +72,7 @@ def test_a_missing_capability_or_role_fails_with_its_name() -> None:
     try:
         src = resolve_source("ro://somewhere/x")
         assert src.require(FOLLOW, "tail") is src
-        with pytest.raises(UsageError, match="publish cannot use a ro source .it cannot append"):
+        with pytest.raises(UsageError, match=r"publish cannot use a ro source \(it cannot append\)"):
             src.require(APPEND, "publish")
         with pytest.raises(UsageError, match="has no writer"):
             src.role("writer")

@@ -44,8 +44,9 @@ class SourceKind:
 
     ``scheme`` is set for network kinds (the part before ``://``); ``parse`` is a
     ``"module:function"`` that turns an address into its parsed form, raising
-    :class:`UsageError` for a malformed one; ``roles`` maps a role name to the
-    ``"module:attr"`` that serves it.
+    :class:`UsageError` for a malformed one, and whose ``stream`` attribute names the log at
+    the server (the same log may be reached through several host names); ``roles`` maps a role
+    name to the ``"module:attr"`` that serves it.
     """
 
     name: str
@@ -116,8 +117,9 @@ class Source:
 
 
 def directory_logs(directory: Path, suffixes: tuple[str, ...] = (LOG_SUFFIX,)) -> list[Path]:
-    """The files of ``directory`` with one of ``suffixes`` (any case), by file name."""
-    return sorted(f for f in directory.iterdir() if f.suffix.lower() in suffixes and f.is_file())
+    """The files of ``directory`` whose names end with one of ``suffixes`` (lower case, matched
+    in any case, ``.nq.gz`` included), by file name: the rule for every directory of logs."""
+    return sorted(f for f in directory.iterdir() if f.name.lower().endswith(suffixes) and f.is_file())
 
 
 FILE = SourceKind("file", frozenset({READ_AT, FOLLOW, APPEND, LAG}))
