@@ -35,14 +35,15 @@ LAYERS: dict[str, int] = {
     "codec": 5,
     "logs": 6,
     "streams": 6,
-    "apply": 7,
-    "capture": 7,
-    "conformance": 7,
-    "plugins": 7,
-    "tail": 8,
-    "spark": 8,
-    "cli": 9,
-    "__main__": 10,
+    "sources": 7,
+    "apply": 8,
+    "capture": 8,
+    "conformance": 8,
+    "plugins": 8,
+    "tail": 9,
+    "spark": 9,
+    "cli": 10,
+    "__main__": 11,
 }
 
 MAX_LINES = 600

@@ -40,7 +40,7 @@ from patchsync.logs.fingerprint import FINGERPRINT_BYTES, fingerprint
 from patchsync.logs.patch_logs import format_of, iter_stream_events
 from patchsync.logs.rdf_files import read_rdf_bytes
 from patchsync.options import Limits
-from patchsync.streams.url import is_stream_url, parse_stream_url
+from patchsync.sources import log_files, resolve_source
 from patchsync.terms import IRI
 from patchsync.terms.ntriples import NTriplesTerms, scan_term
 
@@ -62,23 +62,6 @@ class BaseReport:
     position: Position | None
     #: The checkpoints installed for the logs given, by source name.
     log_checkpoints: dict[str, Checkpoint]
-
-
-def log_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
-    """The log files of ``paths`` in order: a directory stands for its ``.jellyp`` files by name.
-
-    Stream addresses (``nats://…``) are left out: their position is the copied checkpoint.
-    """
-    files: list[Path] = []
-    for p in paths:
-        if "://" in os.fspath(p):
-            continue
-        path = Path(p)
-        if path.is_dir():
-            files.extend(sorted(f for f in path.iterdir() if f.suffix.lower() == ".jellyp" and f.is_file()))
-        else:
-            files.append(path)
-    return files
 
 
 def _header_text(value: str) -> str:
@@ -154,20 +137,20 @@ def stream_checkpoints(
     the stream's fingerprint (its name and creation time), so the applier still refuses a
     different stream of the same name.
     """
-    by_stream: dict[str, list[str]] = {}
+    by_stream: dict[tuple[str, str], list[str]] = {}
     for name in position.sources:
-        if is_stream_url(name):
-            by_stream.setdefault(parse_stream_url(name).stream, []).append(name)
+        old = resolve_source(name)
+        if not old.is_path:
+            by_stream.setdefault((old.kind.name, old.address.stream), []).append(name)
     moved: dict[str, Checkpoint] = {}
     replaced: set[str] = set()
-    for p in paths:
-        text = os.fspath(p)
-        if not is_stream_url(text):
+    for source in map(resolve_source, paths):
+        if source.is_path:
             continue
-        url = parse_stream_url(text)
-        candidates = by_stream.get(url.stream, [])
-        if str(url) not in position.sources and len(candidates) == 1:
-            moved[str(url)] = position.sources[candidates[0]]
+        address = source.address
+        candidates = by_stream.get((source.kind.name, address.stream), [])
+        if str(address) not in position.sources and len(candidates) == 1:
+            moved[str(address)] = position.sources[candidates[0]]
             replaced.add(candidates[0])
     return moved, replaced
 
@@ -317,4 +300,4 @@ def load_base(
     return BaseReport(base, total, position, from_logs)
 
 
-__all__ = ["BASE_SOURCE_PREFIX", "BaseReport", "load_base", "log_checkpoints", "log_files", "stream_checkpoints"]
+__all__ = ["BASE_SOURCE_PREFIX", "BaseReport", "load_base", "log_checkpoints", "stream_checkpoints"]

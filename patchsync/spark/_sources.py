@@ -54,6 +54,7 @@ from patchsync.events import (
     TxCommit,
     TxStart,
 )
+from patchsync.sources import directory_logs
 from patchsync.spark._errors import encode_decode_error
 from patchsync.terms.ntriples import NTriplesTerms
 
@@ -127,7 +128,7 @@ def expand_paths(paths: Sequence[str], suffixes: tuple[str, ...]) -> list[str]:
     for path in paths:
         p = Path(path)
         if p.is_dir():
-            out.extend(str(f) for f in sorted(p.iterdir()) if f.is_file() and f.name.endswith(suffixes))
+            out.extend(map(str, directory_logs(p, suffixes)))
         elif p.is_file():
             out.append(str(p))
         else:

@@ -1,0 +1,218 @@
+"""Patch sources found by name: a log file, a directory of log segments, or a network address.
+
+This module is the one place that decides what a source name is. A name with ``SCHEME://``
+is looked up by its scheme (``nats://HOST:PORT/STREAM``); any other name is a path, a
+directory standing for its ``.jellyp`` segments in file-name order (docs/design.md §6).
+
+Each kind is registered once, with what it can do (:data:`READ_AT`, :data:`FOLLOW`,
+:data:`APPEND`, :data:`LAG`) and, for network kinds, lazy ``"module:attr"`` loaders of the
+parts that serve each role (``"follow"``: the tail daemon's reader, ``"writer"``: a log
+writer, ``"publish"``: the bulk publisher). Commands ask a resolved :class:`Source` for a
+capability or a role instead of testing schemes, so a new transport plugs in by one call
+to :func:`register_source`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from patchsync.errors import UsageError
+
+#: The source can be read from a stored position (a checkpoint) instead of its start.
+READ_AT = "read_at"
+#: The source can be followed live: new patches arrive after the reader caught up.
+FOLLOW = "follow"
+#: Patches can be appended to the source, with the chain checked by the writer.
+APPEND = "append"
+#: How far a reader is behind the source can be told (bytes or messages).
+LAG = "lag"
+
+CAPABILITIES = frozenset({READ_AT, FOLLOW, APPEND, LAG})
+
+#: The suffix of the log files a directory source stands for.
+LOG_SUFFIX = ".jellyp"
+
+
+@dataclass(frozen=True, slots=True)
+class SourceKind:
+    """One kind of source: its name, what it can do and, for addresses, how to read them.
+
+    ``scheme`` is set for network kinds (the part before ``://``); ``parse`` is a
+    ``"module:function"`` that turns an address into its parsed form, raising
+    :class:`UsageError` for a malformed one, and whose ``stream`` attribute names the log at
+    the server (the same log may be reached through several host names); ``roles`` maps a role
+    name to the ``"module:attr"`` that serves it.
+    """
+
+    name: str
+    capabilities: frozenset[str]
+    scheme: str | None = None
+    parse: str | None = None
+    roles: Mapping[str, str] = field(default_factory=dict)
+
+    def can(self, capability: str) -> bool:
+        """Whether sources of this kind have ``capability``."""
+        return capability in self.capabilities
+
+
+def _load(loader: str) -> Any:
+    module_name, _, attr = loader.partition(":")
+    return getattr(importlib.import_module(module_name), attr)
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """A resolved source name: its kind, the name as given and its parsed address.
+
+    ``address`` is a :class:`~pathlib.Path` for files and directories, and what the kind's
+    ``parse`` returned for an address (``StreamURL`` for ``nats://``).
+    """
+
+    kind: SourceKind
+    name: str
+    address: Any
+
+    @property
+    def is_path(self) -> bool:
+        """Whether the source is a file or directory on this machine (not an address)."""
+        return self.kind.scheme is None
+
+    @property
+    def path(self) -> Path:
+        """The source's path; an address has none (:class:`UsageError`)."""
+        if not self.is_path:
+            raise UsageError(f"{self.name}: a {self.kind.name} source is an address, not a file or directory")
+        return Path(self.address)
+
+    def require(self, capability: str, command: str) -> Source:
+        """This source, if it has ``capability``; else one line saying ``command`` cannot use it."""
+        if not self.kind.can(capability):
+            raise UsageError(f"{self.name}: {command} cannot use a {self.kind.name} source (it cannot {capability})")
+        return self
+
+    def role(self, name: str) -> Any:
+        """The object that serves role ``name`` for this kind (imported on first use)."""
+        loader = self.kind.roles.get(name)
+        if loader is None:
+            raise UsageError(f"{self.name}: a {self.kind.name} source has no {name}")
+        return _load(loader)
+
+    def log_files(self) -> list[Path]:
+        """The log files this source stands for, in log order (none for an address).
+
+        A directory stands for its ``.jellyp`` files by file name; a file for itself,
+        whether or not it exists yet.
+        """
+        if not self.is_path:
+            return []
+        path = Path(self.address)
+        if path.is_dir():
+            return directory_logs(path)
+        return [path]
+
+
+def directory_logs(directory: Path, suffixes: tuple[str, ...] = (LOG_SUFFIX,)) -> list[Path]:
+    """The files of ``directory`` whose names end with one of ``suffixes`` (lower case, matched
+    in any case, ``.nq.gz`` included), by file name: the rule for every directory of logs."""
+    return sorted(f for f in directory.iterdir() if f.name.lower().endswith(suffixes) and f.is_file())
+
+
+FILE = SourceKind("file", frozenset({READ_AT, FOLLOW, APPEND, LAG}))
+DIRECTORY = SourceKind("directory", frozenset({READ_AT, FOLLOW, APPEND, LAG}))
+
+_SCHEMES: dict[str, SourceKind] = {
+    "nats": SourceKind(
+        "nats",
+        frozenset({READ_AT, FOLLOW, APPEND, LAG}),
+        scheme="nats",
+        parse="patchsync.streams.url:parse_stream_url",
+        roles={
+            "follow": "patchsync.tail.stream_source:StreamSource",
+            "writer": "patchsync.streams.publish:StreamWriter",
+            "publish": "patchsync.streams.publish:publish_logs",
+        },
+    ),
+}
+
+
+def register_source(kind: SourceKind) -> None:
+    """Make ``SCHEME://…`` names resolve to sources of ``kind`` (replacing any kind of that scheme)."""
+    if not kind.scheme or not kind.scheme.isascii() or ":" in kind.scheme or "/" in kind.scheme:
+        raise UsageError(f"register_source({kind.name!r}): a source kind needs a scheme (the part before ://)")
+    unknown = kind.capabilities - CAPABILITIES
+    if unknown:
+        raise UsageError(f"register_source({kind.name!r}): unknown capabilities {sorted(unknown)}")
+    _SCHEMES[kind.scheme.lower()] = kind
+
+
+def source_schemes() -> list[str]:
+    """The registered address schemes, sorted."""
+    return sorted(_SCHEMES)
+
+
+def scheme_of(name: str) -> str | None:
+    """The scheme of ``name`` if it is written as an address (``SCHEME://…``), else ``None``."""
+    scheme, sep, _ = name.partition("://")
+    if not sep or not scheme or not all(c.isalnum() or c in "+.-" for c in scheme):
+        return None
+    return scheme.lower()
+
+
+def is_address(name: str | os.PathLike[str]) -> bool:
+    """Whether ``name`` is a network address rather than a path."""
+    return scheme_of(os.fspath(name)) is not None
+
+
+def resolve_source(name: str | os.PathLike[str]) -> Source:
+    """The source ``name`` stands for; an unknown scheme or a malformed address is one line."""
+    text = os.fspath(name)
+    scheme = scheme_of(text)
+    if scheme is None:
+        path = Path(text)
+        return Source(DIRECTORY if path.is_dir() else FILE, text, path)
+    kind = _SCHEMES.get(scheme)
+    if kind is None:
+        known = ", ".join(f"{s}://" for s in source_schemes())
+        raise UsageError(f"{text}: unknown source scheme {scheme}:// (known: {known}, or a file or directory)")
+    parse: Callable[[str], Any] = _load(kind.parse) if kind.parse else str
+    return Source(kind, text, parse(text))
+
+
+def resolve_sources(names: Iterable[str | os.PathLike[str]]) -> list[Source]:
+    """:func:`resolve_source` of each name, in order."""
+    return [resolve_source(n) for n in names]
+
+
+def log_files(names: Iterable[str | os.PathLike[str]]) -> list[Path]:
+    """The log files of ``names`` in order: a directory stands for its ``.jellyp`` files by name.
+
+    Addresses are left out (a stream's position is its checkpoint, not a file).
+    """
+    return [f for source in resolve_sources(names) for f in source.log_files()]
+
+
+__all__ = [
+    "APPEND",
+    "CAPABILITIES",
+    "DIRECTORY",
+    "FILE",
+    "FOLLOW",
+    "LAG",
+    "LOG_SUFFIX",
+    "READ_AT",
+    "Source",
+    "SourceKind",
+    "directory_logs",
+    "is_address",
+    "log_files",
+    "register_source",
+    "resolve_source",
+    "resolve_sources",
+    "scheme_of",
+    "source_schemes",
+]
