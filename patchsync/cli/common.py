@@ -126,10 +126,24 @@ def output(path: str) -> Iterator[IO[bytes]]:
     try:
         with os.fdopen(fd, "wb") as f:
             yield f
+        # mkstemp made the file 0600; renamed as it is, the output would keep that mode.
+        os.chmod(tmp, plain_mode(target))
         os.replace(tmp, target)
     except BaseException:
         os.unlink(tmp)
         raise
+
+
+def plain_mode(path: Path) -> int:
+    """The mode ``open(path, "w")`` leaves ``path`` with: its own if it exists, else 0666 less the umask."""
+    try:
+        return path.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        pass
+    # The umask can only be read by setting it; the command line is one thread at this point.
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
 
 
 def open_target(spec: str) -> Target:
