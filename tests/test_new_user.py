@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from patchsync import formats
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 
@@ -68,3 +70,48 @@ def test_rewriting_a_file_keeps_its_mode(folder: Path) -> None:
     (folder / "state.nq").chmod(0o640)
     ok(folder, "dump", "--target", "sqlite:///lib.db", "-o", "state.nq", umask=0o022)
     assert (folder / "state.nq").stat().st_mode & 0o777 == 0o640
+
+
+# -- dump writes the format its output's suffix names ------------------------------------
+
+PLAIN = (
+    "H id <urn:p:1> .\n"
+    "PA \"ex\" <http://example.org/> .\n"
+    'A <http://example.org/s> <http://example.org/p> "o"@en .\n'
+    "A <http://example.org/s> <http://example.org/q> _:b1 .\n"
+)
+
+
+def _quads(path: Path) -> set[tuple[str, str, str, str | None]]:
+    from patchsync.logs.rdf_files import read_rdf_quads
+
+    return {(s, p, o, g or None) for s, p, o, g in read_rdf_quads(path).quads}
+
+
+@pytest.mark.parametrize("fmt", formats.names(formats.DUMP))
+def test_dump_writes_the_format_its_suffix_names(tmp_path: Path, fmt: str) -> None:
+    (tmp_path / "plain.rdfp").write_text(PLAIN)
+    ok(tmp_path, "apply", "--no-progress", "--target", "sqlite:///plain.db", "plain.rdfp")
+    ok(tmp_path, "dump", "--target", "sqlite:///plain.db", "-o", "reference.nq")
+    suffix = formats.get(fmt).suffixes[0]
+    ok(tmp_path, "dump", "--target", "sqlite:///plain.db", "-o", f"out{suffix}")
+    # Read back by its suffix: a file in another format fails to parse or differs.
+    assert len(_quads(tmp_path / f"out{suffix}")) == 2
+    if formats.get(fmt).keeps_labels and fmt not in ("ttl", "trig"):
+        assert _quads(tmp_path / f"out{suffix}") == _quads(tmp_path / "reference.nq")
+
+
+def test_dump_to_jelly_is_jelly_rdf_and_holds_rdf_star(folder: Path) -> None:
+    ok(folder, "dump", "--target", "sqlite:///lib.db", "-o", "state.jelly")
+    ok(folder, "dump", "--target", "sqlite:///lib.db", "-o", "state.nq")
+    assert "rdf_star=True" in ok(folder, "inspect", "state.jelly")
+    assert _quads(folder / "state.jelly") == _quads(folder / "state.nq")
+    assert any(q[0].startswith("<<") or q[2].startswith("<<") for q in _quads(folder / "state.jelly"))
+
+
+@pytest.mark.parametrize("name", ["state.xyz", "state.jsonld", "state", "state.jellyp"])
+def test_dump_refuses_a_suffix_it_does_not_write(folder: Path, name: str) -> None:
+    line = one_line_error(patchsync(folder, "dump", "--target", "sqlite:///lib.db", "-o", name))
+    assert name in line and ".jelly" in line and ".nq" in line
+    assert not (folder / name).exists()
+    assert not list(folder.glob(f".{name}.*"))  # no temporary file left either
