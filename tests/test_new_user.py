@@ -36,8 +36,9 @@ def ok(cwd: Path, *args: str, umask: int = -1) -> str:
     return done.stdout + done.stderr
 
 
-def one_line_error(done: subprocess.CompletedProcess[str], code: int = 1) -> str:
-    assert done.returncode == code, (done.stdout, done.stderr)
+def one_line_error(done: subprocess.CompletedProcess[str], code: int | None = 1) -> str:
+    """The one error line of a failed command (``code`` ``None``: any failing exit code)."""
+    assert done.returncode == code if code is not None else done.returncode not in (0, None), (done.stdout, done.stderr)
     assert "Traceback" not in done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
@@ -115,3 +116,57 @@ def test_dump_refuses_a_suffix_it_does_not_write(folder: Path, name: str) -> Non
     assert name in line and ".jelly" in line and ".nq" in line
     assert not (folder / name).exists()
     assert not list(folder.glob(f".{name}.*"))  # no temporary file left either
+
+
+# -- readers refuse a target that does not exist; nothing is created before inputs are checked --
+
+
+@pytest.mark.parametrize("spec", ["sqlite:///missing.db", "file:missing.nq", "oxigraph:missing"])
+@pytest.mark.parametrize("command", [["snapshot", "-o", "s.jelly"], ["dump"], ["status"]])
+def test_read_only_commands_refuse_a_missing_target(tmp_path: Path, spec: str, command: list[str]) -> None:
+    line = one_line_error(patchsync(tmp_path, command[0], "--target", spec, *command[1:]), code=2)
+    assert "missing" in line and "does not exist" in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["tail", "nosuchdir", "--once"], "nosuchdir: no such directory"),
+        (["tail", "gone/log.jellyp", "--once"], "its directory gone does not exist"),
+        (["tail", "logs", "--once", "--base", "missing.jelly"], "missing.jelly: no such file"),
+        (["apply", "library.rdfp", "--base", "missing.jelly"], "missing.jelly: no such file"),
+        (["apply", "library.rdfp", "--base", "library-more.rdfp"], ".rdfp is a patch log"),
+    ],
+)
+def test_nothing_is_created_before_the_inputs_are_checked(tmp_path: Path, args: list[str], said: str) -> None:
+    shutil.copy(EXAMPLES / "library.rdfp", tmp_path)
+    shutil.copy(EXAMPLES / "library-more.rdfp", tmp_path)
+    (tmp_path / "logs").mkdir()
+    line = one_line_error(patchsync(tmp_path, *args, "--target", "sqlite:///t.db"), code=None)
+    assert said in line
+    assert not (tmp_path / "t.db").exists() and not (tmp_path / "t.db.tail").exists()
+
+
+# -- smaller things a newcomer trips on --------------------------------------------------
+
+
+def test_a_sqlite_url_with_two_slashes_says_to_use_three(folder: Path) -> None:
+    line = one_line_error(patchsync(folder, "apply", "library.rdfp", "--target", "sqlite://library.db"), code=2)
+    assert "sqlite:///library.db" in line and "three slashes" in line
+    assert not (folder / "library.db").exists()
+
+
+def test_a_flag_typo_prints_the_usage_of_its_command(folder: Path) -> None:
+    done = patchsync(folder, "apply", "--targt", "sqlite:///x.db", "library.rdfp")
+    assert done.returncode == 2
+    assert "usage: patchsync apply" in done.stderr and "unrecognized arguments: --targt" in done.stderr
+
+
+@pytest.mark.parametrize("command", ["apply", "tail"])
+def test_a_snapshot_given_as_a_log_points_to_base(folder: Path, command: str) -> None:
+    ok(folder, "snapshot", "--target", "sqlite:///lib.db", "-o", "primary.jelly")
+    args = [command, "primary.jelly", "--target", "sqlite:///replica.db"] + (["--once"] if command == "tail" else [])
+    line = one_line_error(patchsync(folder, *args), code=2)
+    assert "primary.jelly" in line and "--base primary.jelly" in line
+    assert not (folder / "replica.db").exists()

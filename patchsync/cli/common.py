@@ -114,6 +114,35 @@ def patch_format(path: str, given: str | None, *, writing: bool = False) -> str:
     return format_of(path, given)
 
 
+def check_logs(args: argparse.Namespace, logs: list[str]) -> None:
+    """Refuse, before anything is opened, logs ``apply`` cannot read and a ``--base`` that
+    is missing or no RDF file; RDF data given as a log is pointed to ``--base``."""
+    from patchsync import formats
+
+    for log in logs:
+        known = formats.by_suffix(log)
+        if not args.from_format and known is not None and known.kind == "rdf":
+            raise UsageError(
+                f"{log}: {Path(log).suffix} is RDF data (a snapshot or starting state), not a patch log; "
+                f"load it with --base {log}"
+            )
+        patch_format(log, args.from_format)
+        if not Path(log).is_file():
+            raise UsageError(f"{log}: no such file")
+    check_base(args)
+
+
+def check_base(args: argparse.Namespace) -> None:
+    """Refuse a ``--base`` that is missing or not an RDF file, before the target is opened."""
+    from patchsync import formats
+
+    if not args.base:
+        return
+    formats.require(args.base, None, formats.RDF_CONVERT, "RDF", nameable=False)
+    if not Path(args.base).is_file():
+        raise UsageError(f"{args.base}: no such file")
+
+
 @contextmanager
 def output(path: str) -> Iterator[IO[bytes]]:
     """A binary output that appears at ``path`` only if the block succeeds (``-``: stdout)."""
@@ -146,11 +175,12 @@ def plain_mode(path: Path) -> int:
     return 0o666 & ~mask
 
 
-def open_target(spec: str) -> Target:
-    """The target named on the command line (see :mod:`patchsync.apply.registry`)."""
+def open_target(spec: str, *, existing: bool = False) -> Target:
+    """The target named on the command line (see :mod:`patchsync.apply.registry`); with
+    ``existing`` (commands that only read it) one that does not exist is refused, not created."""
     from patchsync.apply.registry import open_target as open_registered
 
-    return open_registered(spec)
+    return open_registered(spec, existing=existing)
 
 
 def close_target(target: Target, *, failed: bool) -> None:

@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     if fmt is None:
         # The suffix of -o names the format; a suffix dump does not write is refused, not written as N-Quads.
         fmt = "nq" if args.output == "-" else formats.require(args.output, None, formats.DUMP, "dump output").name
-    target = open_target(args.target)
+    target = open_target(args.target, existing=True)
     try:
         with output(args.output) as out:
             write_dump(dumpable(target), fmt, out)
