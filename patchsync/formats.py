@@ -57,7 +57,7 @@ def _f(
 FORMATS: tuple[Format, ...] = (
     _f("jellyp", (".jellyp",), "patch", {PATCH_LOG}, keeps_labels=True),
     _f("rdfp", (".rdfp",), "patch", {PATCH_LOG}, keeps_labels=True),
-    _f("jelly", (".jelly",), "rdf", {RDF_CONVERT, DUMP}, keeps_labels=True),
+    _f("jelly", (".jelly",), "rdf", {RDF_CONVERT, DIFF_INPUT, DUMP}, keeps_labels=True),
     _f("nt", (".nt",), "rdf", {RDF_CONVERT, DIFF_INPUT, FILE_TARGET, DUMP}, graphs=False, rdflib_name="nt",
        keeps_labels=True),
     _f("nq", (".nq",), "rdf", {RDF_CONVERT, DIFF_INPUT, FILE_TARGET, DUMP}, rdflib_name="nquads",

@@ -170,3 +170,47 @@ def test_a_snapshot_given_as_a_log_points_to_base(folder: Path, command: str) ->
     line = one_line_error(patchsync(folder, *args), code=2)
     assert "primary.jelly" in line and "--base primary.jelly" in line
     assert not (folder / "replica.db").exists()
+
+
+# -- diff and append handle RDF-star, as the example logs use it -------------------------
+
+
+@pytest.mark.parametrize("suffix", [".nq", ".jelly"])
+def test_diff_of_rdf_star_data_applies_to_give_the_new_state(folder: Path, suffix: str) -> None:
+    ok(folder, "apply", "--no-progress", "--target", "sqlite:///old.db", "library.rdfp")
+    ok(folder, "dump", "--target", "sqlite:///old.db", "-o", f"old{suffix}")
+    ok(folder, "dump", "--target", "sqlite:///lib.db", "-o", f"new{suffix}")
+    (folder / "empty.nq").write_text("")
+    # From nothing: the patch adds the quoted triple; then the step between the two states.
+    ok(folder, "diff", "empty.nq", f"old{suffix}", "-o", "first.jellyp")
+    ok(folder, "diff", f"old{suffix}", f"new{suffix}", "-o", "step.rdfp")
+    assert "rdf_star=True" in ok(folder, "inspect", "first.jellyp")
+    ok(folder, "apply", "--no-progress", "--chain", "ignore", "--target", "sqlite:///r.db", "first.jellyp", "step.rdfp")
+    ok(folder, "dump", "--target", "sqlite:///r.db", "-o", "replica.nq")
+    ok(folder, "dump", "--target", "sqlite:///lib.db", "-o", "primary.nq")
+    assert _quads(folder / "replica.nq") == _quads(folder / "primary.nq")
+
+
+def test_append_into_a_new_log_declares_what_the_sources_use(folder: Path) -> None:
+    out = ok(folder, "append", "library.rdfp", "library-more.rdfp", "-o", "new.jellyp")
+    assert "5 patches appended" in out
+    assert "rdf_star=True" in ok(folder, "inspect", "new.jellyp")
+    ok(folder, "apply", "--no-progress", "--target", "sqlite:///r.db", "new.jellyp")
+    ok(folder, "dump", "--target", "sqlite:///r.db", "-o", "replica.nq")
+    ok(folder, "dump", "--target", "sqlite:///lib.db", "-o", "primary.nq")
+    assert _quads(folder / "replica.nq") == _quads(folder / "primary.nq")
+
+
+def test_append_to_a_log_without_rdf_star_names_file_and_line(tmp_path: Path) -> None:
+    first = "H id <urn:p:1> .\nA <http://e/s> <http://e/p> <http://e/o> .\n"
+    second = (
+        "H id <urn:p:2> .\nH prev <urn:p:1> .\nA <http://e/s> <http://e/p> <http://e/o2> .\n"
+        "A << <http://e/s> <http://e/p> <http://e/o> >> <http://e/p> <http://e/o> .\n"
+    )
+    (tmp_path / "first.rdfp").write_text(first)
+    (tmp_path / "second.rdfp").write_text(second)
+    ok(tmp_path, "append", "first.rdfp", "-o", "d.jellyp")
+    before = (tmp_path / "d.jellyp").read_bytes()
+    line = one_line_error(patchsync(tmp_path, "append", "second.rdfp", "-o", "d.jellyp"))
+    assert f"second.rdfp, byte {second.index('A <<')}, line 4" in line and "RDF-star" in line
+    assert (tmp_path / "d.jellyp").read_bytes() == before
