@@ -77,7 +77,7 @@ def test_rewriting_a_file_keeps_its_mode(folder: Path) -> None:
 
 PLAIN = (
     "H id <urn:p:1> .\n"
-    "PA \"ex\" <http://example.org/> .\n"
+    'PA "ex" <http://example.org/> .\n'
     'A <http://example.org/s> <http://example.org/p> "o"@en .\n'
     "A <http://example.org/s> <http://example.org/q> _:b1 .\n"
 )

@@ -138,6 +138,7 @@ class Tailer:
     def run_once(self) -> list[SourceReport]:
         """Apply what the logs hold now and return (the ``--once`` mode); raises on a failed source."""
         self.stream_wait = 0.0
+        self._backoff.keep_clock = True  # a one-shot run gives up retry_timeout after its first failure
         with self._signals():
             while not self.stopping:
                 if self._step(time.monotonic()):
