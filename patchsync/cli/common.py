@@ -61,7 +61,7 @@ def paced_collector(threshold: int = COMMAND_GC_THRESHOLD) -> Iterator[None]:
 DEFAULT_TARGET = "sqlite:///patchsync.db"
 TARGET_HELP = (
     "a SQLAlchemy URL (sqlite:///state.db, postgresql+psycopg://user@host/db), "
-    f"file:PATH.trig|.nq|.ttl|.nt or oxigraph:DIR (default {DEFAULT_TARGET})"
+    f"file:PATH.trig|.nq|.ttl|.nt, oxigraph:DIR or memory: (default {DEFAULT_TARGET})"
 )
 
 #: How the command line spells a library parameter that an error message names
