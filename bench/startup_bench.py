@@ -85,6 +85,23 @@ def main() -> None:
                 env={**os.environ, "PYTHONPATH": str(ROOT)},
             )
             _file_target(work)
+            # status refuses a SQLite file that does not exist: give it one to read.
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "patchsync",
+                    "apply",
+                    "--no-progress",
+                    "log.jellyp",
+                    "--target",
+                    "sqlite:///state.db",
+                ],
+                cwd=work,
+                check=True,
+                capture_output=True,
+                env={**os.environ, "PYTHONPATH": str(ROOT)},
+            )
             load = os.getloadavg()[0]
             print(
                 f"start-up, median of {args.runs} runs; baseline {args.baseline}; load {load:.2f}; {os.cpu_count()} cores"

@@ -17,6 +17,9 @@ OS errors) are translated at the boundary where they occur::
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
+
 
 class PatchsyncError(Exception):
     """Root of all errors raised by patchsync.
@@ -126,3 +129,63 @@ class TargetUnavailable(ApplyError):
     reopening the target and resuming from its checkpoint applies nothing twice. The tail
     daemon does that with backoff; one-shot commands report it and exit.
     """
+
+
+#: What drivers say when no retry can help, whatever type they give the error: a database,
+#: role or user that does not exist, a failed authentication, a host name that does not
+#: resolve. Drivers raise these as connection errors, like a server that is restarting
+#: (psycopg gives them no SQLSTATE; the NATS client reports the cause beside its "no
+#: servers"), so their words are what tells them apart.
+PERMANENT_FAILURES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("the database or role does not exist", re.compile(r'\b(database|role|user) "[^"]*" does not exist')),
+    (
+        "authentication failed",
+        re.compile(r"authentication failed|no pg_hba\.conf entry|authorization violation", re.IGNORECASE),
+    ),
+    (
+        "the host name does not resolve",
+        re.compile(
+            r"failed to resolve host|could not translate host name|name or service not known|"
+            r"nodename nor servname|no address associated with hostname",
+            re.IGNORECASE,
+        ),
+    ),
+)
+
+
+def _causes(exc: BaseException) -> Iterator[BaseException]:
+    """``exc``, then what it wraps (a driver's ``orig``) and was raised from, each once."""
+    seen: set[int] = set()
+    todo = [exc]
+    while todo:
+        current = todo.pop(0)
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        for nxt in (getattr(current, "orig", None), current.__cause__, current.__context__):
+            if isinstance(nxt, BaseException):
+                todo.append(nxt)
+
+
+def permanent_failure(exc: BaseException) -> BaseException | None:
+    """The exception in ``exc``'s chain that shows a failure no retry can fix
+    (:data:`PERMANENT_FAILURES`), or ``None``."""
+    for current in _causes(exc):
+        text = str(current)
+        if any(pattern.search(text) for _, pattern in PERMANENT_FAILURES):
+            return current
+    return None
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether ``exc`` means the target is out of reach for now, so that reopening it later
+    may succeed: the one classification the tail daemon, its start and every backend use.
+
+    True when ``exc`` or an exception it was raised from is a :class:`TargetUnavailable`
+    (each backend translates its driver's transient errors to that), unless the chain shows
+    a :func:`permanent_failure`.
+    """
+    if permanent_failure(exc) is not None:
+        return False
+    return any(isinstance(current, TargetUnavailable) for current in _causes(exc))

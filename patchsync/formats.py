@@ -57,7 +57,7 @@ def _f(
 FORMATS: tuple[Format, ...] = (
     _f("jellyp", (".jellyp",), "patch", {PATCH_LOG}, keeps_labels=True),
     _f("rdfp", (".rdfp",), "patch", {PATCH_LOG}, keeps_labels=True),
-    _f("jelly", (".jelly",), "rdf", {RDF_CONVERT}, keeps_labels=True),
+    _f("jelly", (".jelly",), "rdf", {RDF_CONVERT, DIFF_INPUT, DUMP}, keeps_labels=True),
     _f("nt", (".nt",), "rdf", {RDF_CONVERT, DIFF_INPUT, FILE_TARGET, DUMP}, graphs=False, rdflib_name="nt",
        keeps_labels=True),
     _f("nq", (".nq",), "rdf", {RDF_CONVERT, DIFF_INPUT, FILE_TARGET, DUMP}, rdflib_name="nquads",
@@ -99,6 +99,14 @@ def by_name(name: str) -> Format | None:
     return _BY_NAME.get(name.lower().lstrip("."))
 
 
+def get(name: str) -> Format:
+    """The format called ``name``; :class:`FormatError` if there is none."""
+    found = by_name(name)
+    if found is None:
+        raise FormatError(f"unknown format {name!r} (expected one of: {', '.join(_BY_NAME)})")
+    return found
+
+
 def by_suffix(path: str | os.PathLike[str]) -> Format | None:
     """The format of ``path`` by its suffix, or ``None``."""
     return _BY_SUFFIX.get(Path(path).suffix.lower())
@@ -118,7 +126,14 @@ def require(path: str | os.PathLike[str], given: str | None, role: str, what: st
     if given:
         raise FormatError(f"unknown {what} format {given!r} (expected one of: {', '.join(names(role))})")
     suffix = Path(path).suffix.lower()
-    raise FormatError(
-        f"{path}: cannot tell the format from the extension {suffix or '(none)'!r}; "
-        f"use one of {', '.join(suffixes(role))}" + (" or name the format" if nameable else "")
-    )
+    known = by_suffix(path)
+    if known is not None:
+        # A format patchsync knows, used where it does not fit (Jelly-RDF data given as a patch log).
+        reason = f"{path}: {suffix} is {_KIND_NAMES[known.kind]}, which cannot be used here"
+    else:
+        reason = f"{path}: cannot tell the format from the extension {suffix or '(none)'!r}"
+    raise FormatError(f"{reason}; use one of {', '.join(suffixes(role))}" + (" or name the format" if nameable else ""))
+
+
+#: How messages name each kind of file.
+_KIND_NAMES = {"patch": "a patch log", "rdf": "RDF data"}

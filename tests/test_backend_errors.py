@@ -67,6 +67,22 @@ SQL_CASES: list[tuple[str, BaseException, type[ApplyError]]] = [
     ("SQLITE_READONLY", _sqlite(8, "attempt to write a readonly database"), ApplyError),
     ("SQLITE_CANTOPEN", _sqlite(14, "unable to open database file"), ApplyError),
     ("wrapped SQLITE_FULL", _wrapped(_sqlite(13)), ApplyError),
+    # Connection failures no retry can fix (psycopg gives them no SQLSTATE either).
+    (
+        "no such database",
+        psycopg.OperationalError('connection failed: FATAL:  database "x" does not exist'),
+        ApplyError,
+    ),
+    (
+        "host does not resolve",
+        psycopg.OperationalError("failed to resolve host 'h.invalid': [Errno -2] Name or service not known"),
+        ApplyError,
+    ),
+    (
+        "wrapped failed authentication",
+        _wrapped(psycopg.OperationalError('FATAL:  password authentication failed for user "u"')),
+        ApplyError,
+    ),
 ]
 
 

@@ -56,7 +56,7 @@ def test_rdf_formats_are_not_patch_formats() -> None:
 
 
 def test_roles() -> None:
-    assert formats.names(formats.DUMP) == ["nt", "nq", "ttl", "trig", "rdf-thrift", "rdf-protobuf"]
+    assert formats.names(formats.DUMP) == ["jelly", "nt", "nq", "ttl", "trig", "rdf-thrift", "rdf-protobuf"]
     assert "n3" in formats.names(formats.DIFF_INPUT) and "n3" not in formats.names(formats.RDF_CONVERT)
     rdfxml = formats.by_suffix("onto.owl")
     assert rdfxml is not None and rdfxml.rdflib_name == "xml" and not rdfxml.keeps_labels

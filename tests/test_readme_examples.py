@@ -7,6 +7,7 @@ placeholders (``chunk``, ``s``, ``p``, ``o``, ``g``) bound; then what it wrote i
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -66,3 +67,85 @@ def test_capture_example(folder: Path) -> None:
     events = list(read_events(folder / "changes.jellyp"))
     adds = [e for e in events if isinstance(e, Add)]
     assert [str(a.s) for a in adds] == ["http://example.org/s"]
+
+
+SHELL_PRELUDE = 'patchsync() { "$PY" -m patchsync "$@"; }\npython() { "$PY" "$@"; }\nset -e\n'
+
+
+def _sh_block(section: str, index: int = 0) -> str:
+    start = README.index(section)
+    blocks = re.findall(r"```sh\n(.*?)```", README[start:], re.S)
+    return str(blocks[index])
+
+
+def _run_sh(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    (cwd / "examples").symlink_to(ROOT / "examples")
+    done = subprocess.run(
+        ["bash", "-c", SHELL_PRELUDE + code],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, "PY": sys.executable},
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done
+
+
+def test_snapshot_walkthrough_runs_as_written(tmp_path: Path) -> None:
+    _run_sh(_sh_block("### Starting a replica from a snapshot"), tmp_path)
+    dumps = {}
+    for db in ("primary", "replica", "replica2"):
+        out = tmp_path / f"{db}.nq"
+        subprocess.run(
+            [sys.executable, "-m", "patchsync", "dump", "--target", f"sqlite:///out/{db}.db", "-o", str(out)],
+            cwd=tmp_path,
+            check=True,
+            capture_output=True,
+        )
+        dumps[db] = sorted(out.read_text().splitlines())
+    # The primary applied 300 patches; the replicas 400 from the snapshot on: bring it level.
+    subprocess.run(
+        [sys.executable, "-m", "patchsync", "apply", *sorted(map(str, (tmp_path / "out/logs").iterdir())),
+         "--target", "sqlite:///out/primary.db"],
+        cwd=tmp_path,
+        check=True,
+        capture_output=True,
+    )  # fmt: skip
+    subprocess.run(
+        [sys.executable, "-m", "patchsync", "dump", "--target", "sqlite:///out/primary.db", "-o", "primary.nq"],
+        cwd=tmp_path,
+        check=True,
+    )
+    primary = sorted((tmp_path / "primary.nq").read_text().splitlines())
+    assert len(primary) > 0 and dumps["replica"] == primary and dumps["replica2"] == primary
+
+
+def test_the_publish_lines_show_what_publish_prints(tmp_path: Path) -> None:
+    from tests.nats_helpers import unique_stream
+
+    shown = re.findall(r"^#    \S+: (.* patches published, .*)$", README, re.M)
+    assert len(shown) == 2
+    subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "producer.py"), "a.jellyp", "--count", "3", "--rate", "0"],
+        cwd=tmp_path,
+        check=True,
+        capture_output=True,
+    )
+    url = f"nats://127.0.0.1:4222/{unique_stream('readme')}"
+    done = subprocess.run(
+        [sys.executable, "-m", "patchsync", "publish", "a.jellyp", url], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    printed = done.stdout.strip().removeprefix(f"{url}: ")
+    for line in shown:
+        # The README's figures stand for any figures; the words and their order are what it shows.
+        pattern = re.sub(r"\d+(?:\\\.\d+)?", r"[\\d.]+", re.escape(line))
+        assert re.fullmatch(pattern.replace("urn:patch:[\\d.]+", "\\S+"), printed), (line, printed)
+
+
+def test_every_target_scheme_is_documented() -> None:
+    from patchsync.apply.registry import target_schemes
+
+    for scheme in {s.partition("+")[0] for s in target_schemes()}:  # a SQLAlchemy driver is a spelling of its dialect
+        assert re.search(rf"`{re.escape(scheme)}[:+]", README), f"the README does not name the {scheme}: target"

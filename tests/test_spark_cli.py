@@ -38,7 +38,9 @@ def test_spark_replay_writes_nquads_equal_to_apply(tmp_path: Path) -> None:
 
     done = _run(str(logs), "--out", str(tmp_path / "out"), "--format", "nq")
     assert done.returncode == 0, done.stderr
-    lines = sorted(line for f in (tmp_path / "out").glob("part-*") for line in f.read_text().splitlines())
+    parts = list((tmp_path / "out").glob("part-*"))
+    assert parts and all(f.suffix == ".nq" for f in parts)  # named for what they hold, not part-*.txt
+    lines = sorted(line for f in parts for line in f.read_text().splitlines())
     target = MemoryTarget()
     for path in paths:
         apply_file(path, target, chain="ignore")

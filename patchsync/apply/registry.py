@@ -12,18 +12,47 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, cast
 
 from patchsync.apply.target import Target
 from patchsync.errors import UsageError
 
 
+def _sqlite_file(spec: str) -> Path | None:
+    """The database file a SQLite URL names (``None``: in memory); a URL SQLite reads
+    otherwise than its writer meant is refused in one line."""
+    scheme, _, rest = spec.partition(":")
+    if rest == "//" or rest.startswith("///"):
+        path = rest[3:].partition("?")[0]
+        return None if path in ("", ":memory:") else Path(path)
+    name = rest.lstrip("/") or "state.db"
+    raise UsageError(
+        f"cannot open target {spec!r}: a SQLite URL has three slashes before a relative path "
+        f"({scheme}:///{name}) and four before an absolute one ({scheme}:////var/lib/{Path(name).name})"
+    )
+
+
+def _path_after_scheme(spec: str) -> Path | None:
+    return Path(spec.partition(":")[2]) if spec.partition(":")[2] else None
+
+
+def _nowhere(_spec: str) -> Path | None:
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class TargetEntry:
-    """One registered scheme: where its class lives and whether it wants the whole spec."""
+    """One registered scheme: where its class lives and whether it wants the whole spec.
+
+    ``locate`` checks a spec's form and returns the local path the target lives at
+    (``None``: on a server or in memory), without opening it: read-only commands refuse a
+    target whose path does not exist instead of creating an empty one.
+    """
 
     loader: str
     whole_spec: bool = False
+    locate: Callable[[str], Path | None] = _nowhere
 
     def load(self) -> Callable[..., Target]:
         """Import and return the target class (the first call imports its module)."""
@@ -34,12 +63,12 @@ class TargetEntry:
 
 _SQL = "patchsync.apply.targets.sql.target:SqlTarget"
 _TARGETS: dict[str, TargetEntry] = {
-    "sqlite": TargetEntry(_SQL, whole_spec=True),
-    "sqlite+pysqlite": TargetEntry(_SQL, whole_spec=True),
+    "sqlite": TargetEntry(_SQL, whole_spec=True, locate=_sqlite_file),
+    "sqlite+pysqlite": TargetEntry(_SQL, whole_spec=True, locate=_sqlite_file),
     "postgresql": TargetEntry(_SQL, whole_spec=True),
     "postgresql+psycopg": TargetEntry(_SQL, whole_spec=True),
-    "file": TargetEntry("patchsync.apply.targets.file:FileTarget"),
-    "oxigraph": TargetEntry("patchsync.apply.targets.oxigraph:OxigraphTarget"),
+    "file": TargetEntry("patchsync.apply.targets.file:FileTarget", locate=_path_after_scheme),
+    "oxigraph": TargetEntry("patchsync.apply.targets.oxigraph:OxigraphTarget", locate=_path_after_scheme),
     "memory": TargetEntry("patchsync.apply.targets.memory:open_memory_target"),
 }
 
@@ -61,15 +90,26 @@ def target_schemes() -> list[str]:
     return sorted(_TARGETS)
 
 
-def open_target(spec: str, **options: Any) -> Target:
+def open_target(spec: str, *, existing: bool = False, **options: Any) -> Target:
     """Open the target named by ``spec`` (``scheme:rest``) through the registry.
 
     ``file:PATH`` (``.trig``, ``.nq``, ``.ttl``, ``.nt``) is a file target,
     ``oxigraph:DIR`` a pyoxigraph store, ``memory:`` a fresh in-memory target and
     ``sqlite:``/``postgresql[+psycopg]:`` URLs SQL databases. An unknown scheme fails with
-    :class:`UsageError` listing the known ones.
+    :class:`UsageError` listing the known ones. With ``existing`` a target stored in a local
+    path that does not exist fails with :class:`UsageError` instead of being created (for
+    readers: ``dump``, ``status``, ``snapshot``).
     """
-    scheme, sep, rest = spec.partition(":")
+    entry = _entry(spec)
+    where = entry.locate(spec)
+    if existing and where is not None and not where.exists():
+        raise UsageError(f"target {spec!r}: {where} does not exist (only apply and tail create a target)")
+    cls = entry.load()
+    return cls(spec if entry.whole_spec else spec.partition(":")[2], **options)
+
+
+def _entry(spec: str) -> TargetEntry:
+    scheme, sep, _ = spec.partition(":")
     entry = _TARGETS.get(scheme.lower()) if sep else None
     if entry is None and sep and "+" in scheme:
         # A SQLAlchemy URL naming another driver of a known dialect (postgresql+psycopg2:).
@@ -80,8 +120,7 @@ def open_target(spec: str, **options: Any) -> Target:
             f"unknown target {spec!r}: the scheme must be one of {', '.join(s + ':' for s in target_schemes())} "
             "(sqlite:///state.db, postgresql+psycopg://..., file:PATH.trig|.nq|.ttl|.nt, oxigraph:DIR, memory:)"
         )
-    cls = entry.load()
-    return cls(spec if entry.whole_spec else rest, **options)
+    return entry
 
 
 __all__ = ["TargetEntry", "open_target", "register_target", "target_schemes"]

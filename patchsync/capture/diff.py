@@ -147,18 +147,30 @@ def diff(old: Graph, new: Graph, *, canonical: bool = False, prefixes: bool = Fa
     def in_old_terms(term: Any) -> Any:
         return old_back.get(term, term) if isinstance(term, BNode) else term
 
-    deleted = sorted(old_quads - new_quads, key=_sort_key)
-    added = sorted(new_quads - old_quads, key=_sort_key)
+    namespaces = (dict(old.namespaces()), dict(new.namespaces())) if prefixes else ({}, {})
+    return diff_quads(old_quads, new_quads, *namespaces, URIRef(uuid.uuid4().urn), rename=in_old_terms)
+
+
+def diff_quads(
+    old: set[Quad],
+    new: set[Quad],
+    old_prefixes: dict[str, Any],
+    new_prefixes: dict[str, Any],
+    patch_id: Any,
+    *,
+    rename: Any = None,
+) -> list[Event]:
+    """:func:`diff` over quads of any adapter's terms (N-Triples strings hold RDF-star and
+    generalized statements, which rdflib cannot): one patch with id ``patch_id``, ``PD``/``PA``
+    for prefixes that differ, then deletions and additions, each passed through ``rename``."""
     rows: list[Event] = []
-    if prefixes:
-        before, after = dict(old.namespaces()), dict(new.namespaces())
-        rows += [PrefixDelete(n, ns) for n, ns in sorted(before.items()) if after.get(n) != ns]
-        rows += [PrefixAdd(n, ns) for n, ns in sorted(after.items()) if before.get(n) != ns]
-    rows += [Delete(*map(in_old_terms, q)) for q in deleted]
-    rows += [Add(*map(in_old_terms, q)) for q in added]
+    rows += [PrefixDelete(n, ns) for n, ns in sorted(old_prefixes.items()) if new_prefixes.get(n) != ns]
+    rows += [PrefixAdd(n, ns) for n, ns in sorted(new_prefixes.items()) if old_prefixes.get(n) != ns]
+    for kind, quads in ((Delete, old - new), (Add, new - old)):
+        rows += [kind(*(map(rename, q) if rename else q)) for q in sorted(quads, key=_sort_key)]
     if not rows:
         return [PatchEnd()]
-    return [Header("id", URIRef(uuid.uuid4().urn)), TxStart(), *rows, TxCommit(), PatchEnd()]
+    return [Header("id", patch_id), TxStart(), *rows, TxCommit(), PatchEnd()]
 
 
 def _sort_key(q: Quad) -> tuple[str, ...]:

@@ -14,14 +14,13 @@ from patchsync.cli.common import (
     add_chain_flag,
     add_relative_iris_flag,
     add_target_flag,
+    check_logs,
     close_target,
     limits,
     load_base,
     open_target,
-    patch_format,
     result_line,
 )
-from patchsync.errors import UsageError
 
 
 def register(sub: Subcommands) -> None:
@@ -81,10 +80,7 @@ def run(args: argparse.Namespace) -> int:
     from patchsync.apply.applier import ApplyResult
     from patchsync.apply.resume import default_snapshot_dir
 
-    for log in args.logs:
-        patch_format(log, args.from_format)
-        if not Path(log).is_file():
-            raise UsageError(f"{log}: no such file")
+    check_logs(args, args.logs)
     target = open_target(args.target)
     total = ApplyResult(source="total")
     progress = Progress(not args.no_progress)

@@ -61,7 +61,7 @@ def paced_collector(threshold: int = COMMAND_GC_THRESHOLD) -> Iterator[None]:
 DEFAULT_TARGET = "sqlite:///patchsync.db"
 TARGET_HELP = (
     "a SQLAlchemy URL (sqlite:///state.db, postgresql+psycopg://user@host/db), "
-    f"file:PATH.trig|.nq|.ttl|.nt or oxigraph:DIR (default {DEFAULT_TARGET})"
+    f"file:PATH.trig|.nq|.ttl|.nt, oxigraph:DIR or memory: (default {DEFAULT_TARGET})"
 )
 
 #: How the command line spells a library parameter that an error message names
@@ -114,6 +114,35 @@ def patch_format(path: str, given: str | None, *, writing: bool = False) -> str:
     return format_of(path, given)
 
 
+def check_logs(args: argparse.Namespace, logs: list[str]) -> None:
+    """Refuse, before anything is opened, logs ``apply`` cannot read and a ``--base`` that
+    is missing or no RDF file; RDF data given as a log is pointed to ``--base``."""
+    from patchsync import formats
+
+    for log in logs:
+        known = formats.by_suffix(log)
+        if not args.from_format and known is not None and known.kind == "rdf":
+            raise UsageError(
+                f"{log}: {Path(log).suffix} is RDF data (a snapshot or starting state), not a patch log; "
+                f"load it with --base {log}"
+            )
+        patch_format(log, args.from_format)
+        if not Path(log).is_file():
+            raise UsageError(f"{log}: no such file")
+    check_base(args)
+
+
+def check_base(args: argparse.Namespace) -> None:
+    """Refuse a ``--base`` that is missing or not an RDF file, before the target is opened."""
+    from patchsync import formats
+
+    if not args.base:
+        return
+    formats.require(args.base, None, formats.RDF_CONVERT, "RDF", nameable=False)
+    if not Path(args.base).is_file():
+        raise UsageError(f"{args.base}: no such file")
+
+
 @contextmanager
 def output(path: str) -> Iterator[IO[bytes]]:
     """A binary output that appears at ``path`` only if the block succeeds (``-``: stdout)."""
@@ -126,17 +155,32 @@ def output(path: str) -> Iterator[IO[bytes]]:
     try:
         with os.fdopen(fd, "wb") as f:
             yield f
+        # mkstemp made the file 0600; renamed as it is, the output would keep that mode.
+        os.chmod(tmp, plain_mode(target))
         os.replace(tmp, target)
     except BaseException:
         os.unlink(tmp)
         raise
 
 
-def open_target(spec: str) -> Target:
-    """The target named on the command line (see :mod:`patchsync.apply.registry`)."""
+def plain_mode(path: Path) -> int:
+    """The mode ``open(path, "w")`` leaves ``path`` with: its own if it exists, else 0666 less the umask."""
+    try:
+        return path.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        pass
+    # The umask can only be read by setting it; the command line is one thread at this point.
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def open_target(spec: str, *, existing: bool = False) -> Target:
+    """The target named on the command line (see :mod:`patchsync.apply.registry`); with
+    ``existing`` (commands that only read it) one that does not exist is refused, not created."""
     from patchsync.apply.registry import open_target as open_registered
 
-    return open_registered(spec)
+    return open_registered(spec, existing=existing)
 
 
 def close_target(target: Target, *, failed: bool) -> None:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from patchsync import formats
 from patchsync.cli.common import Subcommands, output, patch_format, read_all, source_name
+from patchsync.errors import FormatError
 
 
 def register(sub: Subcommands) -> None:
@@ -40,17 +42,54 @@ def register(sub: Subcommands) -> None:
 
 
 def run_diff(args: argparse.Namespace) -> int:
-    from patchsync.capture.diff import diff, read_dataset
+    from patchsync.logs.convert import FeatureScan
     from patchsync.logs.patch_logs import write_events
-    from patchsync.options import PatchOptions
-    from patchsync.terms.rdflib_adapter import RdflibTerms
 
     out_fmt = patch_format(args.output, args.to_format, writing=True)
-    old, new = read_dataset(args.old), read_dataset(args.new)
-    events = diff(old, new, canonical=args.canonical, prefixes=args.prefixes)
+    own = not args.canonical and all(formats.find(p, None, formats.RDF_CONVERT) for p in (args.old, args.new))
+    events, adapter = _own_terms_diff(args) if own else _rdflib_diff(args)
+    # The patch declares what its statements use (RDF-star, generalized), as convert does.
+    scan = FeatureScan()
+    for event in events:
+        scan.see(event)
     with output(args.output) as out:
-        write_events(events, out, out_fmt, options=PatchOptions(), adapter=RdflibTerms())
+        write_events(events, out, out_fmt, options=scan.options(), adapter=adapter)
     return 0
+
+
+def _own_terms_diff(args: argparse.Namespace) -> tuple[list[Any], Any]:
+    """The diff over patchsync's N-Triples terms: exact lexical forms and blank node labels,
+    RDF-star and generalized statements, for every format ``convert`` reads."""
+    import uuid
+
+    from patchsync.capture.diff import diff_quads
+    from patchsync.logs.rdf_files import read_rdf_quads
+    from patchsync.terms.ntriples import NTriplesTerms
+
+    nt = NTriplesTerms()
+    old, new = read_rdf_quads(args.old), read_rdf_quads(args.new)
+
+    def prefixes(content: Any) -> dict[str, str]:
+        return {name: nt.iri(iri) for name, iri in content.namespaces} if args.prefixes else {}
+
+    events = diff_quads(set(old.quads), set(new.quads), prefixes(old), prefixes(new), nt.iri(uuid.uuid4().urn))
+    return events, nt
+
+
+def _rdflib_diff(args: argparse.Namespace) -> tuple[list[Any], Any]:
+    """The diff through rdflib: formats only rdflib reads, and ``--canonical``."""
+    from patchsync.capture.diff import diff, read_dataset
+    from patchsync.terms.rdflib_adapter import RdflibTerms
+
+    try:
+        old, new = read_dataset(args.old), read_dataset(args.new)
+    except FormatError as exc:
+        if not args.canonical:
+            raise
+        raise FormatError(
+            f"{exc} (--canonical goes through rdflib; without it RDF-star is compared by label)"
+        ) from None
+    return diff(old, new, canonical=args.canonical, prefixes=args.prefixes), RdflibTerms()
 
 
 def run_reverse(args: argparse.Namespace) -> int:

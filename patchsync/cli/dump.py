@@ -13,7 +13,12 @@ DUMP_FORMATS = formats.names(formats.DUMP)
 def register(sub: Subcommands) -> None:
     dump = sub.add_parser("dump", help="write a target's current state", description="Write a target's quads.")
     add_target_flag(dump)
-    dump.add_argument("--format", default=None, choices=DUMP_FORMATS, help="output format (default nq)")
+    dump.add_argument(
+        "--format",
+        default=None,
+        choices=DUMP_FORMATS,
+        help="output format (default: the suffix of -o; nq on standard output)",
+    )
     dump.add_argument("-o", "--output", default="-", help="output file (default: standard output)")
     dump.set_defaults(func=run)
 
@@ -24,9 +29,9 @@ def run(args: argparse.Namespace) -> int:
 
     fmt = args.format
     if fmt is None:
-        found = formats.find(args.output, None, formats.DUMP) if args.output != "-" else None
-        fmt = found.name if found is not None else "nq"
-    target = open_target(args.target)
+        # The suffix of -o names the format; a suffix dump does not write is refused, not written as N-Quads.
+        fmt = "nq" if args.output == "-" else formats.require(args.output, None, formats.DUMP, "dump output").name
+    target = open_target(args.target, existing=True)
     try:
         with output(args.output) as out:
             write_dump(dumpable(target), fmt, out)

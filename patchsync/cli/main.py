@@ -44,6 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"patchsync.cli.{name}").register(sub)
+    for command in set(sub.choices.values()):
+        # An unknown flag is reported with the usage of the command it was given to.
+        command.set_defaults(command_parser=command)
     return parser
 
 
@@ -51,7 +54,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``patchsync`` command."""
     # rdflib logs a traceback for every ill-typed literal; a user sees one-line errors only.
     logging.getLogger("rdflib").setLevel(logging.ERROR)
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        getattr(args, "command_parser", parser).error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         with paced_collector():
             code: int = args.func(args)

@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.output.lower().endswith(".jelly"):
         raise UsageError(f"{args.output}: a snapshot is a Jelly-RDF file; name it FILE.jelly")
-    target = open_target(args.target)
+    target = open_target(args.target, existing=True)
     try:
         report = write_snapshot(target, args.output, name=_without_password(args.target))
     finally:

@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
     from patchsync.streams.url import is_stream_url
     from patchsync.tail.state import default_state_dir, lag_bytes, read_status
 
-    target = open_target(args.target)
+    target = open_target(args.target, existing=True)
     try:
         sources = dumpable(target).sources()
     finally:

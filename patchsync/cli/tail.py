@@ -15,6 +15,7 @@ from patchsync.cli.common import (
     add_chain_flag,
     add_relative_iris_flag,
     add_target_flag,
+    check_base,
     close_target,
     fail,
     limits,
@@ -109,7 +110,11 @@ class TailLog:
 
 def run(args: argparse.Namespace) -> int:
     from patchsync.tail import Tailer, TailOptions, default_state_dir, open_retrying
+    from patchsync.tail.options import split_paths
 
+    # Inputs first: a wrong path or base must not leave a new, empty target behind.
+    split_paths(args.paths)
+    check_base(args)
     state_dir = args.state_dir or default_state_dir(args.target)
     log = TailLog(args.log_interval)
     retry = {"retry_max_delay": args.retry_max_delay, "retry_timeout": args.retry_timeout}

@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from patchsync.codec.patch_decoder import PatchDecoder
-from patchsync.errors import ChainError, FormatError, UsageError
+from patchsync.errors import ChainError, EncodeError, FormatError, UsageError
 from patchsync.events import Event, Header, Options, PatchEnd
+from patchsync.logs.convert import FEATURE_NAMES, FeatureScan
 from patchsync.logs.patch_logs import CHUNK_SIZE, LogAppender, format_of, read_events
 from patchsync.options import Limits, PatchOptions
 from patchsync.terms import IRI, TermAdapter
@@ -55,10 +56,23 @@ def append_logs(
             raise UsageError(f"{src}: a log cannot be appended to itself")
     adapter = NTriplesTerms()
     head = log_head(dest_path, adapter) if dest_path.exists() else None
-    first_options = _check_chain(dest_path, head, sources, adapter, limits)
+    scan = FeatureScan()
+    first_options = _check_chain(dest_path, head, sources, adapter, limits, scan)
 
     created = not dest_path.exists()
-    appender = LogAppender(dest_path, None if not created else (options or first_options), adapter, fsync=fsync)
+    # A new destination declares every feature the sources use (as convert does).
+    appender = LogAppender(
+        dest_path, None if not created else (options or scan.options(first_options)), adapter, fsync=fsync
+    )
+    missing = scan.missing(appender.options)
+    if missing is not None:
+        appender.abandon()
+        if created:
+            dest_path.unlink(missing_ok=True)
+        raise EncodeError(
+            f"{scan.where(missing)}: uses {FEATURE_NAMES[missing]}, which the options of {dest} do not declare; "
+            "append to a new log instead; nothing was appended"
+        )
     start = dest_path.stat().st_size  # after the appender cut any partial frame
     patches = [0]
     try:
@@ -100,13 +114,15 @@ def _check_chain(
     sources: Sequence[str | os.PathLike[str]],
     adapter: TermAdapter[Any],
     limits: Limits | None,
+    scan: FeatureScan,
 ) -> PatchOptions | None:
-    """Decode every source once, checking ``prev`` against the running head; returns the
-    options of the first Jelly-Patch source."""
+    """Decode every source once, checking ``prev`` against the running head and noting the
+    features used in ``scan``; returns the options of the first Jelly-Patch source."""
     first: PatchOptions | None = None
     for src in sources:
         patch_id: str | None = None
         for event in read_events(src, adapter=adapter, limits=limits):
+            scan.see(event, str(src))
             kind = type(event)
             if kind is Options and first is None:
                 first = event.options  # type: ignore[union-attr]

@@ -13,9 +13,10 @@ from __future__ import annotations
 import io
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import IO, Any, cast
 
+from patchsync import formats
 from patchsync.codec.frame_stats import FrameCounter
 from patchsync.events import Add, Delete, Event, Options, PatchEnd
 from patchsync.logs.patch_logs import iter_stream_events, write_events
@@ -52,32 +53,98 @@ class Features:
     generalized: bool = False
 
 
+#: The features :class:`FeatureScan` tracks, as messages name them.
+FEATURE_NAMES = {
+    "quads": "a named graph",
+    "rdf_star": "RDF-star (a quoted triple)",
+    "generalized": "a generalized statement",
+}
+
+
+class FeatureScan:
+    """Which features a run of events uses, and where each was first used.
+
+    Fed events (terms as N-Triples strings) with :meth:`see`; :meth:`options` then gives
+    writer options that declare every feature seen, and :attr:`first` says, per feature
+    (``quads``, ``rdf_star``, ``generalized``), the source and event that first used it.
+    """
+
+    def __init__(self) -> None:
+        self._adapter = NTriplesTerms()
+        self.first: dict[str, tuple[str, Event]] = {}
+
+    @property
+    def quads(self) -> bool:
+        return "quads" in self.first
+
+    @property
+    def rdf_star(self) -> bool:
+        return "rdf_star" in self.first
+
+    @property
+    def generalized(self) -> bool:
+        return "generalized" in self.first
+
+    def see(self, event: Event, source: str = "<stream>") -> None:
+        """Note the features ``event`` uses (only statements use any)."""
+        kind = type(event)
+        if kind is not Add and kind is not Delete:
+            return
+        assert isinstance(event, (Add, Delete))
+        used: list[str] = []
+        if event.g:
+            used.append("quads")
+            if self._adapter.unpack(event.g)[0] == LITERAL:
+                used.append("generalized")
+        for position, term in (("s", event.s), ("p", event.p), ("o", event.o)):
+            u = self._adapter.unpack(term)
+            if u[0] == TRIPLE:
+                used.append("rdf_star")
+                if position == "p":
+                    used.append("generalized")
+            elif (u[0] == LITERAL and position != "o") or (u[0] == BNODE and position == "p"):
+                used.append("generalized")
+        for feature in used:
+            self.first.setdefault(feature, (source, event))
+
+    def options(self, base: PatchOptions | None = None) -> PatchOptions:
+        """``base`` (default: the writer defaults) with every feature seen declared."""
+        base = base or PatchOptions()
+        return replace(
+            base,
+            statement_type=StatementType.QUADS if self.quads else base.statement_type,
+            rdf_star=base.rdf_star or self.rdf_star,
+            generalized_statements=base.generalized_statements or self.generalized,
+        )
+
+    def where(self, feature: str) -> str:
+        """Where ``feature`` was first used: source, byte, and frame and row (or line, for text)."""
+        source, event = self.first[feature]
+        offset, frame, row = event[-3:]
+        text = formats.by_suffix(source) == formats.by_name("rdfp")
+        return f"{source}, byte {offset}, " + (f"line {row}" if text else f"frame {frame}, row {row}")
+
+    def missing(self, options: PatchOptions) -> str | None:
+        """The first feature seen that ``options`` does not declare, or ``None``."""
+        declared = {
+            "quads": options.statement_type is StatementType.QUADS,
+            "rdf_star": options.rdf_star,
+            "generalized": options.generalized_statements,
+        }
+        return next((feature for feature in self.first if not declared[feature]), None)
+
+
 def scan_features(data: bytes, fmt: str, source: str) -> Features:
     """One pass over a whole log: its options (Jelly-Patch) or the features it uses (text).
 
     Decoding the whole input also validates it, so a conversion fails before writing.
     """
-    adapter = NTriplesTerms()
-    quads = star = generalized = False
+    scan = FeatureScan()
     for event in stream_events(data, fmt, source):
-        kind = type(event)
-        if kind is Options:
-            return Features(event.options)  # type: ignore[union-attr]
-        if kind is Add or kind is Delete:
-            assert isinstance(event, (Add, Delete))
-            if event.g:
-                quads = True
-            for position, term in (("s", event.s), ("p", event.p), ("o", event.o)):
-                u = adapter.unpack(term)
-                if u[0] == TRIPLE:
-                    star = True
-                    if position == "p":
-                        generalized = True
-                elif (u[0] == LITERAL and position != "o") or (u[0] == BNODE and position == "p"):
-                    generalized = True
-            if event.g and adapter.unpack(event.g)[0] == LITERAL:
-                generalized = True
-    return Features(None, quads, star, generalized)
+        if type(event) is Options:
+            return Features(event.options)
+        scan.see(event, source)
+    return Features(None, scan.quads, scan.rdf_star, scan.generalized)
 
 
 def convert_log(

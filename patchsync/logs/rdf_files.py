@@ -47,6 +47,7 @@ __all__ = [
     "rdf_format_of",
     "read_rdf_bytes",
     "read_rdf_quads",
+    "write_jelly",
 ]
 
 #: RDF formats ``convert`` reads and writes, by file extension (from :mod:`patchsync.formats`).
@@ -292,33 +293,7 @@ def convert_rdf(
     options, namespaces, frames = content.options, content.namespaces, content.frames
     every = [q for frame in frames for q in frame]
     if out_fmt == "jelly":
-        named, star, generalized = _features(every)
-        chosen = (physical or ("quads" if named else "triples")).upper()
-        grouped = options is not None and options.grouped
-        base = options or RdfOptions()
-        options = RdfOptions(
-            physical_type=PhysicalType[chosen],
-            logical_type=base.logical_type if options is not None else LogicalType.UNSPECIFIED,
-            generalized_statements=base.generalized_statements or generalized,
-            rdf_star=base.rdf_star or star,
-            max_name_table_size=base.max_name_table_size,
-            max_prefix_table_size=base.max_prefix_table_size,
-            max_datatype_table_size=base.max_datatype_table_size,
-            stream_name=base.stream_name,
-            version=2 if namespaces else base.version,
-        )
-        encoder: RdfEncoder[str] = RdfEncoder(options, _NT, max_frame_rows=frame_rows or 1024)
-        for name, iri in namespaces:
-            encoder.namespace(name, _NT.iri(iri))
-        for frame in frames:
-            for s, p, o, g in frame:
-                encoder.statement(s, p, o, g)
-                if encoder.pending_bytes() >= 1 << 20:
-                    out.write(encoder.take())
-            if grouped:
-                encoder.end_frame()
-        encoder.finish()
-        out.write(encoder.take())
+        write_jelly(frames, namespaces, out, options=options, physical=physical, frame_rows=frame_rows)
     elif out_fmt in ("nt", "nq"):
         buffer: list[str] = []
         for line in _nquads_lines(every, out_fmt == "nq"):
@@ -334,6 +309,52 @@ def convert_rdf(
     else:
         raise FormatError(f"unknown RDF format {out_fmt!r}")
     return len(every)
+
+
+def write_jelly(
+    frames: Iterable[Iterable[Quad]],
+    namespaces: Iterable[tuple[str, str]],
+    out: IO[bytes],
+    *,
+    options: RdfOptions | None = None,
+    physical: str | None = None,
+    frame_rows: int | None = None,
+) -> None:
+    """Write statements (N-Triples strings, grouped in frames) as Jelly-RDF.
+
+    ``options`` (a Jelly input's) are kept except ``physical``; without them the stream gets
+    TRIPLES or QUADS (whether a statement names a graph) and declares RDF-star and generalized
+    statements exactly when they occur. ``namespaces`` are ``(prefix, IRI)``.
+    """
+    held = [list(frame) for frame in frames]
+    declared = list(namespaces)
+    named, star, generalized = _features(q for frame in held for q in frame)
+    chosen = (physical or ("quads" if named else "triples")).upper()
+    grouped = options is not None and options.grouped
+    base = options or RdfOptions()
+    options = RdfOptions(
+        physical_type=PhysicalType[chosen],
+        logical_type=base.logical_type if options is not None else LogicalType.UNSPECIFIED,
+        generalized_statements=base.generalized_statements or generalized,
+        rdf_star=base.rdf_star or star,
+        max_name_table_size=base.max_name_table_size,
+        max_prefix_table_size=base.max_prefix_table_size,
+        max_datatype_table_size=base.max_datatype_table_size,
+        stream_name=base.stream_name,
+        version=2 if declared else base.version,
+    )
+    encoder: RdfEncoder[str] = RdfEncoder(options, _NT, max_frame_rows=frame_rows or 1024)
+    for name, iri in declared:
+        encoder.namespace(name, _NT.iri(iri))
+    for frame in held:
+        for s, p, o, g in frame:
+            encoder.statement(s, p, o, g)
+            if encoder.pending_bytes() >= 1 << 20:
+                out.write(encoder.take())
+        if grouped:
+            encoder.end_frame()
+    encoder.finish()
+    out.write(encoder.take())
 
 
 def write_rdf_binary(fmt: str, quads: Iterable[Quad], namespaces: Iterable[tuple[str, str]]) -> bytes:

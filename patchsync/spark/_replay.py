@@ -275,3 +275,14 @@ def write_replay(
             quads.write.mode("overwrite").parquet(os.fspath(out))
         else:
             nquads_lines(quads).write.mode("overwrite").text(os.fspath(out))
+            _name_parts(Path(os.fspath(out)), ".txt", ".nq")
+
+
+def _name_parts(out: Path, old: str, new: str) -> None:
+    """Give Spark's part files (and the checksums beside them) the suffix of their format:
+    its text writer names them ``part-*.txt`` whatever they hold."""
+    for part in out.glob(f"part-*{old}"):
+        part.rename(part.with_name(part.name.removesuffix(old) + new))
+        crc = part.with_name(f".{part.name}.crc")
+        if crc.exists():
+            crc.rename(crc.with_name(f".{part.name.removesuffix(old)}{new}.crc"))

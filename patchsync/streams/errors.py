@@ -6,7 +6,7 @@ tree; callers never see a ``nats.*`` exception::
     PatchsyncError
     ├── UsageError
     │   ├── StreamNotFound     the named stream does not exist (and was not to be created)
-    │   ├── StreamRefused      the server refused a request for good (bad config, permissions)
+    │   ├── StreamRefused      refused for good (bad config, permissions, a host name that does not resolve)
     │   └── MessageTooLarge    a patch does not fit in one message of this server
     └── ApplyError
         ├── ChainError         (patchsync.errors) a patch does not follow the stream's head
@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import cache
 
-from patchsync.errors import CheckpointError, PatchsyncError, TargetUnavailable, UsageError
+from patchsync.errors import CheckpointError, PatchsyncError, TargetUnavailable, UsageError, permanent_failure
 
 
 class StreamUnavailable(TargetUnavailable):
@@ -87,6 +87,10 @@ def translate(exc: BaseException, where: str) -> PatchsyncError | None:
     """The patchsync error for a client exception (``None`` if it is not the client's)."""
     if isinstance(exc, PatchsyncError):
         return exc
+    cause = permanent_failure(exc)
+    if cause is not None:
+        # Whatever the client calls it (an unresolvable host is "no servers available").
+        return StreamRefused(f"{where}: cannot connect: {_describe(cause)}; retrying cannot fix this")
     for kind, factory in _rules():
         if isinstance(exc, kind):
             return factory(where, exc)

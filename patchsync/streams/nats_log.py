@@ -180,16 +180,23 @@ class NatsLog:
             # its return values and translated exceptions instead.
             self.last_error = exc
 
-        self._nc = await nats.connect(
-            servers=[self.url.server],
-            name="patchsync",
-            connect_timeout=self._connect_timeout,
-            allow_reconnect=True,
-            # 0 would mean "no limit" to the client.
-            max_reconnect_attempts=self._reconnect_attempts,
-            reconnect_time_wait=_RECONNECT_WAIT,
-            error_cb=on_error,
-        )
+        try:
+            self._nc = await nats.connect(
+                servers=[self.url.server],
+                name="patchsync",
+                connect_timeout=self._connect_timeout,
+                allow_reconnect=True,
+                # 0 would mean "no limit" to the client.
+                max_reconnect_attempts=self._reconnect_attempts,
+                reconnect_time_wait=_RECONNECT_WAIT,
+                error_cb=on_error,
+            )
+        except Exception as exc:
+            # The client raises "no servers available"; why (an unresolvable host name, a
+            # refused connection) is the last error it reported, which translation needs.
+            if self.last_error is not None and exc.__cause__ is None:
+                raise exc from self.last_error
+            raise
         self._js = self._nc.jetstream(timeout=self.request_timeout)
 
     @property

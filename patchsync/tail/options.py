@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from patchsync import formats
 from patchsync.apply.applier import CHAIN_POLICIES
 from patchsync.apply.target import Target
 from patchsync.errors import UsageError
 from patchsync.options import Limits
+from patchsync.streams.url import is_stream_url, parse_stream_url
 
 #: Events of an unfinished unit held back before they are passed to the applier anyway.
 HOLD_EVENTS = 100_000
@@ -91,6 +93,32 @@ class TailOptions:
             raise UsageError("log and reopen must be callables")
 
 
+def split_paths(paths: Sequence[str | os.PathLike[str]]) -> tuple[list[str], list[Path]]:
+    """The stream addresses and the log paths among ``paths``, each checked: a malformed
+    address, or a path that is neither a directory nor a ``.jellyp`` log (which may appear
+    later, in a directory that exists), is refused with :class:`UsageError` before anything
+    is opened or created."""
+    # A stream address is no path (Path() would fold its "//"): kept as text.
+    streams = [os.fspath(p) for p in paths if is_stream_url(os.fspath(p))]
+    for url in streams:
+        parse_stream_url(url)
+    logs = [Path(p) for p in paths if not is_stream_url(os.fspath(p))]
+    for p in logs:
+        if p.is_dir():
+            continue
+        known = formats.by_suffix(p)
+        if known is not None and known.kind == "rdf":
+            raise UsageError(
+                f"{p}: {p.suffix} is RDF data (a snapshot or starting state), not a patch log; load it with --base {p}"
+            )
+        if known is None or known.name != "jellyp":
+            what = "no such directory" if not p.exists() else "neither a directory nor a .jellyp log"
+            raise UsageError(f"{p}: {what}; tail reads Jelly-Patch logs (.jellyp) or directories of them")
+        if not p.exists() and not p.parent.is_dir():
+            raise UsageError(f"{p}: no such file, and its directory {p.parent} does not exist")
+    return streams, logs
+
+
 def _positive(value: object, *, zero: bool = False) -> bool:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
         return False
@@ -106,4 +134,5 @@ __all__ = [
     "Log",
     "TailOptions",
     "no_log",
+    "split_paths",
 ]

@@ -1,4 +1,5 @@
-"""Waiting out a target that is unavailable for now: backoff, and which errors say so."""
+"""Waiting out a target that is unavailable for now: backoff (which errors say so is
+:func:`patchsync.errors.is_transient`, re-exported here)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import time
 from collections.abc import Callable
 
 from patchsync.apply.target import Target
-from patchsync.errors import PatchsyncError, TargetUnavailable, UsageError
+from patchsync.errors import PatchsyncError, UsageError, is_transient
 from patchsync.tail.options import RETRY_INITIAL_SECONDS, RETRY_MAX_DELAY, RETRY_TIMEOUT, Log, no_log
 
 
@@ -15,7 +16,9 @@ class Backoff:
     """Exponential backoff with jitter, bounded per wait (``max_delay``) and in total (``timeout``).
 
     The clock starts at the first :meth:`next_delay` after a :meth:`reset`, so a target
-    that keeps failing right after each reopen still reaches the timeout.
+    that keeps failing right after each reopen still reaches the timeout. With
+    ``keep_clock`` (``tail --once``) :meth:`reset` does not restart it: the run gives up
+    ``timeout`` seconds after its first failure however often the target came back between.
     """
 
     def __init__(
@@ -25,6 +28,7 @@ class Backoff:
         max_delay: float = RETRY_MAX_DELAY,
         timeout: float = RETRY_TIMEOUT,
         rng: random.Random | None = None,
+        keep_clock: bool = False,
     ) -> None:
         if initial <= 0 or max_delay < initial or timeout < 0:
             raise UsageError("retry delays must be positive, the longest at least the first, the timeout >= 0")
@@ -32,13 +36,15 @@ class Backoff:
         self.max_delay = max_delay
         self.timeout = timeout
         self.rng = rng or random.Random()
+        self.keep_clock = keep_clock
         self.attempt = 0
         self.since: float | None = None
 
     def reset(self) -> None:
         """The target works again."""
         self.attempt = 0
-        self.since = None
+        if not self.keep_clock:
+            self.since = None
 
     def elapsed(self, now: float) -> float:
         """Seconds since the first failure of the current outage (0 if none)."""
@@ -56,24 +62,6 @@ class Backoff:
         # the same server do not all come back in the same instant.
         cap = min(self.max_delay, self.initial * 2.0 ** min(self.attempt - 1, 60))
         return min(left, cap * self.rng.uniform(0.5, 1.0))
-
-
-def is_transient(exc: BaseException) -> bool:
-    """Whether ``exc`` means the target is out of reach for now (see :class:`TargetUnavailable`).
-
-    Looks through the exceptions ``exc`` was raised from (``__cause__``, then
-    ``__context__``): the applier wraps target errors in its own message. Telling a
-    transient driver error from a lasting one is each backend's job: it raises
-    :class:`TargetUnavailable` for the former.
-    """
-    current: BaseException | None = exc
-    seen: set[int] = set()
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if isinstance(current, TargetUnavailable):
-            return True
-        current = current.__cause__ or current.__context__
-    return False
 
 
 def open_retrying(

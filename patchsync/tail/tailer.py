@@ -17,7 +17,6 @@ from typing import Any
 from patchsync.apply.target import Target, discard_target
 from patchsync.errors import PatchsyncError, TargetUnavailable, UsageError, param
 from patchsync.options import Limits
-from patchsync.streams.url import is_stream_url, parse_stream_url
 from patchsync.tail.observer import DirectoryWatch, Waker
 from patchsync.tail.options import (
     HOLD_EVENTS,
@@ -27,6 +26,7 @@ from patchsync.tail.options import (
     Log,
     TailOptions,
     no_log,
+    split_paths,
 )
 from patchsync.tail.retry import Backoff, is_transient
 from patchsync.tail.source import Source, SourceReport
@@ -61,16 +61,7 @@ class Tailer:
     ) -> None:
         if not paths:
             raise UsageError("tail needs at least one log file or directory")
-        # A stream address is no path (Path() would fold its "//"): kept as text.
-        self.streams = [str(p) for p in paths if is_stream_url(os.fspath(p))]
-        for url in self.streams:
-            parse_stream_url(url)  # a malformed address is refused before anything runs
-        self.paths = [Path(p) for p in paths if not is_stream_url(os.fspath(p))]
-        for p in self.paths:
-            if not p.is_dir() and p.suffix.lower() != ".jellyp":
-                raise UsageError(f"{p}: tail reads Jelly-Patch logs (.jellyp) or directories of them")
-            if not p.exists() and not p.parent.is_dir():
-                raise UsageError(f"{p}: no such file or directory")
+        self.streams, self.paths = split_paths(paths)
         self.options = options = options if options is not None else TailOptions()
         self.target = target
         if options.state_dir is not None:
@@ -147,6 +138,7 @@ class Tailer:
     def run_once(self) -> list[SourceReport]:
         """Apply what the logs hold now and return (the ``--once`` mode); raises on a failed source."""
         self.stream_wait = 0.0
+        self._backoff.keep_clock = True  # a one-shot run gives up retry_timeout after its first failure
         with self._signals():
             while not self.stopping:
                 if self._step(time.monotonic()):

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from sqlalchemy.exc import DBAPIError, DisconnectionError, SQLAlchemyError
 
 from patchsync.apply.target import ErrorRule, classify_error
-from patchsync.errors import ApplyError, PatchsyncError, TargetUnavailable
+from patchsync.errors import ApplyError, PatchsyncError, TargetUnavailable, permanent_failure
 
 #: SQLSTATEs after which the same work can succeed on a new connection, with why.
 TRANSIENT_SQLSTATES: dict[str, str] = {
@@ -80,6 +80,7 @@ def _sqlite_locked_text(exc: BaseException) -> bool:
 
 #: The translation table, most specific first; errors no row names are ``ApplyError``.
 RULES: tuple[ErrorRule, ...] = (
+    ErrorRule("no retry can fix it", (Exception,), ApplyError, lambda e: permanent_failure(e) is not None),
     ErrorRule("already translated", (TargetUnavailable,), TargetUnavailable),
     ErrorRule("SQLAlchemy lost the connection", (DisconnectionError,), TargetUnavailable),
     ErrorRule(
@@ -130,11 +131,6 @@ def classify(exc: BaseException) -> type[ApplyError]:
     return classify_error(RULES, exc, _chain(exc))
 
 
-def is_transient(exc: BaseException) -> bool:
-    """Whether ``exc`` (or an exception it was raised from) means "out of reach, retry later"."""
-    return classify(exc) is TargetUnavailable
-
-
 def reason(exc: BaseException) -> str:
     """The first line of the driver's message (SQLAlchemy adds SQL text and links below it)."""
     orig = exc.orig if isinstance(exc, DBAPIError) else None
@@ -152,4 +148,4 @@ def translate(exc: BaseException, where: str) -> PatchsyncError:
     return classify(exc)(f"{where}: {reason(exc)}")
 
 
-__all__ = ["RULES", "UNIQUE_VIOLATION", "classify", "is_transient", "is_unique_violation", "reason", "translate"]
+__all__ = ["RULES", "UNIQUE_VIOLATION", "classify", "is_unique_violation", "reason", "translate"]
