@@ -42,19 +42,22 @@ def register(sub: Subcommands) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from patchsync.streams import StreamSettings, is_stream_url, parse_stream_url, publish_logs
+    from patchsync.sources import APPEND, is_address, resolve_source
+    from patchsync.streams import StreamSettings
 
     *logs, address = args.args
-    if not logs or not is_stream_url(address):
+    if not logs or not is_address(address):
         raise UsageError("publish needs LOG... then the stream: patchsync publish LOG... nats://HOST:PORT/STREAM")
     for log in logs:
-        if is_stream_url(log):
+        if is_address(log):
             raise UsageError(f"{log}: publish takes one stream, the last argument")
         if not Path(log).is_file():
             raise UsageError(f"{log}: no such file")
     if args.replicas < 1 or args.replicas > 5:
         raise UsageError(f"--replicas {args.replicas}: a stream has 1 to 5 replicas")
-    url = parse_stream_url(address)
+    destination = resolve_source(address).require(APPEND, "publish")
+    publish_logs = destination.role("publish")
+    url = destination.address
     settings = StreamSettings(
         create=not args.no_create,
         replicas=args.replicas,

@@ -24,7 +24,7 @@ def register(sub: Subcommands) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from patchsync.apply.target import dumpable
-    from patchsync.streams.url import is_stream_url
+    from patchsync.sources import is_address
     from patchsync.tail.state import default_state_dir, lag_bytes, read_status
 
     target = open_target(args.target, existing=True)
@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
             if cp.updated_at
             else None
         )
-        if is_stream_url(st.source):
+        if is_address(st.source):
             rows.append(_stream_row(st.source, cp, when, daemon.get(st.source)))
             continue
         rows.append(
