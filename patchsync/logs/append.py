@@ -9,7 +9,10 @@ destination, repeats its options and cuts a trailing partial frame.
 
 The chain is checked first (docs/design.md §6): each appended patch whose ``H prev`` is present
 must name the current head (the ``H id`` of the destination's last patch, then of each
-appended patch in turn). A broken chain raises :class:`ChainError` naming both ids before
+appended patch in turn). The head is the one read under the destination's lock, held from
+the check to the last byte written, so of two concurrent appends that follow one head
+exactly one appends; the other waits for the lock (up to :data:`LOCK_WAIT` seconds), then
+finds the head moved. A broken chain raises :class:`ChainError` naming both ids before
 anything is written; any later failure truncates the destination back to where it was.
 """
 
@@ -27,6 +30,9 @@ from patchsync.logs.patch_logs import CHUNK_SIZE, LogAppender, format_of, read_e
 from patchsync.options import Limits, PatchOptions
 from patchsync.terms import IRI, TermAdapter
 from patchsync.terms.ntriples import NTriplesTerms
+
+#: Seconds an append waits for another writer of the destination before refusing.
+LOCK_WAIT = 10.0
 
 
 def append_logs(
@@ -54,25 +60,42 @@ def append_logs(
         if dest_path.exists() and Path(src).resolve() == dest_path.resolve():
             raise UsageError(f"{src}: a log cannot be appended to itself")
     adapter = NTriplesTerms()
-    head = log_head(dest_path, adapter) if dest_path.exists() else None
-    first_options = _check_chain(dest_path, head, sources, adapter, limits)
-
     created = not dest_path.exists()
-    appender = LogAppender(dest_path, None if not created else (options or first_options), adapter, fsync=fsync)
-    start = dest_path.stat().st_size  # after the appender cut any partial frame
+    # A log that exists keeps its own options (the appender reads them); a new one takes
+    # the given ones or the first Jelly-Patch source's.
+    new_options = (options or _first_options(sources, adapter, limits)) if created else None
+    appender = LogAppender(dest_path, new_options, adapter, fsync=fsync, wait=LOCK_WAIT)
+    start = appender.size  # after the appender cut any partial frame
     patches = [0]
     try:
+        _check_chain(dest_path, appender.head, sources, adapter, limits)
         for src in sources:
             appender.write(_content(src, adapter, limits, patches))
         appender.close()
     except BaseException:
-        # Nothing half-appended: back to the log as it was (the lock is still held).
+        # Nothing half-appended: back to the log as it was (the lock is still held). A log
+        # this call created is removed only while still empty: another writer may have
+        # created it too and appended first.
         os.truncate(dest_path, start)
-        appender.abandon()
-        if created:
+        if created and start == 0:
             dest_path.unlink(missing_ok=True)
+        appender.abandon()
         raise
     return patches[0]
+
+
+def _first_options(
+    sources: Sequence[str | os.PathLike[str]], adapter: TermAdapter[Any], limits: Limits | None
+) -> PatchOptions | None:
+    """The options of the first Jelly-Patch source (its first event), for a new destination."""
+    for src in sources:
+        if format_of(src) != "jellyp":
+            continue
+        for event in read_events(src, adapter=adapter, limits=limits):
+            if type(event) is Options:
+                return event.options  # type: ignore[union-attr]
+            break
+    return None
 
 
 def log_head(path: str | os.PathLike[str], adapter: TermAdapter[Any] | None = None) -> str | None:
@@ -100,17 +123,13 @@ def _check_chain(
     sources: Sequence[str | os.PathLike[str]],
     adapter: TermAdapter[Any],
     limits: Limits | None,
-) -> PatchOptions | None:
-    """Decode every source once, checking ``prev`` against the running head; returns the
-    options of the first Jelly-Patch source."""
-    first: PatchOptions | None = None
+) -> None:
+    """Decode every source once, checking ``prev`` against the running head."""
     for src in sources:
         patch_id: str | None = None
         for event in read_events(src, adapter=adapter, limits=limits):
             kind = type(event)
-            if kind is Options and first is None:
-                first = event.options  # type: ignore[union-attr]
-            elif kind is Header and event.key == "id":  # type: ignore[union-attr]
+            if kind is Header and event.key == "id":  # type: ignore[union-attr]
                 patch_id = _iri(adapter, event.value)  # type: ignore[union-attr]
             elif kind is Header and event.key == "prev":  # type: ignore[union-attr]
                 prev = _iri(adapter, event.value)  # type: ignore[union-attr]
@@ -121,7 +140,6 @@ def _check_chain(
                     )
             elif kind is PatchEnd:
                 head, patch_id = patch_id or head, None
-    return first
 
 
 def _content(

@@ -1,0 +1,95 @@
+"""Two ``patchsync append`` processes on one head: exactly one appends, the other is refused
+with one line naming the log, its head and the patch's prev (docs/design.md §6).
+
+The chain is checked against the head read under the log's lock; read before it, both
+writers saw the same head and both appended: a fork every reader then stops at.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from patchsync.logs.append import log_head
+from patchsync.logs.patch_logs import read_events
+
+from .test_tail import write_patches
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _chain(path: Path, name: str, first: int, count: int, after: str) -> Path:
+    """``count`` patches ``urn:NAME:i`` chained on ``after``."""
+    from patchsync import Add, Header, PatchEnd, TxCommit, TxStart
+    from patchsync.logs.patch_logs import LogAppender
+    from patchsync.terms.ntriples import NTriplesTerms
+
+    events: list[object] = []
+    prev = after
+    for i in range(first, first + count):
+        pid = f"urn:{name}:{i}"
+        events += [Header("id", f"<{pid}>"), Header("prev", f"<{prev}>"), TxStart()]
+        events += [Add(f"<http://{name}/s{i}>", "<http://x/p>", f'"{j}"', None) for j in range(4)]
+        events += [TxCommit(), PatchEnd()]
+        prev = pid
+    from importlib import import_module
+
+    options = import_module("tests.test_tail").producer.OPTIONS
+    with LogAppender(path, options, NTriplesTerms()) as out:
+        out.write(events)  # type: ignore[arg-type]
+    return path
+
+
+def _start(src: Path, dest: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "patchsync", "append", str(src), "-o", str(dest)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _patch_ids(log: Path) -> list[str]:
+    from patchsync import Header
+
+    ids = []
+    for event in read_events(log):
+        if type(event) is Header and event.key == "id":
+            ids.append(str(event.value))
+    return ids
+
+
+@pytest.mark.parametrize("trial", range(4))
+def test_two_appends_on_one_head_one_wins(tmp_path: Path, trial: int) -> None:
+    log = tmp_path / "log.jellyp"
+    write_patches(log, 1, 10)
+    head = log_head(log)
+    assert head == "urn:patch:10"
+    # A short source and a long one: the long one's chain check outlasts the short one's
+    # whole append, so a check made before the lock sees the old head.
+    short = _chain(tmp_path / "short.jellyp", "short", 1, 1 + trial, head)
+    long = _chain(tmp_path / "long.jellyp", "long", 1, 3000, head)
+    procs = {"long": _start(long, log)}
+    time.sleep(0.2)  # the long one reads the head first, then checks its chain for a while
+    procs["short"] = _start(short, log)
+    results = {name: (p.wait(timeout=120), p.communicate()) for name, p in procs.items()}
+    codes = {name: code for name, (code, _) in results.items()}
+    assert sorted(codes.values())[0] == 0 and sorted(codes.values())[1] != 0, results
+    loser = next(name for name, code in codes.items() if code != 0)
+    winner = next(name for name, code in codes.items() if code == 0)
+    err = results[loser][1][1]
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    new_head = log_head(log)
+    assert str(log) in lines[0] and f"<{head}>" in lines[0] and f"<{new_head}>" in lines[0], lines[0]
+    assert "Traceback" not in err
+    # The log is one chain: the first ten, then the winner's patches only.
+    ids = _patch_ids(log)
+    assert ids[:10] == [f"urn:patch:{i}" for i in range(1, 11)]
+    assert all(i.startswith(f"urn:{winner}:") for i in ids[10:]), ids[10:12]
+    assert new_head is not None and new_head.startswith(f"urn:{winner}:")
