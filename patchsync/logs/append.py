@@ -91,9 +91,10 @@ def _first_options(
     for src in sources:
         if format_of(src) != "jellyp":
             continue
+        # The options row is a Jelly-Patch stream's first event: nothing more is read.
         for event in read_events(src, adapter=adapter, limits=limits):
-            if type(event) is Options:
-                return event.options  # type: ignore[union-attr]
+            if isinstance(event, Options):
+                return event.options
             break
     return None
 
