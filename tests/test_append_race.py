@@ -93,3 +93,46 @@ def test_two_appends_on_one_head_one_wins(tmp_path: Path, trial: int) -> None:
     assert ids[:10] == [f"urn:patch:{i}" for i in range(1, 11)]
     assert all(i.startswith(f"urn:{winner}:") for i in ids[10:]), ids[10:12]
     assert new_head is not None and new_head.startswith(f"urn:{winner}:")
+
+
+def test_a_second_recorder_on_a_directory_log_is_refused_at_a_rotation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At a rotation a writer lets go of the finished segment's lock before the next segment
+    exists; a second writer starting right then found the old head free to continue. The
+    directory's lock, held for the writer's life, refuses it."""
+    from rdflib import URIRef
+
+    from patchsync import Add, Header, PatchEnd, TxCommit, TxStart, UsageError
+    from patchsync.capture._log import DIRECTORY_LOCK, LogWriter, segment_files
+
+    logs = tmp_path / "logs"
+    first = LogWriter(logs, max_segment_patches=1)
+    open_file = LogWriter._open_file
+    seen: list[BaseException | None] = []
+
+    def rotate_with_a_rival(self: LogWriter, path: Path, options: object) -> None:
+        if self is first and not seen:  # between closing segment 1 and creating segment 2
+            try:
+                LogWriter(logs, max_segment_patches=1).close()
+                seen.append(None)
+            except UsageError as exc:
+                seen.append(exc)
+        open_file(self, path, options)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(LogWriter, "_open_file", rotate_with_a_rival)
+    try:
+        for event in (
+            Header("id", URIRef("urn:p:1")),
+            TxStart(),
+            Add(URIRef("http://x/s"), URIRef("http://x/p"), URIRef("http://x/o")),
+            TxCommit(),
+            PatchEnd(),
+        ):
+            first.sink.send(event)  # type: ignore[attr-defined]
+        first.commit("urn:p:1")  # one patch fills the segment: the writer rotates
+    finally:
+        first.close()
+    assert len(seen) == 1 and seen[0] is not None, "a second writer took the log during a rotation"
+    assert "another writer holds the log's lock" in str(seen[0])
+    assert (logs / DIRECTORY_LOCK).exists() and DIRECTORY_LOCK not in {p.name for p in segment_files(logs)}
