@@ -8,6 +8,7 @@ new bytes from the file, not the old partial frame joined to them.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -87,5 +88,45 @@ def test_partial_frame_cut_between_two_passes_of_a_daemon(tmp_path: Path, sqlite
         _append(more, log)
         [second] = tailer.run_once()
         assert second.error is None and second.result.patches == 30, second
+    with SqlTarget(sqlite_url) as target:
+        assert state(target) == reference(log)
+
+
+def test_a_read_that_began_before_the_cut_is_read_again(
+    tmp_path: Path, sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One read(2) is not atomic against a writer: pages read before a cut hold the old partial
+    # frame, pages read after it the new frames. Such a read is made up here (the old bytes
+    # joined to what the file holds after the recovery); the daemon must not decode it.
+    log = tmp_path / "log.jellyp"
+    write_patches(log, 1, 10)
+    size = log.stat().st_size
+    frame_11 = log_bytes(1, 11, tmp_path)[size:]
+    stale = frame_11[: len(frame_11) // 2]
+    with open(log, "ab") as f:
+        f.write(stale)
+    with SqlTarget(sqlite_url) as target, Tailer([log], target, TailOptions(chain="strict")) as tailer:
+        [first] = tailer.run_once()
+        assert first.result.patches == 10
+        more = tmp_path / "more.jellyp"
+        write_patches(more, 11, 30, seed=2)  # other bytes than the partial frame's
+        _append(more, log)
+        assert log.read_bytes()[size : size + len(stale)] != stale
+
+        pread = os.pread
+        torn: list[int] = []
+
+        def torn_read(fd: int, n: int, offset: int) -> bytes:
+            data = pread(fd, n, offset)
+            if offset == size and n > len(stale) and not torn:
+                torn.append(offset)
+                return stale + data[len(stale) :]
+            return data
+
+        monkeypatch.setattr(os, "pread", torn_read)
+        [second] = tailer.run_once()
+        monkeypatch.undo()
+    assert torn, "the daemon did not read from the start of the partial frame"
+    assert second.error is None and second.result.patches == 30, second
     with SqlTarget(sqlite_url) as target:
         assert state(target) == reference(log)
