@@ -1,4 +1,4 @@
-"""A live tail never decodes bytes that straddle a truncation (docs/design.md §8, "partial frames").
+"""A live tail never decodes bytes that straddle a truncation (docs/design.md §3).
 
 A writer dies half way through a frame; the daemon reads that partial frame while it
 applies the frames before it; the next writer (``patchsync append``, a real process) cuts

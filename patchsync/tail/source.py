@@ -6,7 +6,7 @@ decoded events to its applier a whole unit at a time. It checks on every pass th
 file is still the log it started on (the same inode and first frame, not shrunk, the bytes
 before the read position unchanged) and, between patches, saves the decoder's state.
 
-No byte is decoded that may straddle a truncation (docs/design.md §8): a partial frame at
+No byte is decoded that may straddle a truncation (docs/design.md §3): a partial frame at
 the end of a read is never kept for the next one, but read again from the file, since a
 writer that recovers a log cuts a frame its crashed predecessor left half written and
 writes other bytes in its place. Every read starts at the read position, where the
