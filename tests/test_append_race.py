@@ -7,9 +7,9 @@ writers saw the same head and both appended: a fork every reader then stops at.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +17,7 @@ import pytest
 from patchsync.logs.append import log_head
 from patchsync.logs.patch_logs import read_events
 
+from .process_helpers import wait_for
 from .test_tail import write_patches
 
 REPO = Path(__file__).resolve().parent.parent
@@ -54,6 +55,14 @@ def _start(src: Path, dest: Path) -> subprocess.Popen[str]:
     )
 
 
+def _has_open(pid: int, path: Path) -> bool:
+    fds = Path(f"/proc/{pid}/fd")
+    try:
+        return any(os.readlink(fd) == str(path) for fd in fds.iterdir())
+    except OSError:  # the process ended or closed an fd while listed
+        return False
+
+
 def _patch_ids(log: Path) -> list[str]:
     from patchsync import Header
 
@@ -64,18 +73,19 @@ def _patch_ids(log: Path) -> list[str]:
     return ids
 
 
-@pytest.mark.parametrize("trial", range(4))
+@pytest.mark.parametrize("trial", range(3))
 def test_two_appends_on_one_head_one_wins(tmp_path: Path, trial: int) -> None:
     log = tmp_path / "log.jellyp"
     write_patches(log, 1, 10)
     head = log_head(log)
     assert head == "urn:patch:10"
-    # A short source and a long one: the long one's chain check outlasts the short one's
-    # whole append, so a check made before the lock sees the old head.
+    # A short source and a long one. The short append starts once the long one reads its
+    # source to check the chain (after reading the log's head), and ends while that check
+    # still runs: a head read before the lock is then the old one.
     short = _chain(tmp_path / "short.jellyp", "short", 1, 1 + trial, head)
-    long = _chain(tmp_path / "long.jellyp", "long", 1, 3000, head)
+    long = _chain(tmp_path / "long.jellyp", "long", 1, 8000, head)
     procs = {"long": _start(long, log)}
-    time.sleep(0.2)  # the long one reads the head first, then checks its chain for a while
+    wait_for(lambda: _has_open(procs["long"].pid, long), 30, "the long append to check its chain")
     procs["short"] = _start(short, log)
     results = {name: (p.wait(timeout=120), p.communicate()) for name, p in procs.items()}
     codes = {name: code for name, (code, _) in results.items()}
