@@ -12,11 +12,15 @@ Segments: a directory target holds files named ``patch-<10-digit sequence>.<ext>
 file-name order is log order (docs/design.md §6). A segment is finished when a later one exists,
 so a new segment is created only after the previous one is closed, and the chain head
 carries over into the new segment's first ``prev``.
+
+Chains: a writer's head is read under the exclusive lock it then holds until it closes
+(the log file's, and for a directory the directory's ``.patchsync.lock`` as well, which
+spans the moment a segment is closed and the next created), so two writers can never both
+continue one head: the second is refused while the first holds the log.
 """
 
 from __future__ import annotations
 
-import fcntl
 import os
 import re
 from pathlib import Path
@@ -36,12 +40,14 @@ from patchsync.events import (
     TxCommit,
     TxStart,
 )
-from patchsync.logs.patch_logs import LogAppender, format_of
+from patchsync.logs.patch_logs import LogAppender, format_of, lock_log
 from patchsync.options import PatchOptions, StreamType
 from patchsync.terms import IRI
 from patchsync.terms.rdflib_adapter import RdflibTerms
 
 SEGMENT_PATTERN = re.compile(r"patch-(\d{10})\.(jellyp|rdfp)\Z")
+#: The lock file of a directory log (not a segment: readers skip it).
+DIRECTORY_LOCK = ".patchsync.lock"
 _EXTENSIONS = {"jellyp": ".jellyp", "rdfp": ".rdfp"}
 
 
@@ -144,6 +150,7 @@ class LogWriter:
         self.max_segment_patches = max_segment_patches
         self._stream: IO[bytes] | None = None
         self._dir: Path | None = None
+        self._dir_lock: IO[bytes] | None = None
         self._appender: LogAppender | None = None
         self._text_file: IO[bytes] | None = None
         self._segment_patches = 0
@@ -200,6 +207,17 @@ class LogWriter:
             raise UsageError(f"{path}: the log is a FLAT stream (one patch); a recorder appends patches")
 
     def _open_directory(self, options: PatchOptions | None) -> None:
+        assert self._dir is not None
+        # Held for the writer's life: a segment's lock is let go when the next segment
+        # starts, and another writer taking the log then would continue the same head.
+        self._dir_lock = lock_log(self._dir / DIRECTORY_LOCK)
+        try:
+            self._open_segments(options)
+        except BaseException:
+            self._release_directory()
+            raise
+
+    def _open_segments(self, options: PatchOptions | None) -> None:
         assert self._dir is not None
         segments = segment_files(self._dir)
         if segments:
@@ -273,12 +291,18 @@ class LogWriter:
             self._text_file.close()
             self._text_file = None
 
+    def _release_directory(self) -> None:
+        if self._dir_lock is not None:
+            self._dir_lock.close()
+            self._dir_lock = None
+
     def abandon(self) -> None:
         """Release the file without writing anything not yet committed (after a failure)."""
         if self._appender is not None:
             self._appender.abandon()
             self._appender = None
         self._close_file()
+        self._release_directory()
 
     def close(self) -> None:
         """Finish the stream and release the file lock (uncommitted rows are an error)."""
@@ -288,6 +312,7 @@ class LogWriter:
                 self._stream.write(self.sink.take())
                 self._stream.flush()
         self._close_file()
+        self._release_directory()
 
 
 def open_patch_log(
@@ -347,13 +372,8 @@ _PATCH_END_LINE = re.compile(rb"^[ \t]*Z[ \t]*\.[^\n]*\n", re.MULTILINE)
 
 def _open_text_log(path: Path) -> tuple[IO[bytes], str | None]:
     """Open an ``.rdfp`` log for appending: lock it, cut a partial last patch, find its head."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    f = os.fdopen(fd, "r+b", buffering=0)
+    f = lock_log(path)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise UsageError(f"{path}: another writer holds the log's lock") from None
         data = f.read()
         # Every patch this writer produces ends with "Z ."; anything after the last one is
         # a patch whose write was cut short.

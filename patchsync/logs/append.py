@@ -9,7 +9,10 @@ destination, repeats its options and cuts a trailing partial frame.
 
 The chain is checked first (docs/design.md §6): each appended patch whose ``H prev`` is present
 must name the current head (the ``H id`` of the destination's last patch, then of each
-appended patch in turn). A broken chain raises :class:`ChainError` naming both ids before
+appended patch in turn). The head is the one read under the destination's lock, held from
+the check to the last byte written, so of two concurrent appends that follow one head
+exactly one appends; the other waits for the lock (up to :data:`LOCK_WAIT` seconds), then
+finds the head moved. A broken chain raises :class:`ChainError` naming both ids before
 anything is written; any later failure truncates the destination back to where it was.
 """
 
@@ -28,6 +31,9 @@ from patchsync.logs.patch_logs import CHUNK_SIZE, LogAppender, format_of, read_e
 from patchsync.options import Limits, PatchOptions
 from patchsync.terms import IRI, TermAdapter
 from patchsync.terms.ntriples import NTriplesTerms
+
+#: Seconds an append waits for another writer of the destination before refusing.
+LOCK_WAIT = 10.0
 
 
 def append_logs(
@@ -55,36 +61,39 @@ def append_logs(
         if dest_path.exists() and Path(src).resolve() == dest_path.resolve():
             raise UsageError(f"{src}: a log cannot be appended to itself")
     adapter = NTriplesTerms()
+    # One pass over the sources before the lock: the features a new destination declares,
+    # and the chain against the head as it was. Under the lock the head is read again, and
+    # the chain checked again if another writer moved it in between.
     head = log_head(dest_path, adapter) if dest_path.exists() else None
     scan = FeatureScan()
     first_options = _check_chain(dest_path, head, sources, adapter, limits, scan)
-
     created = not dest_path.exists()
-    # A new destination declares every feature the sources use (as convert does).
-    appender = LogAppender(
-        dest_path, None if not created else (options or scan.options(first_options)), adapter, fsync=fsync
-    )
-    missing = scan.missing(appender.options)
-    if missing is not None:
-        appender.abandon()
-        if created:
-            dest_path.unlink(missing_ok=True)
-        raise EncodeError(
-            f"{scan.where(missing)}: uses {FEATURE_NAMES[missing]}, which the options of {dest} do not declare; "
-            "append to a new log instead; nothing was appended"
-        )
-    start = dest_path.stat().st_size  # after the appender cut any partial frame
+    # A log that exists keeps its own options (the appender reads them); a new one declares
+    # every feature the sources use (as convert does).
+    new_options = (options or scan.options(first_options)) if created else None
+    appender = LogAppender(dest_path, new_options, adapter, fsync=fsync, wait=LOCK_WAIT)
+    start = appender.size  # after the appender cut any partial frame
     patches = [0]
     try:
+        missing = scan.missing(appender.options)
+        if missing is not None:
+            raise EncodeError(
+                f"{scan.where(missing)}: uses {FEATURE_NAMES[missing]}, which the options of {dest} do not declare; "
+                "append to a new log instead; nothing was appended"
+            )
+        if appender.head != head:
+            _check_chain(dest_path, appender.head, sources, adapter, limits, FeatureScan())
         for src in sources:
             appender.write(_content(src, adapter, limits, patches))
         appender.close()
     except BaseException:
-        # Nothing half-appended: back to the log as it was (the lock is still held).
+        # Nothing half-appended: back to the log as it was (the lock is still held). A log
+        # this call created is removed only while still empty: another writer may have
+        # created it too and appended first.
         os.truncate(dest_path, start)
-        appender.abandon()
-        if created:
+        if created and start == 0:
             dest_path.unlink(missing_ok=True)
+        appender.abandon()
         raise
     return patches[0]
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -113,15 +114,54 @@ def write_events(
     return patches
 
 
+#: Seconds between two attempts to take a log's lock held by another writer.
+LOCK_POLL = 0.02
+
+
+def lock_log(path: Path, wait: float = 0.0) -> IO[bytes]:
+    """``path`` opened for reading and writing (created if missing) under its exclusive ``flock``.
+
+    Waits up to ``wait`` seconds for another writer, then refuses with :class:`UsageError`.
+    A writer that created the log and failed may have removed it while this one waited
+    on its lock: the lock is then taken again on the file now at ``path``.
+    """
+    deadline = time.monotonic() + wait
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        f = os.fdopen(fd, "r+b", buffering=0)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.close()
+            if time.monotonic() >= deadline:
+                waited = f" (waited {wait:g} s)" if wait else ""
+                raise UsageError(f"{path}: another writer holds the log's lock{waited}") from None
+            time.sleep(LOCK_POLL)
+            continue
+        except BaseException:
+            f.close()
+            raise
+        st = os.fstat(fd)
+        try:
+            here = os.stat(path)
+        except FileNotFoundError:
+            here = None
+        if here is not None and (here.st_ino, here.st_dev) == (st.st_ino, st.st_dev):
+            return f
+        f.close()
+
+
 class LogAppender:
     """Appends patches to a ``.jellyp`` log, creating it if needed (docs/design.md §6).
 
     Holds an exclusive ``flock`` on the file while open, so two writers cannot interleave.
-    An existing log is read once to learn its options (the appended stream must repeat
-    them identically) and its chain head (the ``id`` header of its last patch, for the
-    next patch's ``prev``). The encoder then starts fresh in append mode, so the
-    concatenated file still decodes from the start. A trailing partial frame (a writer
-    that crashed mid-write) is cut off before appending, so it cannot corrupt the log.
+    An existing log is read once, under the lock, to learn its options (the appended stream
+    must repeat them identically) and its chain head (the ``id`` header of its last patch,
+    for the next patch's ``prev``): a writer checks its chain against this head, which no
+    other writer can move while the lock is held. The encoder then starts fresh in append
+    mode, so the concatenated file still decodes from the start. A trailing partial frame
+    (a writer that crashed mid-write) is cut off before appending, so it cannot corrupt the
+    log. ``wait`` is how many seconds to wait for another writer's lock before refusing.
     """
 
     def __init__(
@@ -132,16 +172,11 @@ class LogAppender:
         *,
         fsync: bool = False,
         max_frame_rows: int | None = None,
+        wait: float = 0.0,
     ) -> None:
         self.path = Path(path)
         self.fsync = fsync
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        self._file = os.fdopen(fd, "r+b", buffering=0)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            self._file.close()
-            raise UsageError(f"{self.path}: another writer holds the log's lock") from None
+        self._file = lock_log(self.path, wait)
         try:
             existing, self.head, valid_end = self._scan(adapter)
             if existing is not None and options is not None and existing != options:
@@ -192,6 +227,11 @@ class LogAppender:
                 offset=end,
             )
         return options, head, end
+
+    @property
+    def size(self) -> int:
+        """The log's size now (after the cut of a partial frame, and what was written since)."""
+        return os.fstat(self._file.fileno()).st_size
 
     def write(self, events: Iterable[Event]) -> None:
         """Encode events and write every completed frame (one ``write`` per batch)."""

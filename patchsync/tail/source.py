@@ -5,6 +5,13 @@ A :class:`Source` reads what was appended since the last pass, hands whole frame
 decoded events to its applier a whole unit at a time. It checks on every pass that the
 file is still the log it started on (the same inode and first frame, not shrunk, the bytes
 before the read position unchanged) and, between patches, saves the decoder's state.
+
+No byte is decoded that may straddle a truncation (docs/design.md §3): a partial frame at
+the end of a read is never kept for the next one, but read again from the file, since a
+writer that recovers a log cuts a frame its crashed predecessor left half written and
+writes other bytes in its place. Every read starts at the read position, where the
+content check above ends, and a read covering bytes once seen as a partial frame is
+compared with a second read of them, so one that began before such a cut is repeated.
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ from typing import IO, Any, Protocol
 
 from patchsync.apply.applier import Applier, ApplyResult
 from patchsync.apply.target import Checkpoint, Target
-from patchsync.codec.framing import whole_frames
+from patchsync.codec.framing import read_varint, whole_frames
 from patchsync.codec.patch_decoder import PatchDecoder
 from patchsync.errors import CheckpointError, DecodeError
 from patchsync.events import Event
@@ -29,6 +36,10 @@ from patchsync.units import State, UnitTracker
 
 #: Bytes read from one source per pass, so one busy log cannot starve the others or a signal.
 READ_BUDGET = 8 << 20
+#: Bytes read at once when no longer frame is pending.
+READ_CHUNK = 1 << 20
+#: How often a read of bytes that keep changing under it is repeated before giving up.
+READ_ATTEMPTS = 5
 #: Bytes compared at the start of a log to notice it was replaced under the daemon.
 HEAD_SAMPLE = 4096
 #: Bytes before the read position compared on every pass to notice a log rewritten there.
@@ -116,7 +127,9 @@ class Source:
         self.file: IO[bytes] | None = None
         self.ino: int | None = None
         self.buf = bytearray()  # bytes read but not yet fed: a partial frame at most
-        self.buf_base = 0  # file offset of buf[0]
+        self.buf_base = 0  # file offset of buf[0]: the read position
+        self.frame_need = 0  # bytes of the partial frame at buf_base, once its length is read
+        self.partial_end = 0  # end of the last read that left a partial frame
         self.seen_tail = b""  # the last bytes before buf_base, to notice a rewrite there
         self.decoder: PatchDecoder[Any] | None = None
         self.applier: Applier | None = None
@@ -281,28 +294,40 @@ class Source:
             return False
         assert self.file is not None and self.decoder is not None and self.applier is not None
         applier = self.applier
-        # A partial frame is read again on every pass rather than kept: if its writer
-        # crashed, the next writer truncates it and writes other bytes in its place.
         self.buf.clear()
         self._check_file()
         progressed = False
         budget = READ_BUDGET
         read_end = self.buf_base
+        eof = False
         while budget > 0 and not self.host.stopping:
-            self.file.seek(read_end)
-            chunk = self.file.read(min(budget, 1 << 20))
-            if not chunk:
-                break
+            if self.single:
+                # A bare frame is one buffer, decoded once the file is finished.
+                start, want = read_end, READ_CHUNK
+            else:
+                # A partial frame is read again from the file, never kept: if its writer
+                # crashed, the next writer cut it and wrote other bytes in its place. The
+                # read takes the whole frame once its length is known.
+                self.buf.clear()
+                start, want = self.buf_base, max(READ_CHUNK, self.frame_need)
+            chunk = self._read(start, want)
+            base = self.buf_base
             # Checked again after the read: a rewrite that began after the check above
             # (a writer's one write lands page by page, its start first) shows here, before
             # any byte of it is decoded.
             self._check_content()
             budget -= len(chunk)
-            read_end += len(chunk)
+            read_end = start + len(chunk)
             self.buf += chunk
             if not self.single:
                 progressed |= self._feed_frames()
-        eof = budget > 0
+                if self.buf:
+                    self.partial_end = max(self.partial_end, read_end)
+            if len(chunk) < want and (self.single or self.buf_base == base):
+                # At the end of the file, with nothing new decoded (a read that decoded
+                # frames is followed by one more: the file may have grown meanwhile).
+                eof = True
+                break
         self.report.size = max(self.report.size, read_end)
         if eof and self.finished and not self.host.stopping:
             # A later file exists: this one is complete, a trailing partial frame is an error.
@@ -331,6 +356,26 @@ class Source:
         if self.done:
             self.close()
         return not eof and not self.done
+
+    def _read(self, start: int, size: int) -> bytes:
+        """Up to ``size`` bytes at ``start``; those once seen as a partial frame read twice.
+
+        A recovering writer cuts a partial frame and writes the next frames from there: a
+        read that began before the cut and ended after it holds old bytes joined to new
+        ones. Reading the formerly partial bytes again tells: unchanged, no cut happened
+        under the read (or it wrote the same bytes); changed, the read is repeated.
+        """
+        assert self.file is not None
+        fd = self.file.fileno()
+        for _ in range(READ_ATTEMPTS):
+            chunk = os.pread(fd, size, start)
+            seen = min(self.partial_end, start + len(chunk)) - start
+            if seen <= 0 or os.pread(fd, seen, start) == chunk[:seen]:
+                return chunk
+        raise CheckpointError(
+            f"{self.name}, byte {start}: the bytes there changed on each of {READ_ATTEMPTS} reads; "
+            "a writer keeps rewriting the log"
+        )
 
     def _check_file(self) -> None:
         """Stop on a log that was replaced or shrank below what was read from it."""
@@ -394,6 +439,11 @@ class Source:
             # Whole frames first, then the bad bytes: the decoder raises its own error with
             # the rule after the events of the frames before it.
             pos = len(buf)
+        if pos < len(buf):
+            header = read_varint(buf, pos, len(buf))
+            self.frame_need = 0 if header is None else header[1] - pos + header[0]
+        else:
+            self.frame_need = 0
         if pos == 0:
             return False
         self.decoder.feed(bytes(buf[:pos]))
@@ -475,6 +525,8 @@ class Source:
         self.cut = 0
         self.buf.clear()
         self.buf_base = 0
+        self.frame_need = 0
+        self.partial_end = 0
         self.seen_tail = b""
         self.boundary = True
         self.report.state = "starting"

@@ -10,6 +10,16 @@ the next run replays a suffix of the log, which set semantics make harmless.
 The sidecar is read on open; the data file only when the data is first needed (a unit
 begins, or the quads or prefixes are read), so ``patchsync status`` reads the sidecar alone.
 
+Other processes may write the same file (two ``apply`` runs, a ``tail`` daemon and an
+``apply``): every write takes an exclusive ``flock`` on ``PATH.lock`` beside the data, from
+the first ``begin`` until the committed units are written by ``flush`` (or, when none
+were committed, until ``rollback``). Each write stores a new random generation in the lock
+file; a target taking the lock compares it, and the identity (inode, size, mtime) of the
+data and sidecar files, with what it loaded, and reads both again if anything differs.
+So after ``begin`` the quads, checkpoints, history (the applied patch ids) and ``head``
+are what every process committed, and no writer overwrites another's units
+(docs/design.md §3, "file targets and other processes").
+
 Blank node labels are the system identifiers RDF Patch names nodes by (docs/design.md §1, "blank
 node labels"), so every file is read keeping them as written: files this target wrote by
 its own line reader, other files by :mod:`patchsync.logs.rdf_labels` (rdflib's parsers
@@ -28,8 +38,10 @@ refused (the formats written here have no syntax for them), as are named graphs 
 from __future__ import annotations
 
 import errno
+import fcntl
 import json
 import os
+import secrets
 import tempfile
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
@@ -46,6 +58,8 @@ FILE_FORMATS = {
     suffix: f.rdflib_name for f in formats.with_role(formats.FILE_TARGET) if f.rdflib_name for suffix in f.suffixes
 }
 SIDECAR_SUFFIX = ".patchsync.json"
+#: The lock file beside the data: its ``flock`` serialises writers, its text is the generation.
+LOCK_SUFFIX = ".lock"
 #: Suffixes of the files that hold named graphs; the others hold the default graph only.
 DATASET_SUFFIXES = (".trig", ".nq")
 
@@ -62,17 +76,30 @@ class FileTarget(MemoryTarget):
         self.suffix = suffix
         self.is_dataset = suffix in DATASET_SUFFIXES
         self.sidecar = self.path.with_name(self.path.name + SIDECAR_SUFFIX)
+        self.lock_path = self.path.with_name(self.path.name + LOCK_SUFFIX)
         self._dirty = False
         self._loaded = False
         #: The prefix table before the open unit's first prefix row (``None``: untouched).
         self._saved_prefixes: dict[tuple[str, str], str] | None = None
         self._own = False
+        self._lock_fd: int | None = None
+        self._in_unit = False
+        #: What was loaded: the generation, the sidecar's and the data file's identity.
+        self._stamp: tuple[bytes, Identity, Identity] | None = None
+        self._load_sidecar()
+
+    # -- load --------------------------------------------------------------------------
+
+    def _load_sidecar(self) -> None:
+        # The generation is read before the files: a write between the two reads shows
+        # as a changed generation under the lock, and the target then loads again.
+        generation = _read_generation(self.lock_path)
+        sidecar_id = _identity(self.sidecar)
         try:
             self._read_sidecar()
         except (OSError, ValueError, TypeError, KeyError) as exc:
             raise file_error(exc, self.sidecar, "cannot read the target's sidecar") from exc
-
-    # -- load --------------------------------------------------------------------------
+        self._stamp = (generation, sidecar_id, None)
 
     def _read_sidecar(self) -> None:
         if not self.sidecar.exists():
@@ -97,6 +124,8 @@ class FileTarget(MemoryTarget):
         """Read the data file, once, when the data is first needed."""
         if self._loaded:
             return
+        if self._stamp is not None:
+            self._stamp = (self._stamp[0], self._stamp[1], _identity(self.path))
         if self.path.exists():
             try:
                 if self._own:
@@ -175,9 +204,48 @@ class FileTarget(MemoryTarget):
     # -- unit --------------------------------------------------------------------------
 
     def begin(self) -> None:
+        self._lock()
         self._data()
         super().begin()
+        self._in_unit = True
         self._saved_prefixes = None
+
+    def _lock(self) -> None:
+        """Hold the file's lock, with the data and sidecar as every process left them."""
+        if self._lock_fd is not None:
+            return
+        try:
+            self._lock_fd = _take_lock(self.lock_path)
+            current = (
+                _read_generation(self.lock_path),
+                _identity(self.sidecar),
+                _identity(self.path) if self._loaded else None,
+            )
+        except OSError as exc:
+            self._unlock()
+            raise file_error(exc, self.lock_path, "cannot lock the target") from exc
+        if current != self._stamp:
+            try:
+                self._reload()
+            except BaseException:
+                self._unlock()
+                raise
+
+    def _reload(self) -> None:
+        """Forget what was loaded and read the sidecar (and later the data) again."""
+        self.data = set()
+        self.prefixes = {}
+        self._init_ledger()
+        self._own = False
+        self._loaded = False
+        self._dirty = False
+        self._stamp = None
+        self._load_sidecar()
+
+    def _unlock(self) -> None:
+        fd, self._lock_fd = self._lock_fd, None
+        if fd is not None:
+            os.close(fd)  # closing the only descriptor of the open file releases the flock
 
     def _check(self, quads: Sequence[Quad]) -> None:
         """Refuse what the file cannot hold before any of the batch is stored."""
@@ -221,18 +289,29 @@ class FileTarget(MemoryTarget):
         super().commit(source, checkpoint, records)
         self._saved_prefixes = None
         self._dirty = True
+        self._in_unit = False
 
     def rollback(self) -> None:
         super().rollback()
         if self._saved_prefixes is not None:
             self.prefixes = self._saved_prefixes
         self._saved_prefixes = None
+        self._in_unit = False
+        if not self._dirty:
+            self._unlock()  # nothing of this process waits to be written
 
     # -- write -------------------------------------------------------------------------
 
     def flush(self) -> None:
-        if not self._dirty:
-            return
+        if self._dirty:
+            self._write()
+        if not self._in_unit:
+            self._unlock()
+
+    def _write(self) -> None:
+        # Committed units exist only after a begin, which took the lock; it is kept until
+        # they are written (a failed write keeps it, so a retry still writes under it).
+        assert self._lock_fd is not None, "committed units without the target's lock"
         try:
             _write_atomically(self.path, self._lines())
             side = {
@@ -243,12 +322,19 @@ class FileTarget(MemoryTarget):
                 "history": [_asdict(r) for r in self.history],
             }
             _write_atomically(self.sidecar, [json.dumps(side, indent=1, ensure_ascii=False), "\n"])
+            generation = secrets.token_hex(16).encode("ascii")
+            os.ftruncate(self._lock_fd, 0)
+            os.pwrite(self._lock_fd, generation, 0)
         except OSError as exc:
             raise file_error(exc, self.path, "cannot write the target") from exc
+        self._stamp = (generation, _identity(self.sidecar), _identity(self.path))
         self._dirty = False
 
     def close(self) -> None:
-        self.flush()
+        try:
+            self.flush()
+        finally:
+            self._unlock()
 
     def _lines(self) -> Iterator[str]:
         """The file's text: prefixes (TriG, Turtle), then the quads by graph, subject, predicate, object."""
@@ -271,6 +357,50 @@ class FileTarget(MemoryTarget):
                 yield "}\n"
             else:
                 yield from triples
+
+
+#: A file's identity: inode, size and modification time (``None``: no such file). Every
+#: write replaces the file by a rename, so a write by another process changes it.
+Identity = tuple[int, int, int] | None
+
+
+def _identity(path: Path) -> Identity:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _read_generation(path: Path) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read(64)
+    except FileNotFoundError:
+        return b""
+
+
+def _take_lock(path: Path) -> int:
+    """An open descriptor of ``path`` (created if missing) holding its exclusive ``flock``.
+
+    Waits for another holder. The lock file is never removed, but a user may remove it:
+    a lock taken on a file no longer at ``path`` would exclude nobody, so it is taken again.
+    """
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            st = os.fstat(fd)
+            try:
+                here = os.stat(path)
+            except FileNotFoundError:
+                here = None
+            if here is not None and (here.st_ino, here.st_dev) == (st.st_ino, st.st_dev):
+                return fd
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)
 
 
 def _graph_first(q: tuple[str, str, str, str]) -> tuple[str, str, str, str]:
@@ -311,4 +441,4 @@ def file_error(exc: Exception, path: Path, what: str) -> PatchsyncError:
     return translate_error(FILE_ERROR_RULES, exc, f"{path}: {what}")
 
 
-__all__ = ["FILE_ERROR_RULES", "FILE_FORMATS", "FileTarget", "file_error", "format_iri"]
+__all__ = ["FILE_ERROR_RULES", "FILE_FORMATS", "LOCK_SUFFIX", "FileTarget", "file_error", "format_iri"]
