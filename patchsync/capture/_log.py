@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any, Protocol, runtime_checkable
 
@@ -42,6 +43,7 @@ from patchsync.events import (
 )
 from patchsync.logs.patch_logs import LogAppender, format_of, lock_log
 from patchsync.options import PatchOptions, StreamType
+from patchsync.sources import APPEND, is_address, resolve_source
 from patchsync.terms import IRI
 from patchsync.terms.rdflib_adapter import RdflibTerms
 
@@ -325,16 +327,17 @@ def open_patch_log(
     max_segment_patches: int | None = None,
 ) -> PatchLog:
     """The log a recorder writes to: ``log`` itself if it is one, a stream for a
-    ``nats://HOST:PORT/STREAM`` address, else a :class:`LogWriter` (the other arguments)."""
+    stream address (``nats://HOST:PORT/STREAM``, the source registry's ``writer`` role),
+    else a :class:`LogWriter` (the other arguments)."""
     if isinstance(log, PatchLog):
         return log
-    if isinstance(log, str) and log.lower().startswith("nats://"):
+    if isinstance(log, str) and is_address(log):
+        destination = resolve_source(log).require(APPEND, "a recorder")
         if fmt not in (None, "jellyp") or fsync or max_segment_bytes is not None or max_segment_patches is not None:
             raise UsageError(f"{log}: a stream takes no fmt, fsync or segment limits (one message per patch)")
-        # Imported here: the streams package (and nats-py, when connecting) only for streams.
-        from patchsync.streams.publish import StreamWriter
-
-        return StreamWriter(log, options)
+        # The writer's module (the streams package, nats-py when connecting) loads only here.
+        writer: Callable[[str, PatchOptions | None], PatchLog] = destination.role("writer")
+        return writer(log, options)
     return LogWriter(
         log,
         options,

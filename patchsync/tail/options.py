@@ -14,7 +14,7 @@ from patchsync.apply.applier import CHAIN_POLICIES
 from patchsync.apply.target import Target
 from patchsync.errors import UsageError
 from patchsync.options import Limits
-from patchsync.streams.url import is_stream_url, parse_stream_url
+from patchsync.sources import FOLLOW, resolve_sources
 
 #: Events of an unfinished unit held back before they are passed to the applier anyway.
 HOLD_EVENTS = 100_000
@@ -98,11 +98,10 @@ def split_paths(paths: Sequence[str | os.PathLike[str]]) -> tuple[list[str], lis
     address, or a path that is neither a directory nor a ``.jellyp`` log (which may appear
     later, in a directory that exists), is refused with :class:`UsageError` before anything
     is opened or created."""
-    # A stream address is no path (Path() would fold its "//"): kept as text.
-    streams = [os.fspath(p) for p in paths if is_stream_url(os.fspath(p))]
-    for url in streams:
-        parse_stream_url(url)
-    logs = [Path(p) for p in paths if not is_stream_url(os.fspath(p))]
+    # An address is no path (Path() would fold its "//"): kept as text.
+    sources = [source.require(FOLLOW, "tail") for source in resolve_sources(paths)]
+    streams = [source.name for source in sources if not source.is_path]
+    logs = [source.path for source in sources if source.is_path]
     for p in logs:
         if p.is_dir():
             continue

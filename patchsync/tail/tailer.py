@@ -17,6 +17,7 @@ from typing import Any
 from patchsync.apply.target import Target, discard_target
 from patchsync.errors import PatchsyncError, TargetUnavailable, UsageError, param
 from patchsync.options import Limits
+from patchsync.sources import resolve_source
 from patchsync.tail.observer import DirectoryWatch, Waker
 from patchsync.tail.options import (
     HOLD_EVENTS,
@@ -122,7 +123,8 @@ class Tailer:
                 self._source(p)
         for url in self.streams:
             if url not in self.sources:
-                stream = self.sources[url] = StreamSource(self, url)
+                follower = resolve_source(url).role("follow")
+                stream = self.sources[url] = follower(self, url)
                 self._order.append(stream)
 
     def _source(self, path: Path) -> Source:
