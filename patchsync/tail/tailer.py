@@ -17,7 +17,7 @@ from typing import Any
 from patchsync.apply.target import Target, discard_target
 from patchsync.errors import PatchsyncError, TargetUnavailable, UsageError, param
 from patchsync.options import Limits
-from patchsync.sources import resolve_source
+from patchsync.sources import directory_logs, resolve_source
 from patchsync.tail.observer import DirectoryWatch, Waker
 from patchsync.tail.options import (
     HOLD_EVENTS,
@@ -114,7 +114,7 @@ class Tailer:
         """Find the log files; in a directory, every file before the newest is finished."""
         for p in self.paths:
             if p.is_dir():
-                files = sorted(f for f in p.iterdir() if f.suffix.lower() == ".jellyp" and f.is_file())
+                files = directory_logs(p)
                 for i, f in enumerate(files):
                     src = self._source(f)
                     if i < len(files) - 1:
