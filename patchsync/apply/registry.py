@@ -108,6 +108,12 @@ def open_target(spec: str, *, existing: bool = False, **options: Any) -> Target:
     return cls(spec if entry.whole_spec else spec.partition(":")[2], **options)
 
 
+def target_path(spec: str) -> Path | None:
+    """The local path the target ``spec`` lives at, without opening it (``None``: on a
+    server or in memory); a malformed spec fails as :func:`open_target` would."""
+    return _entry(spec).locate(spec)
+
+
 def _entry(spec: str) -> TargetEntry:
     scheme, sep, _ = spec.partition(":")
     entry = _TARGETS.get(scheme.lower()) if sep else None
@@ -123,4 +129,4 @@ def _entry(spec: str) -> TargetEntry:
     return entry
 
 
-__all__ = ["TargetEntry", "open_target", "register_target", "target_schemes"]
+__all__ = ["TargetEntry", "open_target", "register_target", "target_path", "target_schemes"]

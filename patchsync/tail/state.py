@@ -17,9 +17,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from patchsync.apply.registry import target_path
 from patchsync.apply.target import Checkpoint
 from patchsync.codec.framing import read_varint
-from patchsync.errors import ApplyError
+from patchsync.errors import ApplyError, UsageError
 
 STATUS_FILE = "status.json"
 
@@ -80,12 +81,11 @@ def default_state_dir(target_spec: str) -> Path | None:
     Next to the store for SQLite (``DB.tail``), file and Oxigraph targets; ``None``
     (no snapshots, status or lock files) for other targets unless given explicitly.
     """
-    for prefix in ("sqlite:///", "file:", "oxigraph:"):
-        if target_spec.startswith(prefix):
-            rest = target_spec[len(prefix) :].split("?", 1)[0]
-            if rest and rest != ":memory:":
-                return Path(rest + ".tail")
-    return None
+    try:
+        where = target_path(target_spec)
+    except UsageError:
+        return None  # opening the target reports what is wrong with the spec
+    return None if where is None else Path(f"{where}.tail")
 
 
 def lag_bytes(path: str | os.PathLike[str], checkpoint: Checkpoint) -> int | None:
