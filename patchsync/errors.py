@@ -2,7 +2,9 @@
 
 Every error patchsync raises on purpose derives from :class:`PatchsyncError`, so a caller
 (and the CLI) can catch one type. Third-party exceptions (protobuf, rdflib, SQLAlchemy,
-OS errors) are translated at the boundary where they occur::
+psycopg, nats-py, OS errors) are translated at the boundary where they occur, each backend
+by one :class:`ErrorTable` of :class:`ErrorRule` rows defined here, so every backend
+translates the same way::
 
     PatchsyncError
     ├── DecodeError        the input broke a rule of its format (the peer's fault)
@@ -17,8 +19,10 @@ OS errors) are translated at the boundary where they occur::
 
 from __future__ import annotations
 
+import errno
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 
 class PatchsyncError(Exception):
@@ -153,7 +157,7 @@ PERMANENT_FAILURES: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 
-def _causes(exc: BaseException) -> Iterator[BaseException]:
+def causes(exc: BaseException) -> Iterator[BaseException]:
     """``exc``, then what it wraps (a driver's ``orig``) and was raised from, each once."""
     seen: set[int] = set()
     todo = [exc]
@@ -171,7 +175,7 @@ def _causes(exc: BaseException) -> Iterator[BaseException]:
 def permanent_failure(exc: BaseException) -> BaseException | None:
     """The exception in ``exc``'s chain that shows a failure no retry can fix
     (:data:`PERMANENT_FAILURES`), or ``None``."""
-    for current in _causes(exc):
+    for current in causes(exc):
         text = str(current)
         if any(pattern.search(text) for _, pattern in PERMANENT_FAILURES):
             return current
@@ -188,4 +192,88 @@ def is_transient(exc: BaseException) -> bool:
     """
     if permanent_failure(exc) is not None:
         return False
-    return any(isinstance(current, TargetUnavailable) for current in _causes(exc))
+    return any(isinstance(current, TargetUnavailable) for current in causes(exc))
+
+
+#: errno values of a disk no retry can fix until someone acts: full, or over its quota.
+DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
+#: errno values of a file system this process may not write: read-only, or no permission.
+READ_ONLY = frozenset({errno.EROFS, errno.EACCES, errno.EPERM})
+
+
+def errno_in(codes: frozenset[int]) -> Callable[[BaseException], bool]:
+    """A rule condition: the error carries one of the errno ``codes``."""
+    return lambda exc: getattr(exc, "errno", None) in codes
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an error's text (drivers add SQL, hints and links below it)."""
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
+def _always(_exc: BaseException) -> bool:
+    return True
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorRule:
+    """One row of a backend's translation table: errors that are instances of ``types`` and
+    satisfy ``when`` become ``kind`` (:class:`TargetUnavailable` where retrying later may
+    succeed, :class:`ApplyError` where a retry repeats the failure). ``say`` words the
+    message after ``where:`` (default: the table's ``reason``, the driver's first line)."""
+
+    name: str
+    types: tuple[type[BaseException], ...]
+    kind: type[PatchsyncError]
+    when: Callable[[BaseException], bool] = _always
+    say: Callable[[BaseException], str] | None = None
+
+    def matches(self, exc: BaseException) -> bool:
+        """Whether this row applies to ``exc``."""
+        return isinstance(exc, self.types) and self.when(exc)
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorTable:
+    """How one backend's exceptions become patchsync errors: its rules, most specific first.
+
+    With ``chain`` a rule also matches what the error wraps (a driver's ``orig``) and was
+    raised from (:func:`causes`). An error no rule matches becomes ``default``, or, with no
+    default, is not the backend's (:meth:`translate` returns ``None``).
+    """
+
+    rules: tuple[ErrorRule, ...]
+    chain: bool = True
+    default: type[PatchsyncError] | None = ApplyError
+    reason: Callable[[BaseException], str] = first_line
+
+    def rule_for(self, exc: BaseException) -> ErrorRule | None:
+        """The first rule matching ``exc`` (or, with ``chain``, an error in its chain)."""
+        candidates = list(causes(exc)) if self.chain else [exc]
+        for rule in self.rules:
+            if any(rule.matches(e) for e in candidates):
+                return rule
+        return None
+
+    def classify(self, exc: BaseException) -> type[PatchsyncError] | None:
+        """The patchsync error class ``exc`` translates to."""
+        rule = self.rule_for(exc)
+        return rule.kind if rule is not None else self.default
+
+    def find(self, exc: BaseException, where: str) -> PatchsyncError | None:
+        """``exc`` as the patchsync error saying ``where: <why>``, or ``None`` when it is not
+        this backend's (no rule matches and there is no default). patchsync errors pass
+        through unchanged."""
+        if isinstance(exc, PatchsyncError):
+            return exc
+        rule = self.rule_for(exc)
+        if rule is None:
+            return None if self.default is None else self.default(f"{where}: {self.reason(exc)}")
+        return rule.kind(f"{where}: {(rule.say or self.reason)(exc)}")
+
+    def translate(self, exc: BaseException, where: str) -> PatchsyncError:
+        """:meth:`find`, with an error no rule matches as ``default`` (else :class:`ApplyError`);
+        raise the result ``from exc``."""
+        found = self.find(exc, where)
+        return found if found is not None else ApplyError(f"{where}: {self.reason(exc)}")

@@ -13,11 +13,11 @@ suffix of whole units and the checkpoint still names exactly what the store hold
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, cast, runtime_checkable
 
-from patchsync.errors import ApplyError, PatchsyncError, UsageError
+from patchsync.errors import UsageError
 from patchsync.terms import TermAdapter
 
 #: ``(s, p, o, g)`` in the target's adapter terms; ``g`` is ``None`` in TRIPLES streams.
@@ -233,47 +233,6 @@ class LocalLedger:
             self.history.append(record)
             if record.patch_id is not None:
                 self._ids.add(record.patch_id)
-
-
-@dataclass(frozen=True, slots=True)
-class ErrorRule:
-    """One row of a backend's driver-error translation table (most specific rows first).
-
-    Errors that are instances of ``types`` and satisfy ``when`` become ``kind``
-    (:class:`~patchsync.errors.TargetUnavailable` when retrying later may succeed,
-    :class:`~patchsync.errors.ApplyError` when a retry repeats the failure).
-    """
-
-    name: str
-    types: tuple[type[BaseException], ...]
-    kind: type[ApplyError]
-    when: Callable[[BaseException], bool] = field(default=lambda _exc: True)
-
-    def matches(self, exc: BaseException) -> bool:
-        """Whether this row applies to ``exc``."""
-        return isinstance(exc, self.types) and self.when(exc)
-
-
-def classify_error(
-    rules: Iterable[ErrorRule], exc: BaseException, chain: Iterable[BaseException] = ()
-) -> type[ApplyError]:
-    """The ``kind`` of the first rule matching ``exc`` or any of ``chain``; else ``ApplyError``."""
-    candidates = [exc, *chain]
-    for rule in rules:
-        if any(rule.matches(e) for e in candidates):
-            return rule.kind
-    return ApplyError
-
-
-def translate_error(rules: Iterable[ErrorRule], exc: BaseException, where: str) -> PatchsyncError:
-    """``exc`` as the patchsync error ``rules`` give it, saying ``where: <driver message>``.
-
-    patchsync errors pass through unchanged. Raise the result ``from exc``.
-    """
-    if isinstance(exc, PatchsyncError):
-        return exc
-    message = str(exc).strip().splitlines()
-    return classify_error(rules, exc)(f"{where}: {message[0] if message else type(exc).__name__}")
 
 
 def dumpable(target: Target) -> DumpableTarget:

@@ -21,10 +21,17 @@ reconnect-with-backoff path treats a lost stream like a lost target.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from functools import cache
 
-from patchsync.errors import CheckpointError, PatchsyncError, TargetUnavailable, UsageError, permanent_failure
+from patchsync.errors import (
+    CheckpointError,
+    ErrorRule,
+    ErrorTable,
+    PatchsyncError,
+    TargetUnavailable,
+    UsageError,
+    permanent_failure,
+)
 
 
 class StreamUnavailable(TargetUnavailable):
@@ -47,12 +54,8 @@ class StreamGap(CheckpointError):
     """The messages following a replica's position were removed from the stream."""
 
 
-#: How a translated error is built from the stream's name and the client's exception.
-Factory = Callable[[str, BaseException], PatchsyncError]
-
-
-def _unavailable(what: str) -> Factory:
-    return lambda where, exc: StreamUnavailable(f"{where}: {what} ({_describe(exc)})")
+def _unavailable(kind: type[BaseException], what: str) -> ErrorRule:
+    return ErrorRule(what, (kind,), StreamUnavailable, say=lambda exc: f"{what} ({_describe(exc)})")
 
 
 def _describe(exc: BaseException) -> str:
@@ -60,38 +63,60 @@ def _describe(exc: BaseException) -> str:
     return str(text).removeprefix("nats: ")
 
 
+def _permanent(exc: BaseException) -> str:
+    cause = permanent_failure(exc)
+    return f"cannot connect: {_describe(cause or exc)}; retrying cannot fix this"
+
+
 @cache
-def _rules() -> tuple[tuple[type[BaseException], Factory], ...]:
-    """(client exception type, factory), most specific first; built on first use."""
+def _table() -> ErrorTable:
+    """The client's exceptions, most specific first; built on first use. Only the error
+    itself is matched (its chain is the client's internals), except for a failure no retry
+    can fix, which the client reports beside its "no servers"."""
     # Imported here: nats-py is an optional extra, needed only once a stream is used.
     import nats.errors as ne
     import nats.js.errors as je
 
-    return (
-        (je.ServiceUnavailableError, _unavailable("the stream has no leader or JetStream is unavailable")),
-        (je.NotFoundError, lambda where, exc: StreamNotFound(f"{where}: no such stream on the server")),
-        (je.APIError, lambda where, exc: StreamRefused(f"{where}: the server refused the request: {_describe(exc)}")),
-        (je.NoStreamResponseError, _unavailable("no stream answered (missing stream, or no leader yet)")),
-        (ne.AuthorizationError, lambda where, exc: StreamRefused(f"{where}: not authorized ({_describe(exc)})")),
-        (ne.MaxPayloadError, lambda where, exc: MessageTooLarge(f"{where}: {_describe(exc)}")),
-        (ne.NoServersError, _unavailable("cannot connect to the server")),
-        (ne.TimeoutError, _unavailable("the server did not answer in time")),
-        (ne.Error, _unavailable("the connection failed")),
-        (TimeoutError, _unavailable("the server did not answer in time")),
-        (ConnectionError, _unavailable("cannot connect to the server")),
-        (OSError, _unavailable("cannot connect to the server")),
+    return ErrorTable(
+        (
+            # Whatever the client calls it (an unresolvable host is "no servers available").
+            ErrorRule(
+                "no retry can fix it",
+                (Exception,),
+                StreamRefused,
+                lambda e: permanent_failure(e) is not None,
+                _permanent,
+            ),
+            _unavailable(je.ServiceUnavailableError, "the stream has no leader or JetStream is unavailable"),
+            ErrorRule(
+                "no such stream", (je.NotFoundError,), StreamNotFound, say=lambda exc: "no such stream on the server"
+            ),
+            ErrorRule(
+                "refused",
+                (je.APIError,),
+                StreamRefused,
+                say=lambda exc: f"the server refused the request: {_describe(exc)}",
+            ),
+            _unavailable(je.NoStreamResponseError, "no stream answered (missing stream, or no leader yet)"),
+            ErrorRule(
+                "not authorized",
+                (ne.AuthorizationError,),
+                StreamRefused,
+                say=lambda exc: f"not authorized ({_describe(exc)})",
+            ),
+            ErrorRule("too large", (ne.MaxPayloadError,), MessageTooLarge, say=_describe),
+            _unavailable(ne.NoServersError, "cannot connect to the server"),
+            _unavailable(ne.TimeoutError, "the server did not answer in time"),
+            _unavailable(ne.Error, "the connection failed"),
+            _unavailable(TimeoutError, "the server did not answer in time"),
+            _unavailable(ConnectionError, "cannot connect to the server"),
+            _unavailable(OSError, "cannot connect to the server"),
+        ),
+        chain=False,
+        default=None,
     )
 
 
 def translate(exc: BaseException, where: str) -> PatchsyncError | None:
     """The patchsync error for a client exception (``None`` if it is not the client's)."""
-    if isinstance(exc, PatchsyncError):
-        return exc
-    cause = permanent_failure(exc)
-    if cause is not None:
-        # Whatever the client calls it (an unresolvable host is "no servers available").
-        return StreamRefused(f"{where}: cannot connect: {_describe(cause)}; retrying cannot fix this")
-    for kind, factory in _rules():
-        if isinstance(exc, kind):
-            return factory(where, exc)
-    return None
+    return _table().find(exc, where)

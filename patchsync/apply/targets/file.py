@@ -37,7 +37,6 @@ refused (the formats written here have no syntax for them), as are named graphs 
 
 from __future__ import annotations
 
-import errno
 import fcntl
 import json
 import os
@@ -49,9 +48,18 @@ from pathlib import Path
 from typing import Any
 
 from patchsync import formats
-from patchsync.apply.target import Checkpoint, ErrorRule, PatchRecord, Quad, translate_error
+from patchsync.apply.target import Checkpoint, PatchRecord, Quad
 from patchsync.apply.targets.memory import MemoryTarget
-from patchsync.errors import ApplyError, FormatError, PatchsyncError
+from patchsync.errors import (
+    DISK_FULL,
+    READ_ONLY,
+    ApplyError,
+    ErrorRule,
+    ErrorTable,
+    FormatError,
+    PatchsyncError,
+    errno_in,
+)
 from patchsync.terms.ntriples import TermSyntaxError, format_iri, scan_term, skip_ws
 
 FILE_FORMATS = {
@@ -429,16 +437,18 @@ def _write_atomically(path: Path, chunks: Any) -> None:
 #: How file-system errors translate, most specific first. No file error is transient: a
 #: full disk or a read-only file system stays so until someone acts, and a retry loop
 #: would only hide it.
-FILE_ERROR_RULES: tuple[ErrorRule, ...] = (
-    ErrorRule("disk full", (OSError,), ApplyError, lambda e: getattr(e, "errno", None) in (errno.ENOSPC, errno.EDQUOT)),
-    ErrorRule("read-only", (OSError,), ApplyError, lambda e: getattr(e, "errno", None) in (errno.EROFS, errno.EACCES)),
-    ErrorRule("any other error", (OSError, ValueError, TermSyntaxError), ApplyError),
+FILE_ERRORS = ErrorTable(
+    (
+        ErrorRule("disk full", (OSError,), ApplyError, errno_in(DISK_FULL)),
+        ErrorRule("read-only", (OSError,), ApplyError, errno_in(READ_ONLY)),
+        ErrorRule("any other error", (OSError, ValueError, TermSyntaxError), ApplyError),
+    )
 )
 
 
 def file_error(exc: Exception, path: Path, what: str) -> PatchsyncError:
     """``exc`` from reading or writing ``path`` as a patchsync error naming the path."""
-    return translate_error(FILE_ERROR_RULES, exc, f"{path}: {what}")
+    return FILE_ERRORS.translate(exc, f"{path}: {what}")
 
 
-__all__ = ["FILE_ERROR_RULES", "FILE_FORMATS", "LOCK_SUFFIX", "FileTarget", "file_error", "format_iri"]
+__all__ = ["FILE_ERRORS", "FILE_FORMATS", "LOCK_SUFFIX", "FileTarget", "file_error", "format_iri"]

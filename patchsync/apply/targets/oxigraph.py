@@ -21,7 +21,6 @@ triple in subject position fails with :class:`ApplyError`.
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import tempfile
@@ -30,8 +29,18 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar
 
-from patchsync.apply.target import CAN_DUMP, Checkpoint, ErrorRule, PatchRecord, Quad, SourceStatus, translate_error
-from patchsync.errors import ApplyError, EncodeError, TargetUnavailable, UsageError
+from patchsync.apply.target import CAN_DUMP, Checkpoint, PatchRecord, Quad, SourceStatus
+from patchsync.errors import (
+    DISK_FULL,
+    READ_ONLY,
+    ApplyError,
+    EncodeError,
+    ErrorRule,
+    ErrorTable,
+    TargetUnavailable,
+    UsageError,
+    errno_in,
+)
 from patchsync.terms import BNODE, DEFAULT_GRAPH, IRI, LITERAL, TRIPLE, Unpacked
 from patchsync.terms.ntriples import format_term
 
@@ -40,8 +49,7 @@ _CHECKPOINT = "urn:patchsync:checkpoint"
 _RECORD = "urn:patchsync:record"
 
 
-# errno values of a store that a retry cannot fix (RocksDB often reports them only in text).
-_FULL_OR_READ_ONLY = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM})
+# What a store that a retry cannot fix says (RocksDB often reports the errno only in text).
 _FULL_OR_READ_ONLY_TEXT = ("No space left", "Read-only file system", "Permission denied", "Disk quota")
 
 
@@ -52,17 +60,15 @@ def _text_has(*needles: str) -> Any:
 #: pyoxigraph errors translated, most specific first: a disk that is full or read-only is
 #: not transient; another process holding the store's RocksDB ``LOCK`` file is (it may
 #: exit, as a SQLite writer may commit); every other error is an ``ApplyError``.
-ERROR_RULES: tuple[ErrorRule, ...] = (
-    ErrorRule(
-        "disk full / read-only (errno)",
-        (OSError,),
-        ApplyError,
-        lambda e: getattr(e, "errno", None) in _FULL_OR_READ_ONLY,
+ERRORS = ErrorTable(
+    (
+        ErrorRule("disk full / read-only (errno)", (OSError,), ApplyError, errno_in(DISK_FULL | READ_ONLY)),
+        ErrorRule("disk full / read-only (message)", (OSError,), ApplyError, _text_has(*_FULL_OR_READ_ONLY_TEXT)),
+        ErrorRule("store locked by another process", (OSError,), TargetUnavailable, _text_has("/LOCK:", "lock hold")),
+        ErrorRule("any other I/O error", (OSError,), ApplyError),
+        ErrorRule("malformed data (journal, terms)", (ValueError, TypeError, SyntaxError), ApplyError),
     ),
-    ErrorRule("disk full / read-only (message)", (OSError,), ApplyError, _text_has(*_FULL_OR_READ_ONLY_TEXT)),
-    ErrorRule("store locked by another process", (OSError,), TargetUnavailable, _text_has("/LOCK:", "lock hold")),
-    ErrorRule("any other I/O error", (OSError,), ApplyError),
-    ErrorRule("malformed data (journal, terms)", (ValueError, TypeError, SyntaxError), ApplyError),
+    chain=False,
 )
 
 
@@ -133,7 +139,7 @@ class OxigraphTarget:
     """A pyoxigraph store in directory ``path`` (created if missing) as an apply target.
 
     Every method that touches the store raises pyoxigraph's errors as patchsync errors
-    (:data:`ERROR_RULES`).
+    (:data:`ERRORS`).
     """
 
     capabilities: ClassVar[frozenset[str]] = frozenset({CAN_DUMP})
@@ -167,7 +173,7 @@ class OxigraphTarget:
         try:
             yield
         except Exception as exc:
-            raise translate_error(ERROR_RULES, exc, f"{self.path}: {what}") from exc
+            raise ERRORS.translate(exc, f"{self.path}: {what}") from exc
 
     # -- meta --------------------------------------------------------------------------
 

@@ -13,12 +13,10 @@ names are :class:`ApplyError`: disk full, read-only files, constraint or schema 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
 
 from sqlalchemy.exc import DBAPIError, DisconnectionError, SQLAlchemyError
 
-from patchsync.apply.target import ErrorRule, classify_error
-from patchsync.errors import ApplyError, PatchsyncError, TargetUnavailable, permanent_failure
+from patchsync.errors import ApplyError, ErrorRule, ErrorTable, TargetUnavailable, first_line, permanent_failure
 
 #: SQLSTATEs after which the same work can succeed on a new connection, with why.
 TRANSIENT_SQLSTATES: dict[str, str] = {
@@ -110,42 +108,16 @@ RULES: tuple[ErrorRule, ...] = (
 )
 
 
-def _chain(exc: BaseException) -> Iterator[BaseException]:
-    """``exc``, the driver error it wraps and what it was raised from, each once."""
-    seen: set[int] = set()
-    todo: list[BaseException] = [exc]
-    while todo:
-        current = todo.pop(0)
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        yield current
-        orig = current.orig if isinstance(current, DBAPIError) else None
-        for nxt in (orig, current.__cause__, current.__context__):
-            if isinstance(nxt, BaseException):
-                todo.append(nxt)
-
-
-def classify(exc: BaseException) -> type[ApplyError]:
-    """The patchsync error class ``exc`` translates to: the first matching :data:`RULES` row."""
-    return classify_error(RULES, exc, _chain(exc))
-
-
 def reason(exc: BaseException) -> str:
     """The first line of the driver's message (SQLAlchemy adds SQL text and links below it)."""
-    orig = exc.orig if isinstance(exc, DBAPIError) else None
-    lines = str(orig if orig is not None else exc).strip().splitlines()
-    return lines[0] if lines else type(exc).__name__
+    return first_line(exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc)
 
 
-def translate(exc: BaseException, where: str) -> PatchsyncError:
-    """``exc`` as a patchsync error saying ``where: …``; raise it ``from exc``.
-
-    patchsync errors pass through unchanged (a checkpoint conflict stays what it is).
-    """
-    if isinstance(exc, PatchsyncError):
-        return exc
-    return classify(exc)(f"{where}: {reason(exc)}")
+#: Every SQL driver error leaves through this table (rules matched over the error, the
+#: driver error it wraps and what it was raised from).
+ERRORS = ErrorTable(RULES, reason=reason)
+classify = ERRORS.classify
+translate = ERRORS.translate
 
 
-__all__ = ["RULES", "UNIQUE_VIOLATION", "classify", "is_unique_violation", "reason", "translate"]
+__all__ = ["ERRORS", "RULES", "UNIQUE_VIOLATION", "classify", "is_unique_violation", "reason", "translate"]
