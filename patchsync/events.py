@@ -133,6 +133,19 @@ Event = Options | Header | TxStart | TxCommit | TxAbort | Add | Delete | PrefixA
 #: Events that carry patch content (what the RDF Patch text format has rows for).
 CONTENT_EVENTS = (Header, TxStart, TxCommit, TxAbort, Add, Delete, PrefixAdd, PrefixDelete)
 
+#: The row code of each content event: RDF Patch text's (https://afs.github.io/rdf-delta/rdf-patch.html,
+#: "RDF Patch"), also the ``op`` of Spark's change rows and the keys of ``inspect``'s row counts.
+ROW_CODES: dict[type, str] = {
+    Header: "H",
+    TxStart: "TX",
+    TxCommit: "TC",
+    TxAbort: "TA",
+    PrefixAdd: "PA",
+    PrefixDelete: "PD",
+    Add: "A",
+    Delete: "D",
+}
+
 
 def position(event: Event) -> Position:
     """The position an event carries."""

@@ -40,6 +40,7 @@ from patchsync.codec.driver import EventSource
 from patchsync.codec.term_decoder import RuleViolation, check_absolute_iri
 from patchsync.errors import DecodeError, EncodeError, UsageError
 from patchsync.events import (
+    ROW_CODES,
     Add,
     Delete,
     Event,
@@ -451,9 +452,8 @@ class RdfPatchTextWriter(Generic[T]):
     def send(self, event: Event) -> None:
         """Write one event."""
         if isinstance(event, (Add, Delete)):
-            code = "A " if type(event) is Add else "D "
             s, p, o = self._term(event.s), self._term(event.p), self._term(event.o)
-            line = code + s + " " + p + " " + o + self._graph(event.g) + " .\n"
+            line = ROW_CODES[type(event)] + " " + s + " " + p + " " + o + self._graph(event.g) + " .\n"
         elif isinstance(event, Header):
             key = event.key if PN_PREFIX.fullmatch(event.key) else format_string(event.key)
             line = "H " + key + " " + self._term(event.value) + " .\n"
@@ -492,7 +492,7 @@ class RdfPatchTextWriter(Generic[T]):
         return " " + format_term(self.adapter, g)
 
 
-_CONTROL_LINES: dict[type, str] = {TxStart: "TX .\n", TxCommit: "TC .\n", TxAbort: "TA .\n"}
+_CONTROL_LINES: dict[type, str] = {kind: ROW_CODES[kind] + " .\n" for kind in (TxStart, TxCommit, TxAbort)}
 
 
 def write_rdfp(events: Iterable[Event], adapter: TermAdapter[Any] | None = None, *, segments: bool = True) -> str:

@@ -18,23 +18,11 @@ from typing import IO, Any, cast
 
 from patchsync import formats
 from patchsync.codec.frame_stats import FrameCounter
-from patchsync.events import Add, Delete, Event, Options, PatchEnd
+from patchsync.events import ROW_CODES, Add, Delete, Event, Options, PatchEnd
 from patchsync.logs.patch_logs import iter_stream_events, write_events
 from patchsync.options import PatchOptions, StatementType, StreamType
 from patchsync.terms import BNODE, LITERAL, TRIPLE
 from patchsync.terms.ntriples import NTriplesTerms
-
-#: Row codes of RDF Patch text, by event class name (what ``inspect`` counts).
-ROW_CODES = {
-    "Header": "H",
-    "TxStart": "TX",
-    "TxCommit": "TC",
-    "TxAbort": "TA",
-    "PrefixAdd": "PA",
-    "PrefixDelete": "PD",
-    "Add": "A",
-    "Delete": "D",
-}
 
 
 def stream_events(data: bytes, fmt: str, source: str) -> Iterator[Event]:
@@ -220,7 +208,7 @@ def summarize_log(data: bytes | IO[bytes], fmt: str, source: str) -> dict[str, A
         elif type(event) is Options:
             options = event.options
         else:
-            rows[ROW_CODES[type(event).__name__]] += 1
+            rows[ROW_CODES[type(event)]] += 1
     summary: dict[str, Any] = {"file": source, "format": fmt, "bytes": tap.size, "patches": patches}
     if counter is not None:
         stats = counter.finish()

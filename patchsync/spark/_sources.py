@@ -43,6 +43,7 @@ from patchsync.codec.patch_decoder import PatchDecoder
 from patchsync.codec.rdf_decoder import RdfDecoder
 from patchsync.errors import DecodeError, PatchsyncError, UsageError
 from patchsync.events import (
+    ROW_CODES,
     Add,
     Delete,
     Header,
@@ -263,14 +264,12 @@ def decode_change_batches(path: str, index: int, *, batch_rows: int = BATCH_ROWS
         for event in decoder:
             kind = type(event)
             if kind is Add or kind is Delete:
-                op = "A" if kind is Add else "D"
                 s, p, o, g = event[0], event[1], event[2], event[3]
                 key = None
             elif kind is PrefixAdd or kind is PrefixDelete:
-                op = "PA" if kind is PrefixAdd else "PD"
                 key, s, p, o, g = event[0], None, None, event[1], event[2]
             elif kind is Header:
-                op, key, s, p, o, g = "H", event[0], None, None, event[1], None
+                key, s, p, o, g = event[0], None, None, event[1], None
             elif kind is TxStart:
                 cols.end_unit(True)  # an implicit unit ends at the next TX (docs/design.md §2)
                 continue
@@ -290,7 +289,7 @@ def decode_change_batches(path: str, index: int, *, batch_rows: int = BATCH_ROWS
                 continue
             patch_l.append(patch)
             row_l.append(seq)
-            op_l.append(op)
+            op_l.append(ROW_CODES[kind])
             s_l.append(s)
             p_l.append(p)
             o_l.append(o)
