@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
+from patchsync import formats
 from patchsync.codec.jena import (
     FORMATS,
-    SUFFIXES,
     RdfProtobufDecoder,
     RdfThriftDecoder,
     decode_bytes,
@@ -47,6 +47,8 @@ def _quads(events: Any, adapter: NTriplesTerms) -> list[Quad]:
 
 # -- Jena's files ---------------------------------------------------------------------------
 
+#: Jena's format names by file suffix, from the format registry.
+SUFFIXES = {s: f.name for f in formats.FORMATS if f.name in FORMATS for s in f.suffixes}
 JENA_FILES = sorted(p for p in JENA.iterdir() if p.suffix in SUFFIXES)
 
 

@@ -6,8 +6,9 @@ encoder takes statements and namespaces and returns bytes. ``specs/rdf-binary-je
 is the format description; :mod:`.terms` holds the semantics both formats share,
 :mod:`.thrift` and :mod:`.protobuf` the two wire encodings.
 
-The format registry below is what the CLI and the rdflib plugins look formats up in:
-:data:`FORMATS` by name or alias, :data:`SUFFIXES` by file suffix.
+The codecs below are looked up by format name or alias (:data:`FORMATS`). File suffixes
+are not the codec's business: the one format registry, :mod:`patchsync.formats`, maps them
+to these names.
 """
 
 from __future__ import annotations
@@ -50,7 +51,6 @@ def __getattr__(name: str) -> object:
 
 __all__ = [
     "FORMATS",
-    "SUFFIXES",
     "BinaryDecoder",
     "BinaryEncoder",
     "BinaryFormat",
@@ -71,9 +71,9 @@ T = TypeVar("T")
 class BinaryFormat:
     """One RDF Binary format: its names, suffix and codec classes (imported on first use)."""
 
+    #: The name in :mod:`patchsync.formats`, which holds the format's suffixes.
     name: str
     alias: str
-    suffix: str
     #: The prefix of the format's two classes (``<codec>Decoder``, ``<codec>Encoder``),
     #: loaded through the package's lazy attributes above.
     codec: str
@@ -91,15 +91,13 @@ class BinaryFormat:
         return cast("type[BinaryEncoder[Any]]", __getattr__(f"{self.codec}Encoder"))
 
 
-_THRIFT = BinaryFormat("rdf-thrift", "rt", ".rt", "RdfThrift", True)
-_PROTOBUF = BinaryFormat("rdf-protobuf", "rpb", ".rpb", "RdfProtobuf", False)
+_THRIFT = BinaryFormat("rdf-thrift", "rt", "RdfThrift", True)
+_PROTOBUF = BinaryFormat("rdf-protobuf", "rpb", "RdfProtobuf", False)
 
 #: Formats by name and by alias.
 FORMATS: dict[str, BinaryFormat] = {f.name: f for f in (_THRIFT, _PROTOBUF)} | {
     f.alias: f for f in (_THRIFT, _PROTOBUF)
 }
-#: Format names by file suffix.
-SUFFIXES: dict[str, str] = {f.suffix: f.name for f in (_THRIFT, _PROTOBUF)}
 
 
 def lookup(name: str) -> BinaryFormat:
