@@ -25,6 +25,9 @@ from patchsync.options import PatchOptions
 from patchsync.terms import default_adapter
 from patchsync.terms.ntriples import NTriplesTerms
 
+# Tens of seconds a test (a 16 MiB log decoded under tracemalloc): not in `make check`.
+pytestmark = pytest.mark.slow
+
 LOG_BYTES = 16 << 20
 FRAME_BYTES = 256 << 10  # the encoder's frame limit for this log: its largest frames
 #: What a decoder may hold besides its frames: lookups, term caches, the queue of a batch.
