@@ -1,0 +1,81 @@
+"""The markers conftest.py gives each test (tests/markers.py): what a test starts is seen through our helpers."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from . import process_helpers
+from .markers import _spawns
+
+
+def _runs_the_cli() -> None:
+    subprocess.run([sys.executable, "-m", "patchsync", "--help"], check=True)
+
+
+def _calls_a_helper_that_runs_the_cli() -> None:
+    _runs_the_cli()
+
+
+class _Server:
+    def start(self) -> None:
+        os.posix_spawn(sys.executable, [sys.executable, "-c", "pass"], os.environ)
+
+
+def _starts_a_server() -> None:
+    _Server().start()
+
+
+def _pure() -> int:
+    return sum(range(10))
+
+
+def _waits() -> None:
+    process_helpers.wait_for(lambda: True)
+
+
+def _uses_os_but_starts_nothing() -> str:
+    return os.path.join("a", "b")
+
+
+@pytest.mark.parametrize(
+    ("func", "starts"),
+    [
+        (_runs_the_cli, True),
+        (_calls_a_helper_that_runs_the_cli, True),
+        (_starts_a_server, True),
+        (lambda: _runs_the_cli(), True),
+        (_pure, False),
+        (_waits, False),
+        (_uses_os_but_starts_nothing, False),
+    ],
+)
+def test_a_process_is_found_through_helpers_classes_and_lambdas(func: object, starts: bool) -> None:
+    assert _spawns(func, set()) is starts
+
+
+def test_an_in_process_test_is_unit_only(request: pytest.FixtureRequest) -> None:
+    marks = {m.name for m in request.node.iter_markers()} & {"unit", "integration", "e2e", "postgres", "nats", "spark"}
+    assert marks == {"unit"}
+
+
+def test_a_test_starting_the_command_line_is_e2e_not_unit(request: pytest.FixtureRequest) -> None:
+    _calls_a_helper_that_runs_the_cli()
+    marks = {m.name for m in request.node.iter_markers()}
+    assert "e2e" in marks and "unit" not in marks
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_only_the_postgres_case_of_sql_url_needs_postgres(request: pytest.FixtureRequest, kind: str) -> None:
+    """The collected ``sql_url`` cases of a test elsewhere in the suite, as conftest.py marked them."""
+    items = [i for i in request.session.items if "sql_url" in getattr(i, "fixturenames", ())]
+    if not items:
+        pytest.skip("no sql_url test collected in this run")
+    cases = [i for i in items if i.callspec.params.get("sql_url") == kind]
+    assert cases
+    for item in cases:
+        marks = {m.name for m in item.iter_markers()}
+        assert ("postgres" in marks) is (kind == "postgres"), item.nodeid
