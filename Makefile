@@ -71,7 +71,7 @@ NO_TESTS_OK := || [ $$? -eq 5 ]
 # Every test: all but the `serial` ones in parallel, then those alone (they restart a server
 # the others use).
 pytest: $(NATIVE_STAMP)
-	$(PYTEST) $(PARALLEL) -m "not serial" $(NO_TESTS_OK)
+	$(PYTEST) $(PARALLEL) -m "not serial" --durations=15 $(NO_TESTS_OK)
 	$(PYTEST) -m serial $(NO_TESTS_OK)
 
 # The wall time printed includes setting up .venv when that is needed (a clean clone).
