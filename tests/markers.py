@@ -24,7 +24,6 @@ SERVICE_FIXTURES: dict[str, frozenset[str]] = {
     "nats": frozenset({"nats_server", "nats_stream", "nats_server_binary"}),
     "spark": frozenset({"spark"}),
 }
-SERVICES = tuple(SERVICE_FIXTURES)
 
 #: ``os`` functions that start a process (``subprocess`` and ``multiprocessing`` count whole).
 _OS_SPAWNS = frozenset({"system", "popen", "posix_spawn", "posix_spawnp", "fork", "execv", "execvp"})
