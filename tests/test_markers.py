@@ -68,14 +68,9 @@ def test_a_test_starting_the_command_line_is_e2e_not_unit(request: pytest.Fixtur
     assert "e2e" in marks and "unit" not in marks
 
 
-@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
-def test_only_the_postgres_case_of_sql_url_needs_postgres(request: pytest.FixtureRequest, kind: str) -> None:
-    """The collected ``sql_url`` cases of a test elsewhere in the suite, as conftest.py marked them."""
-    items = [i for i in request.session.items if "sql_url" in getattr(i, "fixturenames", ())]
-    if not items:
-        pytest.skip("no sql_url test collected in this run")
-    cases = [i for i in items if i.callspec.params.get("sql_url") == kind]
-    assert cases
-    for item in cases:
-        marks = {m.name for m in item.iter_markers()}
-        assert ("postgres" in marks) is (kind == "postgres"), item.nodeid
+def test_only_the_postgres_case_of_sql_url_needs_postgres(request: pytest.FixtureRequest, sql_url: str) -> None:
+    marks = {m.name for m in request.node.iter_markers()}
+    postgres = sql_url.startswith("postgresql")
+    assert ("postgres" in marks) is postgres
+    assert ("integration" in marks) is postgres
+    assert ("unit" in marks) is not postgres
