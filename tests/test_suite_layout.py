@@ -1,10 +1,13 @@
-"""The markers conftest.py gives each test (tests/markers.py): what a test starts is seen through our helpers."""
+"""How the suite is laid out (tests/README.md): the markers conftest.py gives each test
+(tests/markers.py), and that no test imports ``bench/``."""
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -74,3 +77,15 @@ def test_only_the_postgres_case_of_sql_url_needs_postgres(request: pytest.Fixtur
     assert ("postgres" in marks) is postgres
     assert ("integration" in marks) is postgres
     assert ("unit" in marks) is not postgres
+
+
+def test_no_test_imports_bench() -> None:
+    """Benchmarks may import the tests' workloads; a test never depends on a benchmark."""
+    found = []
+    for path in sorted(Path(__file__).parent.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            found += [f"{path.name}:{node.lineno} {n}" for n in names if n == "bench" or n.startswith("bench.")]
+    assert found == []
