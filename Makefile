@@ -61,10 +61,10 @@ conformance: $(NATIVE_STAMP)
 	PATCHSYNC_PURE=1 $(BIN)/patchsync conformance $(RDF_SUITE)/from_jelly/manifest.ttl $(RDF_SUITE)/to_jelly/manifest.ttl
 
 # pytest-xdist workers: one a core by default (each has its own PostgreSQL database and
-# NATS stream names, tests/conftest.py). Spark tests share one worker (one JVM).
+# NATS stream names, tests/conftest.py).
 WORKERS ?= auto
 PYTEST := $(BIN)/pytest -p no:cacheprovider
-PARALLEL := -n $(WORKERS) --dist loadgroup
+PARALLEL := -n $(WORKERS)
 # pytest exits 5 when a selection holds no test: not a failure here.
 NO_TESTS_OK := || [ $$? -eq 5 ]
 

@@ -25,15 +25,11 @@ PG_ADMIN_URL = os.environ.get("PATCHSYNC_PG_URL", "postgresql+psycopg://postgres
 _schemas = itertools.count()
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark every test unit, integration (postgres, nats, spark) and/or e2e (tests/README.md)."""
-    xdist = config.pluginmanager.hasplugin("xdist")
     for item in items:
         for name in sorted(kinds(item)):
             item.add_marker(name)
-        if xdist and "spark" in getattr(item, "fixturenames", ()):
-            # One worker holds all the in-process Spark tests: one JVM started, not two.
-            item.add_marker(pytest.mark.xdist_group("spark"))
 
 
 @pytest.fixture(scope="session")
