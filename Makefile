@@ -2,7 +2,7 @@
 #   make run    set up .venv and run the main job (the example log, end to end)
 #   make test   set up .venv and run every check and test, on every core; prints its wall time
 # and one for the edit loop:
-#   make check  lint and the unit tests (a few minutes; tests/README.md says what is a unit test)
+#   make check  lint and the unit tests but the slow ones, in parallel (1-2 minutes; tests/README.md)
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
