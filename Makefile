@@ -1,12 +1,14 @@
 # Two commands do all set-up on a fresh machine:
 #   make run    set up .venv and run the main job (the example log, end to end)
-#   make test   set up .venv and run every check and test
+#   make test   set up .venv and run every check and test, on every core; prints its wall time
+# and one for the edit loop:
+#   make check  lint and the unit tests but the slow ones, in parallel (1-2 minutes; tests/README.md)
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint bench proto clean native
+.PHONY: run test check lint conformance pytest bench proto clean native
 
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -55,12 +57,37 @@ RDF_SUITE := tests/data/upstream/jelly-rdf
 
 # Both conformance suites run twice: on the compiled codec core, then on the pure-Python
 # codec (PATCHSYNC_PURE=1), the reference and the fallback of an install without a compiler.
-test: lint
+conformance: $(NATIVE_STAMP)
 	$(BIN)/patchsync conformance --coverage conformance/patch/from_jelly/manifest.ttl conformance/patch/to_jelly/manifest.ttl
 	$(BIN)/patchsync conformance $(RDF_SUITE)/from_jelly/manifest.ttl $(RDF_SUITE)/to_jelly/manifest.ttl
 	PATCHSYNC_PURE=1 $(BIN)/patchsync conformance conformance/patch/from_jelly/manifest.ttl conformance/patch/to_jelly/manifest.ttl
 	PATCHSYNC_PURE=1 $(BIN)/patchsync conformance $(RDF_SUITE)/from_jelly/manifest.ttl $(RDF_SUITE)/to_jelly/manifest.ttl
-	$(BIN)/pytest -p no:cacheprovider
+
+# pytest-xdist workers: one a core by default (each has its own PostgreSQL database and
+# NATS stream names, tests/conftest.py).
+WORKERS ?= auto
+PYTEST := $(BIN)/pytest -p no:cacheprovider
+PARALLEL := -n $(WORKERS)
+# pytest exits 5 when a selection holds no test: not a failure here.
+NO_TESTS_OK := || [ $$? -eq 5 ]
+
+# Every test: all but the `serial` ones in parallel, then those alone (they restart a server
+# the others use).
+pytest: $(NATIVE_STAMP)
+	$(PYTEST) $(PARALLEL) -m "not serial" --durations=15 $(NO_TESTS_OK)
+	$(PYTEST) -m serial $(NO_TESTS_OK)
+
+# The wall time printed includes setting up .venv when that is needed (a clean clone).
+test:
+	@start=$$(date +%s); \
+	$(MAKE) --no-print-directory $(NATIVE_STAMP) lint conformance pytest; status=$$?; \
+	echo "make test: exit $$status, wall time $$(( $$(date +%s) - start )) s"; exit $$status
+
+# The edit loop: lint, then the unit tests (but the slow ones) in parallel.
+check:
+	@start=$$(date +%s); \
+	$(MAKE) --no-print-directory $(NATIVE_STAMP) lint && $(PYTEST) $(PARALLEL) -m "unit and not slow"; status=$$?; \
+	echo "make check: exit $$status, wall time $$(( $$(date +%s) - start )) s"; exit $$status
 
 bench: $(NATIVE_STAMP)
 	$(BIN)/python -m bench.codec_bench

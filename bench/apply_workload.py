@@ -104,7 +104,7 @@ def workload(patches: int = 4000, seed: int = 14, first: int = 0) -> list[Any]:
     return events
 
 
-def write_log(events: list[Any], path: Path, *, append: bool = False) -> None:
+def save_log(events: list[Any], path: Path, *, append: bool = False) -> None:
     from patchsync.logs.patch_logs import LogAppender
     from patchsync.options import PatchOptions, StatementType, StreamType
 
@@ -205,7 +205,7 @@ def resume_seconds(log: Path, extra: list[Any], work: Path, snapshots: bool) -> 
     with SqlTarget(f"sqlite:///{db}") as t:
         apply_file(log, t, source="resume", **kwargs)
     first = time.perf_counter() - start
-    write_log(extra, log, append=True)
+    save_log(extra, log, append=True)
     start = time.perf_counter()
     with SqlTarget(f"sqlite:///{db}") as t:
         result = apply_file(log, t, source="resume", **kwargs)
@@ -247,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="apply-workload-"))
     events = workload(args.patches)
     log = work / "workload.jellyp"
-    write_log(events, log)
+    save_log(events, log)
     rows = sum(1 for e in events if type(e).__name__ in ("Add", "Delete"))
     units = sum(1 for e in events if type(e).__name__ in ("TxCommit", "TxAbort"))
     text = simple_text(events, for_rdflib=True)
@@ -305,13 +305,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.resume_rows:
         patches = max(1, args.resume_rows // 40)
         big = work / "resume.jellyp"
-        write_log(workload(patches), big)
+        save_log(workload(patches), big)
         extra = workload(1, seed=99, first=patches)
         first, again = resume_seconds(big, extra, work, snapshots=True)
         line = f"resume, one patch on a {args.resume_rows:,}-row log: {again:.3f} s = {100 * again / first:.1f}% of {first:.2f} s"
         report["resume"] = {"first": first, "again": again}
         if args.baseline:
-            write_log(workload(patches), big)
+            save_log(workload(patches), big)
             b_first, b_again = in_checkout(
                 args.baseline,
                 f"resume_seconds(Path({str(big)!r}), workload(1, seed=99, first={patches}), Path({str(work)!r}), False)",

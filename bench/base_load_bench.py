@@ -5,7 +5,7 @@ into a fresh SQL target, with the code before side by side.
     .venv/bin/python -m bench.base_load_bench --quads 200000 --repeat 1   # quick check
 
 The base (seeded, built here once per size in ``--out``): ``--quads`` statements of
-``bench.rdf_data`` (every term kind, named and default graphs, subject bursts), encoded as
+``tests.workloads.rdf_data`` (every term kind, named and default graphs, subject bursts), encoded as
 Jelly-RDF. Each case loads it into a fresh SQLite database or PostgreSQL schema, opening
 and migrating the target on the clock; module imports are outside it. Each case runs in a
 fresh process; ``--baseline PATH`` runs it again with the patchsync package of PATH (a
@@ -32,9 +32,9 @@ HERE = Path(__file__).resolve().parent.parent
 
 
 def write_base(path: Path, quads: int) -> None:
-    from bench.rdf_data import generate_quads
     from patchsync.codec.rdf_encoder import encode_statements
     from patchsync.terms.ntriples import NTriplesTerms
+    from tests.workloads.rdf_data import generate_quads
 
     path.write_bytes(encode_statements(generate_quads(quads), None, NTriplesTerms()))
 

@@ -5,7 +5,7 @@ Run from the repository root::
     .venv/bin/python -m bench.jena_bench                  # 200,000 statements
     .venv/bin/python -m bench.jena_bench --rows 50000     # quick check
 
-Every case works on the same generated dataset (:mod:`bench.rdf_data`: every RDF 1.1 term
+Every case works on the same generated dataset (:mod:`tests.workloads.rdf_data`: every RDF 1.1 term
 kind, subject bursts, half of the statements in named graphs). Read cases decode bytes
 that were written once before timing into rdflib terms (the fast adapter, the same one in
 every patchsync case); write cases start from rdflib terms already in memory. The RDF
@@ -30,7 +30,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.rdf_data import _NAMESPACES, generate_quads
 from patchsync.codec import jena
 from patchsync.codec.nquads import read_statements
 from patchsync.codec.rdf_decoder import RdfDecoder
@@ -39,6 +38,7 @@ from patchsync.events import LogicalType, PhysicalType, RdfOptions, Statement
 from patchsync.terms.ntriples import format_term
 from patchsync.terms.rdflib_adapter import RdflibTerms
 from patchsync.terms.rdflib_fast import FastRdflibTerms
+from tests.workloads.rdf_data import _NAMESPACES, generate_quads
 
 JELLY_OPTIONS = RdfOptions(physical_type=PhysicalType.QUADS, logical_type=LogicalType.FLAT_QUADS)
 

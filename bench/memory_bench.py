@@ -4,7 +4,7 @@
     .venv/bin/python -m bench.memory_bench --mb 200 --apply-mb 50   # quicker
 
 Issue #13: "a 1 GB log decodes in memory bounded by a small multiple of its largest frame".
-The log is generated streaming to disk by two processes (:mod:`bench.memory_log`: patches
+The log is generated streaming to disk by two processes (:mod:`tests.workloads.memory_log`: patches
 of about 1,000 rows, every subject new, distinct literals, 2% long texts of up to 3,000
 characters, and every 20th patch a bulk patch of 1 KB texts whose frames reach the
 encoder's 1 MiB frame limit), cached in ``--out`` by size and seed. Each case then runs in
@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .memory_log import frame_sizes, write_log, write_log_file
+from tests.workloads.memory_log import frame_sizes, write_churn_log, write_churn_log_file
 
 CHUNK = 1 << 20
 
@@ -116,7 +116,7 @@ def _log(out: Path, mb: int, seed: int, procs: int) -> tuple[Path, dict[str, Any
         started = time.monotonic()
         print(f"generating {path} ({mb} MB) ...", flush=True)
         tmp = path.with_suffix(".tmp")
-        stats = write_log_file(str(tmp), mb << 20, seed, procs=procs)
+        stats = write_churn_log_file(str(tmp), mb << 20, seed, procs=procs)
         os.replace(tmp, path)
         sizes = frame_sizes(path)
         stats.update(frames=len(sizes), largest_frame=max(sizes), bytes=path.stat().st_size)
@@ -152,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="memory_bench-"))
     tiny = work / "tiny.jellyp"
     with open(tiny, "wb") as f:
-        write_log(f, 1, args.seed)  # one patch: what a command costs before any real input
+        write_churn_log(f, 1, args.seed)  # one patch: what a command costs before any real input
 
     def apply(log_path: Path, name: str) -> list[str]:
         target = f"sqlite:///{work / (name + '.db')}"

@@ -5,7 +5,7 @@ Run from the repository root::
     .venv/bin/python -m bench.native_bench                   # 200,000 statements
     .venv/bin/python -m bench.native_bench --statements 50000
 
-One dataset (:mod:`bench.rdf_data`: every RDF 1.1 term kind, subject bursts) is written
+One dataset (:mod:`tests.workloads.rdf_data`: every RDF 1.1 term kind, subject bursts) is written
 twice: as a Jelly-RDF stream (patchsync's encoder) and as a Jelly-Patch stream of ``A``
 rows in patches of 1,000. Every case decodes the same bytes in this process, so the
 figures compare like with like:
@@ -39,7 +39,6 @@ from importlib import metadata
 from typing import Any
 
 from bench.rdf_bench import _ceiling as rdf_ceiling
-from bench.rdf_data import generate_quads
 from patchsync._proto.patch_pb2 import RdfPatchFrame
 from patchsync.codec import backend
 from patchsync.codec.framing import Framer
@@ -53,6 +52,7 @@ from patchsync.options import PatchOptions, StatementType, StreamType
 from patchsync.terms.ntriples import NTriplesTerms
 from patchsync.terms.rdflib_adapter import RdflibTerms
 from patchsync.terms.rdflib_fast import FastRdflibTerms
+from tests.workloads.rdf_data import generate_quads
 
 # Targets of issue #13: (label, case, baseline case, minimum ratio).
 TARGETS = [

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .apply_workload import PG_URL, apply_seconds, workload, write_log
+from .apply_workload import PG_URL, apply_seconds, save_log, workload
 from .workload import simple_text
 
 TARGET = 3.0
@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="pg-statements-"))
     events = workload(args.patches)
     log = work / "workload.jellyp"
-    write_log(events, log)
+    save_log(events, log)
     rows = sum(1 for e in events if type(e).__name__ in ("Add", "Delete"))
     text = simple_text(events, for_rdflib=True)
     from rdflib import Dataset

@@ -5,7 +5,7 @@ Run from the repository root::
     .venv/bin/python -m bench.rdf_bench                  # 1,000,000 triples
     .venv/bin/python -m bench.rdf_bench --triples 50000  # quick check
 
-Every case works on the same generated dataset (:mod:`bench.rdf_data`: every RDF 1.1 term
+Every case works on the same generated dataset (:mod:`tests.workloads.rdf_data`: every RDF 1.1 term
 kind, realistic subject bursts) in the default graph, so the N-Quads baseline reads the
 same statements as the N-Triples one. Parse cases read the same ``.jelly`` file (written by
 patchsync; pyjelly reads it too, which the interop tests check); serialize cases start from
@@ -29,7 +29,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.rdf_data import generate_quads
 from patchsync._proto import rdf_pb2
 from patchsync.codec.framing import Framer
 from patchsync.codec.nquads import read_statements
@@ -38,6 +37,7 @@ from patchsync.codec.rdf_encoder import encode_statements
 from patchsync.events import LogicalType, PhysicalType, RdfOptions, Statement
 from patchsync.terms.rdflib_adapter import RdflibTerms
 from patchsync.terms.rdflib_fast import FastRdflibTerms
+from tests.workloads.rdf_data import generate_quads
 
 
 def _ceiling(data: bytes) -> int:

@@ -34,7 +34,7 @@ PG_URL = os.environ.get("PATCHSYNC_BENCH_PG", "postgresql+psycopg://postgres@127
 TENTHS = 10
 
 
-def write_log(path: Path, rows: int) -> int:
+def write_scale_log(path: Path, rows: int) -> int:
     """Write the workload log of ``rows`` rows to ``path``; its statement rows (A and D)."""
     from patchsync.codec.patch_encoder import PatchEncoder
     from patchsync.options import PatchOptions, StatementType, StreamType
@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         statements = int(json.loads(counted.read_text())["statements"])
     else:
         print(f"writing a {args.rows:,}-row log ...", flush=True)
-        statements = write_log(log, args.rows)
+        statements = write_scale_log(log, args.rows)
         counted.write_text(json.dumps({"rows": args.rows, "statements": statements}))
     print(f"{statements:,} statement rows, {log.stat().st_size:,} bytes", flush=True)
     columns: dict[str, list[float]] = {}

@@ -34,9 +34,8 @@ from patchsync.apply.registry import open_target
 from patchsync.apply.snapshot_file import write_snapshot
 from patchsync.apply.target import Target, dumpable
 from patchsync.events import Add, Delete, Event, Header, PatchEnd, TxCommit, TxStart
-from patchsync.logs.patch_logs import write_events
-from patchsync.options import PatchOptions
 from patchsync.terms.ntriples import NTriplesTerms
+from tests.helpers import write_log
 
 EX = "http://example.org/"
 
@@ -62,12 +61,6 @@ def history(first: int, count: int, entities: int) -> list[Event]:
     return events
 
 
-def write_log(path: Path, events: list[Event]) -> Path:
-    with open(path, "wb") as f:
-        write_events(events, f, "jellyp", options=PatchOptions(), adapter=NTriplesTerms())
-    return path
-
-
 def timed(step: Callable[[], object]) -> float:
     start = time.perf_counter()
     step()
@@ -87,9 +80,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="snapshot_bench.") as tmp:
         work = Path(tmp)
         split = args.patches - args.tail
-        full = write_log(work / "full.jellyp", history(1, args.patches, args.entities))
-        head = write_log(work / "head.jellyp", history(1, split, args.entities))
-        rest = write_log(work / "rest.jellyp", history(split + 1, args.tail, args.entities))
+        nt = NTriplesTerms()
+        full = write_log(work / "full.jellyp", history(1, args.patches, args.entities), adapter=nt)
+        head = write_log(work / "head.jellyp", history(1, split, args.entities), adapter=nt)
+        rest = write_log(work / "rest.jellyp", history(split + 1, args.tail, args.entities), adapter=nt)
         if args.entities % 50:
             parser.error("--entities must be a multiple of 50")
         rows = sum(1 for e in history(1, args.patches, args.entities) if type(e) in (Add, Delete))

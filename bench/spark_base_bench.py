@@ -3,7 +3,7 @@
     .venv/bin/python -m bench.spark_base_bench                       # 4 files x 100,000 quads
     .venv/bin/python -m bench.spark_base_bench --files 2 --quads 20000   # quick check
 
-One :mod:`bench.rdf_data` dataset is split over ``--files`` files and written in every
+One :mod:`tests.workloads.rdf_data` dataset is split over ``--files`` files and written in every
 format with the ``convert`` role (by ``convert_rdf``, as ``patchsync convert`` writes them).
 Each case reads the files with ``patchsync.spark.snapshot`` and discards the quads
 (``write.format("noop")``) on one session (JVM start excluded); the rate is quads per
@@ -24,8 +24,7 @@ from pathlib import Path
 
 from patchsync import formats
 from patchsync.logs.rdf_files import convert_rdf, read_rdf_quads
-
-from .rdf_data import generate_quads
+from tests.workloads.rdf_data import generate_quads
 
 
 def write_files(out: Path, files: int, quads: int) -> dict[str, list[Path]]:

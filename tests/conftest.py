@@ -1,7 +1,9 @@
-"""Shared fixtures: a PostgreSQL database for the whole run and a fresh schema per test.
+"""Shared fixtures, and the markers every test gets from what it uses (tests/markers.py).
 
-The run creates its own database on the server at ``PATCHSYNC_PG_URL`` (default
-``postgresql+psycopg://postgres@127.0.0.1:5432/postgres``) and drops it at the end. Tests
+PostgreSQL: each pytest process (each xdist worker) creates a database of its own on the
+server at ``PATCHSYNC_PG_URL`` (default ``postgresql+psycopg://postgres@127.0.0.1:5432/postgres``)
+and drops it at the end; each test gets a fresh schema in it. NATS: each test gets a stream
+of its own on the server at ``PATCHSYNC_NATS_URL``, named after its worker. Tests
 that need PostgreSQL are skipped when the server is unreachable, unless
 ``PATCHSYNC_REQUIRE_PG=1``, which turns that into a failure (CI sets it).
 """
@@ -16,13 +18,23 @@ from typing import Any
 
 import pytest
 
+from .helpers import worker_tag
+from .markers import kinds
+
 PG_ADMIN_URL = os.environ.get("PATCHSYNC_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
 _schemas = itertools.count()
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test unit, integration (postgres, nats, spark) and/or e2e (tests/README.md)."""
+    for item in items:
+        for name in sorted(kinds(item)):
+            item.add_marker(name)
+
+
 @pytest.fixture(scope="session")
 def pg_database() -> Iterator[str]:
-    """URL of a database created for this test run (dropped afterwards)."""
+    """URL of a database created for this pytest process (dropped afterwards)."""
     try:
         import psycopg
         from sqlalchemy.engine import make_url
@@ -31,7 +43,7 @@ def pg_database() -> Iterator[str]:
             pytest.fail(f"PATCHSYNC_REQUIRE_PG=1 but psycopg is not installed: {exc}")
         pytest.skip("psycopg not installed")
     url = make_url(PG_ADMIN_URL)
-    name = f"patchsync_test_{os.getpid()}"
+    name = f"patchsync_test_{worker_tag()}"
     conninfo = dict(host=url.host, port=url.port or 5432, user=url.username, dbname=url.database, autocommit=True)
     if url.password:
         conninfo["password"] = url.password
@@ -73,7 +85,7 @@ def sqlite_url(tmp_path: Any) -> str:
     return f"sqlite:///{tmp_path / 'state.db'}"
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def sql_url(request: pytest.FixtureRequest) -> str:
     """Each SQL database in turn."""
     if request.param == "sqlite":

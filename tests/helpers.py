@@ -1,7 +1,8 @@
-"""Shared test helpers: encode/decode pipes and event comparison."""
+"""Shared test helpers: encode/decode pipes, event comparison, log files, names on shared servers."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 from patchsync.codec.patch_decoder import PatchDecoder
 from patchsync.codec.patch_encoder import PatchEncoder
 from patchsync.events import Event, Options, PatchEnd, strip_position
+from patchsync.logs.patch_logs import format_of, write_events
 from patchsync.options import PatchOptions
 
 # Upstream test data, vendored so that a clone alone passes its tests (see its README).
@@ -50,6 +52,20 @@ def patches(events: Iterable[Event]) -> list[list[Event]]:
     return out
 
 
+def write_log(
+    path: Path,
+    events: Iterable[Event],
+    *,
+    options: PatchOptions | None = None,
+    adapter: Any = None,
+    max_frame_rows: int | None = None,
+) -> Path:
+    """Write ``events`` to a new log file, Jelly-Patch or RDF Patch text by its suffix; returns ``path``."""
+    with open(path, "wb") as f:
+        write_events(events, f, format_of(path), options=options, adapter=adapter, max_frame_rows=max_frame_rows)
+    return path
+
+
 def flatten(groups: Sequence[Sequence[Event]]) -> list[Event]:
     return [e for g in groups for e in g]
 
@@ -61,3 +77,13 @@ def in_default_graph(groups: Sequence[Sequence[Event]], default: Any = None) -> 
 
         default = RdflibTerms().default_graph()
     return [[e._replace(g=default) if getattr(e, "g", 0) is None else e for e in group] for group in groups]
+
+
+def worker_tag() -> str:
+    """This pytest process in names of things it creates on shared servers: ``gw0_4711``.
+
+    The xdist worker name reads well in a server's listing; the process id keeps two runs
+    on one machine (two checkouts, two developers) apart.
+    """
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    return f"{worker}_{os.getpid()}" if worker else str(os.getpid())

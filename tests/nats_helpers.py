@@ -17,15 +17,17 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from patchsync.events import Add, Delete, Event, Header, PatchEnd, TxCommit, TxStart
-from patchsync.logs.patch_logs import write_events
 from patchsync.options import PatchOptions
+
+from .helpers import worker_tag, write_log
 
 NATS_SERVER = os.environ.get("PATCHSYNC_NATS_SERVER", "/usr/sbin/nats-server")
 EX = "http://example.org/"
 
 
 def unique_stream(prefix: str = "t") -> str:
-    return f"{prefix}_{os.getpid()}_{uuid.uuid4().hex[:10]}"
+    """A stream name no other test, xdist worker or concurrent run uses: ``t_gw0_4711_<random>``."""
+    return f"{prefix}_{worker_tag()}_{uuid.uuid4().hex[:10]}"
 
 
 def patch_id(tag: str, n: int) -> str:
@@ -71,9 +73,7 @@ def write_chain(
         events += patch_events(tag, n, prev, size=size, blob=blob)
         prev = patch_id(tag, n)
         ids.append(prev)
-    fmt = "jellyp" if path.suffix == ".jellyp" else "rdfp"
-    with open(path, "wb") as f:
-        write_events(events, f, fmt, options=PatchOptions(), adapter=NTriplesTerms())
+    write_log(path, events, options=PatchOptions(), adapter=NTriplesTerms())
     return ids
 
 

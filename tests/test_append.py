@@ -22,9 +22,9 @@ from patchsync import (
     UsageError,
 )
 from patchsync.logs.append import append_logs, log_head
-from patchsync.logs.patch_logs import LogAppender, read_events, write_events
+from patchsync.logs.patch_logs import LogAppender, read_events
 
-from .helpers import patches
+from .helpers import patches, write_log
 
 OPTS = PatchOptions(statement_type=StatementType.TRIPLES, max_name_table_size=8)
 
@@ -42,16 +42,14 @@ def patch(n: int, prev: int | None = None, base: str = "http://x/") -> list[obje
     return rows
 
 
-def write_log(path: Path, *ps: list[object], options: PatchOptions = OPTS) -> Path:
-    events = [e for p in ps for e in (*p, PatchEnd())]
-    with open(path, "wb") as f:
-        write_events(events, f, "jellyp" if path.suffix == ".jellyp" else "rdfp", options=options)
-    return path
+def patch_log(path: Path, *ps: list[object], options: PatchOptions = OPTS) -> Path:
+    """A log of the patches ``ps``, each ended."""
+    return write_log(path, [e for p in ps for e in (*p, PatchEnd())], options=options)
 
 
 def test_joining_two_separately_written_logs_decodes(tmp_path: Path) -> None:
-    a = write_log(tmp_path / "a.jellyp", patch(1))
-    b = write_log(tmp_path / "b.jellyp", patch(2, 1, "http://other.org/y#"), patch(3, 2, "http://other.org/y#"))
+    a = patch_log(tmp_path / "a.jellyp", patch(1))
+    b = patch_log(tmp_path / "b.jellyp", patch(2, 1, "http://other.org/y#"), patch(3, 2, "http://other.org/y#"))
     dest = tmp_path / "j.jellyp"
     assert append_logs(dest, [a, b]) == 3
     assert patches(read_events(dest)) == [
@@ -65,47 +63,47 @@ def test_joining_two_separately_written_logs_decodes(tmp_path: Path) -> None:
 
 
 def test_appending_to_an_existing_log_continues_its_chain(tmp_path: Path) -> None:
-    dest = write_log(tmp_path / "log.jellyp", patch(1), patch(2, 1))
-    rdfp = write_log(tmp_path / "more.rdfp", patch(3, 2, "http://z/"))
+    dest = patch_log(tmp_path / "log.jellyp", patch(1), patch(2, 1))
+    rdfp = patch_log(tmp_path / "more.rdfp", patch(3, 2, "http://z/"))
     assert append_logs(dest, [rdfp]) == 1
     assert patches(read_events(dest)) == [patch(1), patch(2, 1), patch(3, 2, "http://z/")]
 
 
 def test_a_trailing_partial_frame_is_cut_before_appending(tmp_path: Path) -> None:
-    dest = write_log(tmp_path / "log.jellyp", patch(1))
+    dest = patch_log(tmp_path / "log.jellyp", patch(1))
     whole = dest.read_bytes()
-    partial = write_log(tmp_path / "p.jellyp", patch(9)).read_bytes()
+    partial = patch_log(tmp_path / "p.jellyp", patch(9)).read_bytes()
     dest.write_bytes(whole + partial[: len(partial) // 2])  # a writer crashed mid-frame
-    src = write_log(tmp_path / "b.jellyp", patch(2, 1))
+    src = patch_log(tmp_path / "b.jellyp", patch(2, 1))
     append_logs(dest, [src])
     assert patches(read_events(dest)) == [patch(1), patch(2, 1)]
 
 
 def test_a_broken_chain_names_both_ids_and_writes_nothing(tmp_path: Path) -> None:
-    dest = write_log(tmp_path / "log.jellyp", patch(1))
+    dest = patch_log(tmp_path / "log.jellyp", patch(1))
     before = dest.read_bytes()
-    fork = write_log(tmp_path / "fork.jellyp", patch(5, 4))
+    fork = patch_log(tmp_path / "fork.jellyp", patch(5, 4))
     with pytest.raises(ChainError, match=r"prev <uuid:4> but the head of .*log.jellyp is <uuid:1>"):
         append_logs(dest, [fork])
     assert dest.read_bytes() == before
 
 
 def test_the_chain_runs_through_the_sources(tmp_path: Path) -> None:
-    a = write_log(tmp_path / "a.jellyp", patch(1))
-    gap = write_log(tmp_path / "gap.jellyp", patch(3, 2))
+    a = patch_log(tmp_path / "a.jellyp", patch(1))
+    gap = patch_log(tmp_path / "gap.jellyp", patch(3, 2))
     dest = tmp_path / "j.jellyp"
     with pytest.raises(ChainError, match=r"patch <uuid:3> has prev <uuid:2> .* is <uuid:1>"):
         append_logs(dest, [a, gap])
     assert not dest.exists()
     # Patches without ids or prev chain to anything (the check needs both).
-    loose = write_log(tmp_path / "loose.jellyp", patch(7)[1:])
-    assert append_logs(dest, [a, loose, write_log(tmp_path / "c.jellyp", patch(8, 1))]) == 3
+    loose = patch_log(tmp_path / "loose.jellyp", patch(7)[1:])
+    assert append_logs(dest, [a, loose, patch_log(tmp_path / "c.jellyp", patch(8, 1))]) == 3
 
 
 def test_a_bad_source_appends_nothing(tmp_path: Path) -> None:
-    dest = write_log(tmp_path / "log.jellyp", patch(1))
+    dest = patch_log(tmp_path / "log.jellyp", patch(1))
     before = dest.read_bytes()
-    good = write_log(tmp_path / "good.jellyp", patch(2, 1))
+    good = patch_log(tmp_path / "good.jellyp", patch(2, 1))
     bad = tmp_path / "bad.rdfp"
     bad.write_text("TX .\nA <http://x/s> <rel> 1 .\nTC .\n", encoding="utf-8")
     with pytest.raises(DecodeError, match=r"bad.rdfp, byte 5, line 2: IRI <rel> is not absolute"):
@@ -114,21 +112,21 @@ def test_a_bad_source_appends_nothing(tmp_path: Path) -> None:
 
 
 def test_a_log_is_not_appended_to_itself(tmp_path: Path) -> None:
-    dest = write_log(tmp_path / "log.jellyp", patch(1))
+    dest = patch_log(tmp_path / "log.jellyp", patch(1))
     with pytest.raises(UsageError, match="to itself"):
         append_logs(dest, [dest])
 
 
 def test_the_command_appends_and_refuses_a_fork_in_one_line(tmp_path: Path) -> None:
-    a = write_log(tmp_path / "a.jellyp", patch(1))
-    b = write_log(tmp_path / "b.rdfp", patch(2, 1, "http://other.org/"))
+    a = patch_log(tmp_path / "a.jellyp", patch(1))
+    b = patch_log(tmp_path / "b.rdfp", patch(2, 1, "http://other.org/"))
     dest = tmp_path / "j.jellyp"
     run = [sys.executable, "-m", "patchsync", "append"]
     done = subprocess.run([*run, str(a), str(b), "-o", str(dest)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "2 patches appended" in done.stdout
     assert patches(read_events(dest)) == [patch(1), patch(2, 1, "http://other.org/")]
-    fork = write_log(tmp_path / "fork.jellyp", patch(3, 1))
+    fork = patch_log(tmp_path / "fork.jellyp", patch(3, 1))
     before = dest.read_bytes()
     done = subprocess.run([*run, str(fork), "-o", str(dest)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 1

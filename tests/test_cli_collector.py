@@ -11,6 +11,10 @@ import pytest
 from patchsync.apply import apply_file, open_target
 from patchsync.cli.common import COMMAND_GC_THRESHOLD, paced_collector
 from patchsync.cli.main import main
+from patchsync.events import Add, Event, TxCommit, TxStart
+from patchsync.terms.ntriples import NTriplesTerms
+
+from .helpers import write_log
 
 
 @pytest.fixture
@@ -40,11 +44,10 @@ def young_passes(run: Callable[[], object]) -> int:
     return count
 
 
-def write_log(path: Path, rows: int) -> None:
-    lines = ["TX ."]
-    lines += [f'A <http://example.org/s{i}> <http://example.org/p> "v{i}" .' for i in range(rows)]
-    lines.append("TC .")
-    path.write_text("\n".join(lines) + "\n")
+def one_transaction(rows: int) -> list[Event]:
+    """A transaction adding ``rows`` statements."""
+    adds = [Add(f"<http://example.org/s{i}>", "<http://example.org/p>", f'"v{i}"', None) for i in range(rows)]
+    return [TxStart(), *adds, TxCommit()]
 
 
 def test_paced_collector_raises_the_first_threshold_and_restores_it(default_thresholds: tuple[int, int, int]) -> None:
@@ -67,7 +70,7 @@ def test_apply_command_collects_less_often_than_the_library_at_defaults(
     tmp_path: Path, default_thresholds: tuple[int, int, int]
 ) -> None:
     log = tmp_path / "rows.rdfp"
-    write_log(log, 40_000)
+    write_log(log, one_transaction(40_000), adapter=NTriplesTerms())
 
     def library() -> None:
         target = open_target(f"sqlite:///{tmp_path / 'lib.db'}")

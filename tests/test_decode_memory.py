@@ -18,12 +18,16 @@ from typing import Any
 
 import pytest
 
-from bench.memory_log import frame_sizes, write_log
 from patchsync.codec.patch_decoder import PatchDecoder, PurePatchDecoder
 from patchsync.codec.patch_encoder import PatchEncoder
 from patchsync.options import PatchOptions
 from patchsync.terms import default_adapter
 from patchsync.terms.ntriples import NTriplesTerms
+
+from .workloads.memory_log import frame_sizes, write_churn_log
+
+# Tens of seconds a test (a 16 MiB log decoded under tracemalloc): not in `make check`.
+pytestmark = pytest.mark.slow
 
 LOG_BYTES = 16 << 20
 FRAME_BYTES = 256 << 10  # the encoder's frame limit for this log: its largest frames
@@ -38,7 +42,7 @@ ADAPTERS: dict[str, Callable[[], Any]] = {"nt": NTriplesTerms, "rdflib": default
 def log(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
     path = tmp_path_factory.mktemp("memory") / "log.jellyp"
     with open(path, "wb") as f:
-        write_log(f, LOG_BYTES, 5, max_frame_bytes=FRAME_BYTES)
+        write_churn_log(f, LOG_BYTES, 5, max_frame_bytes=FRAME_BYTES)
     return path, max(frame_sizes(path))
 
 

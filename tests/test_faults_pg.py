@@ -35,7 +35,8 @@ from .fault_helpers import (
 from .process_helpers import wait_for
 from .test_tail import write_patches
 
-pytestmark = pytest.mark.postgres
+# Restarts the PostgreSQL server every other test shares: run alone, after the parallel pass.
+pytestmark = [pytest.mark.postgres, pytest.mark.serial]
 
 PATCHES = 1000
 

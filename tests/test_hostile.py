@@ -558,7 +558,6 @@ def meta_events(raw: str = RAW_META) -> list[Event]:
     ]
 
 
-@pytest.mark.postgres
 @pytest.mark.parametrize("fmt", ["jellyp", "rdfp"])
 def test_sql_metacharacters_everywhere_round_trip(fmt: str, sql_url: str, tmp_path: Path) -> None:
     events = meta_events()
@@ -594,7 +593,6 @@ NUL_CASES = {
 }
 
 
-@pytest.mark.postgres
 @pytest.mark.parametrize("field", list(NUL_CASES))
 def test_nul_in_strings_stored_or_refused_cleanly(field: str, sql_url: str, tmp_path: Path, request: Any) -> None:
     log = tmp_path / "nul.jellyp"

@@ -22,7 +22,6 @@ from pyjelly.integrations.generic.parse import parse_jelly_flat
 from pyjelly.integrations.generic.serialize import flat_stream_to_file
 from rdflib import BNode, Dataset
 
-from bench.rdf_data import generate_quads
 from patchsync.codec.nquads import read_statements
 from patchsync.codec.rdf_encoder import encode_statements
 from patchsync.conformance.rdf import decode_frames, ordered_isomorphism_error
@@ -31,6 +30,7 @@ from patchsync.terms import BNODE, IRI, LITERAL, TRIPLE
 from patchsync.terms.ntriples import NTriplesTerms
 
 from .helpers import RDF_SUITE
+from .workloads.rdf_data import generate_quads
 
 NT = NTriplesTerms()
 SUITE = RDF_SUITE

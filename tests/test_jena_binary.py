@@ -307,7 +307,7 @@ def test_writer_output_is_what_jena_read(file: str) -> None:
 @pytest.mark.parametrize("name", NAMES)
 def test_stream_larger_than_the_parse_window(name: str) -> None:
     """Rows are parsed from 1 MiB windows of the buffer; rows crossing a window edge are kept."""
-    from bench.rdf_data import generate_quads
+    from .workloads.rdf_data import generate_quads
 
     adapter = NTriplesTerms()
     quads = [(s, p, o, g) for s, p, o, g in generate_quads(25_000)]

@@ -26,12 +26,12 @@ from patchsync.apply.target import Checkpoint, SourceStatus, Target, dumpable
 from patchsync.apply.targets.memory import MemoryTarget
 from patchsync.codec.framing import Framer
 from patchsync.errors import ChainError, DecodeError, FormatError, UsageError
-from patchsync.events import Event, PrefixAdd
-from patchsync.logs.patch_logs import read_events, write_events
+from patchsync.events import PrefixAdd
+from patchsync.logs.patch_logs import read_events
 from patchsync.logs.rdf_files import convert_rdf, jelly_summary
-from patchsync.options import PatchOptions
 from patchsync.terms.ntriples import NTriplesTerms
 
+from .helpers import write_log
 from .nats_helpers import patch_events, patch_id, write_chain
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,12 +54,6 @@ def full_state(log: Path) -> list[tuple[str, str, str, str]]:
 
 def specs(tmp_path: Path, name: str) -> list[str]:
     return [f"sqlite:///{tmp_path / name}.db", f"file:{tmp_path / name}.nq", f"file:{tmp_path / name}.trig"]
-
-
-def write_log(path: Path, events: list[Event]) -> Path:
-    with open(path, "wb") as f:
-        write_events(events, f, "jellyp", options=PatchOptions(), adapter=NTriplesTerms())
-    return path
 
 
 def no_position() -> Checkpoint:
@@ -133,7 +127,7 @@ def test_a_stream_sequence_checkpoint_travels_with_the_snapshot(tmp_path: Path) 
     stream = "nats://127.0.0.1:4222/orders"
     nt = NTriplesTerms()
     source = MemoryTarget()
-    log = write_log(tmp_path / "one.jellyp", patch_events("s", 1, None))
+    log = write_log(tmp_path / "one.jellyp", patch_events("s", 1, None), adapter=nt)
     events = [e._replace(offset=7) for e in read_events(log, adapter=nt)]
     apply_events(events, source, source=stream)
     cp = source.checkpoint(stream)
@@ -329,7 +323,7 @@ def test_prefix_only_patches_survive(tmp_path: Path) -> None:
     log = tmp_path / "a.jellyp"
     events = patch_events("c", 1, None)
     events.insert(-2, PrefixAdd("ex", f"<{EX}>", None))
-    write_log(log, events)
+    write_log(log, events, adapter=NTriplesTerms())
     source = MemoryTarget()
     apply_file(log, source)
     snap = tmp_path / "snap.jelly"

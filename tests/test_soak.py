@@ -1,4 +1,4 @@
-"""A CI-sized soak of ``bench.soak_bench``: producer, real ``patchsync tail`` into PostgreSQL, ``kill -9``.
+"""A CI-sized soak (the harness of ``bench/soak_bench.py``, ``tests/workloads/soak.py``): producer, real ``patchsync tail`` into PostgreSQL, ``kill -9``.
 
 The same harness as the 10-minute benchmark, scaled down: 200 patches/s for 40 s into
 rotated segments, the daemon killed with ``SIGKILL`` about every 8 s (only after the
@@ -18,9 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from bench.soak_bench import Workload, ok, produce, report, run_soak
 from patchsync.apply import MemoryTarget, apply_file
 from patchsync.apply.dump import write_dump
+
+from .workloads.soak import Workload, ok, produce, report, run_soak
 
 RATE = 200
 SECONDS = 40

@@ -32,9 +32,10 @@ from patchsync.events import (
     TxCommit,
     TxStart,
 )
-from patchsync.logs.patch_logs import write_events
 from patchsync.options import PatchOptions, StatementType, StreamType
 from patchsync.terms.ntriples import NTriplesTerms
+
+from .helpers import write_log
 
 NT = NTriplesTerms()
 EX = "http://example.org/"
@@ -92,16 +93,15 @@ def generate_log(rng: random.Random, patches: int, *, quads: bool = True) -> lis
     return events
 
 
-def write_log(path: Path, events: list[Event], stream_type: StreamType, *, quads: bool = True) -> Path:
+def typed_log(path: Path, events: list[Event], stream_type: StreamType, *, quads: bool = True) -> Path:
+    """A log of ``stream_type`` in frames of 7 rows, so that Spark has frames to split."""
     options = PatchOptions(
         stream_type=stream_type, statement_type=StatementType.QUADS if quads else StatementType.TRIPLES
     )
     if stream_type is StreamType.FLAT:
         # A FLAT stream is one patch: drop the inner patch ends.
         events = [e for e in events if type(e) is not PatchEnd]
-    with open(path, "wb") as f:
-        write_events(events, f, "jellyp", options=options, adapter=NT, max_frame_rows=7)
-    return path
+    return write_log(path, events, options=options, adapter=NT, max_frame_rows=7)
 
 
 def reference(paths: list[Path]) -> set[Quad]:
@@ -122,9 +122,9 @@ def logs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     rng = random.Random(7)
     root = tmp_path_factory.mktemp("logs")
     kinds = [StreamType.PUNCTUATED, StreamType.FRAME, StreamType.PUNCTUATED, StreamType.FLAT]
-    paths = [write_log(root / f"{i:02d}.jellyp", generate_log(rng, 25), kinds[i % 4]) for i in range(4)]
+    paths = [typed_log(root / f"{i:02d}.jellyp", generate_log(rng, 25), kinds[i % 4]) for i in range(4)]
     # A TRIPLES log: its statements go to the default graph.
-    paths.append(write_log(root / "04.jellyp", generate_log(rng, 10, quads=False), StreamType.PUNCTUATED, quads=False))
+    paths.append(typed_log(root / "04.jellyp", generate_log(rng, 10, quads=False), StreamType.PUNCTUATED, quads=False))
     return paths
 
 
@@ -161,7 +161,7 @@ def test_change_rows_flag_aborted_units(spark: Any, tmp_path: Path) -> None:
         TxCommit(),
         PatchEnd(),
     ]
-    path = write_log(tmp_path / "a.jellyp", events, StreamType.PUNCTUATED)
+    path = typed_log(tmp_path / "a.jellyp", events, StreamType.PUNCTUATED)
     rows = ps.change_rows(spark, path).orderBy("row").collect()
     assert [(r["op"], r["o"], r["committed"], r["patch"], r["row"]) for r in rows] == [
         ("A", '"implicit"', True, 0, 0),

@@ -31,7 +31,7 @@ from patchsync.errors import DecodeError, UsageError
 from patchsync.logs.rdf_files import convert_rdf
 from patchsync.options import StreamType
 
-from .test_spark import EX, NT, Quad, generate_log, reference, spark_state, write_log
+from .test_spark import EX, NT, Quad, generate_log, reference, spark_state, typed_log
 
 #: Formats a base is written in, by suffix, as ``convert`` names them.
 WRITTEN = {".nq": "nq", ".trig": "trig", ".rt": "rdf-thrift", ".rpb": "rdf-protobuf", ".jelly": "jelly"}
@@ -42,7 +42,7 @@ XSD = "http://www.w3.org/2001/XMLSchema#"
 def logs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     rng = random.Random(17)
     root = tmp_path_factory.mktemp("baselogs")
-    return [write_log(root / f"{i}.jellyp", generate_log(rng, 12), StreamType.PUNCTUATED) for i in range(3)]
+    return [typed_log(root / f"{i}.jellyp", generate_log(rng, 12), StreamType.PUNCTUATED) for i in range(3)]
 
 
 def base_quads(logs: list[Path]) -> list[Quad]:

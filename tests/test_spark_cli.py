@@ -15,7 +15,7 @@ pytest.importorskip("pyarrow")
 from patchsync.apply import MemoryTarget, apply_file
 from patchsync.options import StreamType
 
-from .test_spark import generate_log, write_log
+from .test_spark import generate_log, typed_log
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -31,7 +31,7 @@ def test_spark_replay_writes_nquads_equal_to_apply(tmp_path: Path) -> None:
     rng = random.Random(11)
     logs = tmp_path / "logs"
     logs.mkdir()
-    paths = [write_log(logs / f"{i}.jellyp", generate_log(rng, 15), StreamType.PUNCTUATED) for i in range(3)]
+    paths = [typed_log(logs / f"{i}.jellyp", generate_log(rng, 15), StreamType.PUNCTUATED) for i in range(3)]
     bad = tmp_path / "bad.jellyp"
     data = paths[1].read_bytes()
     bad.write_bytes(data[: len(data) // 2])

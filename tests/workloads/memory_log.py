@@ -55,7 +55,7 @@ def _text(rng: random.Random, n: int, chars: int) -> str:
     return f'Text {n}: "{_POOL[start : start + chars]}"\nsecond line {n}'
 
 
-def write_log(
+def write_churn_log(
     out: IO[bytes],
     target_bytes: int,
     seed: int,
@@ -128,10 +128,10 @@ def write_log(
 def _segment(job: tuple[str, int, int, int]) -> dict[str, Any]:
     path, target_bytes, seed, index = job
     with open(path, "wb") as f:
-        return write_log(f, target_bytes, seed + index, append=index > 0, first_entity=index * 10**9)
+        return write_churn_log(f, target_bytes, seed + index, append=index > 0, first_entity=index * 10**9)
 
 
-def write_log_file(path: str, target_bytes: int, seed: int, *, procs: int = 2) -> dict[str, Any]:
+def write_churn_log_file(path: str, target_bytes: int, seed: int, *, procs: int = 2) -> dict[str, Any]:
     """Write a log of about ``target_bytes`` to ``path`` as ``procs`` segments made in parallel."""
     import multiprocessing
     import shutil
