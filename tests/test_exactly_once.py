@@ -235,3 +235,128 @@ def test_a_tail_and_an_apply_of_the_same_patches_at_once_apply_each_once(
     assert sql_state(pg_url) == reference(log)
     applied, skipped = counts(out)
     assert applied + skipped == count
+
+
+# -- forks, the ignore policy, the constraint ----------------------------------------------
+
+
+def write_fork(path: Path, shared: int, count: int) -> list[str]:
+    """Patches 1..shared of chain ``x``, then ``shared+1..count`` of chain ``y`` on top."""
+    from patchsync.logs.patch_logs import write_events
+    from patchsync.options import PatchOptions
+    from patchsync.terms.ntriples import NTriplesTerms
+
+    from .nats_helpers import patch_events
+
+    events: list[Any] = []
+    ids: list[str] = []
+    prev: str | None = None
+    for n in range(1, count + 1):
+        tag = "x" if n <= shared else "y"
+        events += patch_events(tag, n, prev, size=3)
+        prev = patch_id(tag, n)
+        ids.append(prev)
+    with open(path, "wb") as f:
+        write_events(events, f, "jellyp", options=PatchOptions(), adapter=NTriplesTerms())
+    return ids
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_two_sources_forking_one_target_at_once_one_is_refused_naming_both(
+    dialect: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    x = tmp_path / "x.jellyp"
+    x_ids = write_chain(x, "x", 1000, size=3)
+    y = tmp_path / "y.jellyp"
+    y_ids = write_fork(y, 500, 1000)
+    url = fresh_url(request, dialect, tmp_path, 0)
+    SqlTarget(url).close()
+    results = run_together([apply_proc(x, url), apply_proc(y, url)])
+    codes = sorted(code for code, _out, _err in results)
+    assert codes == [0, 1], results
+    won, (_code, _out, err) = (x, results[1]) if results[0][0] == 0 else (y, results[0])
+    lines = [line for line in err.splitlines() if line.startswith("patchsync:")]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    ids = x_ids if won == x else y_ids
+    other = y_ids if won == x else x_ids
+    # The refused patch is the loser's first own one; the head named is the winner's.
+    assert other[500] in lines[0] and "fork" in lines[0], lines[0]
+    assert any(i in lines[0] for i in ids[500:]), lines[0]
+    assert [r.patch_id for r in history(url)] == ids
+    assert sql_state(url) == reference(won)
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_the_ignore_policy_still_applies_a_repeated_id_and_the_strict_record_is_unique(
+    dialect: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    from sqlalchemy.exc import IntegrityError
+
+    log = tmp_path / "a.rdfp"
+    write_chain(log, "i", 3)
+    url = fresh_url(request, dialect, tmp_path, 0)
+    with SqlTarget(url) as t:
+        apply_file(log, t, source="one")
+        apply_file(log, t, source="two", chain="ignore")
+        records = t.history()
+    assert [r.patch_id for r in records] == [patch_id("i", n) for n in (1, 2, 3)] * 2
+    assert [r.chained for r in records] == [True] * 3 + [False] * 3
+    # A second strict record of one id is refused by the database itself.
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(url)
+    try:
+        with pytest.raises(IntegrityError), engine.begin() as conn:
+            conn.execute(
+                text(
+                    "INSERT INTO ps_patches (patch_id, prev, source, pos_offset, pos_frame, pos_row, added, "
+                    "deleted, noop, applied_at, headers, chained) "
+                    "VALUES (:id, NULL, 'x', 0, 0, 0, 0, 0, 0, 0, '[]', :t)"
+                ),
+                {"id": patch_id("i", 2), "t": True},
+            )
+    finally:
+        engine.dispose()
+
+
+def test_a_history_repeating_an_id_upgrades_to_the_unique_strict_record(tmp_path: Path) -> None:
+    from sqlalchemy import create_engine
+
+    from patchsync.apply.targets.sql import upgrade_database
+    from patchsync.apply.targets.sql.migrate import upgrade
+
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        upgrade(conn, "0003")
+        for _ in range(2):
+            conn.exec_driver_sql(
+                "INSERT INTO ps_patches (patch_id, prev, source, pos_offset, pos_frame, pos_row, added, deleted, "
+                "noop, applied_at, headers) VALUES ('urn:p:1', NULL, 's', 0, 0, 0, 0, 0, 0, 0, '[]')"
+            )
+    engine.dispose()
+    assert upgrade_database(url) == ("0003", "0004")
+    with SqlTarget(url) as t:
+        assert [(r.patch_id, r.chained) for r in t.history()] == [("urn:p:1", False)] * 2
+        assert t.has_patch("urn:p:1") and t.head() == "urn:p:1"
+
+
+def test_a_second_process_on_one_oxigraph_store_is_refused_with_one_line(tmp_path: Path) -> None:
+    pytest.importorskip("pyoxigraph")
+    log = tmp_path / "a.jellyp"
+    ids = write_chain(log, "o", 200, size=3)
+    b = tmp_path / "b.jellyp"
+    shutil.copyfile(log, b)
+    store = f"oxigraph:{tmp_path / 'store'}"
+    results = run_together([apply_proc(log, store), apply_proc(b, store)])
+    for code, _out, err in results:
+        # RocksDB lets one process open a store: the other waits for nothing and says so.
+        assert code == 0 or ("LOCK" in err and len(err.strip().splitlines()) == 1), err
+    from patchsync.apply.targets.oxigraph import OxigraphTarget
+
+    target = OxigraphTarget(tmp_path / "store")
+    try:
+        assert [r.patch_id for _seq, r in target._records] == ids
+        assert state(target)[0] == reference(log)[0]
+    finally:
+        target.close()
