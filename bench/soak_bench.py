@@ -42,6 +42,10 @@ totals, and writes everything (every sample, every kill) to
 compares the daemon's RSS once warmed up (``--warmup`` seconds after each start) in the
 first and the last minute of the kill -9 period; the longest incarnation (the catch-up)
 is reported on its own.
+With ``--race``, a second daemon tails hard links of the same segments in another directory
+(the same log under two file names: another source per segment, the same patches), never
+killed, beside the first: every patch must still be applied once (the exactly-once check
+across sources and processes, docs/design.md §3); it must exit 0 on ``SIGTERM`` too.
 ``tests/test_soak.py`` runs the same harness, CI-sized.
 """
 
@@ -401,6 +405,8 @@ class SoakResult:
     catch_up_s: float = 0.0
     daemon_exits: list[tuple[float, int]] = field(default_factory=list)  # (t, code): exits not caused by kill -9
     final_exit: int | None = None
+    racer_exits: list[tuple[float, int]] = field(default_factory=list)  # --race: the twin daemon's exits
+    racer_final_exit: int | None = None
     reference_quads: int = 0
     dump_quads: int = 0
     equal_reference: bool = False
@@ -500,6 +506,14 @@ def _start_daemon(logs: Path, url: str, state_dir: Path | None, log_file: Any) -
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log_file, cwd=ROOT)
 
 
+def _mirror(logs: Path, twin: Path) -> None:
+    """Hard-link every segment of ``logs`` not linked yet into ``twin``: one file, two names."""
+    for f in sorted(logs.glob("*.jellyp")):
+        link = twin / f.name
+        if not link.exists():
+            os.link(f, link)
+
+
 def _applied_in_memory(logs: Path) -> list[str]:
     """The logs applied in order into the reference target, dumped as sorted N-Quads lines."""
     import io
@@ -537,6 +551,7 @@ def run_soak(
     apply_check: str | None = "memory",
     catch_up_timeout: float = 600.0,
     echo: Any = None,
+    race: bool = False,
 ) -> SoakResult:
     """One soak run into the SQL target at ``url`` (an empty database or schema), files under ``work``.
 
@@ -544,7 +559,8 @@ def run_soak(
     applier: ``"memory"`` in this process into the reference :class:`MemoryTarget`,
     ``"sqlite"`` by ``patchsync apply`` into a fresh SQLite file (about 500 patches/s
     of this workload on the 2-core development machine), ``None`` not at all.
-    ``echo(line)`` receives a progress line every 10 seconds. Raises ``RuntimeError`` if
+    ``echo(line)`` receives a progress line every 10 seconds. ``race`` runs the twin daemon
+    (see the module docstring); applied counts and lag are the first daemon's. Raises ``RuntimeError`` if
     the daemon does not catch up within ``catch_up_timeout`` after the producer ends.
     """
     logs = work / "logs"
@@ -562,7 +578,11 @@ def run_soak(
         "state_dir": state_dir,
         "apply_check": apply_check,
         "target": url.split("@")[-1],
+        "race": race,
     }
+    twin = work / "twin"
+    twin_prefix = str(twin.resolve())
+    racer: subprocess.Popen[bytes] | None = None
     result = SoakResult(config=config)
     rng = random.Random(seed)
     wall0 = time.monotonic()
@@ -606,7 +626,14 @@ def run_soak(
                 read = probe.checkpoints()
                 probe_ok = read is not None
                 if read is not None:
-                    cps = read
+                    cps = {src: cp for src, cp in read.items() if not src.startswith(twin_prefix)}
+                if race and logs.is_dir():
+                    twin.mkdir(exist_ok=True)
+                    _mirror(logs, twin)
+                    if racer is None or racer.poll() is not None:
+                        if racer is not None:
+                            result.racer_exits.append((round(now - t0, 2), racer.returncode))
+                        racer = _start_daemon(twin, url, None, log_file)
                 applied = sum(n for _, n in cps.values())
                 produced = watch.produced
                 if result.kills and result.kills[-1].first_progress_s is None and applied > applied_at_start:
@@ -676,10 +703,14 @@ def run_soak(
                     result.kills[-1].first_progress_s = round(time.monotonic() - started, 2)
             daemon.send_signal(signal.SIGTERM)
             result.final_exit = daemon.wait(timeout=120)
+            if racer is not None:
+                racer.send_signal(signal.SIGTERM)
+                result.racer_final_exit = racer.wait(timeout=120)
         finally:
-            if daemon.poll() is None:
-                daemon.kill()
-                daemon.wait()
+            for proc in (daemon, racer):
+                if proc is not None and proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
             if producer.poll() is None:
                 producer.kill()
                 producer.wait()
@@ -687,7 +718,10 @@ def run_soak(
     checks0 = time.monotonic()
     result.produced = watch.done or watch.produced
     result.producer_behind_s = round(watch.behind, 3)
-    result.applied = sum(n for _, n in (probe.checkpoints() or cps).values())
+    final = probe.checkpoints()
+    if final is not None:
+        cps = {src: cp for src, cp in final.items() if not src.startswith(twin_prefix)}
+    result.applied = sum(n for _, n in cps.values())
     result.ps_patches = probe.patch_ids()
     probe.close()
     result.tracebacks = daemon_log.read_text(errors="replace").count("Traceback")
@@ -759,6 +793,11 @@ def report(result: SoakResult) -> Iterator[str]:
         f"total: {result.produced:,} patches produced (producer at most {result.producer_behind_s:.2f}s behind "
         f"schedule), {result.applied:,} applied, {len(result.kills)} kill -9, daemon exits otherwise: "
         f"{result.daemon_exits or 'none'}, final SIGTERM exit {result.final_exit}"
+        + (
+            f"; race daemon exits {result.racer_exits or 'none'}, final {result.racer_final_exit}"
+            if result.racer_exits or result.racer_final_exit is not None
+            else ""
+        )
     )
     yield (
         f"lag: patches p50 {_pct(lags, 0.5):,} p99 {_pct(lags, 0.99):,} max {lags[-1]:,}; seconds p50 "
@@ -805,6 +844,7 @@ def ok(result: SoakResult) -> bool:
         and not result.daemon_exits
         and result.final_exit == 0
         and result.tracebacks == 0
+        and (not result.config.get("race") or (result.racer_final_exit == 0 and not result.racer_exits))
     )
 
 
@@ -836,6 +876,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--catch-up-timeout", type=float, default=3600.0, help="seconds the daemon may take to catch up at the end"
     )
+    parser.add_argument(
+        "--race",
+        action="store_true",
+        help="also run a second daemon on hard links of the same segments (the same patches from other sources)",
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out")
     parser.add_argument("--produce", metavar="DIR", help=argparse.SUPPRESS)
     parser.add_argument("--reference", metavar="FILE", help=argparse.SUPPRESS)
@@ -866,6 +911,7 @@ def main(argv: list[str] | None = None) -> int:
                 apply_check=None if args.apply_check == "none" else args.apply_check,
                 catch_up_timeout=args.catch_up_timeout,
                 echo=lambda line: print(line, flush=True),
+                race=args.race,
             )
             daemon_log = (Path(tmp) / "daemon.log").read_text(errors="replace")
             stem = f"soak-{args.minutes:g}m-{args.rate:g}"
