@@ -360,3 +360,55 @@ def test_a_second_process_on_one_oxigraph_store_is_refused_with_one_line(tmp_pat
         assert state(target)[0] == reference(log)[0]
     finally:
         target.close()
+
+
+# -- the applier's decisions again, in one process, step by step ---------------------------
+
+
+def test_held_patches_another_applier_applied_are_skipped_and_a_fork_is_named(tmp_path: Path) -> None:
+    from patchsync.apply import apply_events
+    from patchsync.apply.applier import Applier
+    from patchsync.errors import ChainError
+
+    from .nats_helpers import patch_events
+
+    def patches(tag: str, first: int, last: int, prev: str | None) -> list[Any]:
+        events: list[Any] = []
+        for n in range(first, last + 1):
+            events += patch_events(tag, n, prev, size=2)
+            prev = patch_id(tag, n)
+        return events
+
+    url = f"sqlite:///{tmp_path / 'state.db'}"
+    daemon_target = SqlTarget(url)
+    try:
+        daemon = Applier(daemon_target, source="stream")
+        daemon.feed(patches("x", 1, 5, None))
+        assert daemon.pause()
+        # Another applier (another source) moves the target on while the daemon waits.
+        with SqlTarget(url) as other:
+            apply_events(patches("x", 1, 10, None), other, source="file")
+        # The daemon's next patches follow the head it remembers: held, then decided
+        # again when written, under the lock, on the head the target has.
+        daemon.feed(patches("x", 6, 8, patch_id("x", 5)))
+        assert daemon.pause()
+        assert (daemon.result.patches, daemon.result.skipped) == (5, 3)
+        assert [r.patch_id for r in daemon_target.history()] == [patch_id("x", n) for n in range(1, 11)]
+        # A patch that follows the target's head is applied: no fork with its own past.
+        daemon.feed(patches("x", 9, 11, patch_id("x", 8)))
+        assert daemon.pause()
+        assert (daemon.result.patches, daemon.result.skipped) == (6, 5)
+        # Another applier applies x12; the daemon's y12 on the same prev is a fork, named.
+        with SqlTarget(url) as other:
+            apply_events(patches("x", 12, 12, patch_id("x", 11)), other, source="file2")
+        with pytest.raises(ChainError) as failed:
+            daemon.feed(patches("y", 12, 12, patch_id("x", 11)))
+            daemon.pause()
+        message = str(failed.value)
+        assert patch_id("y", 12) in message and patch_id("x", 12) in message and "fork" in message
+    finally:
+        daemon_target.discard()
+    assert [r.patch_id for r in history(url)] == [patch_id("x", n) for n in range(1, 13)]
+    reference_target = MemoryTarget()
+    apply_events(patches("x", 1, 12, None), reference_target, source="ref")
+    assert sql_state(url) == state(reference_target)

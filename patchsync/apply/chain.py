@@ -105,36 +105,37 @@ class ChainChecks:
         """
         expected = head
         seen: set[int] = set()
-        result = self.result
+        skipped: set[int] = set()  # decisions turned to skip here
         decisions: list[tuple[int, Decision]] = [(i, u.decision) for i, u in enumerate(units) if u.decision is not None]
         if self._decision is not None and not self._decision.skip:
             decisions.append((len(units), self._decision))
         for i, d in decisions:
-            unit = units[i] if i < len(units) else None
             if id(d) not in seen:
                 seen.add(id(d))
                 if not d.skip and not (d.prev == expected and d.patch_id != expected):
                     if not self.target.has_patch(d.patch_id):
-                        self._head = expected
-                        return units[:i], self._fork(d, expected)
+                        units = units[:i]
+                        error: ChainError | None = self._fork(d, expected)
+                        break
                     d.skip = True
-                    if d is self._decision:
-                        self._skipping = True
-                        self._ops = {}
-                        self._open = False
-                    if unit is not None:
-                        # Moved from applied to re-delivered; its held units drop their rows.
-                        ends = [u for u in units[i:] if u.decision is d and u.ends_patch]
-                        if ends:
-                            result.patches -= 1
-                            result.skipped += 1
-                        for u in units[i:]:
-                            if u.decision is d:
-                                u.ops, u.unit, u.record = {}, False, None
-            if unit is not None and unit.ends_patch and not d.skip:
+                    skipped.add(id(d))
+            if i < len(units) and units[i].ends_patch and not d.skip:
                 expected = d.patch_id
+        else:
+            error = None
         self._head = expected
-        return units, None
+        if self._decision is not None and id(self._decision) in skipped:
+            self._skipping = True
+            self._ops = {}
+            self._open = False
+        for unit in units:
+            if unit.decision is not None and id(unit.decision) in skipped:
+                # Moved from applied to re-delivered: the held units write nothing.
+                if unit.ends_patch:
+                    self.result.patches -= 1
+                    self.result.skipped += 1
+                unit.ops, unit.unit, unit.record = {}, False, None
+        return units, error
 
     def _fork(self, d: Decision, head: str | None) -> ChainError:
         error = ChainError(
