@@ -213,30 +213,46 @@ def test_a_tail_whose_target_another_apply_moved_on_skips_what_that_apply_applie
     assert [r.patch_id for r in history(target)] == [patch_id("t", n) for n in range(1, 121)]
 
 
+def _delete_streams(urls: list[str]) -> None:
+    from patchsync.streams import NatsLog
+
+    for url in urls:
+        with NatsLog(url) as log:
+            log.delete_stream()
+
+
 @pytest.mark.postgres
 def test_a_tail_and_an_apply_of_the_same_patches_at_once_apply_each_once(
-    tmp_path: Path, nats_stream: str, daemons: list[Any], pg_url: str
+    tmp_path: Path, daemons: list[Any], nats_server: str, request: pytest.FixtureRequest
 ) -> None:
-    count = 1000
+    from .nats_helpers import unique_stream
+
+    count = 2000
     log = tmp_path / "a.jellyp"
     ids = write_chain(log, "m", count, size=3)
-    SqlTarget(pg_url).close()
-    # The daemon waits on the empty stream; the patches then reach the target through the
-    # stream (published while the apply runs) and from the file at once.
-    daemon = start_tail(nats_stream, pg_url)
-    daemons.append(daemon)
-    wait_for(lambda: stream_patches(pg_url, nats_stream) == 0, what="the daemon to start")
-    applying = apply_proc(log, pg_url)
-    publish_logs([log], nats_stream)
-    out, err = applying.communicate(timeout=120)
-    assert applying.returncode == 0, err
-    wait_for(lambda: stream_patches(pg_url, nats_stream) == count, what="the daemon to pass every patch")
-    code, err = stop(daemon)
-    assert code == 0, err
-    assert [r.patch_id for r in history(pg_url)] == ids
-    assert sql_state(pg_url) == reference(log)
-    applied, skipped = counts(out)
-    assert applied + skipped == count
+    expected = reference(log)
+    streams: list[str] = []
+    request.addfinalizer(lambda: _delete_streams(streams))
+    for trial in range(2):
+        url = fresh_url(request, "postgres", tmp_path, trial)
+        SqlTarget(url).close()
+        stream = f"{nats_server}/{unique_stream('xo')}"
+        streams.append(stream)
+        publish_logs([log], stream)
+        # Started together, the daemon (from the stream) and the apply (from the file) each
+        # apply a part of the patches and skip the other's (usually; either may win whole).
+        daemon = start_tail(stream, url)
+        daemons.append(daemon)
+        applying = apply_proc(log, url)
+        out, err = applying.communicate(timeout=120)
+        assert applying.returncode == 0, err
+        wait_for(lambda u=url, s=stream: stream_patches(u, s) == count, what="the daemon to pass every patch")
+        code, err = stop(daemon)
+        assert code == 0, err
+        assert [r.patch_id for r in history(url)] == ids, f"trial {trial}"
+        assert sql_state(url) == expected
+        applied, skipped = counts(out)
+        assert applied + skipped == count
 
 
 # -- forks, the ignore policy, the constraint ----------------------------------------------
