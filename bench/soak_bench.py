@@ -15,7 +15,10 @@ totals, and writes everything (every sample, every kill) to
 ``bench/out/soak-<minutes>m-<rate>.json`` (the daemon's log beside it). "Memory flat"
 compares the daemon's RSS once warmed up (``--warmup`` seconds after each start) in the
 first and the last minute of the kill -9 period; the longest incarnation (the catch-up)
-is reported on its own.
+is reported on its own. With ``--race``, a second daemon tails hard links of the same
+segments in another directory (the same log under two file names: another source per
+segment, the same patches) beside the first: every patch must still be applied once
+(docs/design.md §3), and it must exit 0 on ``SIGTERM`` too.
 """
 
 from __future__ import annotations
@@ -63,6 +66,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--catch-up-timeout", type=float, default=3600.0, help="seconds the daemon may take to catch up at the end"
     )
+    parser.add_argument(
+        "--race",
+        action="store_true",
+        help="also run a second daemon on hard links of the same segments (the same patches from other sources)",
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -88,6 +96,7 @@ def main(argv: list[str] | None = None) -> int:
                 state_dir=not args.no_state_dir,
                 apply_check=None if args.apply_check == "none" else args.apply_check,
                 catch_up_timeout=args.catch_up_timeout,
+                race=args.race,
                 echo=lambda line: print(line, flush=True),
             )
             daemon_log = (Path(tmp) / "daemon.log").read_text(errors="replace")

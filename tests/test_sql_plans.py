@@ -87,7 +87,7 @@ def _params(batch: int) -> dict[str, Callable[[str], tuple[Any, ...]]]:
         "term_insert_new": term_insert_new,
         "term_ids": lambda d: (batch,) if d == "postgresql" else (),
         "has_patch": lambda d: ("p77",),
-        "record": lambda d: ("x", "p1", "src", 1, 2, 3, 4, 5, 6, 1.0, "[]"),
+        "record": lambda d: ("x", "p1", "src", 1, 2, 3, 4, 5, 6, 1.0, "[]", False),
         "ns_upsert": lambda d: ("", "ex", "http://example.org/"),
         "ns_delete": lambda d: ("", "ex"),
         "checkpoint_insert": lambda d: ("src", *cp, 1),

@@ -22,7 +22,10 @@ then runs as above.
 Chains (docs/design.md §4) are checked when a patch's first change arrives (its headers come
 first): with ``chain="strict"`` a patch whose ``prev`` is not the target's head fails
 with :class:`ChainError` and a patch whose ``id`` the target already holds is skipped
-whole. Every unit commit carries the source's checkpoint (docs/design.md §3); resuming replays
+whole. The head the applier expects is never trusted for a write: another process may
+have moved the target, so it is read again after every ``Target.begin`` and the patches
+decided on it are decided again if it moved (:mod:`patchsync.apply.chain`).
+Every unit commit carries the source's checkpoint (docs/design.md §3); resuming replays
 the decode from the start of the log and sends nothing to the target up to the
 checkpoint, so no unit is applied twice or skipped.
 
@@ -35,10 +38,20 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, NoReturn, cast
 
-from patchsync.apply.group import DEFAULT_GROUP_ROWS, DEFAULT_GROUP_UNITS, CommitGroup, HeldUnit, replay, settle
+from patchsync.apply.chain import ChainChecks
+from patchsync.apply.group import (
+    DEFAULT_GROUP_ROWS,
+    DEFAULT_GROUP_UNITS,
+    CommitGroup,
+    Decision,
+    HeldUnit,
+    replay,
+    settle,
+)
+from patchsync.apply.result import ApplyResult
 from patchsync.apply.target import (
     CAN_CONTAINS,
     CAN_LAST_WRITES,
@@ -61,48 +74,12 @@ CHAIN_POLICIES = ("strict", "ignore")
 DEFAULT_BATCH_ROWS = 5000
 
 
-@dataclass(slots=True)
-class ApplyResult:
-    """What one apply did.
-
-    ``units`` committed units, ``aborted`` units dropped by ``TA``; ``added``/``deleted``
-    rows that changed the target and ``noop`` rows that did not (set semantics);
-    ``patches`` patches applied, ``skipped`` patches skipped as re-delivered; ``replayed``
-    events passed over because the checkpoint says they were applied before.
-    """
-
-    source: str = "<events>"
-    units: int = 0
-    aborted: int = 0
-    added: int = 0
-    deleted: int = 0
-    noop: int = 0
-    patches: int = 0
-    skipped: int = 0
-    replayed: int = 0
-
-    @property
-    def rows(self) -> int:
-        return self.added + self.deleted + self.noop
-
-    def merge(self, other: ApplyResult) -> None:
-        """Add another result's counts to this one."""
-        self.units += other.units
-        self.aborted += other.aborted
-        self.added += other.added
-        self.deleted += other.deleted
-        self.noop += other.noop
-        self.patches += other.patches
-        self.skipped += other.skipped
-        self.replayed += other.replayed
-
-
 _CHANGE = Kind.CHANGE
 _IMPLICIT_START = Boundary.IMPLICIT_START
 _CHANGE_QUIET = QUIET[Kind.CHANGE]
 
 
-class Applier:
+class Applier(ChainChecks):
     """Applies the events of one source log to a target (see the module docstring).
 
     ``source`` names the log in the target's checkpoints; ``fingerprint`` identifies its
@@ -153,6 +130,8 @@ class Applier:
         self._resume: tuple[int, int] | None = (stored.offset, stored.row) if stored is not None else None
         self._patches = stored.patches if stored is not None else 0
         self._last_id = stored.last_id if stored is not None else None
+        # The head this applier expects the target to have after what it decided so far: a
+        # first guess, checked under the target's lock at every write (_validate).
         self._head = target.head()
         capabilities = capabilities_of(target)
         self._announce_last = CAN_LAST_WRITES in capabilities
@@ -187,6 +166,7 @@ class Applier:
         self._prev: str | None = None
         self._checked = False
         self._skipping = False
+        self._decision: Decision | None = None
 
     def _term_text(self, term: Any) -> str:
         adapter = self.target.adapter
@@ -207,45 +187,38 @@ class Applier:
             else:
                 self._prev = value
 
-    def _check_chain(self, at: Event) -> None:
-        """Decide, at a patch's first change, whether to apply it, skip it or stop."""
-        self._checked = True
-        if not self.strict or self._patch_id is None:
-            return
-        if self._prev == self._head and self._patch_id != self._head:
-            # The chain moves on by one. An id applied before would sit at or before the
-            # head, so its prev could not be the head without a cycle: no lookup needed.
-            return
-        held = self._group is not None and self._group.holds(self._patch_id)
-        if held or self.target.has_patch(self._patch_id):
-            self._skipping = True
-            return
-        if self._prev != self._head:
-            kind = "fork" if self._prev is None or self._head is None else "gap or fork"
-            raise ChainError(
-                f"{self.source}, byte {at.offset}: patch {self._patch_id} follows "
-                f"{self._prev or '(no prev: a first patch)'} but the target's last applied patch is "
-                f"{self._head or '(none)'} ({kind}); use {param('chain', 'ignore')} to apply anyway"
-            ).naming(("chain", "ignore"))
-
     # -- units ---------------------------------------------------------------------------
 
     def _begin_unit(self, at: Event) -> None:
         if not self._checked:
             self._check_chain(at)
-        if not self._skipping:
-            self._open = True
-            if self._group is None:
-                self.target.begin()
-                self._unit_open = True
-
-    def _go_direct(self) -> None:
-        """The open unit writes before its end: write the held units, then begin it on the target."""
-        if self._unit_open:
+        if self._skipping:
             return
-        self._write_group()
+        if self._group is None and not self._begin_target():
+            return
+        self._open = True
+
+    def _begin_target(self) -> bool:
+        """Begin a unit on the target and check the head; False: the current patch turned out
+        applied by another applier (the unit is rolled back, the patch skipped)."""
         self.target.begin()
         self._unit_open = True
+        self._validate()
+        if self._skipping:
+            self._unit_open = False
+            self.target.rollback()
+            return False
+        return True
+
+    def _go_direct(self) -> bool:
+        """The open unit writes before its end: write the held units, then begin it on the target.
+
+        False when the current patch turned out applied by another applier (then skipped).
+        """
+        if self._unit_open:
+            return True
+        self._write_group()
+        return not self._skipping and self._begin_target()
 
     def _flush_ops(self) -> None:
         """Send the pending rows: deletes, then adds, in bulk (rows on distinct quads commute).
@@ -305,8 +278,10 @@ class Applier:
         if group is not None and not self._unit_open:
             # Held back: the counts of its rows and its patch record are known when the
             # group is written (see _write_group).
+            if not group.units:
+                group.base = self._head
             record = self._record(at) if patch_end and not self._skipping else None
-            unit = HeldUnit(self._ops, self._step(at, patch_end), self._open, patch_end, record)
+            unit = HeldUnit(self._ops, self._step(at, patch_end), self._open, patch_end, record, self._decision)
             self._ops = {}
             self._open = False
             if group.hold(unit):
@@ -324,6 +299,7 @@ class Applier:
             # Nothing to write, but the checkpoint (and a patch record) still move forward.
             self.target.begin()
             self._unit_open = True
+            self._validate()
         records: list[PatchRecord] = []
         if patch_end and not self._skipping:
             records.append(self._record(at))
@@ -337,7 +313,14 @@ class Applier:
         """The record of the patch ending at ``at``, with the counts of its units applied so far."""
         position, counts = (at.offset, at.frame, at.row), (self._p_added, self._p_deleted, self._p_noop)
         return PatchRecord(
-            self._patch_id, self._prev, self.source, *position, *counts, time.time(), tuple(self._headers)
+            self._patch_id,
+            self._prev,
+            self.source,
+            *position,
+            *counts,
+            time.time(),
+            tuple(self._headers),
+            self._decision is not None,
         )
 
     def _step(self, at: Event, patch_end: bool) -> Checkpoint:
@@ -358,10 +341,19 @@ class Applier:
         """Write the held units as one target unit (see patchsync.apply.group)."""
         if self._group is None or not self._group.units:
             return
+        base = self._group.base
         units = self._group.take()
         target = cast(Any, self.target)  # a group's target has contains and last_writes
         target.begin()
         self._unit_open = True  # an error from here on rolls the target back (_fail)
+        error: ChainError | None = None
+        if self.strict:
+            head = target.head()  # read where no other applier can move it until the commit
+            if head != base:
+                units, error = self._redecide(units, head)
+                if not units:
+                    assert error is not None
+                    raise error
         target.last_writes()
         settled = settle(units, target.contains, lone=self._write_each)
         if settled.deletes:  # the four writes are on distinct quads: any order
@@ -392,6 +384,8 @@ class Applier:
         target.commit(self.source, units[-1].checkpoint, records)
         self._unit_open = False
         self._mark_unit()
+        if error is not None:
+            raise error
 
     def _mark_unit(self) -> None:
         self._u_added0, self._u_deleted0, self._u_noop0 = self._p_added, self._p_deleted, self._p_noop
@@ -577,7 +571,8 @@ class Applier:
                     self._begin_unit(event)
                 if self._skipping:
                     continue
-                self._go_direct()
+                if not self._go_direct():
+                    continue
                 if kind is PrefixAdd:
                     self.target.add_prefix(event.g, event.name, event.iri)  # type: ignore[union-attr]
                 else:
@@ -592,3 +587,6 @@ class Applier:
             self._header(event)  # type: ignore[arg-type]
         elif kind is PatchEnd:
             self._new_patch()
+
+
+__all__ = ["CHAIN_POLICIES", "DEFAULT_BATCH_ROWS", "Applier", "ApplyResult"]

@@ -1,4 +1,4 @@
-"""Commit groups: complete units the applier holds back and writes together (issue #14).
+"""Commit groups: complete units the applier holds back and writes together.
 
 For a target that answers presence in bulk (``contains``) and takes an announcement of a
 unit's last writes (``last_writes``), the SQL target, the applier does not send each unit
@@ -45,6 +45,23 @@ DEFAULT_GROUP_UNITS = 2_000
 Counts = tuple[int, int, int]
 
 
+@dataclass(slots=True, eq=False)
+class Decision:
+    """The strict chain policy's decision on one patch: apply it, or skip it as applied.
+
+    Made when the patch's first change arrives, against the head the applier expects the
+    target to have; a group's write checks that head under the target's lock and, if
+    another applier moved the target, decides again (``skip`` may turn true, never back).
+    Every unit of the patch refers to the same object. ``offset`` is where the patch's
+    first change is, for messages.
+    """
+
+    patch_id: str
+    prev: str | None
+    offset: int
+    skip: bool = False
+
+
 @dataclass(slots=True)
 class HeldUnit:
     """One complete unit (or a record-only step at a patch end) waiting in a group.
@@ -53,6 +70,8 @@ class HeldUnit:
     leading 1 (add = 1, delete = 0), the applier's own encoding. ``record`` is the patch
     record of a patch the step ends, its counts filled in when the group is written.
     ``unit`` is False for a step that only moves the checkpoint (no unit was open).
+    ``decision`` is the chain decision on the unit's patch (none without the strict
+    policy or a patch id).
     """
 
     ops: dict[Quad, int]
@@ -60,6 +79,7 @@ class HeldUnit:
     unit: bool
     ends_patch: bool
     record: PatchRecord | None
+    decision: Decision | None = None
 
 
 def replay(seq: int, present: bool) -> tuple[int, int, int, bool]:
@@ -211,6 +231,9 @@ class CommitGroup:
         self.max_units = max(1, units)
         self.units: list[HeldUnit] = []
         self.rows = 0
+        #: The head the applier expected the target to have when the first unit was held:
+        #: the chain decisions on the held units assume it (see :class:`Decision`).
+        self.base: str | None = None
         self._ids: set[str] = set()
 
     def __len__(self) -> int:
@@ -241,6 +264,7 @@ __all__ = [
     "DEFAULT_GROUP_UNITS",
     "CommitGroup",
     "Counts",
+    "Decision",
     "HeldUnit",
     "Settlement",
     "replay",

@@ -46,7 +46,11 @@ class Checkpoint:
 
 @dataclass(frozen=True, slots=True)
 class PatchRecord:
-    """One applied patch, kept for audit (docs/design.md §4): chain ids, position, counts, headers."""
+    """One applied patch, kept for audit (docs/design.md §4): chain ids, position, counts, headers.
+
+    ``chained`` is true when the patch was applied under the strict chain policy, which
+    applies an id at most once per target (a SQL target holds such records to one per id).
+    """
 
     patch_id: str | None
     prev: str | None
@@ -59,6 +63,7 @@ class PatchRecord:
     noop: int
     applied_at: float
     headers: tuple[tuple[str, str], ...] = field(default=())
+    chained: bool = False
 
 
 @dataclass(frozen=True, slots=True)

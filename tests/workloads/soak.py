@@ -1,7 +1,8 @@
 """The soak harness: a steady producer, ``patchsync tail`` into PostgreSQL, ``kill -9`` again and again.
 
 ``bench/soak_bench.py`` runs it for 10 minutes at 1,000 patches/s and writes a report;
-``tests/test_soak.py`` runs it CI-sized. Run from the repository root. What happens:
+``tests/test_soak.py`` runs it CI-sized; ``race`` adds a second daemon on hard links of the
+same segments, whose patches must still each be applied once. Run from the repository root. What happens:
 
 * **Producer** (a subprocess: this module run as ``python -m tests.workloads.soak``):
   writes ``rate`` patches per second for ``seconds`` into a directory of rotated segments (a new ``.jellyp`` file
@@ -369,6 +370,8 @@ class SoakResult:
     catch_up_s: float = 0.0
     daemon_exits: list[tuple[float, int]] = field(default_factory=list)  # (t, code): exits not caused by kill -9
     final_exit: int | None = None
+    racer_exits: list[tuple[float, int]] = field(default_factory=list)  # --race: the twin daemon's exits
+    racer_final_exit: int | None = None
     reference_quads: int = 0
     dump_quads: int = 0
     equal_reference: bool = False
@@ -468,6 +471,14 @@ def _start_daemon(logs: Path, url: str, state_dir: Path | None, log_file: Any) -
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log_file, cwd=ROOT)
 
 
+def _mirror(logs: Path, twin: Path) -> None:
+    """Hard-link every segment of ``logs`` not linked yet into ``twin``: one file, two names."""
+    for f in sorted(logs.glob("*.jellyp")):
+        link = twin / f.name
+        if not link.exists():
+            os.link(f, link)
+
+
 def _applied_in_memory(logs: Path) -> list[str]:
     """The logs applied in order into the reference target, dumped as sorted N-Quads lines."""
     import io
@@ -505,6 +516,7 @@ def run_soak(
     apply_check: str | None = "memory",
     catch_up_timeout: float = 600.0,
     echo: Any = None,
+    race: bool = False,
 ) -> SoakResult:
     """One soak run into the SQL target at ``url`` (an empty database or schema), files under ``work``.
 
@@ -512,7 +524,8 @@ def run_soak(
     applier: ``"memory"`` in this process into the reference :class:`MemoryTarget`,
     ``"sqlite"`` by ``patchsync apply`` into a fresh SQLite file (about 500 patches/s
     of this workload on the 2-core development machine), ``None`` not at all.
-    ``echo(line)`` receives a progress line every 10 seconds. Raises ``RuntimeError`` if
+    ``echo(line)`` receives a progress line every 10 seconds. ``race`` runs the twin daemon
+    (see the module docstring); applied counts and lag are the first daemon's. Raises ``RuntimeError`` if
     the daemon does not catch up within ``catch_up_timeout`` after the producer ends.
     """
     logs = work / "logs"
@@ -530,7 +543,11 @@ def run_soak(
         "state_dir": state_dir,
         "apply_check": apply_check,
         "target": url.split("@")[-1],
+        "race": race,
     }
+    twin = work / "twin"
+    twin_prefix = str(twin.resolve())
+    racer: subprocess.Popen[bytes] | None = None
     result = SoakResult(config=config)
     rng = random.Random(seed)
     wall0 = time.monotonic()
@@ -574,7 +591,14 @@ def run_soak(
                 read = probe.checkpoints()
                 probe_ok = read is not None
                 if read is not None:
-                    cps = read
+                    cps = {src: cp for src, cp in read.items() if not src.startswith(twin_prefix)}
+                if race and logs.is_dir():
+                    twin.mkdir(exist_ok=True)
+                    _mirror(logs, twin)
+                    if racer is None or racer.poll() is not None:
+                        if racer is not None:
+                            result.racer_exits.append((round(now - t0, 2), racer.returncode))
+                        racer = _start_daemon(twin, url, None, log_file)
                 applied = sum(n for _, n in cps.values())
                 produced = watch.produced
                 if result.kills and result.kills[-1].first_progress_s is None and applied > applied_at_start:
@@ -644,10 +668,14 @@ def run_soak(
                     result.kills[-1].first_progress_s = round(time.monotonic() - started, 2)
             daemon.send_signal(signal.SIGTERM)
             result.final_exit = daemon.wait(timeout=120)
+            if racer is not None:
+                racer.send_signal(signal.SIGTERM)
+                result.racer_final_exit = racer.wait(timeout=120)
         finally:
-            if daemon.poll() is None:
-                daemon.kill()
-                daemon.wait()
+            for proc in (daemon, racer):
+                if proc is not None and proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
             if producer.poll() is None:
                 producer.kill()
                 producer.wait()
@@ -655,7 +683,10 @@ def run_soak(
     checks0 = time.monotonic()
     result.produced = watch.done or watch.produced
     result.producer_behind_s = round(watch.behind, 3)
-    result.applied = sum(n for _, n in (probe.checkpoints() or cps).values())
+    final = probe.checkpoints()
+    if final is not None:
+        cps = {src: cp for src, cp in final.items() if not src.startswith(twin_prefix)}
+    result.applied = sum(n for _, n in cps.values())
     result.ps_patches = probe.patch_ids()
     probe.close()
     result.tracebacks = daemon_log.read_text(errors="replace").count("Traceback")
@@ -727,6 +758,11 @@ def report(result: SoakResult) -> Iterator[str]:
         f"total: {result.produced:,} patches produced (producer at most {result.producer_behind_s:.2f}s behind "
         f"schedule), {result.applied:,} applied, {len(result.kills)} kill -9, daemon exits otherwise: "
         f"{result.daemon_exits or 'none'}, final SIGTERM exit {result.final_exit}"
+        + (
+            f"; race daemon exits {result.racer_exits or 'none'}, final {result.racer_final_exit}"
+            if result.racer_exits or result.racer_final_exit is not None
+            else ""
+        )
     )
     yield (
         f"lag: patches p50 {_pct(lags, 0.5):,} p99 {_pct(lags, 0.99):,} max {lags[-1]:,}; seconds p50 "
@@ -773,6 +809,7 @@ def ok(result: SoakResult) -> bool:
         and not result.daemon_exits
         and result.final_exit == 0
         and result.tracebacks == 0
+        and (not result.config.get("race") or (result.racer_final_exit == 0 and not result.racer_exits))
     )
 
 

@@ -15,6 +15,12 @@ Checkpoints and patch records are quads in the named graph ``<urn:patchsync:meta
 written with the unit's data, never updated in place (each carries a sequence number, the
 highest wins), older checkpoints pruned on flush. ``dump`` leaves that graph out.
 
+Writers. RocksDB locks the store directory for as long as a store object has it open, across
+processes and within one (a second open fails, as :class:`TargetUnavailable`), so this object
+is the store's only writer: ``head`` and ``has_patch``, answered from the metadata it loaded
+and keeps up to date, always reflect every committed patch, and ``begin`` needs no lock of its
+own to meet the target contract (docs/design.md §3, exactly once across processes).
+
 RDF-star: pyoxigraph follows RDF 1.2, where a triple term may only be an object; a quoted
 triple in subject position fails with :class:`ApplyError`.
 """

@@ -12,7 +12,7 @@ from sqlalchemy import URL, Connection, Engine, create_engine, event, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from patchsync.apply.targets.sql.errors import translate
-from patchsync.apply.targets.sql.migrate import current_revision, head_revision, upgrade
+from patchsync.apply.targets.sql.migrate import current_revision, head_revision, serialise, upgrade
 from patchsync.apply.targets.sql.pg_arrays import register as register_arrays
 from patchsync.errors import UsageError
 
@@ -144,6 +144,7 @@ def upgrade_database(url: str, revision: str = "head") -> tuple[str | None, str]
     engine = create_sql_engine(url)
     try:
         with engine.begin() as conn:
+            serialise(conn)  # the revision read next is the one the upgrade starts from
             before = current_revision(conn)
             upgrade(conn, revision)
             after = current_revision(conn)

@@ -1,5 +1,9 @@
 """Checkpoints and patch records of the SQL target (docs/design.md §3, §4).
 
+``head`` and ``has_patch`` read inside the target's open write transaction see every
+applier's committed patches and nothing can change them until it ends (the write lock,
+see :mod:`.target`); the head is then read once per transaction.
+
 Each source's checkpoint is written into the same database transaction as the units it
 covers, right before it commits, guarded by a version number so two appliers cannot
 interleave units of one source; on PostgreSQL an advisory lock per source also makes the
@@ -20,6 +24,9 @@ from patchsync.apply.targets.sql import schema
 from patchsync.apply.targets.sql.statements import Statements
 from patchsync.errors import ApplyError
 
+#: No head was read in the open transaction yet.
+UNREAD = object()
+
 
 class Ledger:
     """Checkpoint and patch-history reads and writes for ``SqlTarget`` (a mixin)."""
@@ -34,6 +41,8 @@ class Ledger:
     _record_ids: set[str]
     _versions: dict[str, int | None]
     _locks: set[str]
+    _tx: Any
+    _tx_head: str | object | None
 
     def _reading(self) -> AbstractContextManager[Connection]:
         raise NotImplementedError
@@ -67,12 +76,18 @@ class Ledger:
         for record in reversed(self._records):  # not written yet, but committed units
             if record[0] is not None:
                 return str(record[0])
+        if self._tx is not None and self._tx_head is not UNREAD:
+            # Read under the transaction's write lock: no other applier moved it since.
+            return self._tx_head  # type: ignore[return-value]
         p = schema.patches
         with self._reading() as conn:
             value = conn.execute(
                 select(p.c.patch_id).where(p.c.patch_id.is_not(None)).order_by(p.c.seq.desc()).limit(1)
             ).scalar()
-        return None if value is None else str(value)
+        value = None if value is None else str(value)
+        if self._tx is not None:
+            self._tx_head = value
+        return value
 
     def has_patch(self, patch_id: str) -> bool:
         if patch_id in self._record_ids:
@@ -113,6 +128,7 @@ class Ledger:
                 r.noop,
                 r.applied_at,
                 tuple((k, v) for k, v in json.loads(r.headers)),
+                bool(r.chained),
             )
             for r in rows
         ]

@@ -1,5 +1,11 @@
 """Schema management through Alembic, configured in code (no ``alembic.ini``).
 
+Schema changes are serialised across processes: on PostgreSQL a transaction-scoped advisory
+lock keyed on the schema is taken before the revision is read again and the migration runs,
+so replicas started together find the schema made by the first one instead of racing it
+(concurrent ``CREATE TABLE`` of one name fails on PostgreSQL's catalog). SQLite needs nothing
+more: its transactions start with ``BEGIN IMMEDIATE``, which already holds the write lock.
+
 The migration scripts live in the top-level ``migrations/`` folder and ship inside the
 package as ``patchsync/apply/targets/sql/migrations`` (a symbolic link to it, followed by wheel and
 editable builds), so an installed patchsync can upgrade a database without the source tree.
@@ -19,7 +25,10 @@ MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 #: The newest revision in ``migrations/versions``, known without loading Alembic (whose import
 #: costs a SQL target's opening 0.15-0.3 s: it pulls in Mako and Pygments). A test holds it
 #: to :func:`head_revision`, so adding a migration without updating it fails the suite.
-HEAD_REVISION = "0003"
+HEAD_REVISION = "0004"
+
+#: The advisory lock around schema changes, keyed on the schema the connection works in.
+_SCHEMA_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('patchsync:schema:' || current_schema(), 0))"
 
 
 def _config(connection: Connection) -> object:
@@ -51,10 +60,22 @@ def current_revision(connection: Connection) -> str | None:
     return context.get_current_revision()
 
 
+def serialise(connection: Connection) -> None:
+    """Wait until no other process changes this schema; held until the transaction ends.
+
+    Only PostgreSQL needs it (see the module docstring). Reads after it see what every
+    earlier holder committed (each statement of a read committed transaction takes a
+    new snapshot).
+    """
+    if connection.dialect.name == "postgresql":
+        connection.exec_driver_sql(_SCHEMA_LOCK)
+
+
 def upgrade(connection: Connection, revision: str = "head") -> None:
     """Upgrade the schema to ``revision`` inside the connection's transaction."""
     from alembic import command
 
+    serialise(connection)
     config = _config(connection)
     command.upgrade(config, revision)  # type: ignore[arg-type]
 
@@ -72,6 +93,11 @@ def ensure_schema(connection: Connection) -> None:
     """Create the schema in an empty database; refuse a database at another revision."""
     if _at_head(connection):
         # The usual case, every time a target opens: nothing to create or refuse.
+        return
+    # Another process may be creating or upgrading the schema right now: wait for it, then
+    # read the revision it left.
+    serialise(connection)
+    if _at_head(connection):
         return
     current = current_revision(connection)
     head = head_revision()

@@ -20,7 +20,9 @@ Design for set semantics at scale:
 * ``ps_namespaces``: one binding per (graph, prefix).
 * ``ps_sources``: the checkpoint per source log, with a ``version`` bumped on every
   write so two appliers cannot interleave units of one source (compare-and-set).
-* ``ps_patches``: applied patches with ids, position, counts and all headers (JSON).
+* ``ps_patches``: applied patches with ids, position, counts and all headers (JSON);
+  ``chained`` marks a record made under the strict chain policy, and a partial unique
+  index allows one such record per patch id (``--chain ignore`` records are not held to it).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from collections.abc import Callable
 from hashlib import blake2b
 from typing import cast
 
-from sqlalchemy import BigInteger, Column, Float, Integer, MetaData, PrimaryKeyConstraint, Table, Text
+from sqlalchemy import BigInteger, Boolean, Column, Float, Integer, MetaData, PrimaryKeyConstraint, Table, Text
 
 from patchsync.apply.targets.sql import speedups
 
@@ -93,6 +95,7 @@ patches = Table(
     Column("noop", BigInteger, nullable=False),
     Column("applied_at", Float, nullable=False),
     Column("headers", Text, nullable=False),
+    Column("chained", Boolean, nullable=False),
 )
 
 

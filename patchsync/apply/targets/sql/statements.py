@@ -101,7 +101,7 @@ def _shared(mark: str) -> dict[str, str]:
         "has_patch": f"SELECT 1 FROM ps_patches WHERE patch_id = {m} LIMIT 1",
         "record": (
             "INSERT INTO ps_patches (patch_id, prev, source, pos_offset, pos_frame, pos_row, added, deleted, noop, "
-            f"applied_at, headers) VALUES ({', '.join([m] * 11)})"
+            f"applied_at, headers, chained) VALUES ({', '.join([m] * 12)})"
         ),
         "ns_upsert": (
             f"INSERT INTO ps_namespaces (g, prefix, iri) VALUES ({m}, {m}, {m}) "

@@ -23,7 +23,11 @@ rows all come with its commit costs no savepoint round trips, and a database err
 drops the whole open transaction (none of its units had their checkpoint written yet); the transaction commits when it holds enough rows, units or
 seconds, and at the end of an apply, with the checkpoints of its sources (:mod:`.ledger`).
 SQLite transactions start with ``BEGIN IMMEDIATE`` so writers queue instead of failing at
-commit. Every driver error leaves through :func:`.errors.translate`.
+commit; a PostgreSQL write transaction starts by taking a transaction-scoped advisory lock
+keyed on the target (its schema), so on both dialects one applier at a time writes to a
+target, and what it reads inside its transaction (the head, applied patch ids) cannot change
+until it commits (docs/design.md §3, exactly once across processes). Every driver error
+leaves through :func:`.errors.translate`.
 """
 
 from __future__ import annotations
@@ -54,7 +58,7 @@ from patchsync.apply.target import (
 from patchsync.apply.targets.sql import bulk, schema
 from patchsync.apply.targets.sql.engine import create_sql_engine, safe_url
 from patchsync.apply.targets.sql.errors import is_unique_violation, translate
-from patchsync.apply.targets.sql.ledger import Ledger
+from patchsync.apply.targets.sql.ledger import UNREAD, Ledger
 from patchsync.apply.targets.sql.migrate import ensure_schema
 from patchsync.apply.targets.sql.pg_arrays import key_arrays
 from patchsync.apply.targets.sql.statements import PG_SESSION, STATEMENTS, Statements
@@ -65,6 +69,9 @@ from patchsync.terms.ntriples import NTriplesTerms
 #: rows, judged by the row count (see SqlTarget._each_pg); below it the savepoint round trips
 #: would cost more than the rows sent back.
 _EACH_AT_ONCE = 8
+#: PostgreSQL: the lock every write transaction takes first (see the module docstring). Its
+#: key is the target's schema: appliers of one schema queue, those of others do not meet.
+_TARGET_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('patchsync:target:' || current_schema(), 0))"
 #: PostgreSQL: a batch with a quad that changes nothing pays for both writes, so after one
 #: the plain write waits until this many batches in a row (written returning rows) changed
 #: the table with every quad. Logs with no-ops spread through them stay on ``RETURNING``.
@@ -116,6 +123,9 @@ class SqlTarget(TermDictionary, Ledger):
         self.group_seconds = group_seconds
         self._init_terms(term_cache, term_cache_chars)
         self._tx: RootTransaction | None = None
+        # The target's head read in the open transaction, which holds the write lock: only
+        # this target's own records can move it until the transaction ends.
+        self._tx_head: str | object | None = UNREAD
         self._in_unit = False  # a SAVEPOINT for the open unit is set
         self._last = False  # the open unit's remaining writes end with its commit
         self._unsaved = False  # the open unit wrote without a savepoint
@@ -206,9 +216,14 @@ class SqlTarget(TermDictionary, Ledger):
         with self._guard("starting a unit"):
             if self._tx is None:
                 self._tx = self._conn.begin()
+                self._tx_head = UNREAD
                 self._group_start = time.monotonic()
                 if self.dialect == "sqlite":
                     self._sync_terms()
+                else:
+                    # Before any read of the transaction: every statement after it sees
+                    # what the previous holder committed (read committed).
+                    self._cur.execute(_TARGET_LOCK)
         self._last = self._unsaved = False
 
     def last_writes(self) -> None:
@@ -430,6 +445,7 @@ class SqlTarget(TermDictionary, Ledger):
                             r.noop,
                             r.applied_at,
                             json.dumps([list(h) for h in r.headers], ensure_ascii=False),
+                            r.chained,
                         )
                         for r in records
                     ],
