@@ -118,37 +118,50 @@ def write_events(
 LOCK_POLL = 0.02
 
 
-def lock_log(path: Path, wait: float = 0.0) -> IO[bytes]:
-    """``path`` opened for reading and writing (created if missing) under its exclusive ``flock``.
+def exclusive_lock(path: Path, wait: float | None = None) -> int:
+    """An open descriptor of ``path`` (created if missing) holding its exclusive ``flock``.
 
-    Waits up to ``wait`` seconds for another writer, then refuses with :class:`UsageError`.
-    A writer that created the log and failed may have removed it while this one waited
-    on its lock: the lock is then taken again on the file now at ``path``.
+    With ``wait`` ``None`` it waits for the holder as long as it takes; otherwise up to
+    ``wait`` seconds, then refuses with :class:`UsageError`. A lock taken on a file no longer
+    at ``path`` (a writer that created it and failed removed it, or a user did, while this
+    one waited) would exclude nobody, so it is then taken again on the file now there.
     """
-    deadline = time.monotonic() + wait
+    deadline = time.monotonic() + (wait or 0.0)
     while True:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        f = os.fdopen(fd, "r+b", buffering=0)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            f.close()
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX if wait is None else fcntl.LOCK_EX | fcntl.LOCK_NB)
+                locked = True
+            except BlockingIOError:
+                locked = False
+            if locked and _still_at(fd, path):
+                return fd
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)
+        if not locked:
             if time.monotonic() >= deadline:
                 waited = f" (waited {wait:g} s)" if wait else ""
-                raise UsageError(f"{path}: another writer holds the log's lock{waited}") from None
+                raise UsageError(f"{path}: another writer holds the log's lock{waited}")
             time.sleep(LOCK_POLL)
-            continue
-        except BaseException:
-            f.close()
-            raise
-        st = os.fstat(fd)
-        try:
-            here = os.stat(path)
-        except FileNotFoundError:
-            here = None
-        if here is not None and (here.st_ino, here.st_dev) == (st.st_ino, st.st_dev):
-            return f
-        f.close()
+
+
+def _still_at(fd: int, path: Path) -> bool:
+    """Whether the open file ``fd`` is the one at ``path`` now."""
+    st = os.fstat(fd)
+    try:
+        here = os.stat(path)
+    except FileNotFoundError:
+        return False
+    return (here.st_ino, here.st_dev) == (st.st_ino, st.st_dev)
+
+
+def lock_log(path: Path, wait: float = 0.0) -> IO[bytes]:
+    """``path`` opened for reading and writing (created if missing) under its exclusive
+    ``flock`` (:func:`exclusive_lock`, waiting up to ``wait`` seconds for another writer)."""
+    return os.fdopen(exclusive_lock(path, wait), "r+b", buffering=0)
 
 
 class LogAppender:

@@ -37,7 +37,6 @@ refused (the formats written here have no syntax for them), as are named graphs 
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import secrets
@@ -60,6 +59,7 @@ from patchsync.errors import (
     PatchsyncError,
     errno_in,
 )
+from patchsync.logs.patch_logs import exclusive_lock
 from patchsync.terms.ntriples import TermSyntaxError, format_iri, scan_term, skip_ws
 
 FILE_FORMATS = {
@@ -223,7 +223,7 @@ class FileTarget(MemoryTarget):
         if self._lock_fd is not None:
             return
         try:
-            self._lock_fd = _take_lock(self.lock_path)
+            self._lock_fd = exclusive_lock(self.lock_path)
             current = (
                 _read_generation(self.lock_path),
                 _identity(self.sidecar),
@@ -386,29 +386,6 @@ def _read_generation(path: Path) -> bytes:
             return f.read(64)
     except FileNotFoundError:
         return b""
-
-
-def _take_lock(path: Path) -> int:
-    """An open descriptor of ``path`` (created if missing) holding its exclusive ``flock``.
-
-    Waits for another holder. The lock file is never removed, but a user may remove it:
-    a lock taken on a file no longer at ``path`` would exclude nobody, so it is taken again.
-    """
-    while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            st = os.fstat(fd)
-            try:
-                here = os.stat(path)
-            except FileNotFoundError:
-                here = None
-            if here is not None and (here.st_ino, here.st_dev) == (st.st_ino, st.st_dev):
-                return fd
-        except BaseException:
-            os.close(fd)
-            raise
-        os.close(fd)
 
 
 def _graph_first(q: tuple[str, str, str, str]) -> tuple[str, str, str, str]:
