@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import itertools
+import re
 from pathlib import Path
 
 import pytest
@@ -288,3 +289,27 @@ def test_a_hundred_thousand_messages_are_read() -> None:
         (f"<http://e/s{count - 1}>", "<http://e/p>", f'"{count - 1}"', None)
     ]
     assert write(messages, "nq").decode() == text
+
+
+HOSTILE = {
+    "a number": ("ndjsonld", '{"@id": "a:s"}\n5\n', 2, "a JSON-LD document is an object or an array, not int"),
+    "deep JSON": ("ndjsonld", "[" * 100_000 + "]" * 100_000 + "\n", 1, "nested too deeply"),
+    "deep YAML": ("yamlld", "--- []\n---\n" + "[" * 100_000 + "]" * 100_000 + "\n", 2, "nested too deeply"),
+    "YAML aliases": ("yamlld", "a: &a [1, 2]\nb: [*a, *a]\n", 1, "aliases (*name) are not read in YAML-LD"),
+    "a Python tag": ("yamlld", "!!python/object:os.system {}\n", 1, "could not determine a constructor"),
+    "deep quoted triples": ("nq", "<< " * 50_000 + "<a:s> <a:p> <a:o>" + " >> <a:p> <a:o>" * 50_000 + " .\n", 1,
+                            "nested too deeply"),
+    "deep Turtle": ("ttl", "@prefix : <http://e/> .\n:a :p " + "[ :p " * 50_000 + ":o" + " ]" * 50_000 + " .\n", 1,
+                    "recursion"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_hostile_messages_are_refused_with_their_number(case: str) -> None:
+    """§2.2, §2.3: a line (NDJSON-LD) or YAML document (YAML-LD) is one JSON-LD document; input
+    built to exhaust the parser is refused naming its message, never a RecursionError, and
+    YAML aliases (a few lines standing for any amount of JSON) are not expanded."""
+    fmt, text, number, rule = HOSTILE[case]
+    with pytest.raises(DecodeError, match=re.escape(rule)) as caught:
+        read(text, fmt)
+    assert caught.value.message == number

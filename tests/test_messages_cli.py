@@ -100,3 +100,11 @@ def test_messages_with_a_format_that_has_none_is_a_usage_error(tmp_path: Path) -
     done = run("convert", "log.nq", "out.rt", "--messages", cwd=tmp_path)
     assert done.returncode == 2 and "cannot hold an RDF Message Log" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_input_built_to_exhaust_the_parser_is_one_line(tmp_path: Path) -> None:
+    """§2.2: a line nested past Python's recursion limit is refused like any malformed message."""
+    (tmp_path / "deep.ndjsonld").write_text('{"@id": "a:s"}\n' + "[" * 100_000 + "]" * 100_000 + "\n")
+    done = run("convert", "deep.ndjsonld", "out.nq", cwd=tmp_path)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.strip() == "patchsync: deep.ndjsonld, message 2, line 2: nested too deeply"

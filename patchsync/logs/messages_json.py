@@ -21,6 +21,8 @@ Quad = tuple[str, str, str, str | None]
 _NT = NTriplesTerms()
 _DEFAULT = _NT.default_graph()
 _XSD_STRING = "http://www.w3.org/2001/XMLSchema#string"
+#: Python's parsers recurse once per level of nesting; past its limit the input is refused.
+_TOO_DEEP = "nested too deeply"
 
 
 def _yaml() -> Any:
@@ -37,6 +39,9 @@ def _quads(document: Any, source: str, number: int, line: int | None) -> list[Qu
     from rdflib import Dataset
     from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
 
+    if not isinstance(document, (dict, list)):
+        rule = f"a JSON-LD document is an object or an array, not {type(document).__name__}"
+        raise DecodeError(rule, source=source, message=number, line=line)
     dataset = Dataset()
     saved = rdflib.NORMALIZE_LITERALS
     # Lexical forms as written ("01"^^xsd:integer stays "01"), as for every other format.
@@ -44,6 +49,8 @@ def _quads(document: Any, source: str, number: int, line: int | None) -> list[Qu
     try:
         # YAML's own types (dates) as their text: JSON-LD has no other way to hold them.
         dataset.parse(data=json.dumps(document, default=str), format="json-ld")
+    except RecursionError:
+        raise DecodeError(_TOO_DEEP, source=source, message=number, line=line) from None
     except Exception as exc:  # rdflib raises many unrelated types for bad input
         rule = f"not valid JSON-LD: {exc}".splitlines()[0]
         raise DecodeError(rule, source=source, message=number, line=line) from None
@@ -68,11 +75,13 @@ def read_json_messages(text: str, fmt: str, source: str) -> Iterator[list[Quad]]
             except json.JSONDecodeError as exc:
                 rule = f"not valid JSON: {exc.msg} (column {exc.colno})"
                 raise DecodeError(rule, source=source, message=number, line=index) from None
+            except RecursionError:
+                raise DecodeError(_TOO_DEEP, source=source, message=number, line=index) from None
             yield _quads(document, source, number, index)
         return
     yaml = _yaml()
     # Composed (not loaded) document by document: a node knows the line its document starts on.
-    loader = yaml.SafeLoader(text)
+    loader = _loader(yaml)(text)
     number = 0
     try:
         while loader.check_node():
@@ -85,8 +94,24 @@ def read_json_messages(text: str, fmt: str, source: str) -> Iterator[list[Quad]]
         rule = f"not valid YAML: {getattr(exc, 'problem', None) or exc}".splitlines()[0]
         where = None if mark is None else int(mark.line) + 1
         raise DecodeError(rule, source=source, message=number, line=where) from None
+    except RecursionError:
+        raise DecodeError(_TOO_DEEP, source=source, message=number) from None
     finally:
         loader.dispose()
+
+
+def _loader(yaml: Any) -> Any:
+    """PyYAML's safe loader without aliases: ``*a`` repeats a node without its size on the
+    page, so a few lines of aliases can stand for more JSON-LD than memory holds."""
+
+    class Loader(yaml.SafeLoader):  # type: ignore[misc]
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                mark = self.peek_event().start_mark
+                raise yaml.composer.ComposerError(None, None, "aliases (*name) are not read in YAML-LD", mark)
+            return super().compose_node(parent, index)
+
+    return Loader
 
 
 def _object(term: str) -> dict[str, str]:
