@@ -247,16 +247,17 @@ def _scoped(term: str, prefix: str) -> str:
     return term
 
 
-def scope_labels(messages: Iterable[Sequence[Quad]]) -> Iterator[Message]:
+def scope_labels(messages: Iterable[Sequence[Quad]], *, tag: str = "") -> Iterator[Message]:
     """The messages with blank node labels made distinct across messages.
 
-    Every label of message ``n`` (from 1) gets the prefix ``m<n>_``: ``_:x`` in two messages
-    becomes two nodes, and no renamed label can equal another (the number ends at the first
-    ``_``). For merging messages into one dataset; a message log written as a message log
-    keeps its labels, since each message is its own scope there.
+    Every label of message ``n`` (from 1) gets the prefix ``<tag>m<n>_``: ``_:x`` in two
+    messages becomes two nodes, and no renamed label can equal another (the number ends at the
+    first ``_``; ``tag``, if given, must not contain ``m``). For merging messages into one
+    dataset; a message log written as a message log keeps its labels, since each message is
+    its own scope there.
     """
     for number, message in enumerate(messages, start=1):
-        prefix = f"m{number}_"
+        prefix = f"{tag}m{number}_"
         yield [
             (_scoped(s, prefix), _scoped(p, prefix), _scoped(o, prefix), None if g is None else _scoped(g, prefix))
             for s, p, o, g in message
