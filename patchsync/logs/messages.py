@@ -40,7 +40,6 @@ __all__ = [
     "MessageReader",
     "Quad",
     "convert_messages",
-    "is_message_log",
     "message_summary",
     "scope_labels",
     "write_messages",
@@ -52,12 +51,6 @@ Message = list[Quad]
 
 _NT = NTriplesTerms()
 _DEFAULT = _NT.default_graph()
-
-
-def is_message_log(fmt: str, messages: bool = False) -> bool:
-    """Whether a file of ``fmt`` is read as a message log (``messages``: the caller asked for it)."""
-    found = formats.get(fmt)
-    return found.messages_only or (messages and formats.MESSAGES in found.roles)
 
 
 class MessageReader:
