@@ -64,7 +64,8 @@ class DecodeError(PatchsyncError):
 
     ``source`` names the input (a path or ``<stdin>``), ``offset`` is the byte offset of
     the frame (Jelly) or line start (text) where the problem was found, ``frame`` and
-    ``row`` locate the row inside binary streams (``line`` for text) and ``rule`` quotes
+    ``row`` locate the row inside binary streams (``line`` for text), ``message`` numbers
+    the RDF Message of a message log (from 1) and ``rule`` quotes
     the rule that was broken. ``str(error)`` is a single line suitable for users.
     """
 
@@ -77,6 +78,7 @@ class DecodeError(PatchsyncError):
         frame: int | None = None,
         row: int | None = None,
         line: int | None = None,
+        message: int | None = None,
     ) -> None:
         self.rule = rule
         self.source = source
@@ -84,6 +86,7 @@ class DecodeError(PatchsyncError):
         self.frame = frame
         self.row = row
         self.line = line
+        self.message = message
         super().__init__(self._render())
 
     def _render(self) -> str:
@@ -94,13 +97,18 @@ class DecodeError(PatchsyncError):
             where.append(f"frame {self.frame}")
         if self.row is not None:
             where.append(f"row {self.row}")
+        if self.message is not None:
+            where.append(f"message {self.message}")
         if self.line is not None:
             where.append(f"line {self.line}")
         return f"{', '.join(where)}: {self.rule}"
 
     def __reduce__(self) -> tuple[object, ...]:
         # Keyword-only arguments need help to survive pickling (Spark ships errors).
-        return (_rebuild_decode_error, (self.rule, self.source, self.offset, self.frame, self.row, self.line))
+        return (
+            _rebuild_decode_error,
+            (self.rule, self.source, self.offset, self.frame, self.row, self.line, self.message),
+        )
 
 
 def _rebuild_decode_error(
@@ -110,8 +118,9 @@ def _rebuild_decode_error(
     frame: int | None,
     row: int | None,
     line: int | None,
+    message: int | None = None,
 ) -> DecodeError:
-    return DecodeError(rule, source=source, offset=offset, frame=frame, row=row, line=line)
+    return DecodeError(rule, source=source, offset=offset, frame=frame, row=row, line=line, message=message)
 
 
 class ApplyError(PatchsyncError):

@@ -21,6 +21,10 @@ RDF_CONVERT = "convert"  # RDF data that ``convert`` reads and writes
 DIFF_INPUT = "diff input"  # RDF data that ``diff`` reads
 FILE_TARGET = "file target"  # a ``file:`` target can be a file of this format
 DUMP = "dump"  # ``dump --format``
+MESSAGES = "messages"  # read and written as an RDF Message Log (docs/design.md §8)
+
+#: The media type parameter that marks a message log (RDF Messages draft §2.1).
+MESSAGES_PARAMETER = ("messages", "rdfm")
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +42,10 @@ class Format:
     rdflib_name: str | None = None
     #: Whether patchsync keeps blank node labels as written (docs/design.md §1).
     keeps_labels: bool = False
+    #: The media type (without parameters), where the format has one.
+    media_type: str | None = None
+    #: Whether every file of the format is a message log (no ``--messages`` needed).
+    messages_only: bool = False
 
 
 def _f(
@@ -49,34 +57,44 @@ def _f(
     graphs: bool = True,
     rdflib_name: str | None = None,
     keeps_labels: bool = False,
+    media_type: str | None = None,
+    messages_only: bool = False,
 ) -> Format:
-    return Format(name, suffixes, kind, frozenset(roles), graphs, rdflib_name, keeps_labels)
+    return Format(name, suffixes, kind, frozenset(roles), graphs, rdflib_name, keeps_labels, media_type, messages_only)
 
 
 #: Every known format, in the order messages list them.
 FORMATS: tuple[Format, ...] = (
     _f("jellyp", (".jellyp",), "patch", {PATCH_LOG}, keeps_labels=True),
-    _f("rdfp", (".rdfp",), "patch", {PATCH_LOG}, keeps_labels=True),
-    _f("jelly", (".jelly",), "rdf", {RDF_CONVERT, DIFF_INPUT, DUMP}, keeps_labels=True),
-    _f("nt", (".nt",), "rdf", {RDF_CONVERT, DIFF_INPUT, FILE_TARGET, DUMP}, graphs=False, rdflib_name="nt",
-       keeps_labels=True),
-    _f("nq", (".nq",), "rdf", {RDF_CONVERT, DIFF_INPUT, FILE_TARGET, DUMP}, rdflib_name="nquads",
-       keeps_labels=True),
-    _f("ttl", (".ttl",), "rdf", {RDF_CONVERT, DIFF_INPUT, FILE_TARGET, DUMP}, graphs=False,
-       rdflib_name="turtle", keeps_labels=True),
-    _f("trig", (".trig",), "rdf", {RDF_CONVERT, DIFF_INPUT, FILE_TARGET, DUMP}, rdflib_name="trig",
-       keeps_labels=True),
+    _f("rdfp", (".rdfp",), "patch", {PATCH_LOG}, keeps_labels=True, media_type="application/rdf-patch"),
+    _f("jelly", (".jelly",), "rdf", {RDF_CONVERT, DIFF_INPUT, DUMP, MESSAGES}, keeps_labels=True,
+       media_type="application/x-jelly-rdf"),
+    _f("nt", (".nt",), "rdf", {RDF_CONVERT, DIFF_INPUT, FILE_TARGET, DUMP, MESSAGES}, graphs=False, rdflib_name="nt",
+       keeps_labels=True, media_type="application/n-triples"),
+    _f("nq", (".nq",), "rdf", {RDF_CONVERT, DIFF_INPUT, FILE_TARGET, DUMP, MESSAGES}, rdflib_name="nquads",
+       keeps_labels=True, media_type="application/n-quads"),
+    _f("ttl", (".ttl",), "rdf", {RDF_CONVERT, DIFF_INPUT, FILE_TARGET, DUMP, MESSAGES}, graphs=False,
+       rdflib_name="turtle", keeps_labels=True, media_type="text/turtle"),
+    _f("trig", (".trig",), "rdf", {RDF_CONVERT, DIFF_INPUT, FILE_TARGET, DUMP, MESSAGES}, rdflib_name="trig",
+       keeps_labels=True, media_type="application/trig"),
     _f("rdf-thrift", (".rt",), "rdf", {RDF_CONVERT, DIFF_INPUT, DUMP}, rdflib_name="patchsync-rdf-thrift",
        keeps_labels=True),
     _f("rdf-protobuf", (".rpb",), "rdf", {RDF_CONVERT, DIFF_INPUT, DUMP}, rdflib_name="patchsync-rdf-protobuf",
        keeps_labels=True),
     _f("n3", (".n3",), "rdf", {DIFF_INPUT}, graphs=False, rdflib_name="n3"),
-    _f("jsonld", (".jsonld",), "rdf", {DIFF_INPUT}, rdflib_name="json-ld"),
-    _f("rdfxml", (".rdf", ".owl", ".xml"), "rdf", {DIFF_INPUT}, graphs=False, rdflib_name="xml"),
+    _f("jsonld", (".jsonld",), "rdf", {DIFF_INPUT}, rdflib_name="json-ld", media_type="application/ld+json"),
+    # Message logs only (RDF Messages draft §2.2, §2.3); media types as the draft proposes them.
+    _f("ndjsonld", (".ndjsonld",), "rdf", {MESSAGES}, rdflib_name="json-ld", media_type="application/x-ld+ndjson",
+       messages_only=True),
+    _f("yamlld", (".yamlld",), "rdf", {MESSAGES}, rdflib_name="json-ld", media_type="application/rdfm+yaml",
+       messages_only=True),
+    _f("rdfxml", (".rdf", ".owl", ".xml"), "rdf", {DIFF_INPUT}, graphs=False, rdflib_name="xml",
+       media_type="application/rdf+xml"),
 )  # fmt: skip
 
 _BY_NAME = {f.name: f for f in FORMATS}
 _BY_SUFFIX = {suffix: f for f in FORMATS for suffix in f.suffixes}
+_BY_MEDIA_TYPE = {f.media_type: f for f in FORMATS if f.media_type}
 
 
 def with_role(role: str) -> tuple[Format, ...]:
@@ -133,6 +151,44 @@ def require(path: str | os.PathLike[str], given: str | None, role: str, what: st
     else:
         reason = f"{path}: cannot tell the format from the extension {suffix or '(none)'!r}"
     raise FormatError(f"{reason}; use one of {', '.join(suffixes(role))}" + (" or name the format" if nameable else ""))
+
+
+def media_type(name: str, *, messages: bool = False) -> str:
+    """The media type of the format called ``name``; with ``messages``, marked as a message log.
+
+    A message log in a format that is not always one carries ``messages=rdfm`` (RDF Messages
+    draft §2.1); formats that are always message logs need no parameter.
+    """
+    found = get(name)
+    if found.media_type is None:
+        raise FormatError(f"the {found.name} format has no media type")
+    if messages and MESSAGES not in found.roles:
+        raise FormatError(f"the {found.name} format cannot hold a message log")
+    if messages and not found.messages_only:
+        return f"{found.media_type}; {MESSAGES_PARAMETER[0]}={MESSAGES_PARAMETER[1]}"
+    return found.media_type
+
+
+def from_media_type(value: str) -> tuple[Format, bool]:
+    """The format a media type names (parameters allowed) and whether it marks a message log.
+
+    ``messages=rdfm`` marks a message log, as does a format that is always one. Other
+    parameters (``charset``, ``version``) are ignored. :class:`FormatError` for an unknown type.
+    """
+    kind, *parameters = (part.strip() for part in value.split(";"))
+    found = _BY_MEDIA_TYPE.get(kind.lower())
+    if found is None:
+        raise FormatError(f"unknown media type {kind!r} (expected one of: {', '.join(_BY_MEDIA_TYPE)})")
+    marked = False
+    for parameter in parameters:
+        key, _, given = parameter.partition("=")
+        if key.strip().lower() == MESSAGES_PARAMETER[0]:
+            if given.strip().strip('"').lower() != MESSAGES_PARAMETER[1]:
+                raise FormatError(f"unknown messages={given.strip()} in {value!r} (expected messages=rdfm)")
+            if MESSAGES not in found.roles:
+                raise FormatError(f"{value!r}: the {found.name} format cannot hold a message log")
+            marked = True
+    return found, marked or found.messages_only
 
 
 #: How messages name each kind of file.

@@ -8,15 +8,21 @@ from patchsync import formats
 from patchsync.cli.common import Subcommands, output, patch_format, read_all, source_name
 from patchsync.errors import UsageError
 
-# Patch formats, then the RDF formats convert reads and writes.
-FORMATS = formats.names(formats.PATCH_LOG) + formats.names(formats.RDF_CONVERT)
+# Patch formats, then the RDF formats convert reads and writes, then formats that are only message logs.
+FORMATS = (
+    formats.names(formats.PATCH_LOG)
+    + formats.names(formats.RDF_CONVERT)
+    + [f.name for f in formats.with_role(formats.MESSAGES) if f.messages_only]
+)
 
 
 def register(sub: Subcommands) -> None:
     convert = sub.add_parser(
         "convert",
-        help="convert between .jellyp and .rdfp",
-        description="Convert a patch log between Jelly-Patch (.jellyp) and RDF Patch text (.rdfp). "
+        help="convert between .jellyp and .rdfp, between RDF formats, or between RDF Message Logs",
+        description="Convert a patch log between Jelly-Patch (.jellyp) and RDF Patch text (.rdfp), "
+        "or RDF data between its formats. With --messages, RDF Message Logs keep their message "
+        "boundaries (.ndjsonld and .yamlld are always message logs). "
         "Formats follow the file extensions; use - with --from/--to for pipes.",
     )
     convert.add_argument("input", help="input file, or - for standard input")
@@ -37,12 +43,22 @@ def register(sub: Subcommands) -> None:
         "--statements", choices=["triples", "quads"], help="statement type (default: the input's, else quads)"
     )
     convert.add_argument("--frame-size", type=int, metavar="N", help="maximum rows per frame (default 1024)")
+    convert.add_argument(
+        "--messages",
+        action="store_true",
+        help="read and write RDF Message Logs: '# @message' lines in N-Triples, N-Quads, Turtle and TriG, "
+        "one frame a message in Jelly-RDF",
+    )
     convert.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from patchsync.logs.rdf_files import rdf_format_of
 
+    message_in = formats.find(args.input, args.from_format, formats.MESSAGES)
+    message_out = formats.find(args.output, args.to_format, formats.MESSAGES)
+    if args.messages or any(f is not None and f.messages_only for f in (message_in, message_out)):
+        return _convert_messages(args)
     rdf_in, rdf_out = rdf_format_of(args.input, args.from_format), rdf_format_of(args.output, args.to_format)
     if rdf_in or rdf_out:
         return _convert_rdf(args, rdf_in, rdf_out)
@@ -96,6 +112,43 @@ def _convert_rdf(args: argparse.Namespace, in_fmt: str | None, out_fmt: str | No
             out_fmt,
             source=source_name(args.input),
             physical=args.physical,
+            frame_rows=args.frame_size,
+        )
+    return 0
+
+
+def _message_side(path: str, given: str | None, messages: bool, writing: bool) -> tuple[str, bool]:
+    """The format of one side of a message conversion, and whether that side is a message log."""
+    if path == "-" and not given:
+        raise UsageError("writing standard output needs --to" if writing else "reading standard input needs --from")
+    found = formats.find(path, given, formats.MESSAGES) or formats.find(path, given, formats.RDF_CONVERT)
+    if found is None:
+        logs = ", ".join(formats.suffixes(formats.MESSAGES))
+        raise UsageError(f"{path}: not an RDF Message Log format (expected one of: {logs})")
+    if messages and formats.MESSAGES not in found.roles:
+        logs = ", ".join(formats.suffixes(formats.MESSAGES))
+        raise UsageError(f"{path}: {found.name} cannot hold an RDF Message Log (--messages needs one of: {logs})")
+    return found.name, found.messages_only or messages
+
+
+def _convert_messages(args: argparse.Namespace) -> int:
+    from patchsync.logs.messages import convert_messages
+
+    if args.stream_type or args.statements or args.physical:
+        raise UsageError("--physical, --stream-type and --statements do not apply to RDF Message Logs")
+    in_fmt, in_messages = _message_side(args.input, args.from_format, args.messages, writing=False)
+    out_fmt, out_messages = _message_side(args.output, args.to_format, args.messages, writing=True)
+    _check_frame_size(args)
+    data = read_all(args.input)
+    with output(args.output) as out:
+        convert_messages(
+            data,
+            in_fmt,
+            out,
+            out_fmt,
+            source=source_name(args.input),
+            in_messages=in_messages,
+            out_messages=out_messages,
             frame_rows=args.frame_size,
         )
     return 0

@@ -18,19 +18,28 @@ _BINARY = ("rdf-thrift", "rdf-protobuf")
 def register(sub: Subcommands) -> None:
     inspect = sub.add_parser(
         "inspect",
-        help="summarize a patch or binary RDF file",
+        help="summarize a patch log, a binary RDF file or an RDF Message Log",
         description="Validate a patch log (.jellyp .rdfp), Jelly-RDF (.jelly), RDF Thrift (.rt) or "
         "RDF Protobuf (.rpb) file and summarize it.",
     )
     inspect.add_argument("file", help="a .jellyp, .rdfp, .jelly, .rt or .rpb file, or - with --from")
     inspect.add_argument("--from", dest="from_format", choices=FORMATS, help="input format")
     inspect.add_argument("--json", action="store_true", help="print the summary as JSON")
+    inspect.add_argument(
+        "--messages",
+        action="store_true",
+        help="read the file as an RDF Message Log and report its messages (.ndjsonld, .yamlld always are)",
+    )
     inspect.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from patchsync import formats
     from patchsync.logs.rdf_files import rdf_format_of
 
+    log = formats.find(args.file, args.from_format, formats.MESSAGES)
+    if args.messages or (log is not None and log.messages_only):
+        return _inspect_messages(args, log)
     rdf = rdf_format_of(args.file, args.from_format)
     if rdf == "jelly":
         return _inspect_jelly(args)
@@ -106,4 +115,27 @@ def _inspect_binary(args: argparse.Namespace, fmt: str) -> int:
     print("prefixes:   " + (" ".join(f"{k}: <{v}>" for k, v in summary["prefixes"].items()) or "none"))
     for position, kinds in summary["terms"].items():
         print(f"terms {position}:    " + ", ".join(f"{k} {v}" for k, v in kinds.items()))
+    return 0
+
+
+def _inspect_messages(args: argparse.Namespace, log: Any) -> int:
+    from patchsync import formats
+    from patchsync.errors import UsageError
+    from patchsync.logs.messages import message_summary
+
+    if log is None:
+        logs = ", ".join(formats.suffixes(formats.MESSAGES))
+        raise UsageError(f"{args.file}: not an RDF Message Log format (expected one of: {logs})")
+    if args.file == "-" and not args.from_format:
+        raise UsageError("reading standard input needs --from")
+    summary = message_summary(read_all(args.file), log.name, source_name(args.file))
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return 0
+    print(f"file:         {summary['file']} ({summary['format']} message log, {summary['bytes']} bytes)")
+    print(f"messages:     {summary['messages']} ({summary['empty_messages']} empty)")
+    print(f"statements:   {summary['statements']}")
+    if "message_size" in summary:
+        size = summary["message_size"]
+        print(f"message size: min {size['min']}, median {size['median']}, max {size['max']} statements")
     return 0

@@ -31,6 +31,7 @@ COMMANDS = (
     "diff",
     "spark",
     "append",
+    "ingest",
     "publish",
     "compact",
     "snapshot",

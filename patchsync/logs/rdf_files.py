@@ -44,9 +44,12 @@ __all__ = [
     "binary_summary",
     "convert_rdf",
     "jelly_summary",
+    "nquads_lines",
+    "nt_quads",
     "rdf_format_of",
     "read_rdf_bytes",
     "read_rdf_quads",
+    "turtle_lines",
     "write_jelly",
 ]
 
@@ -93,20 +96,25 @@ def _read_turtle_family(data: bytes, fmt: str, source: str) -> tuple[list[Quad],
     # written, so a TriG file gives the terms the same data gives as N-Quads. Imported here:
     # rdflib is slow to import and most commands never read Turtle.
     from patchsync.logs.rdf_labels import read_turtle_family
-    from patchsync.terms.rdflib_adapter import RdflibTerms
 
     found = read_turtle_family(data, _rdflib_name(fmt), source, Path(source).resolve().as_uri())
+    return nt_quads(found.quads), [(prefix, str(iri)) for prefix, iri in found.prefixes.items() if prefix]
+
+
+def nt_quads(quads: Iterable[tuple[Any, Any, Any, Any]]) -> list[Quad]:
+    """rdflib quads (``g`` ``None`` in the default graph) as N-Triples strings."""
+    from patchsync.terms.rdflib_adapter import RdflibTerms
+
     unpack = RdflibTerms().unpack
-    quads: list[Quad] = [
+    return [
         (
             _nt_term(unpack(s), unpack),
             _nt_term(unpack(p), unpack),
             _nt_term(unpack(o), unpack),
             None if g is None else _nt_term(unpack(g), unpack),
         )
-        for s, p, o, g in found.quads
+        for s, p, o, g in quads
     ]
-    return quads, [(prefix, str(iri)) for prefix, iri in found.prefixes.items() if prefix]
 
 
 def _decode_jelly(data: bytes, source: str, limits: Limits | None) -> Iterator[Any]:
@@ -149,7 +157,7 @@ def _features(quads: Iterable[Quad]) -> tuple[bool, bool, bool]:
 # -- writing -----------------------------------------------------------------------------
 
 
-def _nquads_lines(quads: Iterable[Quad], with_graphs: bool) -> Iterator[str]:
+def nquads_lines(quads: Iterable[Quad], with_graphs: bool) -> Iterator[str]:
     for s, p, o, g in quads:
         if g and g != _DEFAULT:
             if not with_graphs:
@@ -163,7 +171,7 @@ def _nquads_lines(quads: Iterable[Quad], with_graphs: bool) -> Iterator[str]:
 _PREFIX_NAME = re.compile(r"(?:[^\W\d_](?:[\w.-]*[\w-])?)?")
 
 
-def _turtle_lines(quads: list[Quad], namespaces: Iterable[tuple[str, str]], fmt: str) -> Iterator[str]:
+def turtle_lines(quads: list[Quad], namespaces: Iterable[tuple[str, str]], fmt: str) -> Iterator[str]:
     """Turtle or TriG in the subset the file target writes: prefixes, then one triple per
     line, each named graph as a block. N-Triples terms are Turtle terms, so blank node labels
     and lexical forms reach the file as read (rdflib's serializer renames blank nodes)."""
@@ -296,14 +304,14 @@ def convert_rdf(
         write_jelly(frames, namespaces, out, options=options, physical=physical, frame_rows=frame_rows)
     elif out_fmt in ("nt", "nq"):
         buffer: list[str] = []
-        for line in _nquads_lines(every, out_fmt == "nq"):
+        for line in nquads_lines(every, out_fmt == "nq"):
             buffer.append(line)
             if len(buffer) >= 4096:
                 out.write("".join(buffer).encode("utf-8"))
                 buffer.clear()
         out.write("".join(buffer).encode("utf-8"))
     elif out_fmt in ("ttl", "trig"):
-        out.write("".join(_turtle_lines(every, namespaces, out_fmt)).encode("utf-8"))
+        out.write("".join(turtle_lines(every, namespaces, out_fmt)).encode("utf-8"))
     elif out_fmt in jena.FORMATS:
         out.write(write_rdf_binary(out_fmt, every, namespaces))
     else:

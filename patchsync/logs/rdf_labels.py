@@ -53,14 +53,15 @@ Quad = tuple[Any, Any, Any, Any]
 
 
 class LabelledRdf:
-    """What :func:`read_labelled` found: quads (``g`` is ``None`` in the default graph)
-    and the prefixes the file declared."""
+    """What :func:`read_labelled` found: quads (``g`` is ``None`` in the default graph),
+    the prefixes the file declared and, for Turtle and TriG, the base IRI in force at its end."""
 
-    __slots__ = ("prefixes", "quads")
+    __slots__ = ("base", "prefixes", "quads")
 
-    def __init__(self, quads: list[Quad], prefixes: dict[str, URIRef]) -> None:
+    def __init__(self, quads: list[Quad], prefixes: dict[str, URIRef], base: str | None = None) -> None:
         self.quads = quads
         self.prefixes = prefixes
+        self.base = base
 
 
 def read_labelled(path: str | os.PathLike[str], fmt: str | None = None) -> LabelledRdf:
@@ -189,7 +190,7 @@ def read_turtle_family(data: bytes, fmt: str, source: str, base: str) -> Labelle
             f"an unlabelled blank node ([] or a list); rename it so both labels can be kept"
         )
     prefixes = {name: URIRef(iri) for name, iri in parser._bindings.items()}
-    return LabelledRdf(sink.quads, prefixes)
+    return LabelledRdf(sink.quads, prefixes, parser._baseURI)
 
 
 __all__ = [
