@@ -132,10 +132,10 @@ def stream_latency(nats: str, rate: int, seconds: float, work: Path) -> dict[str
     }
 
 
-def catch_up(nats: str, patches: int, work: Path, repeat: int = 2) -> dict[str, Any]:
+def catch_up(nats: str, patches: int, work: Path, repeat: int = 2, rows_per_patch: int = 50) -> dict[str, Any]:
     """Apply one log from a stream and from a local file (``tail --once``), wall time and rows/s."""
-    log = work / f"catchup-{patches}.jellyp"
-    producer.produce(log, count=patches, rate=0, rows=50)
+    log = work / f"catchup-{patches}-{rows_per_patch}.jellyp"
+    producer.produce(log, count=patches, rate=0, rows=rows_per_patch)
     rows = sum(1 for e in read_events(log, adapter=NTriplesTerms()) if type(e) in (Add, Delete))
     url = _stream(nats, "catchup")
     try:
@@ -154,6 +154,7 @@ def catch_up(nats: str, patches: int, work: Path, repeat: int = 2) -> dict[str, 
     t_start = _timed([*PATCHSYNC, "--version"])
     return {
         "patches": patches,
+        "rows_per_patch": rows_per_patch,
         "repeat": repeat,
         "rows": rows,
         "bytes": log.stat().st_size,
@@ -173,7 +174,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nats", default=os.environ.get("PATCHSYNC_NATS_URL", "nats://127.0.0.1:4222"))
     parser.add_argument("--rates", default="100,1000", help="patches/s for the latency runs")
     parser.add_argument("--seconds", type=float, default=8.0, help="producer run time per rate")
-    parser.add_argument("--catchup-patches", type=int, default=2000, help="patches (50 triples each) to catch up on")
+    parser.add_argument("--catchup-patches", type=int, default=2000, help="patches to catch up on")
+    parser.add_argument("--catchup-rows", type=int, default=50, help="triples per patch of the catch-up log")
+    parser.add_argument("--repeat", type=int, default=2, help="catch-up runs of each side (best kept)")
     parser.add_argument("--no-baseline", action="store_true", help="skip the local-file latency baseline")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out")
     args = parser.parse_args(argv)
@@ -200,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
                     f"{base['max_ms']:>10.2f}{'':>9}",
                     flush=True,
                 )
-        cu = catch_up(args.nats, args.catchup_patches, work)
+        cu = catch_up(args.nats, args.catchup_patches, work, args.repeat, args.catchup_rows)
         results["catch_up"] = cu
         print(
             f"\ncatch-up of {cu['patches']} patches, {cu['rows']:,} rows ({cu['bytes'] / 1e6:.1f} MB):\n"

@@ -439,3 +439,16 @@ def test_a_patch_interrupted_between_its_transactions_resumes_inside_its_message
     assert state(target) == reference(log)
     cp = target.checkpoint(source)
     assert cp is not None and (cp.offset, cp.last_id) == (2, "urn:two:2")
+
+
+def test_an_unreachable_server_is_not_reported_as_reconnected(tmp_path: Path) -> None:
+    # Reopening the target works (a local SQLite file) while the stream's server stays out
+    # of reach: that is no reconnect, and the daemon must not say it is one.
+    from .nats_helpers import free_port
+
+    url = f"nats://127.0.0.1:{free_port()}/gone"
+    run = cli("tail", url, "--target", f"sqlite:///{tmp_path / 'r.db'}", "--retry-timeout", "2")
+    assert run.returncode != 0
+    assert "the target stayed unavailable" in one_line(run.stderr)
+    assert run.stderr.count("event=target_unavailable") >= 2, run.stderr
+    assert "event=reconnected" not in run.stderr, run.stderr

@@ -166,6 +166,22 @@ def test_reading_and_lag(tmp_path: Path, nats_stream: str) -> None:
         assert lag.messages == 4 and 0 <= lag.seconds < 60
 
 
+def test_reading_ahead_hands_out_every_message_once_in_order(tmp_path: Path, nats_stream: str) -> None:
+    log_path = tmp_path / "a.jellyp"
+    write_chain(log_path, "c", 9)
+    publish_logs([log_path], nats_stream)
+    with NatsLog(nats_stream, read_ahead=True) as log:
+        assert [m.seq for m in log.fetch(1, 3, timeout=2)] == [1, 2, 3]
+        assert [m.seq for m in log.fetch(4, 3, timeout=2)] == [4, 5, 6]  # the batch read ahead
+        # Elsewhere than where the last batch ended: the batch read ahead (7-9) is dropped
+        # with the consumer it came from, and nothing is skipped or repeated.
+        assert [m.seq for m in log.fetch(5, 3, timeout=2)] == [5, 6, 7]
+        assert [m.seq for m in log.fetch(8, 3, timeout=2)] == [8, 9]
+        assert log.fetch(10, 3, timeout=0.2) == []  # caught up
+        assert [m.seq for m in log.fetch(9, 3, timeout=2)] == [9]
+        assert log.fetch(10, 3, timeout=0.2) == []
+
+
 def test_a_replica_behind_the_streams_retention_gets_a_gap_error(tmp_path: Path, nats_stream: str) -> None:
     log_path = tmp_path / "a.jellyp"
     write_chain(log_path, "c", 5)

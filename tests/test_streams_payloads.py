@@ -200,3 +200,56 @@ def test_a_messages_name_lookup_is_sized_for_its_patch(tmp_path: Path) -> None:
         sizes.append(options.options.max_name_table_size)
     # Four names per event of the 5-event patch; never above the log's own 4,000.
     assert sizes == [20, 4000]
+
+
+def _without_lookup_entries(payload: bytes) -> bytes:
+    """The message with its name and prefix entries left out: it relies on lookups it does not fill."""
+    from patchsync._proto import patch_pb2
+    from patchsync.codec.framing import encode_varint, read_varint
+
+    found = read_varint(payload, 0, len(payload))
+    assert found is not None
+    size, pos = found
+    frame = patch_pb2.RdfPatchFrame.FromString(payload[pos : pos + size])
+    kept = [row for row in frame.rows if row.WhichOneof("row") not in ("name", "prefix")]
+    body = patch_pb2.RdfPatchFrame(rows=kept).SerializeToString()
+    return encode_varint(len(body)) + body
+
+
+def test_one_decoder_for_many_messages_decodes_each_as_a_new_one_would(tmp_path: Path) -> None:
+    # Lookup sizes and features change between messages; one message leans on the lookups
+    # of the one before it, another holds two patches: each outcome, events or refusal,
+    # must be the one a decoder of its own gives.
+    from patchsync.streams.payloads import MessageDecoder
+
+    small, big, two = tmp_path / "small.jellyp", tmp_path / "big.jellyp", tmp_path / "two.jellyp"
+    write_chain(small, "a", 3)
+    write_chain(big, "a", 2, start=4, prev=patch_id("a", 3), size=40)
+    write_chain(two, "b", 2)
+    star = tmp_path / "star.rdfp"
+    star.write_text(
+        "H id <urn:p:s> .\nTX .\nA << <http://x/s> <http://x/p> <http://x/o> >> <http://x/q> _:b1 .\nTC .\nZ .\n"
+    )
+    payloads = [(m.payload, m.patch_id) for m in log_patches(small)]
+    payloads += [(m.payload, m.patch_id) for m in log_patches(big)]
+    payloads.insert(2, (_without_lookup_entries(payloads[1][0]), payloads[1][1]))
+    payloads.insert(4, (two.read_bytes(), None))
+    payloads.insert(5, (b"\x05garbage", None))
+    payloads += [(m.payload, m.patch_id) for m in log_patches(star)] + payloads[:2]
+    shared = MessageDecoder("nats://h:1/s", adapter=NTriplesTerms())
+    outcomes = []
+    for seq, (payload, msg_id) in enumerate(payloads, 1):
+        message = _message(payload, msg_id, seq=seq)
+        try:
+            alone: object = decode_message(message, "nats://h:1/s", adapter=NTriplesTerms())
+        except DecodeError as exc:
+            alone = str(exc)
+        try:
+            reused: object = shared.decode(message)
+        except DecodeError as exc:
+            reused = str(exc)
+        assert reused == alone, seq
+        outcomes.append(type(alone).__name__)
+    assert outcomes == ["list", "list", "str", "list", "str", "str", "list", "list", "list", "list", "list"]
+    with pytest.raises(DecodeError, match="used before it was defined"):
+        shared.decode(_message(payloads[2][0], payloads[2][1], seq=3))

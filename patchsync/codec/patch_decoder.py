@@ -139,6 +139,8 @@ class PatchDecoder(FramedSource[Event], Generic[T]):
     _headers = 0
     _max_headers = Limits().max_headers
     _max_header_bytes = Limits().max_header_bytes
+    _framing = "auto"
+    _spare: tuple[Any, PatchOptions, TermDecoder[Any]] | None = None
 
     _frame_type = patch_pb2.RdfPatchFrame
     #: The compiled core that decodes frames, or None: the pure-Python path only.
@@ -153,11 +155,29 @@ class PatchDecoder(FramedSource[Event], Generic[T]):
         framing: str = "auto",
     ) -> None:
         self.adapter: TermAdapter[T] = adapter if adapter is not None else default_adapter()
-        self.source = source
         self.limits = limits or Limits()
-        self._framer = Framer(source=source, max_frame_bytes=self.limits.max_frame_bytes, framing=framing)
         self._max_headers = self.limits.max_headers
         self._max_header_bytes = self.limits.max_header_bytes
+        self._framing = framing
+        # What restart() keeps for the next stream: its options row, options and term decoder.
+        self._spare = None
+        self._start(source)
+
+    def restart(self, source: str = "<stream>") -> None:
+        """Decode another stream from its start, exactly as a new decoder with this adapter,
+        limits and framing would.
+
+        Cheaper than a new decoder for many short streams (one per stream message): when
+        the next stream's options row is the last one's, or differs only in lookup sizes,
+        the term decoder is started over instead of built again.
+        """
+        if self._terms is not None and self._options_msg is not None and self.options is not None:
+            self._spare = (self._options_msg, self.options, self._terms)
+        self._start(source)
+
+    def _start(self, source: str) -> None:
+        self.source = source
+        self._framer = Framer(source=source, max_frame_bytes=self.limits.max_frame_bytes, framing=self._framing)
         self.options: PatchOptions | None = None
         self._options_msg: Any = None
         self._terms: TermDecoder[T] | None = None
@@ -166,6 +186,9 @@ class PatchDecoder(FramedSource[Event], Generic[T]):
         self._units = UnitTracker()  # where the stream stands in patches and transactions
         self._tx_seen = False
         super().__init__()
+        self._rows = None
+        self._row_next = 0
+        self._headers = 0
         self.frames = 0
         self.patches = 0
 
@@ -430,23 +453,41 @@ class PatchDecoder(FramedSource[Event], Generic[T]):
         self._units.send(_CHANGE)
 
     def _set_options(self, msg: Any, offset: int, frame: int, index: int) -> None:
-        options = options_from_message(msg, self.limits)
+        spare, self._spare = self._spare, None
+        if spare is not None and msg == spare[0]:
+            # The last stream's options row (see restart()): validated then.
+            self._options_msg, options = spare[0], spare[1]
+        else:
+            options = options_from_message(msg, self.limits)
+            # A copy, so that holding it does not keep the whole first frame alive.
+            self._options_msg = patch_pb2.RdfPatchOptions()
+            self._options_msg.CopyFrom(msg)
         self.options = options
-        # A copy, so that holding it does not keep the whole first frame alive.
-        self._options_msg = patch_pb2.RdfPatchOptions()
-        self._options_msg.CopyFrom(msg)
         self._quads = options.statement_type is StatementType.QUADS
         self._stream_type = options.stream_type
-        self._terms = TermDecoder(
-            self.adapter,
-            max_names=options.max_name_table_size,
-            max_prefixes=options.max_prefix_table_size,
-            max_datatypes=options.max_datatype_table_size,
-            generalized=options.generalized_statements,
-            rdf_star=options.rdf_star,
-            max_nesting=self.limits.max_nesting,
-            require_absolute_iris=self.limits.require_absolute_iris,
-        )
+        terms = spare[2] if spare is not None else None
+        if (
+            terms is not None
+            and terms.generalized == options.generalized_statements
+            and terms.rdf_star == options.rdf_star
+        ):
+            terms.restart(
+                max_names=options.max_name_table_size,
+                max_prefixes=options.max_prefix_table_size,
+                max_datatypes=options.max_datatype_table_size,
+            )
+        else:
+            terms = TermDecoder(
+                self.adapter,
+                max_names=options.max_name_table_size,
+                max_prefixes=options.max_prefix_table_size,
+                max_datatypes=options.max_datatype_table_size,
+                generalized=options.generalized_statements,
+                rdf_star=options.rdf_star,
+                max_nesting=self.limits.max_nesting,
+                require_absolute_iris=self.limits.require_absolute_iris,
+            )
+        self._terms = terms
         self._queue.append(Options(options, offset, frame, index))
 
 

@@ -251,6 +251,26 @@ class TermDecoder(Generic[T]):
         # Nothing is cached yet for the restored entries: the caches fill on first use.
         self._by_name = [None] * (self.names.size + 1)
 
+    def restart(self, *, max_names: int, max_prefixes: int, max_datatypes: int) -> None:
+        """Start over as a fresh decoder of the same features with these lookup sizes.
+
+        For many short streams (one per stream message): lookups, IRI 0-id state, repeated
+        terms and every cache start empty, as in a new decoder; what is kept is only what
+        the features and the adapter fix (the term builders), which is most of what a new
+        decoder costs.
+        """
+        self.names = Lookup("name", max_names)
+        self.prefixes = Lookup("prefix", max_prefixes)
+        self.datatypes = Lookup("datatype", max_datatypes)
+        self.last_prefix = self.last_name = 0
+        self.last_s = self.last_p = self.last_o = self.last_g = None
+        self._by_name = [None] * (max_names + 1)
+        self._cache_chars = 0
+        self._bnodes = {}
+        self._simple = {}
+        self._by_lang = {}
+        self._by_datatype = {}
+
     def _default_graph_term(self, _value: Any) -> T:
         return self._default_graph
 

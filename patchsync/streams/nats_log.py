@@ -26,15 +26,16 @@ facade runs the asyncio client on a private thread.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from patchsync.errors import ChainError, PatchsyncError, UsageError
-from patchsync.streams._loop import LoopThread
+from patchsync.streams._loop import LoopThread, cancelled
 from patchsync.streams.errors import StreamGap, translate
-from patchsync.streams.url import StreamURL, parse_stream_url
+from patchsync.streams.url import StreamURL, parse_stream_url, subject_matches
 
 if TYPE_CHECKING:
     from nats.aio.client import Client
@@ -111,7 +112,8 @@ class NatsLog:
     :class:`StreamUnavailable`, never a ``nats`` exception. ``reconnect_attempts`` bounds the
     client's own reconnecting; after that, calls fail and the caller reopens (the tail
     daemon does so with its backoff). Use as a context manager or call :meth:`close`.
-    One thread at a time: the reader's position is the facade's state.
+    One thread at a time: the reader's position is the facade's state. ``read_ahead``:
+    see :meth:`fetch`.
     """
 
     def __init__(
@@ -121,6 +123,7 @@ class NatsLog:
         connect_timeout: float = 2.0,
         request_timeout: float = 5.0,
         reconnect_attempts: int = 5,
+        read_ahead: bool = False,
     ) -> None:
         self.url = url if isinstance(url, StreamURL) else parse_stream_url(url)
         self.name = self.url.stream
@@ -136,6 +139,10 @@ class NatsLog:
         self._reader: Any = None
         self._reader_name: str | None = None
         self._next_seq = 0
+        self._read_ahead = read_ahead
+        #: The next batch's fetch, running while the caller works on the last one.
+        self._ahead: asyncio.Future[list[StreamMessage]] | None = None
+        self._ahead_from = 0
         self._loop = LoopThread()
         self._nc: Client | None = None
         self._js: JetStreamContext | None = None
@@ -278,7 +285,7 @@ class NatsLog:
             info = await self.js.add_stream(config)
             created = True
         subjects = info.config.subjects or []
-        if not any(_subject_matches(pattern, self.subject) for pattern in subjects):
+        if not any(subject_matches(pattern, self.subject) for pattern in subjects):
             raise StreamRefused(
                 f"{self.url}: the stream exists but does not take subject {self.subject!r} "
                 f"(its subjects: {', '.join(subjects) or 'none'})"
@@ -436,10 +443,35 @@ class NatsLog:
         ``from_seq - 1`` exists yet. Consecutive calls continuing where the last ended
         reuse one consumer. Raises :class:`StreamGap` when ``from_seq`` was removed by the
         stream's retention (the reader must start from a snapshot).
+
+        With ``read_ahead``, a call that returned a full batch (a backlog) leaves the request
+        for the next one running (same size and wait), so the server and the client's
+        parsing work while the caller applies this one; a call continuing where the last
+        ended takes that batch, any other drops it. A batch that was not full means the
+        reader caught up: the next call asks afresh, and gets at once what arrived since
+        (a request made ahead would wait to fill its batch).
         """
         if from_seq < 1:
             raise ValueError("stream sequences start at 1")
-        return self._call(lambda: self._fetch(from_seq, batch, timeout), timeout=timeout + self.request_timeout * 3 + 2)
+        return self._call(
+            lambda: self._fetch_next(from_seq, batch, timeout), timeout=timeout + self.request_timeout * 3 + 2
+        )
+
+    async def _fetch_next(self, from_seq: int, batch: int, timeout: float) -> list[StreamMessage]:
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None and self._ahead_from == from_seq:
+            # Started when the last batch was returned: it waits no longer than this call may.
+            msgs = await ahead
+        else:
+            if ahead is not None:
+                # Messages it took from the consumer would be skipped: start a new one.
+                await cancelled(ahead)
+                await self._drop_reader()
+            msgs = await self._fetch(from_seq, batch, timeout)
+        if self._read_ahead and len(msgs) == batch:
+            self._ahead_from = msgs[-1].seq + 1
+            self._ahead = asyncio.ensure_future(self._fetch(self._ahead_from, batch, timeout))
+        return msgs
 
     async def _fetch(self, from_seq: int, batch: int, timeout: float) -> list[StreamMessage]:
 
@@ -541,6 +573,8 @@ class NatsLog:
             return
 
         async def shut() -> None:
+            ahead, self._ahead = self._ahead, None
+            await cancelled(ahead)
             await self._drop_reader()
             if self._nc is not None:
                 await self._nc.close()
@@ -557,14 +591,3 @@ class NatsLog:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _subject_matches(pattern: str, subject: str) -> bool:
-    """NATS subject matching: ``*`` is one token, ``>`` the rest (one or more tokens)."""
-    want = subject.split(".")
-    for i, token in enumerate(pattern.split(".")):
-        if token == ">":
-            return len(want) > i
-        if i >= len(want) or (token != "*" and token != want[i]):
-            return False
-    return len(pattern.split(".")) == len(want)

@@ -84,3 +84,14 @@ def parse_stream_url(text: str) -> StreamURL:
     user = unquote(parts.username) if parts.username is not None else None
     password = unquote(parts.password) if parts.password is not None else None
     return StreamURL(host, port or DEFAULT_PORT, stream, user, password)
+
+
+def subject_matches(pattern: str, subject: str) -> bool:
+    """NATS subject matching: ``*`` is one token, ``>`` the rest (one or more tokens)."""
+    want = subject.split(".")
+    for i, token in enumerate(pattern.split(".")):
+        if token == ">":
+            return len(want) > i
+        if i >= len(want) or (token != "*" and token != want[i]):
+            return False
+    return len(pattern.split(".")) == len(want)

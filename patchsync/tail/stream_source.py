@@ -2,8 +2,8 @@
 
 The stream counterpart of :class:`~patchsync.tail.source.Source`, driven by the same
 :class:`~patchsync.tail.tailer.Tailer` loop. Each message is one whole patch
-(:mod:`patchsync.streams.payloads`), decoded and checked whole by
-:func:`~patchsync.streams.decode_message` before any of it reaches the applier, so a
+(:mod:`patchsync.streams.payloads`), decoded and checked whole (as by
+:func:`~patchsync.streams.decode_message`) before any of it reaches the applier, so a
 malformed message stops the replica exactly before it, with nothing of it applied.
 
 Position: the events of message ``N`` carry ``offset = N`` and ``row`` = their index in the
@@ -23,19 +23,23 @@ still needs) is fatal, with one line.
 from __future__ import annotations
 
 import os
+import time
 from typing import Any, Protocol
 
 from patchsync.apply.applier import Applier, ApplyResult
 from patchsync.apply.target import Checkpoint
 from patchsync.errors import DecodeError
 from patchsync.streams.nats_log import MSG_ID, NatsLog
-from patchsync.streams.payloads import decode_message
+from patchsync.streams.payloads import MessageDecoder
 from patchsync.streams.url import StreamURL, parse_stream_url
 from patchsync.tail.source import SourceHost, SourceReport
 from patchsync.tail.state import lock_source
 
 #: Messages fetched per request.
 BATCH = 256
+#: Seconds a replica working through a backlog (full batches) may go without a pause of the
+#: applier (its units commit in groups meanwhile; a pause also commits the last of them).
+PAUSE_SECONDS = 0.5
 #: Seconds between two lag queries to the server (each is one or two requests).
 LAG_SECONDS = 1.0
 #: Per-request deadline of the daemon's connection: a lost server is noticed within it.
@@ -56,7 +60,7 @@ def open_stream(url: StreamURL | str) -> NatsLog:
 
     Beyond those the daemon's own backoff takes over (it reopens the connection).
     """
-    return NatsLog(url, connect_timeout=2.0, request_timeout=REQUEST_TIMEOUT, reconnect_attempts=3)
+    return NatsLog(url, connect_timeout=2.0, request_timeout=REQUEST_TIMEOUT, reconnect_attempts=3, read_ahead=True)
 
 
 def applied_seq(log: NatsLog, checkpoint: Checkpoint | None) -> int:
@@ -88,12 +92,14 @@ class StreamSource:
         self.report = SourceReport(self.name, result=ApplyResult(source=self.name), applied_seq=0, lag_messages=0)
         self.log: NatsLog | None = None
         self.applier: Applier | None = None
+        self.decoder: MessageDecoder | None = None
         self.next_seq = 1
         self.finished = False  # a stream never finishes; the Tailer reads the flag of files
         self.failed = False
         self.last_snapshot = 0.0
         self.lock_fd: int | None = None
         self._lag_at = -1e9
+        self._paused_at = -1e9
 
     # -- opening and resuming ----------------------------------------------------------
 
@@ -117,6 +123,7 @@ class StreamSource:
             raise
         applier.result = self.report.result
         self.log, self.applier, self.next_seq = log, applier, start
+        self.decoder = MessageDecoder(self.name, adapter=target.adapter, limits=self.options.limits)
         self.report.applied_seq = start - 1
         self.report.state = "live"
         self.report.resumed_from = start
@@ -133,8 +140,8 @@ class StreamSource:
             return False
         if self.applier is None:
             self.open()
-        log, applier = self.log, self.applier
-        assert log is not None and applier is not None
+        log, applier, decoder = self.log, self.applier, self.decoder
+        assert log is not None and applier is not None and decoder is not None
         wait = self.host.stream_wait
         if wait <= 0 and self.next_seq > log.last_seq():
             # --once: caught up with the stream as it is now.
@@ -145,9 +152,7 @@ class StreamSource:
             if self.host.stopping:
                 break
             try:
-                events = decode_message(
-                    message, self.name, adapter=self.host.target.adapter, limits=self.options.limits
-                )
+                events = decoder.decode(message)
             except DecodeError:
                 # Every message before it is applied and durable; nothing of this one is.
                 applier.pause()
@@ -156,6 +161,12 @@ class StreamSource:
             applier.feed(events)
             self.next_seq = message.seq + 1
         progressed = bool(messages)
+        backlog = len(messages) == BATCH and not self.host.stopping
+        if backlog and time.monotonic() - self._paused_at < PAUSE_SECONDS:
+            # More is waiting: the units read so far join those of the next batch in the
+            # applier's commit groups instead of a commit per fetch.
+            return True
+        self._paused_at = time.monotonic()
         if applier.pause():
             self.report.applied_seq = self.next_seq - 1
             if progressed:

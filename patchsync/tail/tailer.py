@@ -79,6 +79,9 @@ class Tailer:
         self._backoff = Backoff(max_delay=options.retry_max_delay, timeout=options.retry_timeout)
         self._logged: set[tuple[str, str]] = set()
         self.reconnects = 0
+        #: The backoff attempt that reopened the target, until a pass confirms the sources
+        #: reconnected too (a stream's server may still be out of reach).
+        self._reopened_at: int | None = None
 
     # -- what sources see (SourceHost) ---------------------------------------------------
 
@@ -205,6 +208,10 @@ class Tailer:
         except _TargetLost as lost:
             self._reconnect(lost.error)
             return True
+        if self._reopened_at is not None and not self.stopping:
+            self.reconnects += 1
+            self.log("reconnected", {"attempt": self._reopened_at, "reconnects": self.reconnects})
+        self._reopened_at = None
         self._backoff.reset()  # a whole pass worked: the next loss starts a new backoff
         return more
 
@@ -264,7 +271,11 @@ class Tailer:
             src.reset()
 
     def _reconnect(self, error: BaseException) -> None:
-        """Discard the target, wait with backoff, reopen it; every source then resumes."""
+        """Discard the target, wait with backoff, reopen it; every source then resumes.
+
+        The reconnect is logged by the next pass that completes: only then have the
+        sources' own connections (a stream's server) come back as well.
+        """
         reopen = self.options.reopen
         assert reopen is not None
         self._drop_target()
@@ -291,8 +302,7 @@ class Tailer:
                     raise
                 error = exc
                 continue
-            self.reconnects += 1
-            self.log("reconnected", {"attempt": self._backoff.attempt, "reconnects": self.reconnects})
+            self._reopened_at = self._backoff.attempt
             return
 
     # -- reporting ---------------------------------------------------------------------
