@@ -21,6 +21,11 @@ worktree of main).
 is appended and the log applied again (with a decoder snapshot; the baseline decodes the
 log from the start), reported as a share of the first apply's time (target <= 5%).
 
+``--workloads`` picks the logs: ``chain`` (the one above, the default), ``small-tx`` (small
+transactions with prefix rows, deletes of absent quads and aborted transactions,
+:mod:`bench.small_tx_workload`) and ``small-tx-no-pa`` (the same log without its ``PA``
+rows), e.g. ``--workloads chain,small-tx,small-tx-no-pa``.
+
 ``--repeat N`` runs N rounds (rdflib's parser, then each case, then its baseline) and
 prints each round's figures and the medians; each ratio is taken within its round.
 """
@@ -37,7 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
 from statistics import median
@@ -45,6 +50,7 @@ from typing import Any
 
 from rdflib import BNode, Literal, URIRef
 
+from .small_tx_workload import small_tx_events
 from .workload import simple_text
 
 PG_URL = os.environ.get("PATCHSYNC_BENCH_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
@@ -102,6 +108,14 @@ def workload(patches: int = 4000, seed: int = 14, first: int = 0) -> list[Any]:
                     events.append(TxCommit())
         events.append(PatchEnd())
     return events
+
+
+#: The logs ``--workloads`` picks from: patches -> events.
+WORKLOADS: dict[str, Callable[[int], list[Any]]] = {
+    "chain": lambda patches: workload(patches),
+    "small-tx": lambda patches: small_tx_events(patches),
+    "small-tx-no-pa": lambda patches: small_tx_events(patches, prefixes=False),
+}
 
 
 def save_log(events: list[Any], path: Path, *, append: bool = False) -> None:
@@ -232,27 +246,17 @@ def in_checkout(checkout: str, call: str) -> Any:
     return json.loads(out.strip().splitlines()[-1])
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--patches", type=int, default=4000)
-    ap.add_argument("--baseline", metavar="PATH", help="a checkout whose patchsync runs the baseline column")
-    ap.add_argument("--resume-rows", type=int, default=0, metavar="N")
-    ap.add_argument("--repeat", type=int, default=1, metavar="N", help="rounds of every case, reported as medians")
-    ap.add_argument("--out", default="bench/out")
-    ap.add_argument(
-        "--cases", default="sqlite,postgresql,file", help="comma-separated targets to run (rdflib's parser always runs)"
-    )
-    args = ap.parse_args(argv)
-    cases = [c for c in CASES if c in args.cases.split(",")]
-    work = Path(tempfile.mkdtemp(prefix="apply-workload-"))
-    events = workload(args.patches)
+def measure(events: list[Any], work: Path, cases: list[str], repeat: int, baseline: str | None) -> dict[str, Any]:
+    """Rounds of rdflib's parser and ``patchsync apply`` of ``events`` into each case; prints
+    them and their medians, returns the rows and the median rates."""
+    patches = sum(1 for e in events if type(e).__name__ == "PatchEnd")
     log = work / "workload.jellyp"
     save_log(events, log)
     rows = sum(1 for e in events if type(e).__name__ in ("Add", "Delete"))
     units = sum(1 for e in events if type(e).__name__ in ("TxCommit", "TxAbort"))
     text = simple_text(events, for_rdflib=True)
     print(
-        f"{args.patches:,} patches, {rows:,} add/delete rows, {units:,}+ units, {log.stat().st_size:,} bytes",
+        f"{patches:,} patches, {rows:,} add/delete rows, {units:,}+ units, {log.stat().st_size:,} bytes",
         flush=True,
     )
     from rdflib import Dataset
@@ -269,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = "rdflib Dataset.parse(format='patch')"
     rounds: dict[str, list[tuple[float, float | None]]] = {parser: []}
     rdflib_rates: list[float] = []
-    for r in range(args.repeat):
+    for r in range(repeat):
         rdflib_rates.append(rdflib_rate())
         rounds[parser].append((rdflib_rates[-1], rdflib_rates[-1]))
         for case in cases:
@@ -279,16 +283,16 @@ def main(argv: list[str] | None = None) -> int:
             # other cases (or rdflib's parser) left behind.
             call = f"apply_seconds({case!r}, Path({str(log)!r}), Path({str(work)!r}))"
             new = rows / in_checkout(str(HERE), call)
-            old = rows / in_checkout(args.baseline, call) if args.baseline else None
+            old = rows / in_checkout(baseline, call) if baseline else None
             rounds.setdefault(f"patchsync apply -> {case}", []).append((new, old))
-            label = f"round {r + 1}: " if args.repeat > 1 else ""
+            label = f"round {r + 1}: " if repeat > 1 else ""
             ratio = f" {new / rdflib_rates[-1]:.2f}x" + (f", baseline {old / rdflib_rates[-1]:.2f}x" if old else "")
             print(
                 f"  {label}{case}: {new:,.0f} rows/s" + (f" (baseline {old:,.0f})" if old else "") + ratio, flush=True
             )
     print()
-    if args.repeat > 1:
-        print(f"medians of {args.repeat} rounds (each ratio taken within its round, then the median)")
+    if repeat > 1:
+        print(f"medians of {repeat} rounds (each ratio taken within its round, then the median)")
     print(f"{'case':40} {'rows/s':>10} {'x rdflib':>9} {'baseline':>10} {'x rdflib':>9}")
     table: dict[str, list[float | None]] = {}
     for name, runs in rounds.items():
@@ -301,7 +305,32 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(f"{name:40} {new_rate:>10,.0f} {new_x:>8.2f}x {old_cols}")
         table[name] = [new_rate, old_rate]
-    report: dict[str, Any] = {"rows": rows, "rates": table}
+    return {"rows": rows, "rates": table}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--patches", type=int, default=4000)
+    ap.add_argument("--baseline", metavar="PATH", help="a checkout whose patchsync runs the baseline column")
+    ap.add_argument("--resume-rows", type=int, default=0, metavar="N")
+    ap.add_argument("--repeat", type=int, default=1, metavar="N", help="rounds of every case, reported as medians")
+    ap.add_argument("--out", default="bench/out")
+    ap.add_argument(
+        "--cases", default="sqlite,postgresql,file", help="comma-separated targets to run (rdflib's parser always runs)"
+    )
+    ap.add_argument(
+        "--workloads",
+        default="chain",
+        help=f"comma-separated logs to measure, of {', '.join(WORKLOADS)} (see the module docstring)",
+    )
+    args = ap.parse_args(argv)
+    cases = [c for c in CASES if c in args.cases.split(",")]
+    work = Path(tempfile.mkdtemp(prefix="apply-workload-"))
+    report: dict[str, Any] = {}
+    for name in args.workloads.split(","):
+        print(f"workload {name}:", end=" ")
+        report[name] = measure(WORKLOADS[name](args.patches), work, cases, args.repeat, args.baseline)
+        print()
     if args.resume_rows:
         patches = max(1, args.resume_rows // 40)
         big = work / "resume.jellyp"

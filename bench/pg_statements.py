@@ -1,9 +1,10 @@
 """Where ``patchsync apply`` into PostgreSQL spends the workload's time: per statement, client, total.
 
-    .venv/bin/python -m bench.pg_statements [--patches 4000] [--runs 3]
+    .venv/bin/python -m bench.pg_statements [--patches 4000] [--runs 3] [--workload small-tx]
     PATCHSYNC_BENCH_PG=postgresql+psycopg://postgres@127.0.0.1:5432/test  (default)
 
-The log is issue #14's workload (:mod:`bench.apply_workload`). Each run applies it into a
+The log is issue #14's workload (:mod:`bench.apply_workload`), or another of its
+``--workloads`` named by ``--workload``. Each run applies it into a
 fresh schema with every psycopg ``execute``/``executemany`` timed from the call to its
 return (statement wall time: sending, the server's work, the reply), and the process's
 CPU time over the apply (the client's own work: decoding, the applier, building batches).
@@ -24,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .apply_workload import PG_URL, apply_seconds, save_log, workload
+from .apply_workload import PG_URL, WORKLOADS, apply_seconds, save_log
 from .workload import simple_text
 
 TARGET = 3.0
@@ -102,15 +103,17 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--patches", type=int, default=4000)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--workload", default="chain", choices=sorted(WORKLOADS))
     args = ap.parse_args(argv)
     if not PG_URL:
         print("PATCHSYNC_BENCH_PG is empty: nothing to measure")
         return 1
     work = Path(tempfile.mkdtemp(prefix="pg-statements-"))
-    events = workload(args.patches)
+    events = WORKLOADS[args.workload](args.patches)
     log = work / "workload.jellyp"
     save_log(events, log)
     rows = sum(1 for e in events if type(e).__name__ in ("Add", "Delete"))
+    units = sum(1 for e in events if type(e).__name__ in ("TxCommit", "TxAbort"))
     text = simple_text(events, for_rdflib=True)
     from rdflib import Dataset
 
@@ -128,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, (count, seconds) in sorted(spent.items(), key=lambda kv: -kv[1][1]):
         if seconds >= 0.001:
             print(f"{name:44} {count:>6,.0f} {seconds:>8.3f}")
+    calls = sum(count for count, _ in spent.values())
+    print(f"{'all statements':44} {calls:>6,.0f} {statements:>8.3f}  ({calls / units:.2f} per TC/TA unit)")
     print()
     print(
         f"{'rdflib Dataset.parse(format=patch)':44} {'':>6} {rdflib_seconds:>8.3f}  {rows / rdflib_seconds:>9,.0f} rows/s"

@@ -34,7 +34,15 @@ GRAPHS = ["", f" {iri('g1')}"]
 QUADS = [f"{s} {p} {o}{g}" for s in SUBJECTS for p in PREDICATES for o in OBJECTS for g in GRAPHS][::5]
 
 row = st.tuples(st.sampled_from("AD"), st.sampled_from(QUADS)).map(lambda r: f"{r[0]} {r[1]} .\n")
-prefix_row = st.sampled_from([f"PA ex {iri('ns/')} .\n", "PD ex .\n"])
+prefix_row = st.sampled_from(
+    [
+        f"PA ex {iri('ns/')} .\n",
+        f"PA ex {iri('ns2/')} .\n",
+        "PD ex .\n",
+        f"PA fx {iri('ns/')}{GRAPHS[1]} .\n",
+        f"PD fx{GRAPHS[1]} .\n",
+    ]
+)
 unit_rows = st.lists(st.one_of(row, row, row, row, row, row, prefix_row), max_size=6).map("".join)
 unit = st.tuples(st.sampled_from(["TC", "TC", "TC", "TA", "implicit"]), unit_rows)
 

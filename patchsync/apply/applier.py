@@ -16,8 +16,9 @@ by row, exactly as applying the rows one at a time (docs/design.md §5).
 Where the target tells presence in bulk and takes last writes without a savepoint (SQL),
 complete units are not sent at their commit but held in a commit group and written
 together (:mod:`patchsync.apply.group`): their counts and patch records are then made when
-the group is written. A unit that must write before its end writes the group first and
-then runs as above.
+the group is written, and so are their prefix rows (``PA``/``PD``), which go with the group
+in log order. A unit that must write before its end (its rows fill a batch) writes the
+group first and then runs as above, its prefix rows sent as they come.
 
 Chains (docs/design.md §4) are checked when a patch's first change arrives (its headers come
 first): with ``chain="strict"`` a patch whose ``prev`` is not the target's head fails
@@ -48,16 +49,18 @@ from patchsync.apply.group import (
     CommitGroup,
     Decision,
     HeldUnit,
-    replay,
     settle,
+    write_rows,
 )
 from patchsync.apply.result import ApplyResult
 from patchsync.apply.target import (
     CAN_CONTAINS,
     CAN_LAST_WRITES,
     CAN_WRITE_EACH,
+    CAN_WRITE_PREFIXES,
     Checkpoint,
     PatchRecord,
+    PrefixOp,
     Quad,
     Target,
     capabilities_of,
@@ -139,6 +142,7 @@ class Applier(ChainChecks):
         # target tells presence in bulk and takes last writes without a savepoint; quads
         # touched once are written without a lookup where the writes tell what changed.
         self._write_each = CAN_WRITE_EACH in capabilities
+        self._write_prefixes_at_once = CAN_WRITE_PREFIXES in capabilities
         self._group: CommitGroup | None = None
         if CAN_CONTAINS in capabilities and self._announce_last:
             self._group = CommitGroup(rows=group_rows, units=group_units)
@@ -149,6 +153,8 @@ class Applier(ChainChecks):
         # The open unit's pending rows: quad -> its operations in order, as bits after a
         # leading 1 (add = 1, delete = 0), so one dict lookup per row keeps exact counts.
         self._ops: dict[Quad, int] = {}
+        # The open unit's prefix rows in order, while it is to be held in a group.
+        self._prefixes: list[PrefixOp] = []
         self._last: Event | None = None  # last event of the current unit
         self._held: Event | None = None  # a TC whose commit waits for the next event
         self._at: Event | None = None  # the event being applied, for error messages
@@ -218,59 +224,24 @@ class Applier(ChainChecks):
         if self._unit_open:
             return True
         self._write_group()
-        return not self._skipping and self._begin_target()
+        if self._skipping or not self._begin_target():
+            return False
+        prefixes, self._prefixes = self._prefixes, []
+        for bind, graph, name, iri in prefixes:
+            if bind:
+                self.target.add_prefix(graph, name, iri)
+            else:
+                self.target.delete_prefix(graph, name)
+        return True
 
     def _flush_ops(self) -> None:
-        """Send the pending rows: deletes, then adds, in bulk (rows on distinct quads commute).
-
-        A quad touched more than once in the batch is resolved on its own: deleting it
-        tells whether it was present, which fixes how many of its operations changed the
-        target; it is added back if its last operation was an add.
-        """
-        ops = self._ops
-        if not ops:
-            return
-        adds: list[Quad] = []
-        deletes: list[Quad] = []
-        multi: list[tuple[Quad, int]] = []
-        for quad, seq in ops.items():
-            if seq == 3:
-                adds.append(quad)
-            elif seq == 2:
-                deletes.append(quad)
-            else:
-                multi.append((quad, seq))
-        self._ops = {}
-        target = self.target
-        if deletes:
-            changed = target.delete(deletes)
-            self._p_deleted += changed
-            self._p_noop += len(deletes) - changed
-        if adds:
-            changed = target.add(adds)
-            self._p_added += changed
-            self._p_noop += len(adds) - changed
-        if not multi:
-            return
-        # Where the target can tell presence in bulk (SQL), ask once for the whole batch.
-        bulk = CAN_CONTAINS in capabilities_of(target)
-        initial = cast(Any, target).contains([q for q, _ in multi]) if bulk else None
-        final_add: list[Quad] = []
-        final_delete: list[Quad] = []
-        for index, (quad, seq) in enumerate(multi):
-            was = target.delete([quad]) == 1 if initial is None else initial[index]
-            added, deleted, noop, present = replay(seq, was)
+        """Send the pending rows (see :func:`~patchsync.apply.group.write_rows`)."""
+        if self._ops:
+            ops, self._ops = self._ops, {}
+            added, deleted, noop = write_rows(self.target, ops)
             self._p_added += added
             self._p_deleted += deleted
             self._p_noop += noop
-            if present:
-                final_add.append(quad)
-            elif initial is not None:
-                final_delete.append(quad)
-        if final_delete:
-            target.delete(final_delete)
-        if final_add:
-            target.add(final_add)
 
     def _commit(self, at: Event, *, patch_end: bool) -> None:
         """Commit the open unit (or a record-only step at a patch end) with the checkpoint at ``at``."""
@@ -282,6 +253,7 @@ class Applier(ChainChecks):
                 group.base = self._head
             record = self._record(at) if patch_end and not self._skipping else None
             unit = HeldUnit(self._ops, self._step(at, patch_end), self._open, patch_end, record, self._decision)
+            unit.prefixes, self._prefixes = self._prefixes, []
             self._ops = {}
             self._open = False
             if group.hold(unit):
@@ -364,6 +336,7 @@ class Applier(ChainChecks):
             target.add(settled.adds)
         if settled.lone_adds:
             settled.added(target.add_each(settled.lone_adds))
+        self._write_prefixes([op for unit in units for op in unit.prefixes])
         records: list[PatchRecord] = []
         result = self.result
         for unit, (added, deleted, noop) in zip(units, settled.unit_counts(), strict=True):
@@ -387,11 +360,26 @@ class Applier(ChainChecks):
         if error is not None:
             raise error
 
+    def _write_prefixes(self, ops: list[PrefixOp]) -> None:
+        """The prefix rows of a group's units, in log order; they commute with its quads."""
+        if not ops:
+            return
+        target = cast(Any, self.target)
+        if self._write_prefixes_at_once:
+            target.write_prefixes(ops)
+            return
+        for bind, graph, name, iri in ops:
+            if bind:
+                target.add_prefix(graph, name, iri)
+            else:
+                target.delete_prefix(graph, name)
+
     def _mark_unit(self) -> None:
         self._u_added0, self._u_deleted0, self._u_noop0 = self._p_added, self._p_deleted, self._p_noop
 
     def _abort(self) -> None:
         self._ops = {}
+        self._prefixes = []
         if self._unit_open:
             self.target.rollback()
             self._unit_open = False
@@ -571,13 +559,18 @@ class Applier(ChainChecks):
                     self._begin_unit(event)
                 if self._skipping:
                     continue
-                if not self._go_direct():
-                    continue
-                if kind is PrefixAdd:
-                    self.target.add_prefix(event.g, event.name, event.iri)  # type: ignore[union-attr]
-                else:
-                    self.target.delete_prefix(event.g, event.name)  # type: ignore[union-attr]
                 self._last = event
+                if kind is PrefixAdd:
+                    op: PrefixOp = (True, event.g, event.name, event.iri)  # type: ignore[union-attr]
+                else:
+                    op = (False, event.g, event.name, None)  # type: ignore[union-attr]
+                if not self._unit_open:
+                    # Held with the unit's rows and written with its group (or when it goes direct).
+                    self._prefixes.append(op)
+                elif kind is PrefixAdd:
+                    self.target.add_prefix(op[1], op[2], op[3])
+                else:
+                    self.target.delete_prefix(op[1], op[2])
             # Options rows carry no change.
 
     def _replay(self, event: Event, kind: type) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from patchsync.apply.group import CommitGroup, Decision, HeldUnit
 from patchsync.apply.result import ApplyResult
-from patchsync.apply.target import Quad, Target
+from patchsync.apply.target import PrefixOp, Quad, Target
 from patchsync.errors import ChainError, param
 from patchsync.events import Event
 
@@ -32,6 +32,7 @@ class ChainChecks:
     _unit_open: bool
     _open: bool
     _ops: dict[Quad, int]
+    _prefixes: list[PrefixOp]
     _patch_id: str | None
     _prev: str | None
     _checked: bool
@@ -127,6 +128,7 @@ class ChainChecks:
         if self._decision is not None and id(self._decision) in skipped:
             self._skipping = True
             self._ops = {}
+            self._prefixes = []
             self._open = False
         for unit in units:
             if unit.decision is not None and id(unit.decision) in skipped:
@@ -134,7 +136,7 @@ class ChainChecks:
                 if unit.ends_patch:
                     self.result.patches -= 1
                     self.result.skipped += 1
-                unit.ops, unit.unit, unit.record = {}, False, None
+                unit.ops, unit.unit, unit.record, unit.prefixes = {}, False, None, []
         return units, error
 
     def _fork(self, d: Decision, head: str | None) -> ChainError:

@@ -21,9 +21,11 @@ touched quad looked up in step 1 instead.
 The target sees the group as one unit whose rows all come with its commit, so it sets no
 savepoint for it, and its checkpoint is the last held unit's: a crash loses whole groups
 and the checkpoint still names exactly what the store holds (docs/design.md §2, §3).
-Aborted units never reach the group. Which events force a write (a unit that must send
-rows before its end, prefix rows, a pause of the input, errors, the end of an apply) is
-the applier's business; this module only holds and settles.
+A held unit carries its prefix rows too; the group hands them over in log order with its
+quads, in one call (``write_prefixes``) where the target takes them so. Aborted units never
+reach the group, nor do their prefix rows. Which events force a write (a unit that must
+send rows before its end, a pause of the input, errors, the end of an apply) is the
+applier's business; this module only holds and settles.
 """
 
 from __future__ import annotations
@@ -31,8 +33,9 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any, cast
 
-from patchsync.apply.target import Checkpoint, PatchRecord, Quad
+from patchsync.apply.target import CAN_CONTAINS, Checkpoint, PatchRecord, PrefixOp, Quad, Target, capabilities_of
 
 #: Held rows (distinct quads per unit, summed) that make the applier write its group. Larger
 #: groups save PostgreSQL little more, and the rows held alive make Python's cyclic GC run
@@ -71,7 +74,7 @@ class HeldUnit:
     record of a patch the step ends, its counts filled in when the group is written.
     ``unit`` is False for a step that only moves the checkpoint (no unit was open).
     ``decision`` is the chain decision on the unit's patch (none without the strict
-    policy or a patch id).
+    policy or a patch id). ``prefixes`` are the unit's prefix rows in order.
     """
 
     ops: dict[Quad, int]
@@ -80,6 +83,7 @@ class HeldUnit:
     ends_patch: bool
     record: PatchRecord | None
     decision: Decision | None = None
+    prefixes: list[PrefixOp] = field(default_factory=list)
 
 
 def replay(seq: int, present: bool) -> tuple[int, int, int, bool]:
@@ -97,6 +101,57 @@ def replay(seq: int, present: bool) -> tuple[int, int, int, bool]:
             added += 1
             present = True
     return added, deleted, noop, present
+
+
+def write_rows(target: Target, ops: dict[Quad, int]) -> Counts:
+    """Send one unit's pending rows ``ops`` (quad -> operations, as in :class:`HeldUnit`) to
+    ``target``: deletes, then adds, in bulk (rows on distinct quads commute); the counts.
+
+    A quad touched more than once is resolved on its own: deleting it tells whether it was
+    present (or, where the target tells presence in bulk, one lookup for all such quads),
+    which fixes how many of its operations changed the target; it is added back if its
+    last operation was an add.
+    """
+    added = deleted = noop = 0
+    adds: list[Quad] = []
+    deletes: list[Quad] = []
+    multi: list[tuple[Quad, int]] = []
+    for quad, seq in ops.items():
+        if seq == 3:
+            adds.append(quad)
+        elif seq == 2:
+            deletes.append(quad)
+        else:
+            multi.append((quad, seq))
+    if deletes:
+        changed = target.delete(deletes)
+        deleted += changed
+        noop += len(deletes) - changed
+    if adds:
+        changed = target.add(adds)
+        added += changed
+        noop += len(adds) - changed
+    if not multi:
+        return added, deleted, noop
+    bulk = CAN_CONTAINS in capabilities_of(target)
+    initial = cast(Any, target).contains([q for q, _ in multi]) if bulk else None
+    final_add: list[Quad] = []
+    final_delete: list[Quad] = []
+    for index, (quad, seq) in enumerate(multi):
+        was = target.delete([quad]) == 1 if initial is None else initial[index]
+        a, d, n, present = replay(seq, was)
+        added += a
+        deleted += d
+        noop += n
+        if present:
+            final_add.append(quad)
+        elif initial is not None:
+            final_delete.append(quad)
+    if final_delete:
+        target.delete(final_delete)
+    if final_add:
+        target.add(final_add)
+    return added, deleted, noop
 
 
 @dataclass(slots=True)
@@ -242,7 +297,7 @@ class CommitGroup:
     def hold(self, unit: HeldUnit) -> bool:
         """Hold ``unit``; returns whether the group is now full."""
         self.units.append(unit)
-        self.rows += len(unit.ops)
+        self.rows += len(unit.ops) + len(unit.prefixes)
         if unit.record is not None and unit.record.patch_id is not None:
             self._ids.add(unit.record.patch_id)
         return self.rows >= self.max_rows or len(self.units) >= self.max_units
@@ -269,4 +324,5 @@ __all__ = [
     "Settlement",
     "replay",
     "settle",
+    "write_rows",
 ]

@@ -22,6 +22,8 @@ from patchsync.terms import TermAdapter
 
 #: ``(s, p, o, g)`` in the target's adapter terms; ``g`` is ``None`` in TRIPLES streams.
 Quad = tuple[Any, Any, Any, Any]
+#: One prefix row: ``(bind, graph, name, iri)``, ``bind`` False (and ``iri`` None) for ``PD``.
+PrefixOp = tuple[bool, Any, str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +100,10 @@ CAN_WRITE_EACH = "write_each"
 #: pattern lookups until the unit commits, and builds them then, each with one sort
 #: instead of an insert at a random place per quad. The unit stays one atomic change.
 CAN_BULK_LOAD = "bulk_load"
+#: ``write_prefixes``: ``write_prefixes(ops)`` takes the prefix rows (:data:`PrefixOp`) of
+#: several units in log order and stores what they leave, as ``add_prefix``/``delete_prefix``
+#: one row at a time would, in a few statements.
+CAN_WRITE_PREFIXES = "write_prefixes"
 CAPABILITIES = frozenset(
     {
         CAN_DUMP,
@@ -108,6 +114,7 @@ CAPABILITIES = frozenset(
         CAN_LAST_WRITES,
         CAN_WRITE_EACH,
         CAN_BULK_LOAD,
+        CAN_WRITE_PREFIXES,
     }
 )
 

@@ -77,6 +77,9 @@ class Statements:
     record: str
     ns_upsert: str
     ns_delete: str
+    # PostgreSQL: the same over arrays of columns, one statement for many pairs.
+    ns_upsert_many: str
+    ns_delete_many: str
     checkpoint_insert: str
     checkpoint_update: str
 
@@ -156,6 +159,14 @@ POSTGRESQL = Statements(
         "AS i(id, h, term) ORDER BY h"
     ),
     term_ids="SELECT array_agg(nextval('ps_terms_id_seq')) FROM generate_series(1, %s)",
+    ns_upsert_many=(
+        "INSERT INTO ps_namespaces (g, prefix, iri) SELECT * FROM unnest(%s::text[], %s::text[], %s::text[]) "
+        "ON CONFLICT (g, prefix) DO UPDATE SET iri = excluded.iri"
+    ),
+    ns_delete_many=(
+        "DELETE FROM ps_namespaces n USING unnest(%s::text[], %s::text[]) AS d(g, prefix) "
+        "WHERE n.g = d.g AND n.prefix = d.prefix"
+    ),
     **_shared("%s"),
 )
 
@@ -171,6 +182,8 @@ SQLITE = Statements(
     term_insert="INSERT INTO ps_terms (id, h, term) VALUES (?, ?, ?)",
     term_insert_new="INSERT INTO ps_terms (id, h, term) VALUES (?, ?, ?)",  # one writer: term_insert is plain already
     term_ids="SELECT max(id) FROM ps_terms",  # unused: the writer hands out ids itself (terms.py)
+    ns_upsert_many="",  # unused: executemany of ns_upsert runs in process
+    ns_delete_many="",  # likewise ns_delete
     **_shared("?"),
 )
 

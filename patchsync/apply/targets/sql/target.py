@@ -17,8 +17,8 @@ it says every quad of a batch changed the table, else from ``RETURNING``.
 
 Transactions: units run inside a database transaction that may hold several units
 (docs/design.md §2). A unit gets a savepoint only if it writes before the applier
-announces its last writes (``last_writes``: rows sent because a batch filled up, prefix
-rows), since only such a unit can still be aborted after its rows were sent; a unit whose
+announces its last writes (``last_writes``: rows sent because a batch filled up, and the
+prefix rows of such a unit), since only such a unit can still be aborted after its rows were sent; a unit whose
 rows all come with its commit costs no savepoint round trips, and a database error in them
 drops the whole open transaction (none of its units had their checkpoint written yet); the transaction commits when it holds enough rows, units or
 seconds, and at the end of an apply, with the checkpoints of its sources (:mod:`.ledger`).
@@ -51,6 +51,7 @@ from patchsync.apply.target import (
     CAN_LAST_WRITES,
     CAN_NAMESPACES,
     CAN_WRITE_EACH,
+    CAN_WRITE_PREFIXES,
     Checkpoint,
     PatchRecord,
     Quad,
@@ -60,6 +61,7 @@ from patchsync.apply.targets.sql.engine import create_sql_engine, safe_url
 from patchsync.apply.targets.sql.errors import is_unique_violation, translate
 from patchsync.apply.targets.sql.ledger import UNREAD, Ledger
 from patchsync.apply.targets.sql.migrate import ensure_schema
+from patchsync.apply.targets.sql.namespaces import Namespaces
 from patchsync.apply.targets.sql.pg_arrays import key_arrays
 from patchsync.apply.targets.sql.statements import PG_SESSION, STATEMENTS, Statements
 from patchsync.apply.targets.sql.terms import TERM_CACHE_CHARS, TERM_CACHE_SIZE, TermDictionary
@@ -78,7 +80,7 @@ _TARGET_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('patchsync:target:
 _EACH_TRUST = 8
 
 
-class SqlTarget(TermDictionary, Ledger):
+class SqlTarget(TermDictionary, Ledger, Namespaces):
     """A SQLite or PostgreSQL database as an apply target (see the module docstring).
 
     ``url`` is a SQLAlchemy URL or an :class:`~sqlalchemy.Engine`. An empty database gets
@@ -99,6 +101,7 @@ class SqlTarget(TermDictionary, Ledger):
             CAN_LAST_WRITES,
             CAN_WRITE_EACH,
             CAN_BULK_LOAD,
+            CAN_WRITE_PREFIXES,
         }
     )
 
@@ -204,11 +207,6 @@ class SqlTarget(TermDictionary, Ledger):
             result = conn.execute(stmt, execution_options={"yield_per": 10_000})
             for row in result:
                 yield (row[0], row[1], row[2], row[3])
-
-    def namespaces(self) -> dict[tuple[str, str], str]:
-        n = schema.namespaces
-        with self._reading() as conn:
-            return {(r.g, r.prefix): r.iri for r in conn.execute(select(n))}
 
     # -- unit --------------------------------------------------------------------------
 
@@ -416,16 +414,6 @@ class SqlTarget(TermDictionary, Ledger):
                 sql = self.sql.contains_quads
                 found.update(key for key in keys if cursor.execute(sql, key).fetchone() is not None)
         return [k is not None and k in found for k in aligned]
-
-    def add_prefix(self, graph: Any, name: str, iri: Any) -> None:
-        with self._guard("binding a prefix"):
-            self._before_write()
-            self._cur.execute(self.sql.ns_upsert, (graph or "", name, iri))
-
-    def delete_prefix(self, graph: Any, name: str) -> None:
-        with self._guard("removing a prefix"):
-            self._before_write()
-            self._cur.execute(self.sql.ns_delete, (graph or "", name))
 
     def commit(self, source: str, checkpoint: Checkpoint, records: Sequence[PatchRecord]) -> None:
         with self._guard("committing a unit"):
