@@ -90,6 +90,12 @@ def _params(batch: int) -> dict[str, Callable[[str], tuple[Any, ...]]]:
         "record": lambda d: ("x", "p1", "src", 1, 2, 3, 4, 5, 6, 1.0, "[]", False),
         "ns_upsert": lambda d: ("", "ex", "http://example.org/"),
         "ns_delete": lambda d: ("", "ex"),
+        "ns_upsert_many": lambda d: (
+            [""] * batch,
+            [f"ex{i}" for i in range(batch)],
+            [f"http://example.org/{i}/" for i in range(batch)],
+        ),
+        "ns_delete_many": lambda d: ([""] * batch, [f"ex{i}" for i in range(batch)]),
         "checkpoint_insert": lambda d: ("src", *cp, 1),
         "checkpoint_update": lambda d: (*cp, 2, "src", 1),
     }
@@ -206,6 +212,10 @@ def test_sqlite_plans_use_the_indexes(tmp_path: Any) -> None:
         params = _params(LOOKUP_CHUNK)
         offending = {}
         for name, sql in _statements(STATEMENTS["sqlite"]):
+            if not sql:
+                # A form this dialect does not use (SQLite runs the single-pair form many times).
+                assert name.endswith("_many"), name
+                continue
             rows = db.execute(f"EXPLAIN QUERY PLAN {sql}", params[name]("sqlite")).fetchall()
             details = [str(r[-1]) for r in rows]
             # "SCAN t" (also "SCAN t USING [COVERING] INDEX i") reads the whole table;
