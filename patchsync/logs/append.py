@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from patchsync.codec.patch_decoder import PatchDecoder
-from patchsync.errors import ChainError, EncodeError, FormatError, UsageError
+from patchsync.errors import ChainError, FormatError, UsageError
 from patchsync.events import Event, Header, Options, PatchEnd
-from patchsync.logs.convert import FEATURE_NAMES, FeatureScan
+from patchsync.logs.convert import FeatureScan
 from patchsync.logs.patch_logs import CHUNK_SIZE, LogAppender, format_of, read_events
 from patchsync.options import Limits, PatchOptions
 from patchsync.terms import IRI, TermAdapter
@@ -75,12 +75,7 @@ def append_logs(
     start = appender.size  # after the appender cut any partial frame
     patches = [0]
     try:
-        missing = scan.missing(appender.options)
-        if missing is not None:
-            raise EncodeError(
-                f"{scan.where(missing)}: uses {FEATURE_NAMES[missing]}, which the options of {dest} do not declare; "
-                "append to a new log instead; nothing was appended"
-            )
+        scan.require(appender.options, dest, "appended")
         if appender.head != head:
             _check_chain(dest_path, appender.head, sources, adapter, limits, FeatureScan())
         for src in sources:

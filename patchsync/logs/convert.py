@@ -18,6 +18,7 @@ from typing import IO, Any, cast
 
 from patchsync import formats
 from patchsync.codec.frame_stats import FrameCounter
+from patchsync.errors import EncodeError
 from patchsync.events import ROW_CODES, Add, Delete, Event, Options, PatchEnd
 from patchsync.logs.patch_logs import iter_stream_events, write_events
 from patchsync.options import PatchOptions, StatementType, StreamType
@@ -120,6 +121,16 @@ class FeatureScan:
             "generalized": options.generalized_statements,
         }
         return next((feature for feature in self.first if not declared[feature]), None)
+
+    def require(self, options: PatchOptions, dest: object, verb: str) -> None:
+        """Refuse, naming where it was first used, a feature seen that the options of the
+        existing log ``dest`` do not declare (``verb``: what was not done, "appended")."""
+        missing = self.missing(options)
+        if missing is not None:
+            raise EncodeError(
+                f"{self.where(missing)}: uses {FEATURE_NAMES[missing]}, which the options of {dest} do not declare; "
+                f"write to a new log instead; nothing was {verb}"
+            )
 
 
 def scan_features(data: bytes, fmt: str, source: str) -> Features:

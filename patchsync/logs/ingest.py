@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from patchsync import formats
-from patchsync.errors import EncodeError, FormatError, UsageError
+from patchsync.errors import FormatError, UsageError
 from patchsync.events import Add, Event, Header, PatchEnd, TxCommit, TxStart
 from patchsync.logs.append import LOCK_WAIT
-from patchsync.logs.convert import FEATURE_NAMES, FeatureScan
+from patchsync.logs.convert import FeatureScan
 from patchsync.logs.messages import Message, MessageReader, scope_labels
 from patchsync.logs.patch_logs import LogAppender, format_of, read_events
 from patchsync.options import Limits, PatchOptions, StatementType
@@ -149,12 +149,7 @@ def ingest_messages(
     count = [0]
     skipped = 0
     try:
-        missing = scan.missing(appender.options)
-        if missing is not None:
-            raise EncodeError(
-                f"{scan.where(missing)}: uses {FEATURE_NAMES[missing]}, which the options of {dest} do not declare; "
-                "ingest into a new log instead; nothing was ingested"
-            )
+        scan.require(appender.options, dest, "ingested")
         done = _ingested(dest_path) if start else {}
         head: list[str | None] = [appender.head]
         for source, found in read:
