@@ -1,4 +1,4 @@
-# The compiled statement row of the encoders (issue #13), included by _native.pyx.
+# The compiled statement row of the encoders (bench.native_bench measures it), included by _native.pyx.
 #
 # What it writes is what TermEncoder.statement and PatchEncoder._statement /
 # RdfEncoder.statement write, byte for byte (tests/test_native_encoder.py). It holds no

@@ -1,4 +1,4 @@
-# The encoder's state with its fields in C (issue #13), included by _native.pyx.
+# The encoder's state with its fields in C (bench.native_bench measures it), included by _native.pyx.
 #
 # term_encoder.TermEncoder and LruLookup keep their state in Python attributes; the
 # compiled row writer (_native_encode.pxi) read and wrote about twenty of them per row

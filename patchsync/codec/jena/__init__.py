@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 # The codec modules load on first use: the registry below is read by every command that
 # handles RDF files (format names, suffixes), and the two wire codecs cost more to import
-# than such a command's whole start-up budget (issue #16; tests/test_cli_startup.py).
+# than such a command's whole start-up budget (tests/test_cli_startup.py pins it).
 # (Written out rather than with patchsync._lazy: the codec imports only the layers below it.)
 _LAZY = {
     "BinaryDecoder": "stream",

@@ -3,7 +3,7 @@
 Each quad inserted into ``ps_quads`` lands at a random place in each secondary index
 (``posg``, ``ogsp``, ``gspo``, see :mod:`.schema`); once those trees outgrow the CPU's
 caches every insert is a descent through cold pages, which is what bounds the rate of a
-growing table (README, issue #14). An index built after the rows sorts them once instead.
+growing table (bench.scale_bench). An index built after the rows sorts them once instead.
 
 Those indexes serve readers' pattern lookups only: the write path reaches ``ps_quads``
 through its primary key, and ``ps_terms`` keeps its own indexes. So a unit writing into an

@@ -3,7 +3,7 @@
 The write path sends every batch as a few arrays (``unnest(%b::bigint[], …)``, see
 :mod:`~patchsync.apply.targets.sql.statements`). psycopg dumps a Python list element by
 element in Python (one dumper call, one length prefix and one append each), which cost
-about as much client time as the server spent running the statements (issue #14). Here a
+about as much client time as the server spent running the statements (bench.pg_statements). Here a
 batch is encoded in a handful of C-level operations: bigint arrays through ``array('q')``
 and extended-slice copies, text arrays through ``bytes.join``. The result is wrapped in a
 ``bytes`` subclass whose psycopg dumper hands the bytes over unchanged with the array's

@@ -1,7 +1,7 @@
 """Every statement the SQL target's write path sends, per dialect, in one table.
 
 The rule for each of them: its cost per row must not depend on how many rows the tables
-hold, whatever they held when the statement was planned (issue #14). A statement is
+hold, whatever they held when the statement was planned (tests/test_sql_plans.py). A statement is
 written so that no plan the database may choose for it can scan ``ps_quads`` or
 ``ps_terms``:
 

@@ -1,6 +1,6 @@
 """The term dictionary's loops over quads: quads to (s, p, o, g) term-id keys.
 
-Every quad applied to a SQL target goes through one of these (issue #14), so they run in C
+Every quad applied to a SQL target goes through one of these, so they run in C
 when the SQL speed-ups are built (``_native_keys.pxi`` beside this module) and as the Python
 functions here otherwise; these are the reference, and tests/test_native_keys.py holds
 both to the same results. A quad is a 4-tuple of N-Triples texts whose graph is ``None``

@@ -101,7 +101,7 @@ class TermDictionary:
     def _keys(self, quads: Sequence[Quad], *, create: bool) -> list[tuple[int, int, int, int] | None]:
         """Each quad as (s, p, o, g) term ids, in order; with ``create`` unknown terms are
         stored, without it a quad with a term the database lacks is ``None`` (it cannot be there)."""
-        # Every row applied goes through here (issue #14): each form below makes one pass
+        # Every row applied goes through here: each form below makes one pass
         # over the batch, plus one over the quads with a term to resolve.
         if not create and self._complete:
             # SQLite holding every stored term: a quad with an uncached one is not stored.
