@@ -227,11 +227,7 @@ class Applier(ChainChecks):
         if self._skipping or not self._begin_target():
             return False
         prefixes, self._prefixes = self._prefixes, []
-        for bind, graph, name, iri in prefixes:
-            if bind:
-                self.target.add_prefix(graph, name, iri)
-            else:
-                self.target.delete_prefix(graph, name)
+        self._write_prefixes(prefixes)
         return True
 
     def _flush_ops(self) -> None:
