@@ -551,6 +551,9 @@ def run_soak(
     result = SoakResult(config=config)
     rng = random.Random(seed)
     wall0 = time.monotonic()
+    # The daemon starts before the producer has written anything: the directory it tails must
+    # exist by then (tail refuses a directory that does not).
+    logs.mkdir(parents=True, exist_ok=True)
     producer = subprocess.Popen(
         [
             *[sys.executable, "-m", "tests.workloads.soak"],
