@@ -241,10 +241,11 @@ class GrpcDoor:
             options=[
                 ("grpc.max_receive_message_length", limit),
                 ("grpc.max_send_message_length", limit),
-                ("grpc.max_concurrent_streams", settings.max_streams),
                 ("grpc.so_reuseport", 0),
             ],
-            maximum_concurrent_rpcs=settings.max_streams * 2,
+            # The process's own count (ServeContext.stream) refuses with a reason; this is
+            # the transport's backstop, with room for health checks.
+            maximum_concurrent_rpcs=settings.max_streams * 2 + 8,
         )
         grpc_pb2_grpc.add_RdfStreamServiceServicer_to_server(RdfStreamServicer(self.ctx), server)
         patch_service_pb2_grpc.add_PatchServiceServicer_to_server(PatchServicer(self.ctx), server)
