@@ -45,6 +45,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
             "--topic",
             "rdf=rdf.jellyp",
             "--topic",
+            "cli=cli.jellyp",
+            "--topic",
             f"db=sqlite:///{folder}/db.sqlite",
         ],
         folder,
@@ -238,6 +240,22 @@ def test_requested_options_honoured_or_refused_naming_the_option(served: ServePr
         frames(rdf_pb2.RdfStreamOptions(physical_type=2, max_name_table_size=4))
     assert code_of(err.value) == grpc.StatusCode.INVALID_ARGUMENT
     assert "max_name_table_size" in err.value.details()  # type: ignore[attr-defined]
+
+
+def test_command_line_clients_take_a_token(served: ServeProcess, tmp_path: Path) -> None:
+    log = chain_log(tmp_path / "source.jellyp", 5)
+    (tmp_path / "w").write_text("w-token\n")
+    (tmp_path / "r").write_text("r-token\n")
+    url = served.url("cli")
+    refused = cli("publish", str(log), url, cwd=tmp_path, check=False)
+    assert refused.returncode != 0 and "token is required" in refused.stderr
+    refused = cli("publish", str(log), url, "--token-file", "r", cwd=tmp_path, check=False)
+    assert refused.returncode != 0 and "read only" in refused.stderr
+    assert "5 patches published" in cli("publish", str(log), url, "--token-file", "w", cwd=tmp_path).stdout
+    replica = f"sqlite:///{tmp_path}/replica.sqlite"
+    cli("tail", url, "--target", replica, "--once", cwd=tmp_path, env={"PATCHSYNC_TOKEN": "r-token"})
+    status = cli("status", "--target", replica, cwd=tmp_path, env={"PATCHSYNC_TOKEN": "r-token"}).stdout
+    assert "5 patches" in status and "0 messages" in status
 
 
 def test_health(served: ServeProcess) -> None:

@@ -254,3 +254,21 @@ def result_line(r: Any) -> str:
     if r.replayed:
         line += f", {r.replayed} events already applied"
     return line
+
+
+def add_client_flags(parser: argparse.ArgumentParser) -> None:
+    """``--token-file`` and ``--tls-ca``: credentials for a ``grpc://`` source."""
+    parser.add_argument(
+        "--token-file", metavar="FILE", help="a file holding the token for a grpc:// source (or set PATCHSYNC_TOKEN)"
+    )
+    parser.add_argument("--tls-ca", metavar="FILE", help="PEM CA certificate: reach a grpc:// source over TLS")
+
+
+def use_client_flags(args: argparse.Namespace) -> None:
+    """Hand ``--token-file`` / ``--tls-ca`` to the network clients (they read the environment)."""
+    import os
+
+    if getattr(args, "token_file", None):
+        os.environ["PATCHSYNC_TOKEN_FILE"] = args.token_file
+    if getattr(args, "tls_ca", None):
+        os.environ["PATCHSYNC_TLS_CA"] = args.tls_ca

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from patchsync.cli.common import Subcommands, add_relative_iris_flag, limits
+from patchsync.cli.common import Subcommands, add_client_flags, add_relative_iris_flag, limits, use_client_flags
 from patchsync.errors import UsageError
 
 
@@ -36,10 +36,12 @@ def register(sub: Subcommands) -> None:
     )
     publish.add_argument("--no-create", action="store_true", help="fail if the stream does not exist")
     add_relative_iris_flag(publish)
+    add_client_flags(publish)
     publish.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    use_client_flags(args)
     from pathlib import Path
 
     from patchsync.sources import APPEND, is_address, resolve_source

@@ -13,6 +13,7 @@ from patchsync.cli.common import (
     Subcommands,
     add_base_flag,
     add_chain_flag,
+    add_client_flags,
     add_relative_iris_flag,
     add_target_flag,
     check_base,
@@ -21,6 +22,7 @@ from patchsync.cli.common import (
     limits,
     load_base,
     open_target,
+    use_client_flags,
 )
 
 
@@ -79,6 +81,7 @@ def register(sub: Subcommands) -> None:
         metavar="S",
         help="give up (exit 1) when the target stays unavailable for S seconds (default 600; 0: never retry)",
     )
+    add_client_flags(tail)
     tail.set_defaults(func=run)
 
 
@@ -109,6 +112,7 @@ class TailLog:
 
 
 def run(args: argparse.Namespace) -> int:
+    use_client_flags(args)
     from patchsync.tail import Tailer, TailOptions, default_state_dir, open_retrying
     from patchsync.tail.options import split_paths
 
