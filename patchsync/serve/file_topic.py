@@ -14,6 +14,12 @@ are cut off then, as every appender does.
 
 Each append is one ``write`` of the whole patch, made only after the patch was decoded and
 checked whole and its chain checked against the head; a failed write is cut back.
+
+A patch this server appended is a restart point of its own, so its bytes in the log are a
+self-contained one-patch stream: they are what readers get, live and when catching up
+(read back as they are, not decoded and encoded again). Only patches written by another
+writer (a recorder's segment, several patches per stream) are decoded and encoded again,
+one message each.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ import asyncio
 import bisect
 import os
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 from patchsync.codec.patch_decoder import PatchDecoder
@@ -186,18 +192,19 @@ class FileLogTopic(LogTopic):
         return self._versions.get(patch_id)
 
     async def append(self, payload: bytes, *, where: str = "") -> Appended:
-        incoming = await asyncio.to_thread(decode_patch, payload, where or f"topic {self.name}", self.limits)
-        return await self._append(lambda: incoming)
+        where = where or f"topic {self.name}"
+        # Decoded and written in one hop to a worker thread: the append's latency is mostly
+        # the hops, not the work.
+        return await self._append(lambda: decode_patch(payload, where, self.limits))
 
     async def append_statements(self, quads: list[tuple[str, str, str, str]], *, where: str = "") -> Appended:
         return await self._append(lambda: statement_patch(quads, self.head))
 
-    async def _append(self, make: object) -> Appended:
+    async def _append(self, make: Callable[[], Incoming]) -> Appended:
         async with self._lock:
             if self._fd is None:
                 raise UsageError(f"topic {self.name}: closed")
-            incoming = make()  # type: ignore[operator]
-            appended, payload = await asyncio.to_thread(self._write, incoming)
+            appended, payload = await asyncio.to_thread(lambda: self._write(make()))
             if not appended.duplicate:
                 self._appended(Entry(appended.version, appended.patch_id, payload))
             return appended
@@ -217,8 +224,9 @@ class FileLogTopic(LogTopic):
         for event in incoming.events:
             scan.see(event, f"topic {self.name} patch {incoming.patch_id}")
         scan.require(options, f"topic {self.name}", "appended")
+        # A stream of its own (options row first, no reference to earlier lookups): the
+        # same bytes are the readers' message.
         data = _encode(incoming.events, options, append=self._size > 0)
-        payload = encode_patch(incoming.events, message_options(options))
         fd = self._fd
         assert fd is not None
         start = self._size
@@ -241,7 +249,7 @@ class FileLogTopic(LogTopic):
             self._versions[incoming.patch_id] = len(self._ids)
             self.head = incoming.patch_id
             self.version = len(self._ids)
-        return Appended(self.version, incoming.patch_id), payload
+        return Appended(self.version, incoming.patch_id), data
 
     # -- reading -----------------------------------------------------------------------
 
@@ -249,24 +257,50 @@ class FileLogTopic(LogTopic):
         return flatten(thread_batches(lambda: self._entries(first, last)))
 
     def _entries(self, first: int, last: int) -> Iterator[Entry]:
-        """Versions ``first`` to ``last``, decoded from the restart point before ``first``."""
+        """Versions ``first`` to ``last``, from the restart point at or before ``first``.
+
+        A restart point holding one patch is read as it is; one holding several (another
+        writer's stream) is decoded and each of its patches encoded as a message.
+        """
         with self._io:
             point = bisect.bisect_right(self._restart_versions, first) - 1
-            version = self._restart_versions[point] - 1
-            segment, offset = self._restart_at[point]
-            segments = self._segments[segment:]
+            versions = self._restart_versions[point:]
+            places = self._restart_at[point:]
+            segments = list(self._segments)
             size = self._size
-        for number, path in enumerate(segments):
-            start = offset if number == 0 else 0
-            end = size if path == self._segments[-1] else None
-            for events, options in _patches(path, start, end, self.limits):
-                version += 1
-                if version < first:
-                    continue
-                patch_id = self._ids[version - 1]
-                yield Entry(version, patch_id, encode_patch(events, message_options(options)))
-                if version >= last:
+            total = self.version
+        versions.append(total + 1)
+        fd = -1
+        opened = -1
+        try:
+            for number, (segment, offset) in enumerate(places):
+                begin, end_version = versions[number], versions[number + 1]
+                if begin > last:
                     return
+                if end_version <= first:
+                    continue
+                following = places[number + 1] if number + 1 < len(places) else None
+                end = following[1] if following is not None and following[0] == segment else None
+                if end is None and segment == len(segments) - 1:
+                    end = size
+                if end_version == begin + 1 and end is not None:
+                    if opened != segment:
+                        if fd >= 0:
+                            os.close(fd)
+                        fd = os.open(segments[segment], os.O_RDONLY)
+                        opened = segment
+                    yield Entry(begin, self._ids[begin - 1], os.pread(fd, end - offset, offset))
+                    continue
+                version = begin - 1
+                for events, options in _patches(segments[segment], offset, end, self.limits):
+                    version += 1
+                    if version >= end_version or version > last:
+                        break
+                    if version >= first:
+                        yield Entry(version, self._ids[version - 1], encode_patch(events, message_options(options)))
+        finally:
+            if fd >= 0:
+                os.close(fd)
 
 
 def _encode(events: list[Event], options: PatchOptions, *, append: bool) -> bytes:
