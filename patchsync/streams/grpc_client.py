@@ -37,6 +37,8 @@ TOKEN_FILE_ENV = "PATCHSYNC_TOKEN_FILE"
 TLS_CA_ENV = "PATCHSYNC_TLS_CA"
 #: Largest message the client takes (the server's own limit decides what it sends).
 MAX_MESSAGE_BYTES = 64 << 20
+#: Patches a subscriber asks for per response (``max_batch``).
+BATCH = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,22 +139,27 @@ class GrpcLog:
         except Exception as exc:
             raise _translate(exc, str(self.url)) from None
 
-    def subscribe_call(self, after_version: int, *, follow: bool) -> Any:
-        """The ``SubscribePatch`` call (iterate it; ``cancel()`` ends it from any thread)."""
+    def subscribe_call(self, after_version: int, *, follow: bool, batch: int = 1) -> Any:
+        """The ``SubscribePatch`` call (iterate it; ``cancel()`` ends it from any thread).
+
+        With ``batch`` above 1 each response holds up to that many patches in ``batch``.
+        """
         from patchsync._proto import patch_service_pb2
 
         request = patch_service_pb2.SubscribePatchRequest(
             topic=self.url.topic,
             start=patch_service_pb2.PatchStart(after_version=after_version),
             stop_at_head=not follow,
+            max_batch=batch,
         )
         return self.patches.SubscribePatch(request, metadata=self.metadata)
 
     def subscribe(self, after_version: int, *, follow: bool) -> Iterator[Any]:
         """The topic's ``PatchMessage``s after ``after_version``; without ``follow`` up to the head."""
-        call = self.subscribe_call(after_version, follow=follow)
+        call = self.subscribe_call(after_version, follow=follow, batch=BATCH)
         try:
-            yield from call
+            for response in call:
+                yield from response.batch
         except Exception as exc:
             raise _translate(exc, str(self.url)) from None
         finally:
@@ -204,9 +211,10 @@ class Subscription:
 
     _END = object()
 
-    def __init__(self, log: GrpcLog, after_version: int, *, follow: bool, buffer: int = 1024) -> None:
+    def __init__(self, log: GrpcLog, after_version: int, *, follow: bool, buffer: int = 16) -> None:
+        # Each item is one response: a list of patches, so the buffer holds batches.
         self._queue: queue.Queue[Any] = queue.Queue(buffer)
-        self._call = log.subscribe_call(after_version, follow=follow)
+        self._call = log.subscribe_call(after_version, follow=follow, batch=BATCH)
         self._where = str(log.url)
         self.error: BaseException | None = None
         self.ended = False
@@ -216,10 +224,11 @@ class Subscription:
 
     def _run(self) -> None:
         try:
-            for message in self._call:
+            for response in self._call:
+                patches = list(response.batch)
                 while not self._closed:
                     try:
-                        self._queue.put(message, timeout=0.2)
+                        self._queue.put(patches, timeout=0.2)
                         break
                     except queue.Full:
                         continue
@@ -232,8 +241,11 @@ class Subscription:
         self._queue.put(self._END)
 
     def take(self, limit: int, wait: float) -> list[Any]:
-        """Up to ``limit`` messages, waiting up to ``wait`` seconds for the first."""
+        """The messages of the next responses (at least ``limit`` if that many are ready),
+        waiting up to ``wait`` seconds for the first."""
         out: list[Any] = []
+        if self.ended:
+            return out  # nothing follows the end: no wait
         try:
             item = self._queue.get(timeout=wait) if wait > 0 else self._queue.get_nowait()
         except queue.Empty:
@@ -244,7 +256,7 @@ class Subscription:
                 if self.error is not None and not out:
                     raise self.error
                 return out
-            out.append(item)
+            out.extend(item)
             if len(out) >= limit:
                 return out
             try:

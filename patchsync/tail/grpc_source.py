@@ -110,7 +110,7 @@ class GrpcSource:
             applier.feed(events)
             self.next_version = message.version + 1
         progressed = bool(messages)
-        backlog = len(messages) == BATCH and not self.host.stopping
+        backlog = len(messages) >= BATCH and not self.host.stopping
         if backlog and time.monotonic() - self._paused_at < PAUSE_SECONDS:
             return True
         self._paused_at = time.monotonic()
