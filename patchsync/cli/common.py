@@ -135,8 +135,13 @@ def check_logs(args: argparse.Namespace, logs: list[str]) -> None:
 def check_base(args: argparse.Namespace) -> None:
     """Refuse a ``--base`` that is missing or not an RDF file, before the target is opened."""
     from patchsync import formats
+    from patchsync.sources import is_address, resolve_source
 
     if not args.base:
+        return
+    if is_address(args.base):
+        # A served target topic: its snapshot is fetched when the base is loaded.
+        resolve_source(args.base).role("snapshot")
         return
     formats.require(args.base, None, formats.RDF_CONVERT, "RDF", nameable=False)
     if not Path(args.base).is_file():
@@ -219,9 +224,10 @@ def add_base_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--base",
         metavar="FILE",
-        help="first load this RDF file into the empty target: a snapshot (.jelly from patchsync snapshot) "
-        "continues after its last patch; .nq/.trig/.rt/.rpb or a .jelly without position is a starting "
-        "state the logs are applied on from their beginning",
+        help="first load this RDF file into the empty target: a snapshot (.jelly from patchsync snapshot, "
+        "or grpc://HOST:PORT/TOPIC: a served target's snapshot) continues after its last patch; "
+        ".nq/.trig/.rt/.rpb or a .jelly without position is a starting state the logs are applied on from "
+        "their beginning",
     )
 
 
@@ -230,8 +236,16 @@ def load_base(target: Target, args: argparse.Namespace, logs: list[str]) -> None
     if not args.base:
         return
     from patchsync.apply.base import load_base as load
+    from patchsync.sources import is_address, resolve_source
 
-    report = load(target, args.base, logs, limits=limits(args))
+    if is_address(args.base):
+        # A served target's snapshot, fetched whole first (nothing is loaded from half of one).
+        with tempfile.TemporaryDirectory(prefix="patchsync-base-") as folder:
+            path = Path(folder) / "base.jelly"
+            resolve_source(args.base).role("snapshot")(args.base, path)
+            report = load(target, path, logs, limits=limits(args), name=args.base)
+    else:
+        report = load(target, args.base, logs, limits=limits(args))
     head = report.position.head if report.position is not None else None
     where = f"continuing after patch {head}" if head else "no position: logs apply from their start"
     print(f"{args.base}: base of {report.quads} quads loaded, {where}", file=sys.stderr)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import NamedTuple, TypeVar
@@ -262,7 +262,7 @@ class LogTopic(Topic):
 
     async def read_batches(
         self, start: Start, *, follow: bool = True, limit: int = 256, max_bytes: int = 4 << 20
-    ) -> AsyncIterator[list[Entry]]:
+    ) -> AsyncGenerator[list[Entry], None]:
         """:meth:`read`, a list of entries at a time: what is ready, at least one entry, at
         most ``limit`` entries and (unless one entry is larger) ``max_bytes`` of payload."""
         sub = self.hub.add(self.subscriber_buffer)

@@ -1,0 +1,255 @@
+"""Clients of ``patchsync serve``'s gRPC door beyond tail and publish: bootstrapping a replica
+from a served target's snapshot, a recorder committing to a topic, batched subscriptions,
+TLS, a NATS stream served by two processes, metrics, and a large catch-up.
+
+Protocol: the Jelly gRPC streaming protocol, https://w3id.org/jelly/1.0.0/specification/streaming
+("Subscribing to a stream"); chain rules of RDF Patch logs,
+https://afs.github.io/rdf-delta/rdf-patch-logs.html ("Identifying Patches").
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import grpc
+import pytest
+from rdflib import Dataset, Literal, Namespace
+
+from patchsync._proto import patch_service_pb2, patch_service_pb2_grpc
+from patchsync.apply.snapshot_file import read_position
+from patchsync.capture import record
+from patchsync.errors import ChainError
+from patchsync.streams.grpc_client import GrpcWriter
+from patchsync.streams.payloads import read_patches
+
+from .grpc_helpers import ServeProcess, cli, patch_stub, publish
+from .serve_helpers import chain_log, patch_id, payload
+
+EX = Namespace("http://example.org/")
+
+
+def dump(target: str, cwd: Path) -> list[str]:
+    return sorted(cli("dump", "--target", target, cwd=cwd).stdout.splitlines())
+
+
+def test_a_replica_starts_from_a_served_snapshot_and_tails_on(tmp_path: Path) -> None:
+    """``--base grpc://…/TARGET`` and ``snapshot --target grpc://…``: a new replica loads the
+    served target's state at its position, then tails the log topic from the next patch;
+    it ends equal to a replica that applied every patch."""
+    first = chain_log(tmp_path / "first.jellyp", 40)
+    everything = chain_log(tmp_path / "all.jellyp", 55)
+    served = f"sqlite:///{tmp_path}/served.sqlite"
+    cli("apply", str(first), "--target", served, cwd=tmp_path)
+    server = ServeProcess(["--topic", "log=log", "--topic", f"db={served}"], tmp_path).start()
+    try:
+        cli("publish", str(everything), server.url("log"), cwd=tmp_path)
+        # A snapshot file fetched from the server carries the served target's position.
+        out = cli("snapshot", "--target", server.url("db"), "-o", "db.jelly", cwd=tmp_path).stdout
+        assert f"at patch {patch_id(40)}" in out
+        position = read_position(tmp_path / "db.jelly")
+        assert position is not None and position.head == patch_id(40)
+
+        replica = f"sqlite:///{tmp_path}/replica.sqlite"
+        done = cli("tail", server.url("log"), "--target", replica, "--base", server.url("db"), "--once", cwd=tmp_path)
+        assert f"continuing after patch {patch_id(40)}" in done.stderr
+
+        # apply --base grpc:// with a local copy of the log: it continues after the base's head.
+        second = f"sqlite:///{tmp_path}/second.sqlite"
+        cli("apply", str(everything), "--target", second, "--base", server.url("db"), cwd=tmp_path)
+
+        local = f"sqlite:///{tmp_path}/local.sqlite"
+        cli("apply", str(everything), "--target", local, cwd=tmp_path)
+        expected = dump(local, tmp_path)
+        assert dump(replica, tmp_path) == expected
+        assert dump(second, tmp_path) == expected
+
+        # A log topic has no snapshot; nothing is written.
+        refused = cli("snapshot", "--target", server.url("log"), "-o", "x.jelly", cwd=tmp_path, check=False)
+        assert refused.returncode != 0 and "has no snapshot" in refused.stderr
+        assert not (tmp_path / "x.jelly").exists()
+    finally:
+        server.close()
+
+
+def test_a_base_whose_head_the_topic_lacks_is_refused(tmp_path: Path) -> None:
+    served = f"sqlite:///{tmp_path}/served.sqlite"
+    cli("apply", str(chain_log(tmp_path / "a.jellyp", 5)), "--target", served, cwd=tmp_path)
+    server = ServeProcess(["--topic", "log=log", "--topic", f"db={served}"], tmp_path).start()
+    try:
+        publish(patch_stub(server.port), "log", [payload(100, None)])
+        replica = f"sqlite:///{tmp_path}/replica.sqlite"
+        done = cli(
+            "tail",
+            server.url("log"),
+            "--target",
+            replica,
+            "--base",
+            server.url("db"),
+            "--once",
+            cwd=tmp_path,
+            check=False,
+        )
+        assert done.returncode != 0
+        assert f"holds no patch {patch_id(5)}" in done.stderr and "Traceback" not in done.stderr
+    finally:
+        server.close()
+
+
+def test_a_recorder_commits_to_a_served_topic(tmp_path: Path) -> None:
+    """The ``writer`` role: each committed transaction is one patch appended to the topic,
+    chained; a second recorder continues the chain; a forked one is refused whole."""
+    server = ServeProcess(["--topic", "t=t"], tmp_path).start()
+    try:
+        url = server.url("t")
+        ds = Dataset()
+        with record(ds, url) as rec:
+            with rec.transaction():
+                for i in range(5):
+                    rec.graph.add((EX[f"s{i}"], EX.p, Literal(i)))
+            with rec.transaction():
+                rec.graph.remove((EX.s1, None, None))
+        with record(Dataset(), url) as rec, rec.transaction():
+            rec.graph.add((EX.more, EX.p, Literal("second recorder")))
+        stale = GrpcWriter(url)
+        stale.head = None  # as if it had opened before the others appended
+        stale.sink.header("id", stale.adapter.iri("urn:test:fork"))
+        stale.sink.tx_start()
+        stale.sink.tx_commit()
+        stale.sink.end_patch()
+        with pytest.raises(ChainError, match="urn:test:fork"):
+            stale.commit("urn:test:fork")
+        stale.close()
+        code, _, err = server.stop()
+        assert code == 0, err
+        patches = list(read_patches(tmp_path / "t" / "patch-0000000001.jellyp"))
+        assert len(patches) == 3
+        assert [p.prev for p in patches] == [None, patches[0].patch_id, patches[1].patch_id]
+        replica = f"sqlite:///{tmp_path}/replica.sqlite"
+        server.start()
+        cli("tail", server.url("t"), "--target", replica, "--once", cwd=tmp_path)
+        lines = dump(replica, tmp_path)
+        assert len(lines) == 5 and any("second recorder" in line for line in lines)
+        assert not any("/s1>" in line for line in lines)
+    finally:
+        server.close()
+
+
+def test_batched_subscription_equals_one_patch_per_message(tmp_path: Path) -> None:
+    """Differential: ``max_batch`` changes how patches are grouped into responses, not which."""
+    log = chain_log(tmp_path / "log.jellyp", 120)
+    server = ServeProcess(["--topic", "t=t"], tmp_path).start()
+    try:
+        cli("publish", str(log), server.url("t"), cwd=tmp_path)
+        stub = patch_stub(server.port)
+
+        def read(batch: int, after: int) -> tuple[list[tuple[int, str, bytes]], int]:
+            request = patch_service_pb2.SubscribePatchRequest(
+                topic="t",
+                start=patch_service_pb2.PatchStart(after_version=after),
+                stop_at_head=True,
+                max_batch=batch,
+            )
+            got, responses = [], 0
+            for response in stub.SubscribePatch(request, timeout=60):
+                responses += 1
+                for m in response.batch if batch > 1 else [response]:
+                    got.append((m.version, m.patch_id, m.patch))
+            return got, responses
+
+        single, n_single = read(0, 7)
+        batched, n_batched = read(50, 7)
+        assert single == batched
+        assert [v for v, _, _ in single] == list(range(8, 121))
+        assert n_single == 113 and n_batched < 10
+    finally:
+        server.close()
+
+
+def _self_signed(folder: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 and localhost, and its key (made here, never shipped)."""
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    try:
+        import datetime
+
+        from cryptography import x509
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.hazmat.primitives.asymmetric import ec
+        from cryptography.x509.oid import NameOID
+    except ImportError:
+        if shutil.which("openssl") is None:
+            pytest.skip("neither the cryptography package nor the openssl command is available")
+        subprocess.run(
+            [
+                *("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"),
+                *("-keyout", str(key), "-out", str(cert), "-days", "2", "-subj", "/CN=localhost"),
+                *("-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"),
+            ],
+            check=True,
+            capture_output=True,
+        )
+        return cert, key
+    import ipaddress
+
+    private = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+    now = datetime.datetime.now(datetime.UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(private.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=2))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(private, hashes.SHA256())
+    )
+    cert.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key.write_bytes(
+        private.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    return cert, key
+
+
+def test_tls_end_to_end(tmp_path: Path) -> None:
+    """``--tls-cert/--tls-key`` on the server, ``--tls-ca`` on the clients: publish, tail and
+    a base over TLS; a client that does not trust the certificate, or speaks plaintext, gets nothing."""
+    cert, key = _self_signed(tmp_path)
+    (tmp_path / "tokens").write_text("write w-token\n")
+    (tmp_path / "token").write_text("w-token\n")
+    log = chain_log(tmp_path / "log.jellyp", 20)
+    server = ServeProcess(
+        ["--topic", "t=t", "--tokens", "tokens", "--tls-cert", str(cert), "--tls-key", str(key)], tmp_path
+    ).start()
+    try:
+        url = server.url("t")
+        creds = ["--token-file", "token", "--tls-ca", str(cert)]
+        cli("publish", str(log), url, *creds, cwd=tmp_path)
+        replica = f"sqlite:///{tmp_path}/replica.sqlite"
+        cli("tail", url, "--target", replica, "--once", *creds, cwd=tmp_path)
+        local = f"sqlite:///{tmp_path}/local.sqlite"
+        cli("apply", str(log), "--target", local, cwd=tmp_path)
+        assert dump(replica, tmp_path) == dump(local, tmp_path)
+
+        def describe(channel: grpc.Channel) -> None:
+            stub = patch_service_pb2_grpc.PatchServiceStub(channel)
+            stub.Describe(patch_service_pb2.DescribeRequest(topic="t"), timeout=5)
+
+        with pytest.raises(grpc.RpcError) as plaintext:
+            describe(grpc.insecure_channel(server.address))
+        assert plaintext.value.code() == grpc.StatusCode.UNAVAILABLE
+        (tmp_path / "other").mkdir()
+        other, _ = _self_signed(tmp_path / "other")
+        with pytest.raises(grpc.RpcError) as untrusted:
+            describe(grpc.secure_channel(server.address, grpc.ssl_channel_credentials(other.read_bytes())))
+        assert untrusted.value.code() == grpc.StatusCode.UNAVAILABLE
+    finally:
+        server.close()
