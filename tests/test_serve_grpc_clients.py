@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import threading
+import urllib.request
 from pathlib import Path
 
 import grpc
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from rdflib import Dataset, Literal, Namespace
 
 from patchsync._proto import patch_service_pb2, patch_service_pb2_grpc
@@ -24,7 +27,8 @@ from patchsync.errors import ChainError
 from patchsync.streams.grpc_client import GrpcWriter
 from patchsync.streams.payloads import read_patches
 
-from .grpc_helpers import ServeProcess, cli, patch_stub, publish
+from .grpc_helpers import ServeProcess, cli, patch_stub, publish, subscribe
+from .process_helpers import wait_for
 from .serve_helpers import chain_log, patch_id, payload
 
 EX = Namespace("http://example.org/")
@@ -251,5 +255,99 @@ def test_tls_end_to_end(tmp_path: Path) -> None:
         with pytest.raises(grpc.RpcError) as untrusted:
             describe(grpc.secure_channel(server.address, grpc.ssl_channel_credentials(other.read_bytes())))
         assert untrusted.value.code() == grpc.StatusCode.UNAVAILABLE
+    finally:
+        server.close()
+
+
+def test_a_nats_stream_served_by_two_processes_is_never_forked(nats_stream: str, tmp_path: Path) -> None:
+    """Two serve processes on one NATS stream: an append through one is seen through the
+    other, and of two patches following the same head, published through different
+    servers at once, exactly one is appended (the stream keeps the chain)."""
+    one = ServeProcess(["--topic", f"t={nats_stream}"], tmp_path).start()
+    two = ServeProcess(["--topic", f"t={nats_stream}"], tmp_path).start()
+    try:
+        publish(patch_stub(one.port), "t", [payload(1, None), payload(2, 1)])
+        wait_for(lambda: patch_stub(two.port).Describe(_describe("t"), timeout=5).version == 2, 30, "server two")
+        outcomes: list[str] = []
+
+        def race(port: int, n: int) -> None:
+            try:
+                publish(patch_stub(port), "t", [payload(n, 2)])
+                outcomes.append(f"appended {n}")
+            except grpc.RpcError as exc:
+                assert exc.code() == grpc.StatusCode.FAILED_PRECONDITION, exc.details()
+                outcomes.append(f"refused {n}")
+
+        threads = [threading.Thread(target=race, args=(port, n)) for port, n in ((one.port, 10), (two.port, 20))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert sorted(o.split()[0] for o in outcomes) == ["appended", "refused"], outcomes
+        winner = int(next(o for o in outcomes if o.startswith("appended")).split()[1])
+        # Both servers now serve the same three patches, in the same order.
+        for server in (one, two):
+            wait_for(lambda s=server: patch_stub(s.port).Describe(_describe("t"), timeout=5).version == 3, 30, "head")
+            got = [(m.version, m.patch_id) for m in subscribe(patch_stub(server.port), "t")]
+            assert got == [(1, patch_id(1)), (2, patch_id(2)), (3, patch_id(winner))]
+        # A replica tailing either server gets the stream's state.
+        replica = f"sqlite:///{tmp_path}/replica.sqlite"
+        cli("tail", two.url("t"), "--target", replica, "--once", cwd=tmp_path)
+        assert len(dump(replica, tmp_path)) == 6
+    finally:
+        one.close()
+        two.close()
+
+
+def _describe(topic: str) -> patch_service_pb2.DescribeRequest:
+    return patch_service_pb2.DescribeRequest(topic=topic)
+
+
+def test_metrics_of_the_grpc_door(tmp_path: Path) -> None:
+    """``--metrics``: the Prometheus text format parses, and counts what the door did."""
+    server = ServeProcess(["--topic", "t=t", "--metrics", "127.0.0.1:0"], tmp_path).start()
+    try:
+        assert server.proc is not None and server.proc.stdout is not None
+        line = server.proc.stdout.readline()
+        assert line.startswith("serving metrics on "), line
+        address = line.split(" on ", 1)[1].strip()
+        stub = patch_stub(server.port)
+        publish(stub, "t", [payload(1, None), payload(2, 1), payload(2, 1)])
+        assert len(list(subscribe(stub, "t"))) == 2
+        with pytest.raises(grpc.RpcError):
+            publish(stub, "t", [payload(9, 7)])
+        text = urllib.request.urlopen(f"http://{address}/metrics", timeout=10).read().decode()
+        samples = {
+            (s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text)
+            for s in family.samples
+        }
+        assert samples[("patchsync_topic_head_version", (("topic", "t"),))] == 2
+        assert samples[("patchsync_topic_appends_total", (("topic", "t"),))] == 2
+        assert samples[("patchsync_topic_duplicates_total", (("topic", "t"),))] == 1
+        assert samples[("patchsync_topic_refusals_total", (("reason", "chain"), ("topic", "t")))] == 1
+        assert samples[("patchsync_topic_bytes_total", (("direction", "out"), ("topic", "t")))] > 0
+        key = ("door", "grpc"), ("le", "+Inf"), ("method", "SubscribePatch"), ("topic", "t")
+        assert samples[("patchsync_request_seconds_bucket", key)] == 1
+    finally:
+        server.close()
+
+
+@pytest.mark.slow  # about 20 s: three processes apply or serve 10,000 patches
+def test_a_10000_patch_catch_up_equals_a_local_apply(tmp_path: Path) -> None:
+    """A served log of 10,000 small patches written by another writer (one stream, shared
+    lookups: decoded and sent one patch per message), tailed through the gRPC door, gives
+    the target a local ``apply`` of the same log gives."""
+    log = chain_log(tmp_path / "log.jellyp", 10_000, rows=1)
+    shutil.copy(log, tmp_path / "served.jellyp")
+    server = ServeProcess(["--topic", "t=served.jellyp"], tmp_path).start()
+    try:
+        replica = f"sqlite:///{tmp_path}/replica.sqlite"
+        cli("tail", server.url("t"), "--target", replica, "--once", cwd=tmp_path)
+        local = f"sqlite:///{tmp_path}/local.sqlite"
+        cli("apply", str(log), "--target", local, cwd=tmp_path)
+        got = dump(replica, tmp_path)
+        assert len(got) == 10_000
+        assert got == dump(local, tmp_path)
     finally:
         server.close()
