@@ -54,26 +54,18 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _fetch(args: argparse.Namespace, fetch: Any) -> int:
-    """Write the snapshot a server sends for a served target topic."""
+    """Write the snapshot a server sends for a served target topic (as it is: not decoded here)."""
+    import os
+
     from patchsync.apply.snapshot_file import read_position
-    from patchsync.codec.rdf_decoder import RdfDecoder
-    from patchsync.events import Statement
-    from patchsync.terms.ntriples import NTriplesTerms
 
     use_client_flags(args)
     fetch(args.target, args.output)
     position = read_position(args.output)
-    decoder: RdfDecoder[str] = RdfDecoder(NTriplesTerms(), source=args.output)
-    quads = 0
-    with open(args.output, "rb") as f:
-        while chunk := f.read(1 << 20):
-            decoder.feed(chunk)
-            quads += sum(1 for e in decoder if type(e) is Statement)
-    decoder.close()
-    quads += sum(1 for e in decoder if type(e) is Statement)
     head = position.head if position is not None else None
     sources = len(position.sources) if position is not None else 0
-    print(f"{args.output}: {quads} quads at patch {head or '(none)'}, {sources} source checkpoints")
+    size = os.path.getsize(args.output)
+    print(f"{args.output}: {size} bytes from {args.target} at patch {head or '(none)'}, {sources} source checkpoints")
     return 0
 
 
