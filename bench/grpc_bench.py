@@ -230,7 +230,7 @@ def snapshot_rdf(quads: int, work: Path, repeat: int = 2) -> dict[str, Any]:
         server.send_signal(signal.SIGTERM)
         server.communicate(timeout=60)
     return {
-        "quads": max(1, quads // rows) * rows,
+        "rows_applied": max(1, quads // rows) * rows,
         "build_s": round(t_build, 1),
         "subscribe_rdf_s": round(t_grpc, 2),
         "dump_s": round(t_dump, 2),
@@ -289,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{label:<32}{m['rss_before_mib']:>12}{m['rss_after_mib']:>12}")
     if "rdf" in results:
         r = results["rdf"]
-        print(f"\n{'snapshot of ' + str(r['quads']) + ' quads':<32}{'seconds':>12}{'bytes':>14}")
+        print(f"\n{'snapshot, ' + str(r['rows_applied']) + ' rows applied':<32}{'seconds':>12}{'bytes':>14}")
         print(f"{'snapshot grpc:// (SubscribeRdf)':<32}{r['subscribe_rdf_s']:>12}{r['subscribe_rdf_bytes']:>14}")
         print(f"{'dump -o .jelly (baseline)':<32}{r['dump_s']:>12}{r['dump_bytes']:>14}   ratio {r['grpc_of_dump']}x")
     print(f"\nload average at start: {results['load']}, at end: {results['load_end']}")

@@ -45,6 +45,8 @@ TOPIC_KEY = "topic"
 GROUP = 64
 #: Most patches in one ``SubscribePatch`` response, whatever the subscriber asks.
 MAX_BATCH = 1024
+#: Most payload bytes in one ``SubscribePatch`` response (unless one patch is larger).
+MAX_BATCH_BYTES = 4 << 20
 
 
 def _metadata(context: grpc.aio.ServicerContext, key: str) -> str | None:
@@ -137,8 +139,9 @@ class PatchServicer(_Door, patch_service_pb2_grpc.PatchServiceServicer):  # type
             sent = self.ctx.metrics.bytes.labels(name, "out")
             subscribers.inc()
             limit = min(request.max_batch, MAX_BATCH) if request.max_batch > 1 else 1
-            # A response stays well under the message limit (a larger patch goes alone).
-            max_bytes = self.ctx.settings.max_message_bytes // 2
+            # A response stays well under the message limit (a larger patch goes alone), and
+            # a subscriber's few buffered responses stay small.
+            max_bytes = min(self.ctx.settings.max_message_bytes // 2, MAX_BATCH_BYTES)
             message = patch_service_pb2.PatchMessage
             try:
                 batches = topic.read_batches(start, follow=not request.stop_at_head, limit=limit, max_bytes=max_bytes)

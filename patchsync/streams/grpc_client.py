@@ -258,7 +258,7 @@ class Subscription:
 
     _END = object()
 
-    def __init__(self, log: GrpcLog, after_version: int, *, follow: bool, buffer: int = 16) -> None:
+    def __init__(self, log: GrpcLog, after_version: int, *, follow: bool, buffer: int = 8) -> None:
         # Each item is one response: a list of patches, so the buffer holds batches.
         self._queue: queue.Queue[Any] = queue.Queue(buffer)
         self._call = log.subscribe_call(after_version, follow=follow, batch=BATCH)
