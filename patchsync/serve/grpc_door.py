@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import grpc
@@ -96,8 +96,9 @@ class RdfStreamServicer(_Door, grpc_pb2_grpc.RdfStreamServiceServicer):  # type:
             snapshot = await topic.snapshot()  # type: ignore[attr-defined]
             frames = snapshot.frames
             if options is not None:
-                written = [f async for f in frames]
-                frames = flatten(thread_batches(lambda: reencode(iter(written), options, f"topic {name}"), batch=8))
+                # Re-encoded as it is read: the snapshot is never held in memory whole.
+                stored = _blocking(frames, asyncio.get_running_loop())
+                frames = flatten(thread_batches(lambda: reencode(stored, options, f"topic {name}"), batch=8))
             sent = self.ctx.metrics.bytes.labels(name, "out")
             async for frame in frames:
                 sent.inc(len(frame))
@@ -218,6 +219,15 @@ class PatchServicer(_Door, patch_service_pb2_grpc.PatchServiceServicer):  # type
                 topic=info.name, kind=info.kind, head=info.head or "", version=info.version
             )
         raise AssertionError("guard aborts")  # pragma: no cover
+
+
+def _blocking(items: AsyncIterator[bytes], loop: asyncio.AbstractEventLoop) -> Iterator[bytes]:
+    """``items`` for a worker thread: each one is fetched on the event loop ``loop``."""
+    while True:
+        try:
+            yield asyncio.run_coroutine_threadsafe(anext(items), loop).result()  # type: ignore[arg-type]
+        except StopAsyncIteration:
+            return
 
 
 async def _read_ahead(first: Any, iterator: AsyncIterator[Any], arrived: asyncio.Queue[Any]) -> None:
