@@ -32,6 +32,8 @@ import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
 
+from patchsync.codec import wire
+from patchsync.codec.framing import read_varint
 from patchsync.codec.patch_decoder import PatchDecoder
 from patchsync.codec.patch_encoder import PatchEncoder
 from patchsync.errors import ChainError, PatchsyncError, UsageError
@@ -137,6 +139,13 @@ class FileLogTopic(LogTopic):
                         continue
                     if open_at is None:
                         open_at = offset
+                        if _starts_a_stream(f.fileno(), offset) and (
+                            not self._restart_at or self._restart_at[-1] != (index, offset)
+                        ):
+                            # An appended stream (a repeated options row, which decodes to
+                            # no event): a restart point of its own.
+                            self._restart_versions.append(self.version + 1)
+                            self._restart_at.append((index, offset))
                     if kind is Header:
                         if event.key == "id":  # type: ignore[union-attr]
                             patch_id = header_text(event.value)  # type: ignore[union-attr]
@@ -341,6 +350,21 @@ class FileLogTopic(LogTopic):
         finally:
             if fd >= 0:
                 os.close(fd)
+
+
+#: The start of a frame whose first row is an options row: ``RdfPatchFrame.rows`` (field 1).
+_ROWS_TAG = 0x0A
+
+
+def _starts_a_stream(fd: int, offset: int) -> bool:
+    """Whether the delimited frame at ``offset`` begins with an options row: a stream starts
+    there (an appended stream repeats the options row and refers to nothing before it)."""
+    head = os.pread(fd, 24, offset)
+    frame = read_varint(head, 0, len(head))
+    if frame is None or frame[1] >= len(head) or head[frame[1]] != _ROWS_TAG:
+        return False
+    row = read_varint(head, frame[1] + 1, len(head))
+    return row is not None and head[row[1] : row[1] + len(wire.ROW_OPTIONS)] == wire.ROW_OPTIONS
 
 
 def _encode(events: list[Event], options: PatchOptions, *, append: bool) -> bytes:
