@@ -42,6 +42,7 @@ LAYERS: dict[str, int] = {
     "plugins": 8,
     "tail": 9,
     "spark": 9,
+    "serve": 9,
     "cli": 10,
     "__main__": 11,
 }

@@ -35,6 +35,7 @@ COMMANDS = (
     "publish",
     "compact",
     "snapshot",
+    "serve",
 )
 
 

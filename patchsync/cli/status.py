@@ -78,8 +78,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _stream_row(source: str, cp: Any, when: str | None, tail: dict[str, Any] | None) -> dict[str, Any]:
     """A stream replica's row: its checkpoint's sequence, and its lag asked of the server."""
-    from patchsync.tail.stream_source import stream_lag
+    from patchsync.sources import resolve_source
 
+    stream_lag = resolve_source(source).role("lag")
     return {
         "source": source,
         "stream": True,

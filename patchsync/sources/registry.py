@@ -7,7 +7,8 @@ directory standing for its ``.jellyp`` segments in file-name order (docs/design.
 Each kind is registered once, with what it can do (:data:`READ_AT`, :data:`FOLLOW`,
 :data:`APPEND`, :data:`LAG`) and, for network kinds, lazy ``"module:attr"`` loaders of the
 parts that serve each role (``"follow"``: the tail daemon's reader, ``"writer"``: a log
-writer, ``"publish"``: the bulk publisher). Commands ask a resolved :class:`Source` for a
+writer, ``"publish"``: the bulk publisher, ``"lag"``: how far a checkpoint is behind, for
+``status``). Commands ask a resolved :class:`Source` for a
 capability or a role instead of testing schemes, so a new transport plugs in by one call
 to :func:`register_source`.
 """
@@ -135,6 +136,19 @@ _SCHEMES: dict[str, SourceKind] = {
             "follow": "patchsync.tail.stream_source:StreamSource",
             "writer": "patchsync.streams.publish:StreamWriter",
             "publish": "patchsync.streams.publish:publish_logs",
+            "lag": "patchsync.tail.stream_source:stream_lag",
+        },
+    ),
+    # A topic of `patchsync serve` (its gRPC door): read, followed and appended to there.
+    "grpc": SourceKind(
+        "grpc",
+        frozenset({READ_AT, FOLLOW, APPEND, LAG}),
+        scheme="grpc",
+        parse="patchsync.streams.grpc_client:parse_grpc_url",
+        roles={
+            "follow": "patchsync.tail.grpc_source:GrpcSource",
+            "publish": "patchsync.streams.grpc_client:publish_logs",
+            "lag": "patchsync.tail.grpc_source:grpc_lag",
         },
     ),
 }

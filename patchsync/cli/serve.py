@@ -1,0 +1,99 @@
+"""``patchsync serve --listen HOST:PORT --topic NAME=SPEC ...``: topics over the network.
+
+One process serves every front door given (``--listen`` for gRPC; other doors add their
+own flag through :func:`patchsync.serve.app.register_door`) over the same topics.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from patchsync.cli.common import Subcommands
+
+
+def register(sub: Subcommands) -> None:
+    """Add the ``serve`` parser."""
+    from patchsync.serve.doors import DOORS
+    from patchsync.serve.settings import (
+        DEFAULT_GRACE,
+        DEFAULT_MAX_MESSAGE_BYTES,
+        DEFAULT_MAX_STREAMS,
+        DEFAULT_SUBSCRIBER_BUFFER,
+    )
+
+    parser = sub.add_parser(
+        "serve",
+        help="serve patch logs and targets over the network (Jelly gRPC, Jelly-Patch)",
+        description="Serve named topics: a log topic (a .jellyp file, a directory of segments created when "
+        "missing, or nats://HOST:PORT/STREAM) takes appends that keep its chain and streams its patches, caught "
+        "up then live; a target topic (sqlite:///..., postgresql+psycopg://..., file:..., oxigraph:...) is served "
+        "read-only as snapshots. Without --tokens only loopback addresses are served unless --allow-anonymous. "
+        "SIGTERM: publishes in flight finish or are refused whole, subscriptions end cleanly, exit 0.",
+    )
+    for kind in sorted(DOORS.values(), key=lambda k: k.name):
+        parser.add_argument(kind.flag, metavar="HOST:PORT", dest=f"door_{kind.name}", help=kind.help)
+    parser.add_argument(
+        "--topic", action="append", default=[], metavar="NAME=SPEC", help="a topic (repeat for more)", required=True
+    )
+    parser.add_argument("--tokens", metavar="FILE", help="lines 'read TOKEN' or 'write TOKEN' (write implies read)")
+    parser.add_argument("--tls-cert", metavar="FILE", help="PEM certificate chain (with --tls-key): serve TLS")
+    parser.add_argument("--tls-key", metavar="FILE", help="PEM private key of --tls-cert")
+    parser.add_argument("--allow-anonymous", action="store_true", help="serve a non-loopback address without --tokens")
+    parser.add_argument(
+        "--max-message-bytes", type=int, default=DEFAULT_MAX_MESSAGE_BYTES, metavar="B", help="largest message"
+    )
+    parser.add_argument(
+        "--max-streams", type=int, default=DEFAULT_MAX_STREAMS, metavar="N", help="concurrent streams, all doors"
+    )
+    parser.add_argument(
+        "--subscriber-buffer",
+        type=int,
+        default=DEFAULT_SUBSCRIBER_BUFFER,
+        metavar="N",
+        help="patches queued per live subscriber (a slower one reads the log again instead)",
+    )
+    parser.add_argument(
+        "--grace", type=float, default=DEFAULT_GRACE, metavar="S", help="seconds requests in flight get at SIGTERM"
+    )
+    parser.add_argument("--metrics", metavar="HOST:PORT", help="serve Prometheus metrics at /metrics there")
+    parser.add_argument("--fsync", action="store_true", help="fsync a log topic after every append")
+    parser.set_defaults(func=run)
+
+
+def settings_from(args: argparse.Namespace) -> object:
+    """The :class:`~patchsync.serve.settings.ServeSettings` the flags give."""
+    from pathlib import Path
+
+    from patchsync.serve.auth import load_tokens
+    from patchsync.serve.doors import DOORS
+    from patchsync.serve.settings import ServeSettings, parse_address
+
+    listeners = {}
+    for kind in DOORS.values():
+        value = getattr(args, f"door_{kind.name}", None)
+        if value:
+            listeners[kind.name] = parse_address(value, kind.flag)
+    return ServeSettings(
+        listeners=listeners,
+        topics=tuple(args.topic),
+        tokens=load_tokens(args.tokens),
+        tls_cert=Path(args.tls_cert) if args.tls_cert else None,
+        tls_key=Path(args.tls_key) if args.tls_key else None,
+        allow_anonymous=args.allow_anonymous,
+        max_message_bytes=args.max_message_bytes,
+        max_streams=args.max_streams,
+        subscriber_buffer=args.subscriber_buffer,
+        grace=args.grace,
+        fsync=args.fsync,
+        metrics=parse_address(args.metrics, "--metrics") if args.metrics else None,
+    ).check()
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve until SIGTERM or SIGINT."""
+    from patchsync.serve.app import serve
+    from patchsync.serve.settings import ServeSettings
+
+    settings = settings_from(args)
+    assert isinstance(settings, ServeSettings)
+    return serve(settings)

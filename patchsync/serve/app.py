@@ -1,0 +1,172 @@
+"""One ``patchsync serve`` process: its topics, its front doors, and a clean stop.
+
+Front doors plug in through :mod:`patchsync.serve.doors`; every door shares the
+process's :class:`ServeContext`: topics, tokens, limits, metrics.
+
+Stopping (SIGTERM or SIGINT): no new request is taken; a publish stream gets no further
+patch appended (each patch is appended whole or refused whole), subscriptions end with a
+clean end of stream, the doors wait up to the grace period for requests in flight, the
+logs are released, and the process exits 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import sys
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from patchsync.errors import UsageError
+from patchsync.serve.auth import Access
+from patchsync.serve.catalog import Topics, build_topic
+from patchsync.serve.doors import DOORS, FrontDoor
+from patchsync.serve.errors import ShuttingDown, TooBusy, reason_of
+from patchsync.serve.metrics import ServeMetrics
+from patchsync.serve.settings import Address, ServeSettings
+from patchsync.serve.topics import Entry, LogTopic
+
+
+class ServeContext:
+    """What every front door of one process shares: settings, topics, metrics and the stop flag."""
+
+    def __init__(self, settings: ServeSettings, topics: Topics, metrics: ServeMetrics | None = None) -> None:
+        self.settings = settings
+        self.topics = topics
+        self.metrics = metrics or ServeMetrics()
+        self.stopping = False
+        self._streams = 0
+        for topic in topics:
+            if isinstance(topic, LogTopic):
+                topic.on_append = self._counter(topic)
+                self.metrics.head_version.labels(topic.name).set(topic.version)
+
+    def _counter(self, topic: LogTopic) -> Callable[[Entry], None]:
+        appends = self.metrics.appends.labels(topic.name)
+        head = self.metrics.head_version.labels(topic.name)
+
+        def count(entry: Entry) -> None:
+            appends.inc()
+            head.set(entry.version)
+
+        return count
+
+    def authorize(self, token: str | None, needed: Access, what: str) -> None:
+        """The one token check of every door (raises ``Unauthenticated`` or ``Forbidden``)."""
+        self.settings.tokens.check(token, needed, what)
+
+    def refuse_if_stopping(self, what: str) -> None:
+        """Refuse a request (or a patch of a publish stream) once the server is stopping."""
+        if self.stopping:
+            raise ShuttingDown(f"{what}: the server is stopping; nothing of this was done, send it again")
+
+    @contextlib.asynccontextmanager
+    async def stream(self, door: str, method: str, topic: str) -> AsyncIterator[None]:
+        """Count one stream against the limit and time it; refusals are counted by reason."""
+        if self._streams >= self.settings.max_streams:
+            self.metrics.refused(topic, "limit")
+            raise TooBusy(f"{method} {topic}: the server serves {self.settings.max_streams} streams already")
+        self._streams += 1
+        try:
+            with self.metrics.timed(door, method, topic):
+                yield
+        except Exception as exc:
+            self.metrics.refused(topic, reason_of(exc))
+            raise
+        finally:
+            self._streams -= 1
+
+    @property
+    def open_streams(self) -> int:
+        """Streams being served now."""
+        return self._streams
+
+
+class Server:
+    """The topics and doors of one process; :meth:`run` serves until told to stop."""
+
+    def __init__(self, settings: ServeSettings, *, announce: Callable[[str], None] | None = None) -> None:
+        self.settings = settings.check()
+        self.announce = announce or (lambda line: print(line, flush=True))
+        self.topics = Topics(
+            [
+                build_topic(t, subscriber_buffer=settings.subscriber_buffer, fsync=settings.fsync)
+                for t in settings.topics
+            ]
+        )
+        self.context = ServeContext(settings, self.topics)
+        self.doors: list[FrontDoor] = []
+        self.addresses: dict[str, str] = {}
+        self._stop = asyncio.Event()
+        self._metrics_server: Any = None
+
+    async def start(self) -> None:
+        """Open the topics and start every door."""
+        await self.topics.open()
+        for topic in self.topics:
+            if isinstance(topic, LogTopic):
+                self.context.metrics.head_version.labels(topic.name).set(topic.version)
+        try:
+            for name, address in sorted(self.settings.listeners.items()):
+                kind = DOORS.get(name)
+                if kind is None:
+                    raise UsageError(f"no front door named {name} (known: {', '.join(sorted(DOORS))})")
+                door = kind.create(self.context, address)
+                bound = await door.start()
+                self.doors.append(door)
+                self.addresses[name] = bound
+                self.announce(f"serving {name} on {bound}")
+            if self.settings.metrics is not None:
+                self._start_metrics(self.settings.metrics)
+        except BaseException:
+            await self.stop()
+            raise
+
+    def _start_metrics(self, address: Address) -> None:
+        from prometheus_client import start_http_server
+
+        self._metrics_server = start_http_server(address.port, address.host, registry=self.context.metrics.registry)
+        server = self._metrics_server[0] if isinstance(self._metrics_server, tuple) else None
+        port = server.server_port if server is not None else address.port
+        self.addresses["metrics"] = f"{address.host}:{port}"
+        self.announce(f"serving metrics on {address.host}:{port}")
+
+    def request_stop(self) -> None:
+        """Begin stopping (signal handlers call this)."""
+        self.context.stopping = True
+        self._stop.set()
+
+    async def stop(self) -> None:
+        """Refuse new work, end subscriptions, let requests in flight finish, release the topics."""
+        self.context.stopping = True
+        for topic in self.topics:
+            if isinstance(topic, LogTopic):
+                topic.hub.close()
+        await asyncio.gather(*(door.stop(self.settings.grace) for door in self.doors))
+        self.doors.clear()
+        if self._metrics_server is not None and isinstance(self._metrics_server, tuple):
+            self._metrics_server[0].shutdown()
+        await self.topics.close()
+
+    async def run(self) -> None:
+        """Start, serve until SIGTERM or SIGINT, stop."""
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self.request_stop)
+        await self.start()
+        try:
+            await self._stop.wait()
+        finally:
+            await self.stop()
+            self.announce("stopped")
+
+
+def serve(settings: ServeSettings) -> int:
+    """Run a serve process until it is told to stop; returns the exit code (0)."""
+    asyncio.run(Server(settings).run())
+    sys.stdout.flush()
+    return 0
+
+
+__all__ = ["ServeContext", "Server", "serve"]

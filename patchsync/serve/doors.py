@@ -1,0 +1,61 @@
+"""The registry of front doors: each kind of listener a serve process can start.
+
+A :class:`DoorKind` names the flag that gives the door's address (``--listen`` for gRPC)
+and a lazy ``"module:attr"`` factory, called with the process's
+``ServeContext`` (:mod:`patchsync.serve.app`) and that address, that returns a
+:class:`FrontDoor`. ``patchsync serve`` adds one flag per registered kind, so a new door
+is one :func:`register_door` call (or one entry below) and a module of its own.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from patchsync.serve.settings import Address
+
+
+class FrontDoor(Protocol):
+    """A listener of one protocol over the process's topics."""
+
+    async def start(self) -> str:
+        """Start listening; returns the address bound (``HOST:PORT``, the port resolved)."""
+        ...
+
+    async def stop(self, grace: float) -> None:
+        """Take no new request; give those in flight up to ``grace`` seconds."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class DoorKind:
+    """A kind of front door: its name, the flag giving its address and its factory."""
+
+    name: str
+    flag: str
+    factory: str
+    help: str
+
+    def create(self, context: Any, address: Address) -> FrontDoor:
+        module, _, attr = self.factory.partition(":")
+        door: FrontDoor = getattr(importlib.import_module(module), attr)(context, address)
+        return door
+
+
+DOORS: dict[str, DoorKind] = {
+    "grpc": DoorKind(
+        "grpc",
+        "--listen",
+        "patchsync.serve.grpc_door:GrpcDoor",
+        "serve the Jelly gRPC streaming protocol and the Jelly-Patch service at HOST:PORT",
+    ),
+}
+
+
+def register_door(kind: DoorKind) -> None:
+    """Add a kind of front door (replacing one of the same name)."""
+    DOORS[kind.name] = kind
+
+
+__all__ = ["DOORS", "DoorKind", "FrontDoor", "register_door"]

@@ -1,0 +1,309 @@
+"""A log topic on this machine: a ``.jellyp`` file, or a directory of ``.jellyp`` segments.
+
+The server is the log's writer for as long as it serves it: it takes the log's exclusive
+lock on opening (a directory's ``.patchsync.lock`` and its last segment's own lock, the
+locks every patchsync writer takes, docs/design.md §6) and holds it, so the head it keeps
+in memory is the log's head, and another writer is refused rather than forking the log.
+
+Opening scans the log once: the version index (each patch's id and ``prev``) and the
+*restart points*, the offsets where a stream starts afresh (an options row: a segment's
+start, and every patch this server appends, which it writes as a stream of its own in
+append mode), from which a reader can decode without reading what comes before. A
+trailing partial frame, or the complete frames of a patch a crashed writer did not end,
+are cut off then, as every appender does.
+
+Each append is one ``write`` of the whole patch, made only after the patch was decoded and
+checked whole and its chain checked against the head; a failed write is cut back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import os
+import threading
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+from patchsync.codec.patch_decoder import PatchDecoder
+from patchsync.codec.patch_encoder import PatchEncoder
+from patchsync.errors import ChainError, UsageError
+from patchsync.events import Event, Header, Options, PatchEnd
+from patchsync.logs.convert import FeatureScan
+from patchsync.logs.patch_logs import CHUNK_SIZE, exclusive_lock
+from patchsync.options import Limits, PatchOptions, StreamType
+from patchsync.serve.incoming import Incoming, decode_patch, statement_patch
+from patchsync.serve.topics import Appended, Entry, LogTopic, flatten, thread_batches
+from patchsync.sources import LOG_SUFFIX, directory_logs
+from patchsync.streams.payloads import NT_TERMS, encode_patch, header_text, message_options
+
+#: The lock file of a directory log (the recorder's, so the two exclude each other).
+DIRECTORY_LOCK = ".patchsync.lock"
+#: The first segment of a new directory log (the recorder's naming: file-name order is log order).
+FIRST_SEGMENT = "patch-0000000001.jellyp"
+#: Options of a log the server creates: every feature declared, so any patch can be appended.
+NEW_LOG_OPTIONS = PatchOptions(rdf_star=True, generalized_statements=True)
+
+
+class FileLogTopic(LogTopic):
+    """A ``.jellyp`` file or segment directory served as a log topic (see the module docstring)."""
+
+    def __init__(
+        self,
+        name: str,
+        spec: str,
+        path: Path,
+        *,
+        subscriber_buffer: int = 1024,
+        fsync: bool = False,
+        limits: Limits | None = None,
+    ) -> None:
+        super().__init__(name, spec, subscriber_buffer=subscriber_buffer)
+        self.path = path
+        self.fsync = fsync
+        self.limits = limits
+        self.directory = path.is_dir() or (not path.exists() and not path.name.lower().endswith(LOG_SUFFIX))
+        self.options: PatchOptions | None = None
+        self._segments: list[Path] = []
+        self._ids: list[str] = []
+        self._versions: dict[str, int] = {}
+        #: Restart points: the first version decoded from each, and where it is.
+        self._restart_versions: list[int] = []
+        self._restart_at: list[tuple[int, int]] = []
+        self._fd: int | None = None
+        self._dir_fd: int | None = None
+        self._size = 0
+        self._lock = asyncio.Lock()
+        self._io = threading.Lock()
+
+    # -- opening -----------------------------------------------------------------------
+
+    async def open(self) -> None:
+        await asyncio.to_thread(self._open)
+
+    def _open(self) -> None:
+        where = f"topic {self.name} ({self.path})"
+        if self.directory:
+            self.path.mkdir(parents=True, exist_ok=True)
+            self._dir_fd = self._lock_file(self.path / DIRECTORY_LOCK, where)
+            self._segments = directory_logs(self.path) or [self.path / FIRST_SEGMENT]
+        else:
+            if self.path.suffix.lower() != LOG_SUFFIX:
+                raise UsageError(f"{where}: a log topic is a .jellyp file or a directory of them")
+            self._segments = [self.path]
+        try:
+            self._fd = self._lock_file(self._segments[-1], where)
+            for index, segment in enumerate(self._segments):
+                self._scan(index, segment, last=index == len(self._segments) - 1)
+        except BaseException:
+            self._release()
+            raise
+        if self.options is not None and self.options.stream_type is StreamType.FLAT:
+            self._release()
+            raise UsageError(f"{where}: a FLAT log is one patch; nothing can be appended to it")
+
+    @staticmethod
+    def _lock_file(path: Path, where: str) -> int:
+        try:
+            return exclusive_lock(path, wait=0.0)
+        except UsageError:
+            raise UsageError(
+                f"{where}: another writer holds {path}; a served log has the server as its one writer"
+            ) from None
+
+    def _scan(self, index: int, path: Path, *, last: bool) -> None:
+        """Index the patches of one segment; cut an unfinished tail off the last one."""
+        decoder: PatchDecoder[str] = PatchDecoder(NT_TERMS, source=str(path), limits=self.limits)
+        patch_id = prev = None
+        ended_frame = -1  # the frame offset of the last PatchEnd
+        open_at: int | None = None  # the first frame of a patch not ended yet
+        with open(path, "rb") as f:
+            while chunk := f.read(CHUNK_SIZE):
+                decoder.feed(chunk)
+                for event in decoder:
+                    kind = type(event)
+                    offset = event[-3]
+                    if kind is Options:
+                        self.options = event.options  # type: ignore[union-attr]
+                        self._restart_versions.append(self.version + 1)
+                        self._restart_at.append((index, offset))
+                        continue
+                    if open_at is None:
+                        open_at = offset
+                    if kind is Header:
+                        if event.key == "id":  # type: ignore[union-attr]
+                            patch_id = header_text(event.value)  # type: ignore[union-attr]
+                        elif event.key == "prev":  # type: ignore[union-attr]
+                            prev = header_text(event.value)  # type: ignore[union-attr]
+                    elif kind is PatchEnd:
+                        self._index(patch_id, prev, path)
+                        patch_id = prev = None
+                        open_at = None
+                        ended_frame = offset
+            size = f.tell()
+        if not last:
+            return
+        end = decoder.offset  # past the last whole frame: a partial one is cut
+        if open_at is not None:
+            # A patch a crashed writer did not end: its frames go, and only they.
+            if open_at <= ended_frame:
+                raise UsageError(f"{path}: the log ends inside a patch that shares a frame with the one before")
+            end = open_at
+        while self._restart_at and self._restart_at[-1][0] == index and self._restart_at[-1][1] >= end > 0:
+            self._restart_at.pop()
+            self._restart_versions.pop()
+        self._size = size
+        if end < size:
+            assert self._fd is not None
+            os.ftruncate(self._fd, end)
+            self._size = end
+        if end == 0:
+            self._restart_at = [p for p in self._restart_at if p[0] != index]
+            self._restart_versions = self._restart_versions[: len(self._restart_at)]
+
+    def _index(self, patch_id: str | None, prev: str | None, path: Path) -> None:
+        if patch_id is None:
+            raise UsageError(f"{path}: patch {self.version + 1} has no 'id' header; a served log needs one per patch")
+        self._ids.append(patch_id)
+        self._versions.setdefault(patch_id, len(self._ids))
+        self.head = patch_id
+        self.version = len(self._ids)
+
+    def _release(self) -> None:
+        for fd in (self._fd, self._dir_fd):
+            if fd is not None:
+                os.close(fd)
+        self._fd = self._dir_fd = None
+
+    async def close(self) -> None:
+        await super().close()
+        async with self._lock:
+            self._release()
+
+    # -- appending ---------------------------------------------------------------------
+
+    def version_of(self, patch_id: str) -> int | None:
+        return self._versions.get(patch_id)
+
+    async def append(self, payload: bytes, *, where: str = "") -> Appended:
+        incoming = await asyncio.to_thread(decode_patch, payload, where or f"topic {self.name}", self.limits)
+        return await self._append(lambda: incoming)
+
+    async def append_statements(self, quads: list[tuple[str, str, str, str]], *, where: str = "") -> Appended:
+        return await self._append(lambda: statement_patch(quads, self.head))
+
+    async def _append(self, make: object) -> Appended:
+        async with self._lock:
+            if self._fd is None:
+                raise UsageError(f"topic {self.name}: closed")
+            incoming = make()  # type: ignore[operator]
+            appended, payload = await asyncio.to_thread(self._write, incoming)
+            if not appended.duplicate:
+                self._appended(Entry(appended.version, appended.patch_id, payload))
+            return appended
+
+    def _write(self, incoming: Incoming) -> tuple[Appended, bytes]:
+        """Check and write one patch under the log's lock (held since opening)."""
+        known = self._versions.get(incoming.patch_id)
+        if known is not None:
+            return Appended(known, incoming.patch_id, duplicate=True), b""
+        if incoming.prev != self.head:
+            raise ChainError(
+                f"topic {self.name}: patch {incoming.patch_id} has prev {incoming.prev or '(none)'} "
+                f"but the head is {self.head or '(none: the log is empty)'}; nothing was appended"
+            )
+        options = self.options or NEW_LOG_OPTIONS
+        scan = FeatureScan()
+        for event in incoming.events:
+            scan.see(event, f"topic {self.name} patch {incoming.patch_id}")
+        scan.require(options, f"topic {self.name}", "appended")
+        data = _encode(incoming.events, options, append=self._size > 0)
+        payload = encode_patch(incoming.events, message_options(options))
+        fd = self._fd
+        assert fd is not None
+        start = self._size
+        with self._io:
+            try:
+                view = memoryview(data)
+                while view:
+                    written = os.pwrite(fd, view, start + len(data) - len(view))
+                    view = view[written:]
+                if self.fsync:
+                    os.fsync(fd)
+            except BaseException:
+                os.ftruncate(fd, start)
+                raise
+            self._size = start + len(data)
+            self.options = options
+            self._restart_versions.append(self.version + 1)
+            self._restart_at.append((len(self._segments) - 1, start))
+            self._ids.append(incoming.patch_id)
+            self._versions[incoming.patch_id] = len(self._ids)
+            self.head = incoming.patch_id
+            self.version = len(self._ids)
+        return Appended(self.version, incoming.patch_id), payload
+
+    # -- reading -----------------------------------------------------------------------
+
+    def _stored(self, first: int, last: int) -> AsyncIterator[Entry]:
+        return flatten(thread_batches(lambda: self._entries(first, last)))
+
+    def _entries(self, first: int, last: int) -> Iterator[Entry]:
+        """Versions ``first`` to ``last``, decoded from the restart point before ``first``."""
+        with self._io:
+            point = bisect.bisect_right(self._restart_versions, first) - 1
+            version = self._restart_versions[point] - 1
+            segment, offset = self._restart_at[point]
+            segments = self._segments[segment:]
+            size = self._size
+        for number, path in enumerate(segments):
+            start = offset if number == 0 else 0
+            end = size if path == self._segments[-1] else None
+            for events, options in _patches(path, start, end, self.limits):
+                version += 1
+                if version < first:
+                    continue
+                patch_id = self._ids[version - 1]
+                yield Entry(version, patch_id, encode_patch(events, message_options(options)))
+                if version >= last:
+                    return
+
+
+def _encode(events: list[Event], options: PatchOptions, *, append: bool) -> bytes:
+    """The bytes appended for one patch: a stream of its own (options row first)."""
+    encoder: PatchEncoder[str] = PatchEncoder(options, NT_TERMS, append=append)
+    for event in events:
+        encoder.send(event)
+    encoder.finish()
+    return encoder.take()
+
+
+def _patches(
+    path: Path, start: int, end: int | None, limits: Limits | None
+) -> Iterator[tuple[list[Event], PatchOptions]]:
+    """The patches of ``path`` from the restart point ``start`` up to byte ``end``, with the options in force."""
+    decoder: PatchDecoder[str] = PatchDecoder(NT_TERMS, source=str(path), limits=limits)
+    options = PatchOptions()
+    pending: list[Event] = []
+    with open(path, "rb") as f:
+        f.seek(start)
+        remaining = None if end is None else end - start
+        while remaining is None or remaining > 0:
+            chunk = f.read(CHUNK_SIZE if remaining is None else min(CHUNK_SIZE, remaining))
+            if not chunk:
+                break
+            if remaining is not None:
+                remaining -= len(chunk)
+            decoder.feed(chunk)
+            for event in decoder:
+                kind = type(event)
+                if kind is Options:
+                    options = event.options  # type: ignore[union-attr]
+                    continue
+                pending.append(event)
+                if kind is PatchEnd:
+                    yield pending, options
+                    pending = []
+
+
+__all__ = ["DIRECTORY_LOCK", "FIRST_SEGMENT", "NEW_LOG_OPTIONS", "FileLogTopic"]

@@ -1,0 +1,167 @@
+"""A log topic on a NATS JetStream stream (``nats://HOST:PORT/STREAM``): one patch per message.
+
+The stream's sequence is the version. The stream itself keeps the chain: every publish
+carries the patch's ``prev`` as the expected last message id (:meth:`NatsLog.publish_patch`),
+so two servers appending to one stream never fork it, whichever of them a client reaches.
+
+One follower per topic reads every message as the stream stores it (this server's appends
+and any other writer's), keeps the version index (patch id -> sequence, built by reading
+the stream from its first message on opening) and hands each message to the subscribers.
+An append returns once the follower has seen its message, so a reader asked right after
+finds it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import AsyncIterator, Iterator
+
+from patchsync.errors import ChainError, PatchsyncError
+from patchsync.options import Limits
+from patchsync.serve.incoming import Incoming, decode_patch, statement_patch
+from patchsync.serve.topics import Appended, Entry, LogTopic, flatten, thread_batches
+from patchsync.streams.nats_log import MSG_ID, NatsLog, StreamMessage
+from patchsync.streams.payloads import PatchMessage, encode_patch, text_options
+from patchsync.streams.publish import StreamSettings, check_size
+from patchsync.streams.url import StreamURL
+
+#: Messages read per request.
+BATCH = 256
+#: Seconds the follower waits for new messages per request.
+FOLLOW_WAIT = 1.0
+#: Seconds between two attempts to reach a server that was lost.
+RETRY_WAIT = 1.0
+
+
+class NatsTopic(LogTopic):
+    """A NATS JetStream stream served as a log topic (see the module docstring)."""
+
+    def __init__(
+        self, name: str, spec: str, url: StreamURL, *, subscriber_buffer: int = 1024, limits: Limits | None = None
+    ) -> None:
+        super().__init__(name, spec, subscriber_buffer=subscriber_buffer)
+        self.url = url
+        self.limits = limits
+        self._versions: dict[str, int] = {}
+        self._ids: dict[int, str] = {}
+        self._log: NatsLog | None = None
+        self._follow: NatsLog | None = None
+        self._io = threading.Lock()
+        self._follower: asyncio.Task[None] | None = None
+        self._seen = asyncio.Condition()
+        self.error: str | None = None
+
+    async def open(self) -> None:
+        def connect() -> tuple[NatsLog, NatsLog]:
+            log = NatsLog(self.url)
+            try:
+                StreamSettings().apply(log)
+                return log, NatsLog(self.url)
+            except BaseException:
+                log.close()
+                raise
+
+        log, self._follow = await asyncio.to_thread(connect)
+        self._log = log
+        last = await asyncio.to_thread(log.last_seq)
+        # The version index: every message up to the last one now, read once.
+        while self.version < last:
+            if not await self._read_more(wait=0.1):
+                break
+        self._follower = asyncio.create_task(self._run_follower(), name=f"follow {self.name}")
+
+    async def _read_more(self, wait: float) -> bool:
+        follow = self._follow
+        assert follow is not None
+        first = self.version + 1
+        messages = await asyncio.to_thread(follow.fetch, first, BATCH, wait)
+        for message in messages:
+            self._see(message)
+        if messages:
+            async with self._seen:
+                self._seen.notify_all()
+        return bool(messages)
+
+    def _see(self, message: StreamMessage) -> None:
+        patch_id = message.headers.get(MSG_ID) or f"seq:{message.seq}"
+        self._ids[message.seq] = patch_id
+        self._versions.setdefault(patch_id, message.seq)
+        self.head = patch_id
+        self.version = message.seq
+        self._appended(Entry(message.seq, patch_id, message.payload))
+
+    async def _run_follower(self) -> None:
+        while not self.hub.closed:
+            try:
+                await self._read_more(FOLLOW_WAIT)
+                self.error = None
+            except PatchsyncError as exc:
+                self.error = str(exc)
+                await asyncio.sleep(RETRY_WAIT)
+
+    async def close(self) -> None:
+        await super().close()
+        if self._follower is not None:
+            self._follower.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._follower
+        for log in (self._log, self._follow):
+            if log is not None:
+                await asyncio.to_thread(log.close)
+        self._log = self._follow = None
+
+    def version_of(self, patch_id: str) -> int | None:
+        return self._versions.get(patch_id)
+
+    async def append(self, payload: bytes, *, where: str = "") -> Appended:
+        incoming = await asyncio.to_thread(decode_patch, payload, where or f"topic {self.name}", self.limits)
+        return await self._publish(incoming, payload)
+
+    async def append_statements(self, quads: list[tuple[str, str, str, str]], *, where: str = "") -> Appended:
+        # prev is the head as this server last saw it; the stream refuses it if another
+        # writer moved the head meanwhile (a ChainError, nothing appended).
+        incoming = statement_patch(quads, self.head)
+        payload = encode_patch(incoming.events, text_options(incoming.events))
+        return await self._publish(incoming, payload)
+
+    async def _publish(self, incoming: Incoming, payload: bytes) -> Appended:
+        known = self._versions.get(incoming.patch_id)
+        if known is not None:
+            return Appended(known, incoming.patch_id, duplicate=True)
+        log = self._log
+        if log is None:
+            raise ChainError(f"topic {self.name}: closed")
+
+        def publish() -> tuple[int, bool]:
+            with self._io:
+                check_size(PatchMessage(incoming.patch_id, incoming.prev, payload, f"topic {self.name}", 1), log)
+                result = log.publish_patch(payload, incoming.patch_id, incoming.prev)
+                return result.seq, result.duplicate
+
+        seq, duplicate = await asyncio.to_thread(publish)
+        async with self._seen:
+            await self._seen.wait_for(lambda: self.version >= seq or self.hub.closed)
+        return Appended(seq, incoming.patch_id, duplicate=duplicate)
+
+    def _stored(self, first: int, last: int) -> AsyncIterator[Entry]:
+        return flatten(thread_batches(lambda: self._entries(first, last)))
+
+    def _entries(self, first: int, last: int) -> Iterator[Entry]:
+        log = self._log
+        assert log is not None
+        seq = first
+        while seq <= last:
+            with self._io:
+                messages = log.fetch(seq, BATCH, 0.1)
+            if not messages:
+                return
+            for message in messages:
+                if message.seq > last:
+                    return
+                yield Entry(message.seq, self._ids.get(message.seq) or message.headers.get(MSG_ID, ""), message.payload)
+                seq = message.seq + 1
+
+
+__all__ = ["NatsTopic"]

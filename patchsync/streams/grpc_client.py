@@ -1,0 +1,296 @@
+"""A client of ``patchsync serve``'s gRPC door: ``grpc://HOST:PORT/TOPIC`` as a patch source.
+
+The topic's patches arrive one message each (``patchsync.v1.PatchService``), every message
+a self-contained one-patch Jelly-Patch stream with its version, so a reader checkpoints the
+version exactly as a NATS reader checkpoints a stream sequence. Publishing resumes as
+:func:`patchsync.streams.publish.publish_logs` does: the server's head says how far a
+previous run got, and the server acknowledges a patch it holds already without appending
+it again.
+
+Credentials come from the environment, so that every command taking a source takes them
+the same way: ``PATCHSYNC_TOKEN`` (the token itself) or ``PATCHSYNC_TOKEN_FILE`` (a file
+holding it), and ``PATCHSYNC_TLS_CA`` (a PEM file of the CA to trust: the connection then
+uses TLS). The command line's ``--token-file`` and ``--tls-ca`` set the latter two.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from itertools import chain
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from patchsync.errors import ChainError, PatchsyncError, UsageError
+from patchsync.options import Limits
+from patchsync.streams.errors import StreamUnavailable
+from patchsync.streams.payloads import LogPatch, read_patches
+from patchsync.streams.publish import PublishReport, StreamSettings, _after_head
+
+#: The environment variables credentials come from.
+TOKEN_ENV = "PATCHSYNC_TOKEN"
+TOKEN_FILE_ENV = "PATCHSYNC_TOKEN_FILE"
+TLS_CA_ENV = "PATCHSYNC_TLS_CA"
+#: Largest message the client takes (the server's own limit decides what it sends).
+MAX_MESSAGE_BYTES = 64 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class GrpcURL:
+    """``grpc://HOST:PORT/TOPIC``."""
+
+    host: str
+    port: int
+    topic: str
+
+    @property
+    def stream(self) -> str:
+        """The log's name at the server (the same topic may be reached by several host names)."""
+        return self.topic
+
+    @property
+    def target(self) -> str:
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+    def __str__(self) -> str:
+        return f"grpc://{self.target}/{self.topic}"
+
+
+def parse_grpc_url(text: str) -> GrpcURL:
+    """Parse ``grpc://HOST:PORT/TOPIC``; a malformed address is one :class:`UsageError` line."""
+    parts = urlsplit(text)
+    if parts.scheme.lower() != "grpc" or parts.query or parts.fragment:
+        raise UsageError(f"{text}: not a gRPC topic address (expected grpc://HOST:PORT/TOPIC)")
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    topic = parts.path[1:] if parts.path.startswith("/") else parts.path
+    if not parts.hostname or port is None or not topic or "/" in topic:
+        raise UsageError(f"{text}: expected grpc://HOST:PORT/TOPIC")
+    return GrpcURL(parts.hostname, port, topic)
+
+
+def client_token() -> str | None:
+    """The token from ``PATCHSYNC_TOKEN`` or the file ``PATCHSYNC_TOKEN_FILE`` names."""
+    token = os.environ.get(TOKEN_ENV)
+    if token:
+        return token.strip()
+    path = os.environ.get(TOKEN_FILE_ENV)
+    if not path:
+        return None
+    try:
+        return Path(path).read_text(encoding="utf-8").strip() or None
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read the token file ({exc.strerror or exc})") from None
+
+
+def _translate(exc: Any, where: str) -> PatchsyncError:
+    import grpc
+
+    code = exc.code() if hasattr(exc, "code") else None
+    text = f"{where}: {exc.details() if hasattr(exc, 'details') else exc}"
+    if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED):
+        return StreamUnavailable(text)
+    if code == grpc.StatusCode.FAILED_PRECONDITION:
+        return ChainError(text)
+    return UsageError(text)
+
+
+class GrpcLog:
+    """A connection to one topic of a ``patchsync serve`` process (synchronous)."""
+
+    def __init__(self, url: GrpcURL | str, *, timeout: float = 10.0) -> None:
+        import grpc
+
+        from patchsync._proto import grpc_pb2_grpc, patch_service_pb2_grpc
+
+        self.url = url if isinstance(url, GrpcURL) else parse_grpc_url(url)
+        self.timeout = timeout
+        token = client_token()
+        self.metadata = (("authorization", f"Bearer {token}"),) if token else ()
+        options = [
+            ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+        ]
+        ca = os.environ.get(TLS_CA_ENV)
+        if ca:
+            credentials = grpc.ssl_channel_credentials(root_certificates=Path(ca).read_bytes())
+            self.channel = grpc.secure_channel(self.url.target, credentials, options=options)
+        else:
+            self.channel = grpc.insecure_channel(self.url.target, options=options)
+        self.patches = patch_service_pb2_grpc.PatchServiceStub(self.channel)
+        self.rdf = grpc_pb2_grpc.RdfStreamServiceStub(self.channel)
+
+    def describe(self) -> Any:
+        """The topic's ``TopicDescription`` (kind, head, version)."""
+        from patchsync._proto import patch_service_pb2
+
+        try:
+            return self.patches.Describe(
+                patch_service_pb2.DescribeRequest(topic=self.url.topic), timeout=self.timeout, metadata=self.metadata
+            )
+        except Exception as exc:
+            raise _translate(exc, str(self.url)) from None
+
+    def subscribe_call(self, after_version: int, *, follow: bool) -> Any:
+        """The ``SubscribePatch`` call (iterate it; ``cancel()`` ends it from any thread)."""
+        from patchsync._proto import patch_service_pb2
+
+        request = patch_service_pb2.SubscribePatchRequest(
+            topic=self.url.topic,
+            start=patch_service_pb2.PatchStart(after_version=after_version),
+            stop_at_head=not follow,
+        )
+        return self.patches.SubscribePatch(request, metadata=self.metadata)
+
+    def subscribe(self, after_version: int, *, follow: bool) -> Iterator[Any]:
+        """The topic's ``PatchMessage``s after ``after_version``; without ``follow`` up to the head."""
+        call = self.subscribe_call(after_version, follow=follow)
+        try:
+            yield from call
+        except Exception as exc:
+            raise _translate(exc, str(self.url)) from None
+        finally:
+            call.cancel()
+
+    def publish(self, payloads: Iterable[tuple[str, bytes]]) -> Any:
+        """Send ``(patch id, payload)`` pairs in one ``PublishPatch`` stream; the response."""
+        from patchsync._proto import patch_service_pb2
+
+        topic = self.url.topic
+
+        def requests() -> Iterator[Any]:
+            for _patch_id, payload in payloads:
+                yield patch_service_pb2.PublishPatchRequest(topic=topic, patch=payload)
+
+        try:
+            return self.patches.PublishPatch(requests(), metadata=self.metadata)
+        except PatchsyncError:
+            raise
+        except Exception as exc:
+            raise _translate(exc, str(self.url)) from None
+
+    def snapshot_frames(self) -> Iterator[bytes]:
+        """A target topic's snapshot: its serialized Jelly-RDF frames (``SubscribeRdf``)."""
+        from patchsync._proto import grpc_pb2
+
+        call = self.rdf.SubscribeRdf(grpc_pb2.RdfStreamSubscribe(topic=self.url.topic), metadata=self.metadata)
+        try:
+            for frame in call:
+                yield frame.SerializeToString()
+        except Exception as exc:
+            raise _translate(exc, str(self.url)) from None
+        finally:
+            call.cancel()
+
+    def close(self) -> None:
+        self.channel.close()
+
+    def __enter__(self) -> GrpcLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class Subscription:
+    """A subscription read by a background thread into a bounded queue, so a reader can
+    wait for the next message with a timeout (the tail daemon's loop must stay responsive)."""
+
+    _END = object()
+
+    def __init__(self, log: GrpcLog, after_version: int, *, follow: bool, buffer: int = 1024) -> None:
+        self._queue: queue.Queue[Any] = queue.Queue(buffer)
+        self._call = log.subscribe_call(after_version, follow=follow)
+        self._where = str(log.url)
+        self.error: BaseException | None = None
+        self.ended = False
+        self._thread = threading.Thread(target=self._run, name=f"subscribe {log.url}", daemon=True)
+        self._closed = False
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            for message in self._call:
+                while not self._closed:
+                    try:
+                        self._queue.put(message, timeout=0.2)
+                        break
+                    except queue.Full:
+                        continue
+                if self._closed:
+                    return
+        except Exception as exc:  # handed to the reader
+            if self._closed:
+                return
+            self.error = _translate(exc, self._where)
+        self._queue.put(self._END)
+
+    def take(self, limit: int, wait: float) -> list[Any]:
+        """Up to ``limit`` messages, waiting up to ``wait`` seconds for the first."""
+        out: list[Any] = []
+        try:
+            item = self._queue.get(timeout=wait) if wait > 0 else self._queue.get_nowait()
+        except queue.Empty:
+            return out
+        while True:
+            if item is self._END:
+                self.ended = True
+                if self.error is not None and not out:
+                    raise self.error
+                return out
+            out.append(item)
+            if len(out) >= limit:
+                return out
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return out
+
+    def close(self) -> None:
+        self._closed = True
+        self._call.cancel()
+
+
+def publish_logs(
+    paths: Iterable[str | os.PathLike[str]],
+    url: GrpcURL | str,
+    *,
+    settings: StreamSettings | None = None,
+    limits: Limits | None = None,
+) -> PublishReport:
+    """Publish every complete patch of the logs to the topic, continuing its head.
+
+    ``settings`` (how a NATS stream is created) do not apply to a served topic.
+    """
+    del settings
+    logs = [os.fspath(p) for p in paths]
+    with GrpcLog(url) as log:
+        info = log.describe()
+        if info.kind != "log":
+            raise UsageError(f"{log.url}: a {info.kind} topic is read-only; publish to a log topic")
+        head = info.head or None
+
+        def patches() -> Iterator[LogPatch]:
+            return chain.from_iterable(read_patches(p, limits=limits) for p in logs)
+
+        pending, skipped, found = _after_head(patches(), head)
+        if not found:
+            # Nothing follows the head: the first patch is sent and the server refuses it.
+            pending, skipped = patches(), 0
+        first = next(pending, None)
+        if first is None:
+            return PublishReport(0, skipped, int(info.version), head)
+        messages = (p.message() for p in chain([first], pending))
+        response = log.publish((m.patch_id, m.payload) for m in messages)
+    return PublishReport(
+        int(response.appended), skipped + int(response.duplicates), int(response.version), response.head or None
+    )
+
+
+__all__ = ["GrpcLog", "GrpcURL", "Subscription", "client_token", "parse_grpc_url", "publish_logs"]
