@@ -312,11 +312,11 @@ def feed_query(query: Mapping[str, str]) -> FeedQuery:
     return FeedQuery(after, limit, wait)
 
 
-def feed_body(changes: list[dict[str, Any]], after: int, head: int) -> dict[str, Any]:
+def feed_body(changes: list[dict[str, Any]], after: int, head: int, head_id: str | None) -> dict[str, Any]:
     """The change feed's JSON answer: the changes, the last version in it (``after`` when
-    none) and the head when the answer was made."""
+    none), and the head (version and patch id) when the answer was made."""
     last = changes[-1]["version"] if changes else after
-    return {"changes": changes, "last_version": last, "head": head}
+    return {"changes": changes, "last_version": last, "head": head, "head_id": head_id}
 
 
 def varint(n: int) -> bytes:
@@ -330,28 +330,6 @@ def varint(n: int) -> bytes:
         else:
             out.append(byte)
             return bytes(out)
-
-
-def split_records(data: bytes) -> list[bytes]:
-    """The records of a binary change feed answer (each a varint length, then that many bytes)."""
-    out: list[bytes] = []
-    pos, end = 0, len(data)
-    while pos < end:
-        n = shift = 0
-        while True:
-            if pos >= end or shift > 63:
-                raise UsageError("change feed: a record's length is cut short")
-            byte = data[pos]
-            pos += 1
-            n |= (byte & 0x7F) << shift
-            shift += 7
-            if not byte & 0x80:
-                break
-        if pos + n > end:
-            raise UsageError("change feed: a record is cut short")
-        out.append(data[pos : pos + n])
-        pos += n
-    return out
 
 
 __all__ = [
@@ -391,6 +369,5 @@ __all__ = [
     "patch_id_candidates",
     "ping_body",
     "resolve_ref",
-    "split_records",
     "varint",
 ]

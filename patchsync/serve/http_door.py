@@ -272,10 +272,11 @@ class HttpDoor:
             except ChainError:
                 self.metrics.refused(name, "chain")
                 return json_response(dp.conflict_body(topic.describe(), self.uris.get(name, "")), status=400)
+            headers = {"Location": f"{request.path}?version={appended.version}"}
             if appended.duplicate:
                 self.metrics.duplicates.labels(name).inc()
-            location = f"{request.path}?version={appended.version}"
-            return json_response(dp.appended_body(appended.version, location), headers={"Location": location})
+                headers["Patchsync-Duplicate"] = "true"
+            return json_response(dp.appended_body(appended.version, headers["Location"]), headers=headers)
 
     # -- reading -----------------------------------------------------------------------
 
@@ -338,7 +339,8 @@ class HttpDoor:
             changes = await asyncio.to_thread(
                 lambda: [{"version": e.version, "id": e.patch_id, "patch": patch_text(e.payload)} for e in entries]
             )
-            return json_response(dp.feed_body(changes, query.after, topic.version))
+            info = topic.describe()
+            return json_response(dp.feed_body(changes, query.after, info.version, info.head))
 
     async def _collect(self, topic: LogTopic, query: dp.FeedQuery) -> list[Entry]:
         """Up to ``limit`` entries after ``after`` in order; when there are none, wait up to
