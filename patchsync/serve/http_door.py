@@ -95,7 +95,7 @@ class HttpDoor:
     async def start(self) -> str:
         app = web.Application(client_max_size=self.settings.max_message_bytes, middlewares=[self._errors])
         app.router.add_route("*", "/{path:.*}", self.dispatch)
-        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=self.settings.grace)
         await self._runner.setup()
         context = None
         if self.settings.tls:

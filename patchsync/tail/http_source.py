@@ -67,7 +67,11 @@ class HttpSource:
             start = 1
             if stored is not None:
                 start = stored.offset + 1
-                if stored.last_id is not None and stored.offset >= 1 and log.patch_id_at(stored.offset) != stored.last_id:
+                if (
+                    stored.last_id is not None
+                    and stored.offset >= 1
+                    and log.patch_id_at(stored.offset) != stored.last_id
+                ):
                     start = stored.offset  # that patch was not applied whole: read it again
         except BaseException:
             log.close()
