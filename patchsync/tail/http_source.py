@@ -15,12 +15,14 @@ daemon's reconnect path with its backoff; ``--once`` reads up to the head and st
 from __future__ import annotations
 
 import os
+import queue
+import threading
 import time
 from typing import Any
 
 from patchsync.apply.applier import Applier, ApplyResult
 from patchsync.errors import DecodeError
-from patchsync.streams.http_client import HttpLog, parse_http_url
+from patchsync.streams.http_client import Feed, HttpLog, parse_http_url
 from patchsync.streams.nats_log import StreamMessage
 from patchsync.streams.payloads import MessageDecoder
 from patchsync.tail.source import SourceReport
@@ -31,6 +33,59 @@ from patchsync.tail.stream_source import PAUSE_SECONDS, StreamHost
 BATCH = 1000
 #: Longest long poll of the change feed (the door's limit is higher).
 MAX_WAIT = 30.0
+#: Feed pages fetched ahead of the applier.
+AHEAD = 2
+
+
+class Prefetch:
+    """Fetches the change feed's next pages on a thread while the applier works on the last
+    one, so the server's reading and the target's writing overlap instead of taking turns.
+
+    Pages are consecutive: each asks for the versions after the last one fetched. In
+    ``--once`` mode (``wait`` 0) it stops after the first empty page (caught up).
+    """
+
+    def __init__(self, url: Any, after: int, wait: float) -> None:
+        self._log = HttpLog(url)
+        self._after = after
+        self._wait = wait
+        self._pages: queue.Queue[Feed | BaseException] = queue.Queue(AHEAD)
+        self._closed = False
+        self._thread = threading.Thread(target=self._run, name=f"feed {url}", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            while not self._closed:
+                page = self._log.feed(self._after, BATCH, self._wait)
+                self._after += len(page.payloads)
+                self._put(page)
+                if not page.payloads and self._wait <= 0:
+                    return
+        except BaseException as exc:  # handed to the reader
+            self._put(exc)
+
+    def _put(self, item: Feed | BaseException) -> None:
+        while not self._closed:
+            try:
+                self._pages.put(item, timeout=0.2)
+                return
+            except queue.Full:
+                continue
+
+    def take(self, timeout: float) -> Feed | None:
+        """The next page (``None`` when none came within ``timeout``)."""
+        try:
+            item = self._pages.get(timeout=timeout)
+        except queue.Empty:
+            return None
+        if isinstance(item, BaseException):
+            raise item
+        return item
+
+    def close(self) -> None:
+        self._closed = True
+        self._log.close()
 
 
 class HttpSource:
@@ -51,6 +106,7 @@ class HttpSource:
         self.last_snapshot = 0.0
         self.lock_fd: int | None = None
         self._paused_at = -1e9
+        self._prefetch: Prefetch | None = None
 
     def open(self) -> None:
         """Connect, resume after the checkpoint."""
@@ -97,7 +153,11 @@ class HttpSource:
         log, applier, decoder = self.log, self.applier, self.decoder
         assert log is not None and applier is not None and decoder is not None
         wait = min(self.host.stream_wait, MAX_WAIT)
-        feed = log.feed(self.next_version - 1, BATCH, wait if wait > 0 else 0.0)
+        if self._prefetch is None:
+            self._prefetch = Prefetch(self.url, self.next_version - 1, wait)
+        feed = self._prefetch.take(max(wait, 0) + 10.0)
+        if feed is None:
+            return False
         version = feed.first
         for payload in feed.payloads:
             if self.host.stopping:
@@ -146,6 +206,9 @@ class HttpSource:
         self.close()
 
     def _disconnect(self) -> None:
+        prefetch, self._prefetch = self._prefetch, None
+        if prefetch is not None:
+            prefetch.close()
         log, self.log = self.log, None
         if log is not None:
             log.close()
