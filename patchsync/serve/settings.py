@@ -80,6 +80,9 @@ class ServeSettings:
     fsync: bool = False
     #: Where ``/metrics`` is served on its own (``None``: only by a door that serves it).
     metrics: Address | None = None
+    #: A directory whose subdirectories are served as segment-directory log topics, one per
+    #: name, and where new ones are created (RDF Delta's ``create_datasource``).
+    log_root: Path | None = None
 
     @property
     def tls(self) -> bool:
@@ -90,8 +93,8 @@ class ServeSettings:
         """Refuse settings that cannot work, or would expose the topics without tokens."""
         if not self.listeners:
             raise UsageError("serve needs a listener: --listen HOST:PORT (gRPC) or another front door's flag")
-        if not self.topics:
-            raise UsageError("serve needs at least one --topic NAME=SPEC")
+        if not self.topics and self.log_root is None:
+            raise UsageError("serve needs at least one --topic NAME=SPEC, or --log-root DIR")
         if (self.tls_cert is None) != (self.tls_key is None):
             raise UsageError("--tls-cert and --tls-key go together")
         for value, name in ((self.max_message_bytes, "max message bytes"), (self.max_streams, "max streams")):

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from enum import Enum
 from typing import NamedTuple, TypeVar
@@ -239,7 +239,7 @@ class LogTopic(Topic):
             raise UsageError(f"topic {self.name}: no patch {start.patch_id} in the log")
         return version
 
-    async def read(self, start: Start, *, follow: bool = True) -> AsyncIterator[Entry]:
+    async def read(self, start: Start, *, follow: bool = True) -> AsyncGenerator[Entry, None]:
         """The entries after ``start``: what the log holds, then (``follow``) live appends.
 
         Ends when the topic closes (server stopping) or, without ``follow``, at the head
