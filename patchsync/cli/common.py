@@ -259,9 +259,13 @@ def result_line(r: Any) -> str:
 def add_client_flags(parser: argparse.ArgumentParser) -> None:
     """``--token-file`` and ``--tls-ca``: credentials for a network source (``grpc://``, ``http(s)://``)."""
     parser.add_argument(
-        "--token-file", metavar="FILE", help="a file holding the token for a grpc:// or http(s):// source (or set PATCHSYNC_TOKEN)"
+        "--token-file",
+        metavar="FILE",
+        help="a file holding the token for a grpc:// or http(s):// source (or set PATCHSYNC_TOKEN)",
     )
-    parser.add_argument("--tls-ca", metavar="FILE", help="PEM CA certificate: reach a grpc:// or https:// source over TLS")
+    parser.add_argument(
+        "--tls-ca", metavar="FILE", help="PEM CA certificate: reach a grpc:// or https:// source over TLS"
+    )
 
 
 def use_client_flags(args: argparse.Namespace) -> None:
