@@ -35,9 +35,9 @@ EXIT_USAGE = 2
 #: Container allocations between the collector's youngest-generation passes while a command
 #: runs (CPython's default is 700). SQL targets write each batch's quad tuples and drop them;
 #: at 700 the passes caught every batch alive, promoted it and rescanned it, and the full
-#: collections this fed rescanned every live object: 0.15 s of applying the #14 workload
-#: into SQLite, 0.33 s into PostgreSQL; at this value 0.01 s. Targets that keep their quads
-#: (``file:``) pay about the same either way (each kept tuple is scanned once), ~0.04 s more
+#: collections this fed rescanned every live object: most of the collector's time in
+#: an apply into SQL (``python -m bench.apply_workload`` shows it), and little at this value. Targets that keep their quads
+#: (``file:``) pay about the same either way (each kept tuple is scanned once), slightly more
 #: here, from scanning larger passes. Cycles are still collected, in fewer, larger passes.
 COMMAND_GC_THRESHOLD = 20_000
 
