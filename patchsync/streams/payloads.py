@@ -25,7 +25,8 @@ from patchsync.codec.rdfp import RdfPatchTextReader
 from patchsync.errors import DecodeError, UsageError
 from patchsync.events import Add, Delete, Event, Header, Options, PatchEnd
 from patchsync.options import Limits, PatchOptions, StreamType
-from patchsync.streams.nats_log import MSG_ID, StreamMessage
+from patchsync.streams.nats_log import MSG_ID
+from patchsync.streams.pull import StreamMessage
 from patchsync.terms import BNODE, IRI, LITERAL, TRIPLE
 from patchsync.terms.ntriples import NTriplesTerms, format_term
 
