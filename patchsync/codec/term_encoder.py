@@ -8,6 +8,7 @@ entry row before the row that uses it. Ids and references are written as 0 where
 
 from __future__ import annotations
 
+import functools
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, ClassVar, Generic, TypeVar
@@ -66,6 +67,12 @@ def split_iri(iri: str) -> tuple[str, str]:
 def lookup_overflow_message(kind: str, size: int) -> str:
     """The error of a row needing more distinct entries of ``kind`` than the lookup holds."""
     return f"one row needs more distinct {_PLURAL[kind]} than max_{kind}_table_size {size} allows"
+
+
+@functools.lru_cache(maxsize=16)
+def _id_fields(tag: bytes, size: int) -> tuple[bytes, ...]:
+    """``tag`` followed by the varint of each id from 0 to ``size`` (read-only, shared)."""
+    return tuple(tag + wire.varint(i) for i in range(size + 1))
 
 
 class LruLookup:
@@ -157,9 +164,10 @@ class TermEncoder(Generic[T]):
         # Text the three caches above keep alive (see ENCODER_CACHE_CHARS); the compiled core
         # counts its IRI splits here too.
         self._cache_chars = 0
-        # The RdfIri fields for every possible id, precomputed (ids are bounded by the options).
-        self._prefix_fields = [wire.IRI_PREFIX + wire.varint(i) for i in range(max_prefixes + 1)]
-        self._name_fields = [wire.IRI_NAME + wire.varint(i) for i in range(max_names + 1)]
+        # The RdfIri fields for every possible id, precomputed (ids are bounded by the options)
+        # and shared: a stream writer starts an encoder per message.
+        self._prefix_fields = _id_fields(wire.IRI_PREFIX, max_prefixes)
+        self._name_fields = _id_fields(wire.IRI_NAME, max_names)
         self.used_generalized = False
         self.used_rdf_star = False
         # Set while a row is re-encoded with unsplit IRIs (see ``guarded``).

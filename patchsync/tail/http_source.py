@@ -23,8 +23,8 @@ from typing import Any
 from patchsync.apply.applier import Applier, ApplyResult
 from patchsync.errors import DecodeError
 from patchsync.streams.http_client import Feed, HttpLog, parse_http_url
-from patchsync.streams.nats_log import StreamMessage
 from patchsync.streams.payloads import MessageDecoder
+from patchsync.streams.pull import StreamMessage
 from patchsync.tail.source import SourceReport
 from patchsync.tail.state import lock_source
 from patchsync.tail.stream_source import PAUSE_SECONDS, StreamHost
