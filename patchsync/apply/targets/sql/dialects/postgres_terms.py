@@ -70,9 +70,9 @@ class PostgresTerms(TermDictionary):
 
     def _hashes(self, terms: dict[str, None]) -> dict[str, int]:
         absent = self._absent
-        if not absent:
-            return super()._hashes(terms)
         hash_of = self._hash_of()
+        if not absent:
+            return dict(zip(terms, map(hash_of, terms), strict=True))
         return {t: absent[t] if t in absent else hash_of(t) for t in terms}
 
     def _resolve_hashes(self, hashes: dict[str, int], *, create: bool) -> None:

@@ -60,6 +60,11 @@ class SqliteTerms(TermDictionary):
         self._known_max: int | None = None
         self._next_id = 1
 
+    @property
+    def next_id(self) -> int:
+        """The id the next new term gets (we hold the write lock, so ids are ours to hand out)."""
+        return self._next_id
+
     def keys(self, quads: Sequence[Quad], *, create: bool) -> list[tuple[int, int, int, int] | None]:
         if self._complete:
             if not create:
@@ -185,7 +190,7 @@ class SqliteQuads(QuadWrites):
     def add_each(self, quads: Sequence[Quad]) -> list[bool]:
         # Ids from here on are terms this call stores (we hold the write lock): a quad with
         # one of them cannot be in the table yet, the others may be.
-        new_from = self.terms._next_id
+        new_from = self.terms.next_id
         keys: list[Any] = self.terms.keys(quads, create=True)
         cursor = self.link.cur
         sql = self.sql.insert_quads_each
