@@ -126,6 +126,13 @@ class HttpLog:
                 self.close()
                 if attempt == 2 or method != "GET":
                     raise StreamUnavailable(f"{self.url}: {exc}") from None
+            except ssl.SSLCertVerificationError as exc:
+                # Retrying cannot make the certificate trusted: a setting is wrong.
+                self.close()
+                raise UsageError(
+                    f"{self.url}: the server's TLS certificate is not trusted ({exc.verify_message}); "
+                    "give --tls-ca FILE (or PATCHSYNC_TLS_CA) with the CA that signed it"
+                ) from None
             except (OSError, http.client.HTTPException) as exc:
                 self.close()
                 raise StreamUnavailable(f"{self.url}: {exc}") from None
