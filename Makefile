@@ -89,22 +89,10 @@ check:
 	$(MAKE) --no-print-directory $(NATIVE_STAMP) lint && $(PYTEST) $(PARALLEL) -m "unit and not slow"; status=$$?; \
 	echo "make check: exit $$status, wall time $$(( $$(date +%s) - start )) s"; exit $$status
 
+# Every bench, full size, and docs/benchmarks.md written from their output (bench/__main__.py;
+# hours: `python -m bench --quick` runs the quick set in minutes).
 bench: $(NATIVE_STAMP)
-	$(BIN)/python -m bench.codec_bench
-	$(BIN)/python -m bench.rdf_bench
-	$(BIN)/python -m bench.native_bench
-	$(BIN)/python -m bench.apply_bench
-	$(BIN)/python -m bench.capture_bench
-	$(BIN)/python -m bench.tail_bench
-	$(BIN)/python -m bench.spark_bench
-	$(BIN)/python -m bench.soak_bench
-	$(BIN)/python -m bench.jena_bench
-	$(BIN)/python -m bench.stream_bench
-	$(BIN)/python -m bench.snapshot_bench
-	$(BIN)/python -m bench.spark_base_bench
-	$(BIN)/python -m bench.apply_bench --workload
-	$(BIN)/python -m bench.startup_bench
-	$(BIN)/python -m bench.memory_bench
+	$(BIN)/python -m bench
 
 proto: $(STAMP)
 	$(BIN)/python scripts/gen_proto.py

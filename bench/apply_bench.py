@@ -139,8 +139,8 @@ def sql_schema_ceiling(url: str, events: list[Any]) -> None:
     quads = [e[:4] for e in events if type(e) is Add or type(e) is Delete]
     target.begin()
     for i in range(0, len(quads), 5000):
-        keys = target._keys(quads[i : i + 5000], create=True)
-        target._execute_quads(target.sql.insert_quads, keys)
+        keys = [k for k in target.terms.keys(quads[i : i + 5000], create=True) if k is not None]
+        target.writes.execute(target.sql.insert_quads, keys)
     assert target._tx is not None
     target._tx.commit()
     target._tx = None

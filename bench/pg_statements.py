@@ -49,7 +49,7 @@ def _statement_name(query: Any) -> str:
 
 def busy_seconds(intervals: list[tuple[float, float]]) -> float:
     """Seconds during which at least one of ``intervals`` (start, end) was open: statements
-    on the dictionary's connection run beside those on the unit's (SqlTarget._keys_beside),
+    on the dictionary's connection run beside those on the unit's (PostgresTerms.keys_beside),
     so their times overlap and their sum overstates the wait."""
     total, reach = 0.0, float("-inf")
     for start, end in sorted(intervals):

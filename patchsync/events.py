@@ -167,7 +167,7 @@ def strip_position(event: Event) -> Event:
 # of the frame), ``frame`` (frame index) and ``row`` (row index in the frame).
 #
 # A frame is one RDF Message when a stream is read in grouped mode
-# (``specs/rdf-messages.txt``, docs/design.md §8): the decoder ends every frame with
+# (<https://w3c-cg.github.io/rsp/spec/messages>, docs/design.md §8): the decoder ends every frame with
 # :class:`FrameEnd`, so a consumer can group statements by frame or ignore the boundaries
 # (flat reading).
 

@@ -1,7 +1,7 @@
 """Units of atomicity: the transaction rules of RDF Patch as one transition table.
 
 Theory of operation. Every reader, writer and consumer of patch events walks the same
-small state machine (docs/design.md §2; ``specs/rdf-patch-text.md``; ``specs/jelly-patch-spec.txt``,
+small state machine (docs/design.md §2; <https://afs.github.io/rdf-delta/rdf-patch.html>; <https://w3id.org/jelly/dev/specification/patch/>,
 "Transactions"). Rows are reduced to a :class:`Kind` (``H``, ``TX``, ``TC``, ``TA``, a
 change, the end of a patch, the end of the stream) and :data:`TRANSITIONS` says, for each
 (:class:`State`, :class:`Kind`) pair, either the :class:`Step` taken (the next state and

@@ -22,7 +22,7 @@ from patchsync.apply.applier import Applier, ApplyResult
 from patchsync.apply.group import CommitGroup, HeldUnit, settle
 from patchsync.apply.target import Checkpoint
 from patchsync.apply.targets.sql import SqlTarget
-from patchsync.apply.targets.sql.target import _EACH_TRUST
+from patchsync.apply.targets.sql.dialects.postgres import _EACH_TRUST
 from patchsync.codec.rdfp import RdfPatchTextReader, read_rdfp
 
 from .apply_helpers import RecordingCursor, iri, state
@@ -282,7 +282,7 @@ def test_a_term_added_by_another_applier_after_the_lookup_is_reused(pg_url: str)
     with SqlTarget(pg_url) as t:
         t.begin()
         assert t.contains([quad]) == [False]
-        assert '"late"' in t._absent
+        assert '"late"' in t.terms._absent
         engine = create_engine(pg_url)
         try:
             with engine.begin() as conn:
@@ -295,7 +295,7 @@ def test_a_term_added_by_another_applier_after_the_lookup_is_reused(pg_url: str)
         assert t.add([quad]) == 1
         t.commit("log", Checkpoint(0, 0, 0), [])
         t.flush()
-        assert t._ids['"late"'] == stored
+        assert t.terms._ids['"late"'] == stored
         assert t.contains([quad]) == [True]
 
 
@@ -356,7 +356,7 @@ def test_long_batches_trust_the_row_count_when_every_quad_changed_the_table(pg_u
     never = (iri("never"), iri("p"), '"x"', None)
     with SqlTarget(pg_url) as t:
         t.begin()
-        cursor = t._cur = RecordingCursor(t._cur)
+        cursor = t.link.cur = RecordingCursor(t.link.cur)
         assert t.add_each(quads[:12]) == [True] * 12  # every one new: the count tells
         assert "INSERT RETURNING" not in cursor.seen and "ROLLBACK" not in cursor.seen
         assert t.add_each(quads[6:]) == [False] * 6 + [True] * 12  # six present: undone, returned
@@ -396,7 +396,7 @@ def test_a_group_looks_up_only_quads_touched_twice(sqlite_url: str) -> None:
         seen = _trace(t)
         r = _apply(t, first + second, "log")
         probes = [q for q in seen if q.startswith("SELECT 1 FROM ps_quads")]
-        ids = t._ids
+        ids = t.terms._ids
         key = f"s = {ids[s]} AND p = {ids[p]} AND o = {ids[iri('o1')]} AND g = {ids['']}"
         assert probes == [f"SELECT 1 FROM ps_quads WHERE {key}"]
         assert (r.units, r.added, r.deleted, r.noop) == (2, 2, 1, 2)

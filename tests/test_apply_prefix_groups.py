@@ -115,7 +115,7 @@ def test_prefix_rows_cost_no_savepoint_and_no_statement_each(sql_url: str) -> No
     reference = MemoryTarget()
     expected = _counts(_apply(reference, log, "log"))
     with SqlTarget(sql_url) as target:
-        cursor = target._cur = _Counting(target._cur)
+        cursor = target.link.cur = _Counting(target.link.cur)
         assert _counts(_apply(target, log, "log")) == expected
         assert state(target) == state(reference)
         assert [s for s in cursor.seen if "SAVEPOINT" in s and "ps_unit" in s] == []

@@ -327,6 +327,34 @@ def test_a_crash_between_patches_leaves_the_committed_patches(tmp_path: Path, ex
     assert len(patches(read_events(log))) == 2
 
 
+@pytest.mark.parametrize(
+    "torn",
+    [b"H id <urn:x> .\n", b"H id <urn:x> .\nTX .\nA <http://x> <http://p> <http://o> .\n", b"TX .\nA <http://x> "],
+)
+def test_a_torn_text_patch_is_cut_but_a_whole_one_without_z_is_kept(tmp_path: Path, torn: bytes) -> None:
+    # RDF Patch text (https://afs.github.io/rdf-delta/rdf-patch.html, "Transactions") does
+    # not end patches with "Z ."; a log written by another tool may hold one patch and no Z.
+    log = tmp_path / "log.rdfp"
+    whole = (
+        b"H id <urn:uuid:0b2c5d0e-1f1a-4d5e-9a40-6c4f0a1d2e3f> .\nTX .\nA <http://s> <http://p> <http://o> .\nTC .\n"
+    )
+    log.write_bytes(whole)
+    with Recorder(Dataset(), log) as rec:
+        assert rec.head == "urn:uuid:0b2c5d0e-1f1a-4d5e-9a40-6c4f0a1d2e3f"
+        rec.graph.add((S, P, Literal(1)))
+    ps = patches(read_events(log))
+    assert len(ps) == 2 and log.read_bytes().startswith(whole)
+    assert Add(URIRef("http://s"), URIRef("http://p"), URIRef("http://o"), None) in ps[0]
+    # A write cut short after the last "Z ." is cut off instead: an open transaction, a
+    # patch of headers alone, or a part of a line.
+    before = log.read_bytes()
+    with log.open("ab") as f:
+        f.write(torn)
+    with Recorder(Dataset(), log) as again:
+        assert again.head is not None
+    assert log.read_bytes() == before
+
+
 def test_a_large_patch_reaches_the_file_only_at_commit(tmp_path: Path) -> None:
     log = tmp_path / "log.jellyp"
     with Recorder(Dataset(), log) as rec:

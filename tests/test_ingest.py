@@ -15,7 +15,7 @@ import pytest
 from patchsync import MemoryTarget, apply_events
 from patchsync.errors import DecodeError
 from patchsync.events import Add, Header, PatchEnd
-from patchsync.logs.ingest import ingest_messages
+from patchsync.ingest import ingest_messages
 from patchsync.logs.patch_logs import read_events
 from patchsync.terms.ntriples import NTriplesTerms
 

@@ -1,9 +1,9 @@
-"""RDF Thrift and RDF Protobuf wherever RDF files go in (issue #17): the rdflib plugins
+"""RDF Thrift and RDF Protobuf wherever RDF files go in: the rdflib plugins
 ``patchsync-rdf-thrift`` / ``patchsync-rdf-protobuf``, ``diff`` and ``inspect``.
 
 The expectations are Jena's: every file in ``tests/data/upstream/jena/written`` was written
 by Apache Jena 4.5.0, and the ``.nq`` next to it is what Jena read back from it (see that
-folder's README). Format: ``/work/shared/specs/rdf-binary-jena.txt`` (RDF_StreamRow: prefix,
+folder's README). Format: <https://jena.apache.org/documentation/io/rdf-binary.html> (RDF_StreamRow: prefix,
 triple and quad rows; a quad without a graph is in the default graph).
 """
 

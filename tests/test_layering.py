@@ -43,6 +43,7 @@ LAYERS: dict[str, int] = {
     "tail": 9,
     "spark": 9,
     "serve": 9,
+    "ingest": 9,
     "cli": 10,
     "__main__": 11,
 }

@@ -68,7 +68,7 @@ class Watching(SqlTarget):
         self.fail_at = fail_at
 
     def add(self, quads: Sequence[Quad]) -> int:
-        self.seen.append(len(bulk.secondary_indexes(self._cur, self.dialect)))
+        self.seen.append(len(bulk.secondary_indexes(self.link.cur, self.dialect)))
         if len(self.seen) == self.fail_at:
             raise ApplyError("injected fault after quads were added")
         return super().add(quads)

@@ -22,7 +22,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from patchsync.apply.applier import DEFAULT_BATCH_ROWS
-from patchsync.apply.targets.sql.statements import LOOKUP_CHUNK, STATEMENTS, Statements
+from patchsync.apply.targets.sql.dialects import DIALECTS
+from patchsync.apply.targets.sql.statements import LOOKUP_CHUNK, Statements
 from patchsync.apply.targets.sql.target import SqlTarget
 
 QUADS = 1_000_000
@@ -109,7 +110,7 @@ def _statements(sql: Statements) -> Iterator[tuple[str, str]]:
 
 def test_every_statement_has_parameters_here() -> None:
     # A statement added to the table without a plan check here would go unchecked.
-    for sql in STATEMENTS.values():
+    for sql in (d.statements for d in DIALECTS.values()):
         assert {name for name, _ in _statements(sql)} == set(_params(1))
 
 
@@ -182,7 +183,7 @@ def test_postgres_plans_use_the_indexes_whatever_the_table_held_when_prepared(pg
         # statement, not ours) reads the index too: the counts of deleted rows are exact.
         keys = [_key(i) for i in range(1, 2001)]
         columns = tuple(list(c) for c in zip(*keys, strict=True))
-        deleted = [target._cur.execute(target.sql.delete_quads, columns).rowcount for _ in range(6)]
+        deleted = [target.link.cur.execute(target.sql.delete_quads, columns).rowcount for _ in range(6)]
         assert deleted == [2000, 0, 0, 0, 0, 0]
         conn.rollback()
     finally:
@@ -211,7 +212,7 @@ def test_sqlite_plans_use_the_indexes(tmp_path: Any) -> None:
         db.commit()
         params = _params(LOOKUP_CHUNK)
         offending = {}
-        for name, sql in _statements(STATEMENTS["sqlite"]):
+        for name, sql in _statements(DIALECTS["sqlite"].statements):
             if not sql:
                 # A form this dialect does not use (SQLite runs the single-pair form many times).
                 assert name.endswith("_many"), name

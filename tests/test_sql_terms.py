@@ -86,8 +86,8 @@ def test_a_tiny_term_cache_starts_over_and_looks_terms_up(sql_url: str) -> None:
     text = random_log(4, patches=40)
     with SqlTarget(sql_url, term_cache=8) as t:
         apply_text(text, t, batch_rows=3)
-        assert len(t._ids) <= 8 + 4 * 8  # one batch's terms on top of a dropped cache
-        assert not t._pg_fresh  # on PostgreSQL a cache that started over lacks stored terms
+        assert len(t.terms._ids) <= 8 + 4 * 8  # one batch's terms on top of a dropped cache
+        assert not getattr(t.terms, "_fresh", False)  # on PostgreSQL a cache that started over lacks stored terms
         assert state(t) == reference(text, batch_rows=3)
         dictionary_is_consistent(t)
 
@@ -117,9 +117,9 @@ def test_long_literals_start_the_cache_over_at_its_character_budget(sql_url: str
         held = []
         for i, chunk in enumerate(text.split("TX .\n")[1:]):
             apply_text("TX .\n" + chunk, t, source=f"u{i}", batch_rows=3)
-            held.append(sum(map(len, t._ids)))
+            held.append(sum(map(len, t.terms._ids)))
             # The count kept for the bound is the text of what the cache holds, rollbacks included.
-            assert t._ids_chars == held[-1]
+            assert t.terms._ids_chars == held[-1]
         # One batch (3 quads, 4 terms each) may come on top of a cache just started over.
         assert max(held) <= budget + 3 * 4 * 5_100
         literals = {line.split(" ", 3)[3] for line in text.splitlines() if '"' in line}
@@ -240,17 +240,17 @@ def test_a_fresh_postgres_dictionary_stores_new_terms_without_a_lookup(pg_url: s
     shared = iri("shared")
     a = SqlTarget(pg_url)
     apply_text(f'A {iri("s")} {iri("p")} "1" .\n', a, source="a")
-    assert a._pg_fresh
-    cursor = a._term_cur = RecordingCursor(a._term_cur)
+    assert a.terms._fresh
+    cursor = a.terms._term_cur = RecordingCursor(a.terms._term_cur)
     apply_text(f'A {iri("s2")} {iri("p")} "2" .\n', a, source="a2")
     assert cursor.seen == ["SELECT", "INSERT"]  # s2 and "2": no lookup first, ids drawn, nothing returned
     with SqlTarget(pg_url) as b:
         apply_text(f'A {shared} {iri("p")} "3" .\n', b, source="b")
-        assert not b._pg_fresh  # the table held terms when b first looked
+        assert not b.terms._fresh  # the table held terms when b first looked
     cursor.seen.clear()
     apply_text(f"A {iri('s')} {iri('p')} {shared} .\n", a, source="a3")
     assert (
-        cursor.seen[:3] == ["SELECT", "INSERT", "WITH RETURNING"] and not a._pg_fresh
+        cursor.seen[:3] == ["SELECT", "INSERT", "WITH RETURNING"] and not a.terms._fresh
     )  # failed, then insert-or-ignore
     cursor.seen.clear()
     apply_text(f'A {iri("s3")} {iri("p")} "4" .\n', a, source="a4")
@@ -265,7 +265,7 @@ def test_a_fresh_postgres_dictionary_stores_new_terms_without_a_lookup(pg_url: s
 @pytest.mark.parametrize("write", ["add_each", "add"])
 def test_new_terms_sent_beside_the_quads_take_another_appliers_ids(pg_url: str, write: str) -> None:
     # PostgreSQL sends a batch's new terms on the dictionary's connection while the quads
-    # go on the unit's (SqlTarget._add_each_pg), with the ids drawn for them. When another
+    # go on the unit's (PostgresQuads.add_each), with the ids drawn for them. When another
     # applier stored some of those terms first, they take its ids: the quads written with
     # the drawn ones are deleted and written again, and each add (or the count) is still
     # told exactly: a quad the other applier stored is not added, though its drawn-id row was.
@@ -274,23 +274,23 @@ def test_new_terms_sent_beside_the_quads_take_another_appliers_ids(pg_url: str, 
     a.add_each([(iri("a0"), iri("p"), '"0"', None)])
     a.commit("a", Checkpoint(0, 0, 0), [])
     a.flush()
-    assert a._pg_fresh  # a takes a term it lacks for new, with no lookup first
+    assert a.terms._fresh  # a takes a term it lacks for new, with no lookup first
     both = (iri("shared"), iri("p"), '"both"', iri("g"))
     with SqlTarget(pg_url) as b:
         b.begin()
         assert b.add_each([both, (iri("x"), iri("shared2"), '"b"', None)]) == [True, True]
         b.commit("b", Checkpoint(0, 0, 0), [])
         b.flush()
-        theirs = {t: b._ids[t] for t in (iri("shared"), iri("shared2"), '"both"', iri("g"))}
+        theirs = {t: b.terms._ids[t] for t in (iri("shared"), iri("shared2"), '"both"', iri("g"))}
     mine = [(iri("a1"), iri("p"), '"1"', None), (iri("a2"), iri("shared2"), iri("shared"), None), both]
     a.begin()
-    cursor = a._cur = RecordingCursor(a._cur)
+    cursor = a.link.cur = RecordingCursor(a.link.cur)
     if write == "add_each":
         assert a.add_each(mine) == [True, True, False]
     else:
         assert a.add([*mine, mine[0]]) == 2
     assert "DELETE" in cursor.seen  # the rows written with the drawn ids, undone
-    assert {t: a._ids[t] for t in theirs} == theirs and not a._pg_fresh
+    assert {t: a.terms._ids[t] for t in theirs} == theirs and not a.terms._fresh
     a.commit("a", Checkpoint(0, 0, 1), [])
     a.flush()
     a.close()
@@ -306,18 +306,18 @@ def test_new_terms_sent_beside_the_quads_take_another_appliers_ids(pg_url: str, 
 
 
 def test_the_thread_that_sends_new_terms_ends_with_the_target(pg_url: str) -> None:
-    # The dictionary's inserts run on a thread of the target's own (SqlTarget._keys_beside),
+    # The dictionary's inserts run on a thread of the target's own (PostgresTerms.keys_beside),
     # started with the first batch of new terms; closing (or discarding) the target ends it.
     for end in ("close", "discard"):
         t = SqlTarget(pg_url)
         t.begin()
         t.add_each([(iri(f"s-{end}"), iri("p"), f'"{end}"', None)])
-        sender = t._term_sender
+        sender = t.terms._term_sender
         assert sender is not None
         threads = list(sender._threads)
         assert threads and all(th.name.startswith("patchsync-terms") for th in threads)
         getattr(t, end)()
-        assert t._term_sender is None and t._in_flight is None
+        assert t.terms._term_sender is None and t.terms._in_flight is None
         for th in threads:
             th.join(timeout=5)
             assert not th.is_alive()
@@ -336,11 +336,13 @@ def test_a_failed_insert_of_new_terms_leaves_none_of_them_cached(pg_url: str) ->
     t.add_each([(iri("s"), iri("p"), '"0"', None)])
     t.commit("log", Checkpoint(0, 0, 0), [])
     t.flush()
-    t.sql = dataclasses.replace(t.sql, term_insert_new="INSERT INTO ps_terms_gone SELECT 1 WHERE %b AND %b AND %b")
+    t.terms.sql = dataclasses.replace(
+        t.terms.sql, term_insert_new="INSERT INTO ps_terms_gone SELECT 1 WHERE %b AND %b AND %b"
+    )
     t.begin()
     with pytest.raises(PatchsyncError):
         t.add_each([(iri("s"), iri("p"), '"new"', iri("new-graph"))])
-    assert '"new"' not in t._ids and iri("new-graph") not in t._ids and iri("s") in t._ids
+    assert '"new"' not in t.terms._ids and iri("new-graph") not in t.terms._ids and iri("s") in t.terms._ids
     t.discard()
     with SqlTarget(pg_url) as fresh:
         dictionary_is_consistent(fresh)

@@ -182,6 +182,35 @@ def test_reading_ahead_hands_out_every_message_once_in_order(tmp_path: Path, nat
         assert log.fetch(10, 3, timeout=0.2) == []
 
 
+def test_reading_ahead_across_many_requests_hands_out_every_message_once(nats_stream: str) -> None:
+    # More messages than one request of the reader asks for (patchsync.streams.pull.WINDOW),
+    # so the requests it sends ahead from its callback are exercised, then a jump back.
+    from patchsync.streams.pull import WINDOW
+
+    total = WINDOW * 2 + 37
+    with NatsLog(nats_stream) as log:
+        log.ensure_stream()
+
+        async def publish() -> None:
+            acks = [log.js.publish(log.subject, b"m%d" % n, stream=log.name) for n in range(1, total + 1)]
+            for ack in acks:
+                await ack
+
+        log.run(publish)
+    with NatsLog(nats_stream, read_ahead=True) as log:
+        seen: list[int] = []
+        while len(seen) < total:
+            msgs = log.fetch(len(seen) + 1, 100, timeout=2)
+            assert msgs, f"nothing after {len(seen)}"
+            assert all(m.payload == b"m%d" % m.seq for m in msgs)
+            seen += [m.seq for m in msgs]
+        assert seen == list(range(1, total + 1))
+        assert log.fetch(total + 1, 100, timeout=0.2) == []
+        again = log.fetch(WINDOW - 1, 3, timeout=2)  # elsewhere: a new consumer from there
+        assert [m.seq for m in again] == [WINDOW - 1, WINDOW, WINDOW + 1]
+        assert all(abs(m.published - time.time()) < 60 for m in again)
+
+
 def test_a_replica_behind_the_streams_retention_gets_a_gap_error(tmp_path: Path, nats_stream: str) -> None:
     log_path = tmp_path / "a.jellyp"
     write_chain(log_path, "c", 5)

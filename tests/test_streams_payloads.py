@@ -198,8 +198,9 @@ def test_a_messages_name_lookup_is_sized_for_its_patch(tmp_path: Path) -> None:
         options = read_payload(next(log_patches(path)).payload)[0]
         assert isinstance(options, Options)
         sizes.append(options.options.max_name_table_size)
-    # Four names per event of the 5-event patch; never above the log's own 4,000.
-    assert sizes == [20, 4000]
+    # Four names per event of the 5-event patch, rounded up to a power of two; never above
+    # the log's own 4,000.
+    assert sizes == [32, 4000]
 
 
 def _without_lookup_entries(payload: bytes) -> bytes:

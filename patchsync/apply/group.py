@@ -39,7 +39,7 @@ from patchsync.apply.target import CAN_CONTAINS, Checkpoint, PatchRecord, Prefix
 
 #: Held rows (distinct quads per unit, summed) that make the applier write its group. Larger
 #: groups save PostgreSQL little more, and the rows held alive make Python's cyclic GC run
-#: more often (measured: 0.3 s of 2.7 on the SQLite workload at 20,000).
+#: more often (``python -m bench.apply_workload`` shows the trade-off).
 DEFAULT_GROUP_ROWS = 5_000
 #: Held units (and record-only steps) that make the applier write its group.
 DEFAULT_GROUP_UNITS = 2_000

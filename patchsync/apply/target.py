@@ -1,6 +1,6 @@
 """The contract between the applier state machine and the stores it writes to.
 
-The applier (:mod:`.core`) owns every rule of units, chains and checkpoints; a target only
+The applier (:mod:`patchsync.apply.applier`) owns every rule of units, chains and checkpoints; a target only
 stores. It is driven in this order for each unit of atomicity (docs/design.md §2)::
 
     begin()  (add(batch) | delete(batch) | add_prefix(...) | delete_prefix(...))*  commit(...) | rollback()

@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any, Protocol, runtime_checkable
 
 from patchsync.codec.patch_encoder import PatchEncoder
 from patchsync.codec.rdfp import RdfPatchTextWriter, read_rdfp
-from patchsync.errors import UsageError
+from patchsync.errors import PatchsyncError, UsageError
 from patchsync.events import (
     Add,
     Delete,
@@ -374,25 +374,58 @@ def _segment_info(path: Path) -> tuple[str | None, int]:
 _PATCH_END_LINE = re.compile(rb"^[ \t]*Z[ \t]*\.[^\n]*\n", re.MULTILINE)
 
 
+def _text_head(events: Iterable[Any], adapter: RdflibTerms, head: str | None) -> str | None:
+    """The id of the last patch with an ``H id`` header in ``events`` (else ``head``)."""
+    current: str | None = None
+    for event in events:
+        if isinstance(event, Header) and event.key == "id":
+            u = adapter.unpack(event.value)
+            current = u[1] if u[0] == IRI else None
+        elif isinstance(event, PatchEnd):
+            head, current = current or head, None
+    return current or head
+
+
+def _is_whole_patch(tail: bytes, path: Path) -> bool:
+    """Whether ``tail`` (text after the last ``Z .``) is a complete patch: whole lines that
+    parse, with every transaction closed and more than headers. A write cut short fails one
+    of those (this writer's patches are written whole, headers first)."""
+    if not tail.endswith(b"\n"):
+        return False
+    open_tx = False
+    body = False
+    try:
+        for event in read_rdfp(tail, RdflibTerms(), source=str(path)):
+            if isinstance(event, TxStart):
+                open_tx = True
+            elif isinstance(event, (TxCommit, TxAbort)):
+                open_tx = False
+            body = body or not isinstance(event, (Header, PatchEnd))
+    except PatchsyncError:
+        return False
+    return body and not open_tx
+
+
 def _open_text_log(path: Path) -> tuple[IO[bytes], str | None]:
     """Open an ``.rdfp`` log for appending: lock it, cut a partial last patch, find its head."""
     f = lock_log(path)
     try:
         data = f.read()
-        # Every patch this writer produces ends with "Z ."; anything after the last one is
-        # a patch whose write was cut short.
+        # Every patch this writer produces ends with "Z ."; what follows the last one is
+        # either a patch whose write was cut short (cut it) or a whole patch written by
+        # another tool that does not end patches with "Z ." (keep it, and close it).
         end = 0
         for m in _PATCH_END_LINE.finditer(data):
             end = m.end()
-        head: str | None = None
-        current: str | None = None
         adapter = RdflibTerms()
-        for event in read_rdfp(data[:end], adapter, source=str(path)):
-            if isinstance(event, Header) and event.key == "id":
-                u = adapter.unpack(event.value)
-                current = u[1] if u[0] == IRI else None
-            elif isinstance(event, PatchEnd):
-                head, current = current or head, None
+        head = _text_head(read_rdfp(data[:end], adapter, source=str(path)), adapter, None)
+        tail = data[end:]
+        if tail.strip() and _is_whole_patch(tail, path):
+            head = _text_head(read_rdfp(data, adapter, source=str(path)), adapter, head)
+            f.seek(len(data))
+            f.write(b"Z .\n")
+            f.flush()
+            return f, head
         f.truncate(end)
         f.seek(end)
         return f, head

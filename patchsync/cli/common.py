@@ -35,9 +35,9 @@ EXIT_USAGE = 2
 #: Container allocations between the collector's youngest-generation passes while a command
 #: runs (CPython's default is 700). SQL targets write each batch's quad tuples and drop them;
 #: at 700 the passes caught every batch alive, promoted it and rescanned it, and the full
-#: collections this fed rescanned every live object: 0.15 s of applying the #14 workload
-#: into SQLite, 0.33 s into PostgreSQL; at this value 0.01 s. Targets that keep their quads
-#: (``file:``) pay about the same either way (each kept tuple is scanned once), ~0.04 s more
+#: collections this fed rescanned every live object: most of the collector's time in
+#: an apply into SQL (``python -m bench.apply_workload`` shows it), and little at this value. Targets that keep their quads
+#: (``file:``) pay about the same either way (each kept tuple is scanned once), slightly more
 #: here, from scanning larger passes. Cycles are still collected, in fewer, larger passes.
 COMMAND_GC_THRESHOLD = 20_000
 
@@ -271,11 +271,15 @@ def result_line(r: Any) -> str:
 
 
 def add_client_flags(parser: argparse.ArgumentParser) -> None:
-    """``--token-file`` and ``--tls-ca``: credentials for a ``grpc://`` source."""
+    """``--token-file`` and ``--tls-ca``: credentials for a network source (``grpc://``, ``http(s)://``)."""
     parser.add_argument(
-        "--token-file", metavar="FILE", help="a file holding the token for a grpc:// source (or set PATCHSYNC_TOKEN)"
+        "--token-file",
+        metavar="FILE",
+        help="a file holding the token for a grpc:// or http(s):// source (or set PATCHSYNC_TOKEN)",
     )
-    parser.add_argument("--tls-ca", metavar="FILE", help="PEM CA certificate: reach a grpc:// source over TLS")
+    parser.add_argument(
+        "--tls-ca", metavar="FILE", help="PEM CA certificate: reach a grpc:// or https:// source over TLS"
+    )
 
 
 def use_client_flags(args: argparse.Namespace) -> None:

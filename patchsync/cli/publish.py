@@ -12,7 +12,7 @@ from patchsync.errors import UsageError
 def register(sub: Subcommands) -> None:
     publish = sub.add_parser(
         "publish",
-        help="publish patch logs to a NATS JetStream stream",
+        help="publish patch logs to a NATS stream or a served topic (grpc://, http://)",
         description="Publish every complete patch of the logs (.jellyp or .rdfp), in order, one patch per message, "
         "to the stream (created when missing). Each message carries the patch id as Nats-Msg-Id and is appended only "
         "if its prev is the stream's last patch: a rerun (or a run after kill -9) continues where the stream ends and "

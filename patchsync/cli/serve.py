@@ -23,7 +23,7 @@ def register(sub: Subcommands) -> None:
 
     parser = sub.add_parser(
         "serve",
-        help="serve patch logs and targets over the network (Jelly gRPC, Jelly-Patch)",
+        help="serve patch logs and targets over the network (Jelly gRPC, Jelly-Patch, RDF Delta HTTP)",
         description="Serve named topics: a log topic (a .jellyp file, a directory of segments created when "
         "missing, or nats://HOST:PORT/STREAM) takes appends that keep its chain and streams its patches, caught "
         "up then live; a target topic (sqlite:///..., postgresql+psycopg://..., file:..., oxigraph:...) is served "
@@ -32,9 +32,7 @@ def register(sub: Subcommands) -> None:
     )
     for kind in sorted(DOORS.values(), key=lambda k: k.name):
         parser.add_argument(kind.flag, metavar="HOST:PORT", dest=f"door_{kind.name}", help=kind.help)
-    parser.add_argument(
-        "--topic", action="append", default=[], metavar="NAME=SPEC", help="a topic (repeat for more)", required=True
-    )
+    parser.add_argument("--topic", action="append", default=[], metavar="NAME=SPEC", help="a topic (repeat for more)")
     parser.add_argument("--tokens", metavar="FILE", help="lines 'read TOKEN' or 'write TOKEN' (write implies read)")
     parser.add_argument("--tls-cert", metavar="FILE", help="PEM certificate chain (with --tls-key): serve TLS")
     parser.add_argument("--tls-key", metavar="FILE", help="PEM private key of --tls-cert")
@@ -57,6 +55,12 @@ def register(sub: Subcommands) -> None:
     )
     parser.add_argument("--metrics", metavar="HOST:PORT", help="serve Prometheus metrics at /metrics there")
     parser.add_argument("--fsync", action="store_true", help="fsync a log topic after every append")
+    parser.add_argument(
+        "--log-root",
+        metavar="DIR",
+        help="serve every subdirectory of DIR as a log topic of that name, and create new ones there "
+        "(RDF Delta's create_datasource; remove_datasource moves one to DIR/.removed)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -86,6 +90,7 @@ def settings_from(args: argparse.Namespace) -> object:
         grace=args.grace,
         fsync=args.fsync,
         metrics=parse_address(args.metrics, "--metrics") if args.metrics else None,
+        log_root=Path(args.log_root) if args.log_root else None,
     ).check()
 
 

@@ -82,6 +82,12 @@ def register(sub: Subcommands) -> None:
         help="give up (exit 1) when the target stays unavailable for S seconds (default 600; 0: never retry)",
     )
     add_client_flags(tail)
+    tail.add_argument(
+        "--metrics-listen",
+        metavar="HOST:PORT",
+        help="serve /$/metrics (Prometheus text: position, lag, units and rows per second, retries, last error), "
+        "/$/healthz and /$/ready on HOST:PORT while tailing",
+    )
     tail.set_defaults(func=run)
 
 
@@ -118,6 +124,11 @@ def run(args: argparse.Namespace) -> int:
 
     # Inputs first: a wrong path or base must not leave a new, empty target behind.
     split_paths(args.paths)
+    listen = None
+    if args.metrics_listen:
+        from patchsync.tail.metrics import parse_listen
+
+        listen = parse_listen(args.metrics_listen)
     check_base(args)
     state_dir = args.state_dir or default_state_dir(args.target)
     log = TailLog(args.log_interval)
@@ -142,9 +153,16 @@ def run(args: argparse.Namespace) -> int:
                 **retry,
             ),
         )
+        metrics = None
         try:
+            if listen is not None:
+                from patchsync.tail.metrics import MetricsServer
+
+                metrics = MetricsServer(tailer, *listen).start()
             reports = tailer.run_once() if args.once else tailer.run()
         finally:
+            if metrics is not None:
+                metrics.close()
             tailer.close()
         target = tailer.target  # reopened if the first one was lost
         target.close()

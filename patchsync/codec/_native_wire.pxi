@@ -241,6 +241,11 @@ cdef Py_ssize_t _check(const unsigned char* p, Py_ssize_t i, Py_ssize_t end, int
     return count
 
 
+cdef enum:
+    # Frames from this size on are checked without holding the interpreter lock.
+    _NOGIL_SCAN_BYTES = 65536
+
+
 cdef class Frame:
     """A scanned frame: its bytes, the position of the next row and the number of rows."""
 
@@ -257,7 +262,13 @@ def scan(bytes payload, bint rdf=False):
     cdef const unsigned char* p = payload
     cdef Py_ssize_t count, size = len(payload)
     cdef int m = M_SFRAME if rdf else M_FRAME
-    with nogil:
+    # Only a large frame is worth letting go of the interpreter for: a small one is checked
+    # in microseconds, while handing the lock to a busy thread (a stream client's reader)
+    # can make this one wait for it for a whole switch interval.
+    if size >= _NOGIL_SCAN_BYTES:
+        with nogil:
+            count = _check(p, 0, size, m, 0)
+    else:
         count = _check(p, 0, size, m, 0)
     if count < 0:
         return None

@@ -1,6 +1,7 @@
 """Message mode for the RDF text formats: where one RDF Message ends and the next begins.
 
-The RDF Messages draft (``specs/rdf-messages.txt`` §2.1, docs/design.md §8) delimits messages
+The RDF Messages draft (<https://w3c-cg.github.io/rsp/spec/messages>, §2.1 "N-Triples,
+N-Quads, Turtle and TriG"; docs/design.md §8) delimits messages
 in N-Triples, N-Quads, Turtle and TriG with a comment line: a line matching
 :data:`DELIMITER` ends the current message (text after ``@message`` is a comment). This module
 only cuts text into pieces; parsing each piece is the readers' work. It is pure: text in,

@@ -3,7 +3,7 @@
 rdflib refuses generalized statements (a literal subject, a blank node predicate) and
 RDF-star quoted triples in N-Triples, both of which the Jelly-RDF conformance inputs use.
 This reader accepts any term in any position, reusing the term scanner of
-:mod:`.ntriples`: ``term term term [term] .`` per line, ``#`` comments, blank lines.
+:mod:`patchsync.terms.ntriples`: ``term term term [term] .`` per line, ``#`` comments, blank lines.
 """
 
 from __future__ import annotations

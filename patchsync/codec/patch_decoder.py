@@ -6,7 +6,7 @@ is complete, and take events with :meth:`PatchDecoder.next_event` (h11 style: it
 by iterating, which yields every event available now.
 
 Rules checked here, besides the term rules in :mod:`.term_decoder` (all from
-``specs/jelly-patch-spec.txt``):
+<https://w3id.org/jelly/dev/specification/patch/>):
 
 * the options row comes first, is valid, and every repetition is identical;
 * each row has exactly one field set; punctuation only in PUNCTUATED streams;

@@ -6,7 +6,7 @@ bytes, :meth:`RdfDecoder.close` when the input is complete, then take events wit
 or one bare frame), lookups, IRI/literal/blank node/quoted triple decoding and repeated
 terms are the shared :mod:`.framing` and :mod:`.term_decoder` code.
 
-Rules checked here (``specs/jelly-rdf-spec.txt``), besides the term and lookup rules:
+Rules checked here (<https://w3id.org/jelly/dev/specification/serialization/>), besides the term and lookup rules:
 
 * the options row comes first ("MUST be the first row"), has a physical type ("MUST NOT
   be UNSPECIFIED"), a version tag in 1..2 ("SHOULD throw if greater", "if zero"), a
@@ -131,7 +131,7 @@ def messages(events: Iterable[RdfEvent]) -> Iterator[list[Statement]]:
 
     Every frame yields a list, an empty frame an empty one (an empty RDF Message). Blank
     node labels are passed on as the stream wrote them; a consumer that treats messages
-    as separate "worlds" (``specs/rdf-messages.txt`` 1.2) scopes them per message.
+    as separate "worlds" (<https://w3c-cg.github.io/rsp/spec/messages>, §1.2 "Scope of RDF Messages") scopes them per message.
     """
     current: list[Statement] = []
     for event in events:

@@ -1,4 +1,4 @@
-"""RDF Patch text (``.rdfp``): a sans-I/O reader and a writer (``specs/rdf-patch-text.md``).
+"""RDF Patch text (``.rdfp``): a sans-I/O reader and a writer (<https://afs.github.io/rdf-delta/rdf-patch.html>).
 
 The reader has the shape of :class:`~patchsync.codec.patch_decoder.PatchDecoder`: feed it
 bytes, close it, and take events with ``next_event`` (``NEED_DATA`` / ``END``) or by

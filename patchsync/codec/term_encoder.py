@@ -71,8 +71,7 @@ def lookup_overflow_message(kind: str, size: int) -> str:
 
 @functools.lru_cache(maxsize=16)
 def _id_fields(tag: bytes, size: int) -> tuple[bytes, ...]:
-    """``tag`` + varint(id) for every id up to ``size``: shared by every encoder of that size,
-    since building them cost more than encoding a small patch."""
+    """``tag`` followed by the varint of each id from 0 to ``size`` (read-only, shared)."""
     return tuple(tag + wire.varint(i) for i in range(size + 1))
 
 
@@ -165,7 +164,8 @@ class TermEncoder(Generic[T]):
         # Text the three caches above keep alive (see ENCODER_CACHE_CHARS); the compiled core
         # counts its IRI splits here too.
         self._cache_chars = 0
-        # The RdfIri fields for every possible id, precomputed (ids are bounded by the options).
+        # The RdfIri fields for every possible id, precomputed (ids are bounded by the options)
+        # and shared: a stream writer starts an encoder per message.
         self._prefix_fields = _id_fields(wire.IRI_PREFIX, max_prefixes)
         self._name_fields = _id_fields(wire.IRI_NAME, max_names)
         self.used_generalized = False

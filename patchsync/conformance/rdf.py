@@ -1,7 +1,8 @@
 """Runners for the upstream Jelly-RDF conformance suite (``jellyt:TestRdfFromJelly`` and
 ``jellyt:TestRdfToJelly``), plugged into :data:`patchsync.conformance.runner.RUNNERS`.
 
-Pass criteria (``shared/conformance/vocabulary.ttl``):
+Pass criteria (the suite's ``vocabulary.ttl``, vendored as
+``tests/data/upstream/jelly-rdf/vocabulary.ttl``):
 
 * From Jelly, positive: the stream decodes, and frame *i* is equal under ordered RDF
   dataset isomorphism to the *i*-th ``mf:result`` file: the same statements in the same

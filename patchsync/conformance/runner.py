@@ -11,7 +11,8 @@ for a case is chosen by its test class in a table of runners (the suites' own ta
 :data:`patchsync.conformance.RUNNERS`; ``patch`` and ``rdf`` hold its entries). Nothing here prints or
 exits; the CLI presents the report.
 
-Pass criteria (``shared/conformance/vocabulary.ttl`` and ``conformance/patch``):
+Pass criteria (``tests/data/upstream/jelly-rdf/vocabulary.ttl`` and
+``conformance/patch/vocabulary.ttl``):
 
 * Patch from Jelly, positive: the stream decodes without error into as many patches as
   ``mf:result`` lists files, each equal row by row to its RDF Patch text. Terms are

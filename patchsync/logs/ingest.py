@@ -1,54 +1,89 @@
-"""RDF Messages into patches: each message of a message log becomes one patch (docs/design.md §8).
+"""RDF Messages into patches, without I/O beyond reading the message logs (docs/design.md §8).
 
-Message *n* of a source becomes the *n*-th patch ingested from it: ``H id`` a fresh
-``urn:uuid:``, ``H prev`` the head before it, ``H ingest-source`` the source's absolute path
-and ``H ingest-message`` *n*, then its quads as adds in one transaction (an empty message is
-an empty patch). Blank node labels are scoped to their message, so each patch gets its own:
-``_:x`` of message *n* of a source becomes ``_:s<hash>m<n>_x`` (``hash``: of the source's
-path), distinct from every other message's and the same on every run.
+The ingest itself (destinations, ``--state`` targets, resuming) is :mod:`patchsync.ingest`;
+this module holds what it decides with:
 
-A rerun resumes: the headers of the destination's patches say which messages of each source
-are already in it, and only later ones are appended. Every source is read (and validated)
-before the destination is locked and written, and a failure truncates the destination back
-to where it was: an ingest appends all its patches or none.
+- :func:`read_messages`: every message of the sources, parsed and validated up front, blank
+  node labels scoped to their message (``_:x`` of message *n* of a source becomes
+  ``_:s<hash>m<n>_x``, ``hash`` of the source's path), each with its patch id.
+- :func:`message_patch_id`: a message's patch id, ``urn:uuid:`` of a name-based UUID (v5) of
+  the source's path, the message's number and a digest of its quads. A rerun computes the
+  same ids, so it recognises the messages a destination already holds by id.
+- :class:`DatasetIndex`: the dataset a destination's patches leave, per graph, and what one
+  message changes in it under each mode (:data:`MODES`).
+- :func:`patch_events`: one message's patch, as events with N-Triples terms.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from patchsync import formats
-from patchsync.errors import FormatError, UsageError
-from patchsync.events import Add, Event, Header, PatchEnd, TxCommit, TxStart
-from patchsync.logs.append import LOCK_WAIT
+from patchsync.errors import UsageError
+from patchsync.events import Add, Delete, Event, Header, PatchEnd, TxCommit, TxStart
 from patchsync.logs.convert import FeatureScan
-from patchsync.logs.messages import Message, MessageReader, scope_labels
-from patchsync.logs.patch_logs import LogAppender, format_of, read_events
-from patchsync.options import Limits, PatchOptions, StatementType
-from patchsync.terms import LITERAL
+from patchsync.logs.messages import Message, MessageReader, Quad, scope_labels
+from patchsync.logs.patch_logs import read_events
+from patchsync.options import Limits
+from patchsync.terms import IRI
 from patchsync.terms.ntriples import NTriplesTerms
 
-__all__ = ["IngestResult", "ingest_messages"]
+__all__ = [
+    "ADD",
+    "MESSAGE_HEADER",
+    "MODES",
+    "REPLACE",
+    "REPLACE_GRAPH",
+    "SOURCE_HEADER",
+    "DatasetIndex",
+    "IngestMessage",
+    "logged_ids",
+    "message_patch_id",
+    "patch_events",
+    "read_messages",
+]
 
-#: Header keys that record where a patch came from (what a rerun resumes from).
+#: The message's quads are added.
+ADD = "add"
+#: Each graph the message names holds exactly the message's quads in it afterwards.
+REPLACE_GRAPH = "replace-graph"
+#: The whole dataset is the message afterwards.
+REPLACE = "replace"
+MODES = (ADD, REPLACE_GRAPH, REPLACE)
+
+#: Header keys that record where a patch came from.
 SOURCE_HEADER = "ingest-source"
 MESSAGE_HEADER = "ingest-message"
 
 _NT = NTriplesTerms()
 _INTEGER = "http://www.w3.org/2001/XMLSchema#integer"
+#: The namespace of ingested patch ids (a fixed, random UUID: ids of no other scheme collide).
+_ID_NAMESPACE = uuid.UUID("5d1c1a52-8d4b-4c39-9b0e-3f6f2a7c9e41")
+
+Triple = tuple[str, str, str]
 
 
 @dataclass(frozen=True, slots=True)
-class IngestResult:
-    """What :func:`ingest_messages` did: patches appended and messages found already ingested."""
+class IngestMessage:
+    """One message to ingest: its source (absolute path), number from 1, scoped quads, patch id."""
 
-    appended: int
-    skipped: int
+    source: str
+    number: int
+    quads: Message
+    patch_id: str
+
+
+def message_patch_id(source: str, number: int, quads: Sequence[Quad]) -> str:
+    """The id of the patch of message ``number`` of ``source``: the same on every run."""
+    digest = hashlib.sha256()
+    for s, p, o, g in quads:
+        digest.update(f"{s} {p} {o} {g or ''}\n".encode())
+    name = f"{source}\n{number}\n{digest.hexdigest()}"
+    return f"urn:uuid:{uuid.uuid5(_ID_NAMESPACE, name)}"
 
 
 def _read_source(path: Path, messages: bool, limits: Limits | None) -> list[Message]:
@@ -71,113 +106,128 @@ def _read_source(path: Path, messages: bool, limits: Limits | None) -> list[Mess
     return [read_rdf_bytes(data, found.name, source=str(path), limits=limits).quads]
 
 
-def _ingested(dest: Path) -> dict[str, int]:
-    """The highest message index recorded per source in the log ``dest``."""
-    done: dict[str, int] = {}
-    source: str | None = None
-    for event in read_events(dest, adapter=_NT):
-        if type(event) is Header and event.key in (SOURCE_HEADER, MESSAGE_HEADER):
-            u = _NT.unpack(event.value)
-            if u[0] != LITERAL:
-                continue
-            if event.key == SOURCE_HEADER:
-                source = str(u[1])
-            elif source is not None and str(u[1]).isdigit():
-                done[source] = max(done.get(source, 0), int(u[1]))
-        elif type(event) is PatchEnd:
-            source = None
-    return done
-
-
-def _patches(
-    source: str, messages: Sequence[Message], first: int, head: list[str | None], count: list[int]
-) -> Iterator[Event]:
-    tag = "s" + hashlib.sha256(source.encode("utf-8")).hexdigest()[:12]
-    scoped = scope_labels(messages, tag=tag)
-    for number, message in enumerate(scoped, start=1):
-        if number < first:
-            continue
-        patch_id = f"urn:uuid:{uuid.uuid4()}"
-        yield Header("id", _NT.iri(patch_id))
-        if head[0] is not None:
-            yield Header("prev", _NT.iri(head[0]))
-        yield Header(SOURCE_HEADER, _NT.literal(source))
-        yield Header(MESSAGE_HEADER, _NT.literal(str(number), None, _INTEGER))
-        yield TxStart()
-        for s, p, o, g in message:
-            yield Add(s, p, o, g)
-        yield TxCommit()
-        yield PatchEnd()
-        head[0] = patch_id
-        count[0] += 1
-
-
-def ingest_messages(
-    dest: str | os.PathLike[str],
-    sources: Sequence[str | os.PathLike[str]],
-    *,
-    messages: bool = False,
-    limits: Limits | None = None,
-    fsync: bool = False,
-) -> IngestResult:
-    """Append one patch per message of ``sources`` (in order) to the ``.jellyp`` log ``dest``.
+def read_messages(
+    sources: Sequence[str | Path], *, messages: bool = False, limits: Limits | None = None, scan: FeatureScan
+) -> list[IngestMessage]:
+    """Every message of ``sources`` in order, validated before anything is written.
 
     ``messages`` reads N-Triples, N-Quads, Turtle, TriG and Jelly-RDF files as message logs
-    (``.ndjsonld`` and ``.yamlld`` always are); otherwise such a file is one message. Messages
-    already ingested into ``dest`` (by their ``ingest-source``/``ingest-message`` headers)
-    are skipped. Raises :class:`DecodeError` for a malformed message, before anything is written.
+    (``.ndjsonld`` and ``.yamlld`` always are); otherwise such a file is one message. A
+    malformed message raises :class:`DecodeError` naming the file, the message and the line.
+    ``scan`` notes the features the messages use (the options of a new destination).
     """
-    dest_path = Path(dest)
-    if format_of(dest_path) != "jellyp":
-        raise FormatError(f"{dest}: messages are ingested into a .jellyp log")
     if not sources:
         raise UsageError("nothing to ingest: name at least one message log")
-    read: list[tuple[str, list[Message]]] = []
-    scan = FeatureScan()
+    out: list[IngestMessage] = []
+    seen: set[str] = set()
     for src in sources:
         path = Path(src)
+        key = str(path.resolve())
+        if key in seen:
+            raise UsageError(f"{src}: named twice; each message log is ingested once per run")
+        seen.add(key)
         found = _read_source(path, messages, limits)
-        for message in found:
-            for s, p, o, g in message:
+        tag = "s" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:12]
+        for number, quads in enumerate(scope_labels(found, tag=tag), start=1):
+            for s, p, o, g in quads:
                 scan.see(Add(s, p, o, g), str(src))
-        read.append((str(path.resolve()), found))
-    created = not dest_path.exists()
-    # Messages are datasets: a new log holds quads, so a later ingest into it may name graphs.
-    options = scan.options(PatchOptions(statement_type=StatementType.QUADS)) if created else None
-    appender = LogAppender(dest_path, options, _NT, fsync=fsync, wait=LOCK_WAIT)
-    start = appender.size
-    count = [0]
-    skipped = 0
-    try:
-        scan.require(appender.options, dest, "ingested")
-        done = _ingested(dest_path) if start else {}
-        head: list[str | None] = [appender.head]
-        for source, found in read:
-            first = done.get(source, 0) + 1
-            skipped += min(first - 1, len(found))
-            appender.write(_patches(source, found, first, head, count))
-            done[source] = max(done.get(source, 0), len(found))
-        if count[0] == 0:
-            # Nothing new: the log stays byte for byte as it was (no repeated options row).
-            raise _NothingNew
-        appender.close()
-    except _NothingNew:
-        _restore(dest_path, start, created, appender)
-    except BaseException:
-        # Nothing half-ingested: back to the log as it was.
-        _restore(dest_path, start, created, appender)
-        raise
-    return IngestResult(count[0], skipped)
+            out.append(IngestMessage(key, number, quads, message_patch_id(key, number, quads)))
+    return out
 
 
-class _NothingNew(Exception):
-    """Every message was already ingested."""
+def logged_ids(paths: Iterable[Path]) -> set[str]:
+    """The patch ids (IRIs of ``id`` headers) in the log files ``paths``."""
+    ids: set[str] = set()
+    for path in paths:
+        if not path.is_file():
+            continue
+        for event in read_events(path, adapter=_NT):
+            if type(event) is Header and event.key == "id":
+                u = _NT.unpack(event.value)
+                if u[0] == IRI:
+                    ids.add(u[1])
+    return ids
 
 
-def _restore(dest: Path, start: int, created: bool, appender: LogAppender) -> None:
-    # The lock is still held: no other writer can have appended since ``start``. A log this
-    # call created is removed only while still empty (another writer may have created it too).
-    os.truncate(dest, start)
-    if created and start == 0:
-        dest.unlink(missing_ok=True)
-    appender.abandon()
+class DatasetIndex:
+    """A dataset as a destination's patches leave it: graph (``None``: default) to its triples.
+
+    Triples keep the order they came in, so a patch that deletes a graph's triples lists them
+    the same way on every run.
+    """
+
+    def __init__(self) -> None:
+        self.graphs: dict[str | None, dict[Triple, None]] = {}
+
+    def load(self, quads: Iterable[tuple[str, str, str, str | None]]) -> DatasetIndex:
+        """Add ``quads`` (the default graph as ``None`` or ``""``); returns the index."""
+        graphs = self.graphs
+        for s, p, o, g in quads:
+            graphs.setdefault(g or None, {})[(s, p, o)] = None
+        return self
+
+    def __len__(self) -> int:
+        return sum(len(t) for t in self.graphs.values())
+
+    def quads(self) -> Iterator[Quad]:
+        """Every quad, graph by graph."""
+        for g, triples in self.graphs.items():
+            for s, p, o in triples:
+                yield (s, p, o, g)
+
+    def changes(self, mode: str, message: Sequence[Quad]) -> tuple[list[Quad], list[Quad]]:
+        """The deletes and adds that make the dataset what ``message`` says under ``mode``.
+
+        ``add``: the message's quads. ``replace-graph``: in each graph the message names, the
+        triples it does not hold go and its new ones come. ``replace``: the same over every
+        graph of the dataset. Only real changes are listed in the replace modes.
+        """
+        if mode == ADD:
+            return [], list(message)
+        wanted: dict[str | None, dict[Triple, None]] = {}
+        for s, p, o, g in message:
+            wanted.setdefault(g, {})[(s, p, o)] = None
+        graphs: Iterable[str | None] = wanted
+        if mode == REPLACE:
+            graphs = [*self.graphs, *(g for g in wanted if g not in self.graphs)]
+        elif mode != REPLACE_GRAPH:
+            raise UsageError(f"unknown ingest mode {mode!r} (expected one of: {', '.join(MODES)})")
+        deletes: list[Quad] = []
+        adds: list[Quad] = []
+        empty: dict[Triple, None] = {}
+        for g in graphs:
+            have = self.graphs.get(g, empty)
+            want = wanted.get(g, empty)
+            deletes.extend((s, p, o, g) for s, p, o in have if (s, p, o) not in want)
+            adds.extend((s, p, o, g) for s, p, o in want if (s, p, o) not in have)
+        return deletes, adds
+
+    def apply(self, deletes: Iterable[Quad], adds: Iterable[Quad]) -> None:
+        """Delete then add (what one patch of :meth:`changes` does)."""
+        graphs = self.graphs
+        for s, p, o, g in deletes:
+            triples = graphs.get(g)
+            if triples is not None:
+                triples.pop((s, p, o), None)
+                if not triples:
+                    del graphs[g]
+        for s, p, o, g in adds:
+            graphs.setdefault(g, {})[(s, p, o)] = None
+
+
+def patch_events(
+    message: IngestMessage, prev: str | None, deletes: Sequence[Quad], adds: Sequence[Quad]
+) -> list[Event]:
+    """The patch of ``message`` (N-Triples terms): ``H id``, ``H prev`` (unless the first),
+    the source and message headers, then the deletes and adds in one transaction."""
+    events: list[Event] = [Header("id", _NT.iri(message.patch_id))]
+    if prev is not None:
+        events.append(Header("prev", _NT.iri(prev)))
+    events.append(Header(SOURCE_HEADER, _NT.literal(message.source)))
+    events.append(Header(MESSAGE_HEADER, _NT.literal(str(message.number), None, _INTEGER)))
+    events.append(TxStart())
+    events.extend(Delete(s, p, o, g) for s, p, o, g in deletes)
+    events.extend(Add(s, p, o, g) for s, p, o, g in adds)
+    events.append(TxCommit())
+    events.append(PatchEnd())
+    return events

@@ -1,6 +1,6 @@
 """RDF Message Logs: read and write a sequence of RDF Messages (docs/design.md §8).
 
-An RDF Message (the RDF Messages draft, ``specs/rdf-messages.txt``) is a dataset meant to be
+An RDF Message (the RDF Messages draft, <https://w3c-cg.github.io/rsp/spec/messages>) is a dataset meant to be
 taken whole; a message log holds them in order. Here a message is a list of quads of
 N-Triples strings (``g`` is ``None`` in the default graph), as everywhere in :mod:`.rdf_files`,
 so terms reach the output exactly as read. The formats (``formats.MESSAGES``):

@@ -83,7 +83,7 @@ class FreshBNodeTerms(FastRdflibTerms):
         super().__init__()
         self._labels: dict[str, BNode] = {}
         # One random id per parse and a counter: as unique as rdflib's ``BNode()``, which
-        # reads the OS's random source for every node: 0.3 µs a node instead of 2 µs.
+        # reads the OS's random source for every node, several times slower.
         self._prefix = f"N{uuid4().hex}b"
         self._count = 0
 

@@ -20,12 +20,12 @@ from typing import Any
 
 from patchsync.errors import UsageError
 from patchsync.serve.auth import Access
-from patchsync.serve.catalog import Topics, build_topic
+from patchsync.serve.catalog import Topics, build_topic, log_root_spec, log_root_specs, retire
 from patchsync.serve.doors import DOORS, FrontDoor
 from patchsync.serve.errors import ShuttingDown, TooBusy, reason_of
 from patchsync.serve.metrics import ServeMetrics
 from patchsync.serve.settings import Address, ServeSettings
-from patchsync.serve.topics import Entry, LogTopic
+from patchsync.serve.topics import Entry, LogTopic, Topic
 
 
 class ServeContext:
@@ -37,10 +37,41 @@ class ServeContext:
         self.metrics = metrics or ServeMetrics()
         self.stopping = False
         self._streams = 0
+        self._catalog_lock = asyncio.Lock()
         for topic in topics:
-            if isinstance(topic, LogTopic):
-                topic.on_append = self._counter(topic)
-                self.metrics.head_version.labels(topic.name).set(topic.version)
+            self._watch(topic)
+
+    def _watch(self, topic: Topic) -> None:
+        if isinstance(topic, LogTopic):
+            topic.on_append = self._counter(topic)
+            self.metrics.head_version.labels(topic.name).set(topic.version)
+
+    async def create_topic(self, name: str) -> LogTopic:
+        """A new log topic ``name``: a segment directory under ``--log-root`` (RDF Delta's
+        ``create_datasource``); a name in use is refused with one line."""
+        root = self.settings.log_root
+        if root is None:
+            raise UsageError(f"data source {name!r}: this server creates none (it was started without --log-root)")
+        spec = log_root_spec(root, name)
+        async with self._catalog_lock:
+            if name in {t.name for t in self.topics}:
+                raise UsageError(f"DataSource with name '{name}' already exists")
+            topic = build_topic(spec, subscriber_buffer=self.settings.subscriber_buffer, fsync=self.settings.fsync)
+            assert isinstance(topic, LogTopic)
+            await topic.open()
+            self.topics.add(topic)
+            self._watch(topic)
+            return topic
+
+    async def remove_topic(self, name: str) -> None:
+        """Stop serving topic ``name``; a topic under ``--log-root`` has its directory moved
+        aside (``.removed/``), so it is not served again after a restart."""
+        async with self._catalog_lock:
+            topic = self.topics.remove(name)
+            await topic.close()
+            root = self.settings.log_root
+            if root is not None and topic.spec == log_root_spec(root, name).partition("=")[2]:
+                await asyncio.to_thread(retire, root, name)
 
     def _counter(self, topic: LogTopic) -> Callable[[Entry], None]:
         appends = self.metrics.appends.labels(topic.name)
@@ -89,11 +120,12 @@ class Server:
     def __init__(self, settings: ServeSettings, *, announce: Callable[[str], None] | None = None) -> None:
         self.settings = settings.check()
         self.announce = announce or (lambda line: print(line, flush=True))
+        specs = list(settings.topics)
+        if settings.log_root is not None:
+            given = {t.partition("=")[0] for t in specs}
+            specs += log_root_specs(settings.log_root, given)
         self.topics = Topics(
-            [
-                build_topic(t, subscriber_buffer=settings.subscriber_buffer, fsync=settings.fsync)
-                for t in settings.topics
-            ]
+            [build_topic(t, subscriber_buffer=settings.subscriber_buffer, fsync=settings.fsync) for t in specs]
         )
         self.context = ServeContext(settings, self.topics)
         self.doors: list[FrontDoor] = []

@@ -7,11 +7,16 @@ file, a directory of segments, ``nats://…``). See :mod:`patchsync.serve.topics
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import uuid
+from collections.abc import Iterator, Set
+from pathlib import Path
 
 from patchsync.errors import UsageError
 from patchsync.serve.errors import UnknownTopic, WrongKind
-from patchsync.serve.topics import LogTopic, TargetTopic, Topic, check_name
+from patchsync.serve.topics import NAME_RULE, LogTopic, TargetTopic, Topic, check_name
+
+#: Where removed log-root topics go (not a topic name: names cannot start with '.').
+REMOVED = ".removed"
 
 
 def parse_topic(text: str) -> tuple[str, str]:
@@ -47,6 +52,37 @@ def build_topic(text: str, *, subscriber_buffer: int = 1024, fsync: bool = False
     return NatsTopic(name, spec, source.address, subscriber_buffer=subscriber_buffer)
 
 
+def log_root_specs(root: Path, taken: Set[str]) -> list[str]:
+    """``NAME=ROOT/NAME`` for every subdirectory of ``root`` named by the topic name rule
+    and not in ``taken`` (given by ``--topic``); ``root`` is created when missing."""
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        names = sorted(d.name for d in root.iterdir() if d.is_dir())
+    except OSError as exc:
+        raise UsageError(f"--log-root {root}: {exc.strerror or exc}") from None
+    return [f"{n}={root / n}" for n in names if NAME_RULE.match(n) and n not in taken]
+
+
+def log_root_spec(root: Path, name: str) -> str:
+    """The spec of a new topic ``name`` under ``root``: a directory of segments."""
+    check_name(name)
+    if name.lower().endswith(".jellyp"):
+        raise UsageError(f"data source {name!r}: a name ending in .jellyp would be a file, not a directory")
+    return f"{name}={root / name}"
+
+
+def retire(root: Path, name: str) -> Path | None:
+    """Move the directory of removed topic ``name`` aside (never deleted: RDF Delta keeps a
+    removed log's files too); returns where it went, ``None`` if there was none."""
+    path = root / name
+    if not path.is_dir():
+        return None
+    (root / REMOVED).mkdir(exist_ok=True)
+    moved = root / REMOVED / f"{name}-{uuid.uuid4().hex[:12]}"
+    path.rename(moved)
+    return moved
+
+
 class Topics:
     """The topics of one serve process, by name."""
 
@@ -62,6 +98,18 @@ class Topics:
 
     def __len__(self) -> int:
         return len(self._topics)
+
+    def add(self, topic: Topic) -> None:
+        """Serve ``topic`` too (a data source created at run time); its name must be free."""
+        if topic.name in self._topics:
+            raise UsageError(f"topic {topic.name}: the name is served already")
+        self._topics[topic.name] = topic
+
+    def remove(self, name: str) -> Topic:
+        """Stop serving the topic ``name`` (:class:`UnknownTopic` if none); returns it."""
+        topic = self.get(name)
+        del self._topics[name]
+        return topic
 
     def get(self, name: str) -> Topic:
         """The topic ``name`` (:class:`UnknownTopic` if none)."""
@@ -102,4 +150,4 @@ class Topics:
             await topic.close()
 
 
-__all__ = ["Topics", "build_topic", "parse_topic"]
+__all__ = ["REMOVED", "Topics", "build_topic", "log_root_spec", "log_root_specs", "parse_topic", "retire"]

@@ -50,6 +50,12 @@ DOORS: dict[str, DoorKind] = {
         "patchsync.serve.grpc_door:GrpcDoor",
         "serve the Jelly gRPC streaming protocol and the Jelly-Patch service at HOST:PORT",
     ),
+    "http": DoorKind(
+        "http",
+        "--http",
+        "patchsync.serve.http_door:HttpDoor",
+        "serve the RDF Delta patch log protocol, the change feed, /$/metrics, /$/healthz and /$/ready at HOST:PORT",
+    ),
 }
 
 

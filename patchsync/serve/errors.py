@@ -47,6 +47,10 @@ class TooBusy(OverLimit):
     """The server already serves as many concurrent streams as it may."""
 
 
+class UnsupportedMedia(ServeError):
+    """A body in a media type the server cannot read."""
+
+
 class WrongKind(UsageError):
     """An operation the topic's kind does not offer (a snapshot of a log topic, say)."""
 
@@ -72,8 +76,10 @@ STATUSES: tuple[tuple[type[BaseException], Status], ...] = (
     (UnknownTopic, Status("NOT_FOUND", 404)),
     (TooBusy, Status("RESOURCE_EXHAUSTED", 503)),
     (OverLimit, Status("RESOURCE_EXHAUSTED", 413)),
+    (UnsupportedMedia, Status("INVALID_ARGUMENT", 415)),
     (ShuttingDown, Status("UNAVAILABLE", 503)),
-    (ChainError, Status("FAILED_PRECONDITION", 409)),
+    # RDF Delta answers a version conflict with 400 and a JSON body (docs/decisions/0002).
+    (ChainError, Status("FAILED_PRECONDITION", 400)),
     (CheckpointError, Status("OUT_OF_RANGE", 410)),
     (TargetUnavailable, Status("UNAVAILABLE", 503)),
     (DecodeError, Status("INVALID_ARGUMENT", 400)),
@@ -122,6 +128,7 @@ __all__ = [
     "TooBusy",
     "Unauthenticated",
     "UnknownTopic",
+    "UnsupportedMedia",
     "WrongKind",
     "reason_of",
     "status_of",

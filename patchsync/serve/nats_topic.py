@@ -22,9 +22,10 @@ from patchsync.errors import ChainError, PatchsyncError
 from patchsync.options import Limits
 from patchsync.serve.incoming import Incoming, decode_patch, statement_patch
 from patchsync.serve.topics import Appended, Entry, LogTopic, thread_batches
-from patchsync.streams.nats_log import MSG_ID, NatsLog, StreamMessage
+from patchsync.streams.nats_log import MSG_ID, NatsLog
 from patchsync.streams.payloads import PatchMessage, encode_patch, text_options
 from patchsync.streams.publish import StreamSettings, check_size
+from patchsync.streams.pull import StreamMessage
 from patchsync.streams.url import StreamURL
 
 #: Messages read per request.

@@ -80,6 +80,9 @@ class ServeSettings:
     fsync: bool = False
     #: Where ``/metrics`` is served on its own (``None``: only by a door that serves it).
     metrics: Address | None = None
+    #: A directory whose subdirectories are served as segment-directory log topics, one per
+    #: name, and where new ones are created (RDF Delta's ``create_datasource``).
+    log_root: Path | None = None
 
     @property
     def tls(self) -> bool:
@@ -90,8 +93,8 @@ class ServeSettings:
         """Refuse settings that cannot work, or would expose the topics without tokens."""
         if not self.listeners:
             raise UsageError("serve needs a listener: --listen HOST:PORT (gRPC) or another front door's flag")
-        if not self.topics:
-            raise UsageError("serve needs at least one --topic NAME=SPEC")
+        if not self.topics and self.log_root is None:
+            raise UsageError("serve needs at least one --topic NAME=SPEC, or --log-root DIR")
         if (self.tls_cert is None) != (self.tls_key is None):
             raise UsageError("--tls-cert and --tls-key go together")
         for value, name in ((self.max_message_bytes, "max message bytes"), (self.max_streams, "max streams")):
@@ -106,8 +109,13 @@ class ServeSettings:
                         f"{door} listener {address}: not a loopback address and no --tokens; "
                         "give --tokens FILE, or --allow-anonymous to serve anyone who can connect"
                     )
-            if self.metrics is not None and not self.metrics.is_loopback:
-                raise UsageError(f"--metrics {self.metrics}: not a loopback address; give --allow-anonymous")
+        # The separate metrics listener checks no token, so tokens do not make it safe to
+        # open to the network: only an explicit --allow-anonymous does.
+        if self.metrics is not None and not self.metrics.is_loopback and not self.allow_anonymous:
+            raise UsageError(
+                f"--metrics {self.metrics}: not a loopback address, and /metrics there checks no token; "
+                "give --allow-anonymous to serve it to anyone who can connect"
+            )
         return self
 
 

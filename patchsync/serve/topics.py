@@ -248,7 +248,7 @@ class LogTopic(Topic):
             raise UsageError(f"topic {self.name}: no patch {start.patch_id} in the log")
         return version
 
-    async def read(self, start: Start, *, follow: bool = True) -> AsyncIterator[Entry]:
+    async def read(self, start: Start, *, follow: bool = True) -> AsyncGenerator[Entry, None]:
         """The entries after ``start``: what the log holds, then (``follow``) live appends.
 
         Ends when the topic closes (server stopping) or, without ``follow``, at the head

@@ -156,6 +156,19 @@ _SCHEMES: dict[str, SourceKind] = {
         },
     ),
 }
+# A log of `patchsync serve` through its HTTP door (the change feed, RDF Delta's append).
+for _scheme in ("http", "https"):
+    _SCHEMES[_scheme] = SourceKind(
+        _scheme,
+        frozenset({READ_AT, FOLLOW, APPEND, LAG}),
+        scheme=_scheme,
+        parse="patchsync.streams.http_client:parse_http_url",
+        roles={
+            "follow": "patchsync.tail.http_source:HttpSource",
+            "publish": "patchsync.streams.http_client:publish_logs",
+            "lag": "patchsync.streams.http_client:http_lag",
+        },
+    )
 
 
 def register_source(kind: SourceKind) -> None:

@@ -3,6 +3,8 @@
 - :mod:`.url`: ``nats://HOST:PORT/STREAM`` addresses.
 - :mod:`.nats_log`: :class:`NatsLog`, a synchronous facade over nats-py's asyncio client:
   create a stream, append a patch conditionally on its ``prev``, read from a sequence.
+- :mod:`.pull`: the reader behind :meth:`NatsLog.fetch` (an ephemeral pull consumer
+  asked ahead, its messages taken off one inbox subscription).
 - :mod:`.payloads`: a log's patches as self-contained one-patch Jelly-Patch messages, and
   the check of a received message before it is applied.
 - :mod:`.publish`: :func:`publish_logs` (resumable) and :class:`StreamWriter` (a recorder
@@ -29,9 +31,10 @@ if TYPE_CHECKING:
         StreamRefused,
         StreamUnavailable,
     )
-    from patchsync.streams.nats_log import NatsLog, PublishResult, StreamHead, StreamLag, StreamMessage, StreamState
+    from patchsync.streams.nats_log import NatsLog, PublishResult, StreamHead, StreamLag, StreamState
     from patchsync.streams.payloads import LogPatch, PatchMessage, decode_message, log_patches, read_patches
     from patchsync.streams.publish import PublishReport, StreamSettings, StreamWriter, publish_logs
+    from patchsync.streams.pull import StreamMessage
     from patchsync.streams.url import StreamURL, is_stream_url, parse_stream_url
 
 # Submodules load on first use: ``patchsync status`` asks only whether a source is a stream
@@ -39,9 +42,8 @@ if TYPE_CHECKING:
 _LAZY = {
     **dict.fromkeys(("CompactReport", "compact_logs"), "compact"),
     **dict.fromkeys(("MessageTooLarge", "StreamGap", "StreamNotFound", "StreamRefused", "StreamUnavailable"), "errors"),
-    **dict.fromkeys(
-        ("NatsLog", "PublishResult", "StreamHead", "StreamLag", "StreamMessage", "StreamState"), "nats_log"
-    ),
+    **dict.fromkeys(("NatsLog", "PublishResult", "StreamHead", "StreamLag", "StreamState"), "nats_log"),
+    "StreamMessage": "pull",
     **dict.fromkeys(("LogPatch", "PatchMessage", "decode_message", "log_patches", "read_patches"), "payloads"),
     **dict.fromkeys(("PublishReport", "StreamSettings", "StreamWriter", "publish_logs"), "publish"),
     **dict.fromkeys(("StreamURL", "is_stream_url", "parse_stream_url"), "url"),

@@ -72,13 +72,3 @@ class LoopThread:
             self._thread.join(5)
         if not self._thread.is_alive():
             self.loop.close()
-
-
-async def cancelled(task: asyncio.Future[Any] | None) -> None:
-    """Cancel ``task`` and wait until it is done, whatever it ended with (nothing reads it)."""
-    if task is None:
-        return
-    task.cancel()
-    await asyncio.wait([task])
-    if not task.cancelled():
-        task.exception()  # retrieved: an error of a batch nobody wants is not reported

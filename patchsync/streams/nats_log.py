@@ -19,22 +19,22 @@ reads the stream's last message itself: if that is this very patch the result is
 sequence instead, which pins the same state of the stream.
 
 Reading uses an ephemeral pull consumer (no acknowledgements, started at the wanted
-sequence): the reader's position lives with the reader (the tail daemon keeps it in the
+sequence; :mod:`patchsync.streams.pull`): the reader's position lives with the reader (the tail daemon keeps it in the
 target's checkpoint), never on the server. See :mod:`patchsync.streams._loop` for why the
 facade runs the asyncio client on a private thread.
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from patchsync.errors import ChainError, PatchsyncError, UsageError
-from patchsync.streams._loop import LoopThread, cancelled
+from patchsync.streams._loop import LoopThread
 from patchsync.streams.errors import StreamGap, translate
+from patchsync.streams.pull import PullReader, StreamMessage
 from patchsync.streams.url import StreamURL, parse_stream_url, subject_matches
 
 if TYPE_CHECKING:
@@ -54,16 +54,6 @@ _WRONG_LAST_SEQ = 10071
 _NO_MESSAGE = 10037
 
 _RECONNECT_WAIT = 0.5
-
-
-class StreamMessage(NamedTuple):
-    """One message read from the stream, in stream order."""
-
-    seq: int
-    #: When the server stored the message (seconds since the epoch).
-    published: float
-    headers: Mapping[str, str]
-    payload: bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,13 +126,9 @@ class NatsLog:
         #: The client's last asynchronous error (reported by callbacks, not raised).
         self.last_error: BaseException | None = None
         self._stream_max_msg_size = -1
-        self._reader: Any = None
-        self._reader_name: str | None = None
+        self._reader: PullReader | None = None
         self._next_seq = 0
         self._read_ahead = read_ahead
-        #: The next batch's fetch, running while the caller works on the last one.
-        self._ahead: asyncio.Future[list[StreamMessage]] | None = None
-        self._ahead_from = 0
         self._loop = LoopThread()
         self._nc: Client | None = None
         self._js: JetStreamContext | None = None
@@ -441,48 +427,25 @@ class NatsLog:
 
         Waits up to ``timeout`` seconds for the first; an empty list means nothing beyond
         ``from_seq - 1`` exists yet. Consecutive calls continuing where the last ended
-        reuse one consumer. Raises :class:`StreamGap` when ``from_seq`` was removed by the
-        stream's retention (the reader must start from a snapshot).
+        reuse one consumer (:class:`~patchsync.streams.pull.PullReader`). Raises
+        :class:`StreamGap` when ``from_seq`` was removed by the stream's retention (the
+        reader must start from a snapshot).
 
-        With ``read_ahead``, a call that returned a full batch (a backlog) leaves the request
-        for the next one running (same size and wait), so the server and the client's
-        parsing work while the caller applies this one; a call continuing where the last
-        ended takes that batch, any other drops it. A batch that was not full means the
-        reader caught up: the next call asks afresh, and gets at once what arrived since
-        (a request made ahead would wait to fill its batch).
+        With ``read_ahead``, the consumer is asked for more than ``batch`` at a time, and
+        for the next messages as soon as it answered in full (a backlog), so the server
+        and the client's parsing work while the caller applies what it took. A call
+        elsewhere than where the last ended drops what was read ahead with its consumer.
         """
         if from_seq < 1:
             raise ValueError("stream sequences start at 1")
-        return self._call(
-            lambda: self._fetch_next(from_seq, batch, timeout), timeout=timeout + self.request_timeout * 3 + 2
-        )
-
-    async def _fetch_next(self, from_seq: int, batch: int, timeout: float) -> list[StreamMessage]:
-        ahead, self._ahead = self._ahead, None
-        if ahead is not None and self._ahead_from == from_seq:
-            # Started when the last batch was returned: it waits no longer than this call may.
-            msgs = await ahead
-        else:
-            if ahead is not None:
-                # Messages it took from the consumer would be skipped: start a new one.
-                await cancelled(ahead)
-                await self._drop_reader()
-            msgs = await self._fetch(from_seq, batch, timeout)
-        if self._read_ahead and len(msgs) == batch:
-            self._ahead_from = msgs[-1].seq + 1
-            self._ahead = asyncio.ensure_future(self._fetch(self._ahead_from, batch, timeout))
-        return msgs
+        return self._call(lambda: self._fetch(from_seq, batch, timeout), timeout=timeout + self.request_timeout * 3 + 2)
 
     async def _fetch(self, from_seq: int, batch: int, timeout: float) -> list[StreamMessage]:
-
-        if self._reader is None or self._next_seq != from_seq:
-            await self._open_reader(from_seq)
+        reader = self._reader
+        if reader is None or self._next_seq != from_seq or reader.broken:
+            reader = await self._open_reader(from_seq)
         try:
-            msgs = await self._reader.fetch(batch, timeout=timeout)
-        except TimeoutError:
-            # nats-py raises its TimeoutError (a subclass) or, when the server sent nothing
-            # at all within the wait, the builtin one: both mean "nothing new yet".
-            msgs = []
+            msgs = await reader.fetch(batch, timeout)
         except Exception:
             await self._drop_reader()
             raise
@@ -495,17 +458,13 @@ class NatsLog:
             if info.state.first_seq > from_seq and info.state.messages:
                 raise self._gap(from_seq, info.state.first_seq)
             return []
-        out = []
-        for msg in msgs:
-            meta = msg.metadata
-            out.append(StreamMessage(meta.sequence.stream, meta.timestamp.timestamp(), msg.headers or {}, msg.data))
-        if out[0].seq > from_seq:
+        if msgs[0].seq > from_seq:
             first = (await self.js.stream_info(self.name)).state.first_seq
             if first > from_seq:
                 await self._drop_reader()
                 raise self._gap(from_seq, first)
-        self._next_seq = out[-1].seq + 1
-        return out
+        self._next_seq = msgs[-1].seq + 1
+        return msgs
 
     def _gap(self, wanted: int, first: int) -> StreamGap:
         return StreamGap(
@@ -513,35 +472,36 @@ class NatsLog:
             "removed by its retention limits): start this replica from a snapshot"
         )
 
-    async def _open_reader(self, from_seq: int) -> None:
+    async def _open_reader(self, from_seq: int) -> PullReader:
         from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
         from nats.nuid import NUID
 
         await self._drop_reader()
-        self._reader_name = "patchsync_" + NUID().next().decode()
+        assert self._nc is not None
+        name = "patchsync_" + NUID().next().decode()
         config = ConsumerConfig(
-            name=self._reader_name,
+            name=name,
             deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
             opt_start_seq=from_seq,
             ack_policy=AckPolicy.NONE,
+            filter_subject=self.subject,
             # The server removes the consumer of a reader that died (kill -9) by itself.
             inactive_threshold=60.0,
             mem_storage=True,
         )
-        self._reader = await self.js.pull_subscribe(self.subject, durable=None, stream=self.name, config=config)
-        self._next_seq = from_seq
+        reader = PullReader(self._nc, self.js, self.name, read_ahead=self._read_ahead)
+        try:
+            await reader.start(name, config)
+        except BaseException:
+            await reader.stop()
+            raise
+        self._reader, self._next_seq = reader, from_seq
+        return reader
 
     async def _drop_reader(self) -> None:
-        reader, name = self._reader, self._reader_name
-        self._reader = self._reader_name = None
-        if reader is None:
-            return
-        try:
-            await reader.unsubscribe()
-            if name is not None:
-                await self.js.delete_consumer(self.name, name)
-        except Exception:
-            pass  # best effort: an abandoned consumer expires on the server anyway
+        reader, self._reader = self._reader, None
+        if reader is not None:
+            await reader.stop()
 
     def lag(self, applied_seq: int) -> StreamLag:
         """How far a reader that applied everything up to ``applied_seq`` is behind.
@@ -573,8 +533,6 @@ class NatsLog:
             return
 
         async def shut() -> None:
-            ahead, self._ahead = self._ahead, None
-            await cancelled(ahead)
             await self._drop_reader()
             if self._nc is not None:
                 await self._nc.close()

@@ -25,7 +25,8 @@ from patchsync.codec.rdfp import RdfPatchTextReader
 from patchsync.errors import DecodeError, UsageError
 from patchsync.events import Add, Delete, Event, Header, Options, PatchEnd
 from patchsync.options import Limits, PatchOptions, StreamType
-from patchsync.streams.nats_log import MSG_ID, StreamMessage
+from patchsync.streams.nats_log import MSG_ID
+from patchsync.streams.pull import StreamMessage
 from patchsync.terms import BNODE, IRI, LITERAL, TRIPLE
 from patchsync.terms.ntriples import NTriplesTerms, format_term
 
@@ -69,11 +70,13 @@ def encode_patch(events: Sequence[Event], options: PatchOptions) -> bytes:
     """One patch (its events, terms as N-Triples strings) as a self-contained Jelly-Patch stream.
 
     The name lookup is sized for this patch (a row names at most four IRIs outside quoted
-    triples; beyond that the lookup evicts, which stays correct): encoders and decoders
-    build their tables at the declared size, which for a 4,000-entry default cost more
-    than encoding a small patch.
+    triples, rounded up to a power of two; beyond that the lookup evicts, which stays
+    correct): encoders and decoders build their tables at the declared size, which for a
+    4,000-entry default cost more than encoding a small patch.
     """
-    names = min(options.max_name_table_size, max(_MIN_NAMES, 4 * len(events)))
+    # Rounded up to a power of two: messages of similar patches then carry the same options
+    # row, which a replica's decoder recognises and does not validate and build again.
+    names = min(options.max_name_table_size, max(_MIN_NAMES, 1 << (4 * len(events) - 1).bit_length()))
     if names != options.max_name_table_size:
         options = replace(options, max_name_table_size=names)
     encoder: PatchEncoder[str] = PatchEncoder(options, NT_TERMS)

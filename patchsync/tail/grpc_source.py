@@ -21,8 +21,9 @@ from patchsync.apply.applier import Applier, ApplyResult
 from patchsync.apply.target import Checkpoint
 from patchsync.errors import DecodeError, PatchsyncError
 from patchsync.streams.grpc_client import GrpcLog, Subscription, parse_grpc_url
-from patchsync.streams.nats_log import MSG_ID, StreamMessage
+from patchsync.streams.nats_log import MSG_ID
 from patchsync.streams.payloads import MessageDecoder
+from patchsync.streams.pull import StreamMessage
 from patchsync.tail.source import SourceReport
 from patchsync.tail.state import lock_source
 from patchsync.tail.stream_source import BATCH, LAG_SECONDS, PAUSE_SECONDS, StreamHost

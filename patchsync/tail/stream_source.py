@@ -39,7 +39,7 @@ from patchsync.tail.state import lock_source
 BATCH = 256
 #: Seconds a replica working through a backlog (full batches) may go without a pause of the
 #: applier (its units commit in groups meanwhile; a pause also commits the last of them).
-PAUSE_SECONDS = 0.5
+PAUSE_SECONDS = 1.0
 #: Seconds between two lag queries to the server (each is one or two requests).
 LAG_SECONDS = 1.0
 #: Per-request deadline of the daemon's connection: a lost server is noticed within it.

@@ -79,6 +79,9 @@ class Tailer:
         self._backoff = Backoff(max_delay=options.retry_max_delay, timeout=options.retry_timeout)
         self._logged: set[tuple[str, str]] = set()
         self.reconnects = 0
+        #: Attempts to reopen a lost target, and whether one is under way (for metrics).
+        self.retries = 0
+        self.target_lost = False
         #: The backoff attempt that reopened the target, until a pass confirms the sources
         #: reconnected too (a stream's server may still be out of reach).
         self._reopened_at: int | None = None
@@ -279,6 +282,13 @@ class Tailer:
         reopen = self.options.reopen
         assert reopen is not None
         self._drop_target()
+        self.target_lost = True
+        try:
+            self._reopen(reopen, error)
+        finally:
+            self.target_lost = False
+
+    def _reopen(self, reopen: Callable[[], Target], error: BaseException) -> None:
         while True:
             delay = self._backoff.next_delay(time.monotonic())
             if delay is None:
@@ -295,6 +305,7 @@ class Tailer:
                 self._waker.wait(left)  # file events wake it too: wait out the rest
             if self.stopping:
                 return
+            self.retries += 1
             try:
                 self.target = reopen()
             except PatchsyncError as exc:

@@ -2,7 +2,7 @@
 
 Sans-I/O like the Jelly codecs: a decoder is fed bytes and hands out
 :class:`~patchsync.events.Statement` / :class:`~patchsync.events.Namespace` events, an
-encoder takes statements and namespaces and returns bytes. ``specs/rdf-binary-jena.txt``
+encoder takes statements and namespaces and returns bytes. <https://jena.apache.org/documentation/io/rdf-binary.html>
 is the format description; :mod:`.terms` holds the semantics both formats share,
 :mod:`.thrift` and :mod:`.protobuf` the two wire encodings.
 

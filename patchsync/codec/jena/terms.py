@@ -1,4 +1,4 @@
-"""Term and row semantics shared by RDF Thrift and RDF Protobuf (``specs/rdf-binary-jena.txt``).
+"""Term and row semantics shared by RDF Thrift and RDF Protobuf (<https://jena.apache.org/documentation/io/rdf-binary.html>).
 
 Both wire formats carry the same ``RDF_Term`` union; only the bytes differ. The wire
 readers parse bytes and call a :class:`TermReader` for meaning, the wire writers ask a

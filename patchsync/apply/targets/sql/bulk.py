@@ -18,31 +18,19 @@ from __future__ import annotations
 
 from typing import Any
 
-#: The quad table's non-unique indexes (a unique one is a constraint the load relies on):
-#: (name to drop, quoted as SQL needs it; statement that makes it).
-_SECONDARY = {
-    "sqlite": (
-        # printf's %w doubles the double quotes inside an identifier.
-        """SELECT printf('"%w"', name), sql FROM sqlite_master WHERE type = 'index'"""
-        " AND tbl_name = 'ps_quads' AND sql IS NOT NULL AND upper(sql) NOT LIKE 'CREATE UNIQUE%' ORDER BY name"
-    ),
-    # indexrelid::regclass prints the name as the search path needs it, quoted if need be.
-    "postgresql": (
-        "SELECT x.indexrelid::regclass::text, pg_get_indexdef(x.indexrelid) FROM pg_index x"
-        " WHERE x.indrelid = to_regclass('ps_quads') AND NOT x.indisunique ORDER BY 1"
-    ),
-}
+from patchsync.apply.targets.sql.dialects.base import Dialect
 
 #: Whether the quad table holds any row.
 ANY_QUAD = "SELECT 1 FROM ps_quads LIMIT 1"
 
 
-def secondary_indexes(cursor: Any, dialect: str) -> list[tuple[str, str]]:
-    """The quad table's secondary indexes: (quoted name, the statement that makes it)."""
-    return [(str(name), str(ddl)) for name, ddl in cursor.execute(_SECONDARY[dialect]).fetchall()]
+def secondary_indexes(cursor: Any, dialect: Dialect) -> list[tuple[str, str]]:
+    """The quad table's non-unique indexes (a unique one is a constraint the load relies on):
+    (quoted name, the statement that makes it), read from the dialect's catalog."""
+    return [(str(name), str(ddl)) for name, ddl in cursor.execute(dialect.secondary_indexes).fetchall()]
 
 
-def drop_secondary(cursor: Any, dialect: str) -> list[str]:
+def drop_secondary(cursor: Any, dialect: Dialect) -> list[str]:
     """Drop the quad table's secondary indexes; returns the statements that make them again."""
     found = secondary_indexes(cursor, dialect)
     for name, _ddl in found:

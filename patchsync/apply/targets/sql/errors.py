@@ -43,8 +43,8 @@ def _sqlstate(exc: BaseException) -> str | None:
 
 def is_unique_violation(exc: BaseException) -> bool:
     """Whether ``exc`` is PostgreSQL's duplicate-key error. The write path expects it from
-    plain inserts that race or guess (terms.py, SqlTarget._each_pg) and retries them
-    another way."""
+    plain inserts that race or guess (the PostgreSQL dialect's term dictionary and quad
+    writes) and retries them another way."""
     return _sqlstate(exc) == UNIQUE_VIOLATION
 
 

@@ -6,22 +6,23 @@ see :mod:`.target`); the head is then read once per transaction.
 
 Each source's checkpoint is written into the same database transaction as the units it
 covers, right before it commits, guarded by a version number so two appliers cannot
-interleave units of one source; on PostgreSQL an advisory lock per source also makes the
-second applier fail up front.
+interleave units of one source; where the dialect has a lock per source (PostgreSQL's
+advisory locks) the second applier also fails up front.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from contextlib import AbstractContextManager
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import Connection, select
 
 from patchsync.apply.target import Checkpoint, PatchRecord, SourceStatus
 from patchsync.apply.targets.sql import schema
-from patchsync.apply.targets.sql.statements import Statements
+from patchsync.apply.targets.sql.dialects.base import Dialect, Reading
+from patchsync.apply.targets.sql.link import Link
 from patchsync.errors import ApplyError
 
 #: No head was read in the open transaction yet.
@@ -29,23 +30,31 @@ UNREAD = object()
 
 
 class Ledger:
-    """Checkpoint and patch-history reads and writes for ``SqlTarget`` (a mixin)."""
+    """Checkpoint and patch-history reads and writes of one ``SqlTarget``, a part it holds.
 
-    name: str
-    dialect: str
-    _conn: Connection
-    _cur: Any
-    _mark: str
-    sql: Statements
-    _records: list[tuple[Any, ...]]
-    _record_ids: set[str]
-    _versions: dict[str, int | None]
-    _locks: set[str]
-    _tx: Any
-    _tx_head: str | object | None
+    Patch records and checkpoints of the units committed in the open transaction are held
+    here until :meth:`write` sends them with its commit. ``reading`` is the target's way of
+    reading (inside its open transaction, or a short one of its own).
+    """
 
-    def _reading(self) -> AbstractContextManager[Connection]:
-        raise NotImplementedError
+    def __init__(self, link: Link, dialect: Dialect, reading: Reading) -> None:
+        self.link = link
+        self.dialect = dialect
+        self.sql = dialect.statements
+        self._reading = reading
+        # Patch records of the committed units of the open transaction, written at its commit.
+        self._records: list[tuple[Any, ...]] = []
+        self._record_ids: set[str] = set()
+        # Per source: the checkpoint version this applier's next write expects to replace.
+        self._versions: dict[str, int | None] = {}
+        self._pending: dict[str, Checkpoint] = {}
+        self._locks: set[str] = set()
+        self._in_tx = False
+        # The target's head read in the open transaction, which holds the write lock: only
+        # this target's own records can move it until the transaction ends.
+        self._tx_head: str | object | None = UNREAD
+
+    # -- reads -------------------------------------------------------------------------
 
     def checkpoint(self, source: str) -> Checkpoint | None:
         self._lock(source)
@@ -61,22 +70,17 @@ class Ledger:
         )
 
     def _lock(self, source: str) -> None:
-        if self.dialect != "postgresql" or source in self._locks:
+        if source in self._locks:
             return
-        with self._reading() as conn:
-            got = conn.exec_driver_sql(
-                "SELECT pg_try_advisory_lock(hashtextextended('patchsync:' || current_schema() || ':' || %s, 0))",
-                (source,),
-            ).scalar()
-        if not got:
-            raise ApplyError(f"{self.name}: another applier is applying {source} to this database")
+        if not self.dialect.lock_source(self._reading, source):
+            raise ApplyError(f"{self.link.name}: another applier is applying {source} to this database")
         self._locks.add(source)
 
     def head(self) -> str | None:
         for record in reversed(self._records):  # not written yet, but committed units
             if record[0] is not None:
                 return str(record[0])
-        if self._tx is not None and self._tx_head is not UNREAD:
+        if self._in_tx and self._tx_head is not UNREAD:
             # Read under the transaction's write lock: no other applier moved it since.
             return self._tx_head  # type: ignore[return-value]
         p = schema.patches
@@ -85,7 +89,7 @@ class Ledger:
                 select(p.c.patch_id).where(p.c.patch_id.is_not(None)).order_by(p.c.seq.desc()).limit(1)
             ).scalar()
         value = None if value is None else str(value)
-        if self._tx is not None:
+        if self._in_tx:
             self._tx_head = value
         return value
 
@@ -93,7 +97,7 @@ class Ledger:
         if patch_id in self._record_ids:
             return True
         with self._reading():
-            return self._cur.execute(self.sql.has_patch, (patch_id,)).fetchone() is not None
+            return self.link.cur.execute(self.sql.has_patch, (patch_id,)).fetchone() is not None
 
     def sources(self) -> list[SourceStatus]:
         s = schema.sources
@@ -133,27 +137,88 @@ class Ledger:
             for r in rows
         ]
 
-    def _write_checkpoint(self, source: str, cp: Checkpoint) -> None:
+    # -- the open transaction ----------------------------------------------------------
+
+    def transaction_started(self) -> None:
+        """A write transaction began: the head is read again, once, inside it."""
+        self._in_tx = True
+        self._tx_head = UNREAD
+
+    def note(self, records: Sequence[PatchRecord]) -> None:
+        """Patch records of a committed unit, written with the transaction's commit."""
+        self._records.extend(
+            [
+                (
+                    r.patch_id,
+                    r.prev,
+                    r.source,
+                    r.offset,
+                    r.frame,
+                    r.row,
+                    r.added,
+                    r.deleted,
+                    r.noop,
+                    r.applied_at,
+                    json.dumps([list(h) for h in r.headers], ensure_ascii=False),
+                    r.chained,
+                )
+                for r in records
+            ],
+        )
+        self._record_ids.update(r.patch_id for r in records if r.patch_id is not None)
+
+    def stage(self, source: str, checkpoint: Checkpoint) -> None:
+        """The checkpoint of ``source`` after a committed unit, written with the transaction's commit."""
+        self._pending[source] = checkpoint
+
+    def write(self, conn: Connection) -> None:
+        """Send the held records and checkpoints, in the transaction about to commit."""
+        if self._records:
+            # In one executemany.
+            self.link.cur.executemany(self.sql.record, self._records)
+        for source, cp in self._pending.items():
+            self._write_checkpoint(conn, source, cp)
+
+    def committed(self) -> None:
+        """The transaction committed with what :meth:`write` sent."""
+        self._in_tx = False
+        self._records.clear()
+        self._record_ids.clear()
+        self._pending.clear()
+
+    def abandoned(self) -> None:
+        """The transaction was dropped with whatever it held."""
+        self.committed()
+        # Versions read before may be stale now: re-read on the next checkpoint().
+        self._versions.clear()
+
+    def release_locks(self, conn: Connection | None) -> None:
+        """Release the source locks (on ``conn``; ``None``: they went with the session)."""
+        locks, self._locks = self._locks, set()
+        if locks and conn is not None:
+            self.dialect.release_source_locks(conn)
+
+    def _write_checkpoint(self, conn: Connection, source: str, cp: Checkpoint) -> None:
         version = self._versions.get(source)
         values = (cp.fingerprint, cp.offset, cp.frame, cp.row, cp.patches, cp.last_id, cp.updated_at or time.time())
         if version is None:
-            changed = self._conn.exec_driver_sql(
+            changed = conn.exec_driver_sql(
                 self.sql.checkpoint_insert,
                 (source, *values, 1),
             ).rowcount
             new_version = 1
         else:
-            changed = self._conn.exec_driver_sql(
+            changed = conn.exec_driver_sql(
                 self.sql.checkpoint_update,
                 (*values, version + 1, source, version),
             ).rowcount
             new_version = version + 1
         if changed != 1:
             raise ApplyError(
-                f"{self.name}: another applier moved the checkpoint of {source} concurrently; "
+                f"{self.link.name}: another applier moved the checkpoint of {source} concurrently; "
                 "nothing of this batch was kept, run apply again"
             )
         self._versions[source] = new_version
 
 
-__all__ = ["Ledger"]
+__all__ = ["UNREAD", "Ledger"]

@@ -1,10 +1,10 @@
 """Schema management through Alembic, configured in code (no ``alembic.ini``).
 
-Schema changes are serialised across processes: on PostgreSQL a transaction-scoped advisory
-lock keyed on the schema is taken before the revision is read again and the migration runs,
-so replicas started together find the schema made by the first one instead of racing it
-(concurrent ``CREATE TABLE`` of one name fails on PostgreSQL's catalog). SQLite needs nothing
-more: its transactions start with ``BEGIN IMMEDIATE``, which already holds the write lock.
+Schema changes are serialised across processes by the dialect's schema lock
+(:meth:`~patchsync.apply.targets.sql.dialects.base.Dialect.lock_schema`), taken before the
+revision is read again and the migration runs, so replicas started together find the schema
+made by the first one instead of racing it (concurrent ``CREATE TABLE`` of one name fails on
+PostgreSQL's catalog; SQLite's ``BEGIN IMMEDIATE`` already holds the write lock).
 
 The migration scripts live in the top-level ``migrations/`` folder and ship inside the
 package as ``patchsync/apply/targets/sql/migrations`` (a symbolic link to it, followed by wheel and
@@ -17,6 +17,7 @@ from pathlib import Path
 
 from sqlalchemy import Connection, inspect
 
+from patchsync.apply.targets.sql.dialects import dialect_of
 from patchsync.apply.targets.sql.schema import VERSION_TABLE
 from patchsync.errors import ApplyError
 
@@ -26,9 +27,6 @@ MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 #: costs a SQL target's opening 0.15-0.3 s: it pulls in Mako and Pygments). A test holds it
 #: to :func:`head_revision`, so adding a migration without updating it fails the suite.
 HEAD_REVISION = "0004"
-
-#: The advisory lock around schema changes, keyed on the schema the connection works in.
-_SCHEMA_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('patchsync:schema:' || current_schema(), 0))"
 
 
 def _config(connection: Connection) -> object:
@@ -61,14 +59,9 @@ def current_revision(connection: Connection) -> str | None:
 
 
 def serialise(connection: Connection) -> None:
-    """Wait until no other process changes this schema; held until the transaction ends.
-
-    Only PostgreSQL needs it (see the module docstring). Reads after it see what every
-    earlier holder committed (each statement of a read committed transaction takes a
-    new snapshot).
-    """
-    if connection.dialect.name == "postgresql":
-        connection.exec_driver_sql(_SCHEMA_LOCK)
+    """Wait until no other process changes this schema; held until the transaction ends
+    (the dialect's lock, see the module docstring)."""
+    dialect_of(connection).lock_schema(connection)
 
 
 def upgrade(connection: Connection, revision: str = "head") -> None:

@@ -1,5 +1,8 @@
 """Every statement the SQL target's write path sends, per dialect, in one table.
 
+Each dialect (:mod:`.dialects`) holds its column of the table; they are kept side by side
+here so that one test holds them all to the rule below.
+
 The rule for each of them: its cost per row must not depend on how many rows the tables
 hold, whatever they held when the statement was planned (tests/test_sql_plans.py). A statement is
 written so that no plan the database may choose for it can scan ``ps_quads`` or
@@ -54,7 +57,7 @@ class Statements:
 
     Quad statements take four id columns: arrays on PostgreSQL, one row per execution
     (``executemany``) on SQLite. ``term_lookup`` takes ``LOOKUP_CHUNK`` hashes on SQLite
-    (:meth:`term_lookup_sql` for fewer), an array of hashes and one of the terms' texts
+    (the dictionary builds the statement for fewer), an array of hashes and one of the terms' texts
     on PostgreSQL, whose ``term_insert`` takes them twice.
     """
 
@@ -82,16 +85,6 @@ class Statements:
     ns_delete_many: str
     checkpoint_insert: str
     checkpoint_update: str
-
-    @property
-    def mark(self) -> str:
-        return "%s" if self.dialect == "postgresql" else "?"
-
-    def term_lookup_sql(self, count: int) -> str:
-        """SQLite: the lookup of ``count`` hashes (one ``IN`` list); PostgreSQL: the array form."""
-        if self.dialect == "postgresql":
-            return self.term_lookup
-        return f"SELECT id, term FROM ps_terms WHERE h IN ({', '.join(['?'] * count)})"
 
 
 #: Hashes per SQLite lookup statement (well below SQLite's limit of bound parameters).
@@ -187,7 +180,4 @@ SQLITE = Statements(
     **_shared("?"),
 )
 
-#: The statements of each dialect, by SQLAlchemy dialect name.
-STATEMENTS: dict[str, Statements] = {"postgresql": POSTGRESQL, "sqlite": SQLITE}
-
-__all__ = ["LOOKUP_CHUNK", "PG_SESSION", "POSTGRESQL", "SQLITE", "STATEMENTS", "Statements"]
+__all__ = ["LOOKUP_CHUNK", "PG_SESSION", "POSTGRESQL", "SQLITE", "Statements"]

@@ -1,19 +1,18 @@
 """The SQL target: quads, namespaces, checkpoints and patch history in SQLite or PostgreSQL.
 
-The target is assembled from modules named for what they hold: :mod:`.engine` opens
-databases, :mod:`.terms` is the term dictionary (text <-> ids, cached), :mod:`.ledger`
-holds checkpoints and patch records, :mod:`.errors` translates driver errors; this
-module holds units, quad writes and the connection's lifetime.
+The target is assembled from parts named for what they hold, each an object of its own
+that the target holds: the dialect (:mod:`.dialects`, chosen once from the URL) decides
+everything SQLite and PostgreSQL do differently and makes the quad writes
+(:mod:`.quad_writes`) with their term dictionary (:mod:`.terms`, text <-> ids, cached);
+:mod:`.ledger` holds checkpoints and patch records, :mod:`.namespaces` prefix rows,
+:mod:`.engine` opens databases, :mod:`.errors` translates driver errors. This module holds
+units, transactions and the connection's lifetime.
 
-Hot path: quads are stored as four term ids (see :mod:`.schema`). Each run of adds (or
-deletes) from the applier becomes one ``executemany`` of ``INSERT … ON CONFLICT DO
-NOTHING`` (``DELETE … WHERE`` the key) on SQLite, or one set-based statement over arrays
-(``unnest``) on PostgreSQL. The driver's row count is the number of rows that changed the
-table, which is exactly the set-semantics count the applier reports. ``add_each`` and
-``delete_each`` tell which quads changed the table (a commit group writes the quads one of
-its units touches once that way instead of looking them up first): on SQLite one statement
-per quad whose terms were stored before the call; on PostgreSQL from the row count when
-it says every quad of a batch changed the table, else from ``RETURNING``.
+Hot path: each run of adds (or deletes) from the applier becomes one write of the batch's
+term-id keys (an ``executemany`` of point statements on SQLite, one set-based statement
+over arrays on PostgreSQL); ``add_each`` and ``delete_each`` tell which quads changed the
+table (a commit group writes the quads one of its units touches once that way instead of
+looking them up first).
 
 Transactions: units run inside a database transaction that may hold several units
 (docs/design.md §2). A unit gets a savepoint only if it writes before the applier
@@ -22,17 +21,15 @@ prefix rows of such a unit), since only such a unit can still be aborted after i
 rows all come with its commit costs no savepoint round trips, and a database error in them
 drops the whole open transaction (none of its units had their checkpoint written yet); the transaction commits when it holds enough rows, units or
 seconds, and at the end of an apply, with the checkpoints of its sources (:mod:`.ledger`).
-SQLite transactions start with ``BEGIN IMMEDIATE`` so writers queue instead of failing at
-commit; a PostgreSQL write transaction starts by taking a transaction-scoped advisory lock
-keyed on the target (its schema), so on both dialects one applier at a time writes to a
-target, and what it reads inside its transaction (the head, applied patch ids) cannot change
-until it commits (docs/design.md §3, exactly once across processes). Every driver error
-leaves through :func:`.errors.translate`.
+Every write transaction starts under the dialect's write lock on the target (SQLite's
+``BEGIN IMMEDIATE``, a PostgreSQL advisory lock keyed on the schema), so one applier at a
+time writes to a target, and what it reads inside its transaction (the head, applied patch
+ids) cannot change until it commits (docs/design.md §3, exactly once across processes).
+Every driver error leaves through :func:`.errors.translate`.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -54,33 +51,23 @@ from patchsync.apply.target import (
     CAN_WRITE_PREFIXES,
     Checkpoint,
     PatchRecord,
+    PrefixOp,
     Quad,
+    SourceStatus,
 )
 from patchsync.apply.targets.sql import bulk, schema
+from patchsync.apply.targets.sql.dialects import dialect_of
 from patchsync.apply.targets.sql.engine import create_sql_engine, safe_url
-from patchsync.apply.targets.sql.errors import is_unique_violation, translate
-from patchsync.apply.targets.sql.ledger import UNREAD, Ledger
+from patchsync.apply.targets.sql.errors import translate
+from patchsync.apply.targets.sql.ledger import Ledger
+from patchsync.apply.targets.sql.link import Link
 from patchsync.apply.targets.sql.migrate import ensure_schema
 from patchsync.apply.targets.sql.namespaces import Namespaces
-from patchsync.apply.targets.sql.pg_arrays import key_arrays
-from patchsync.apply.targets.sql.statements import PG_SESSION, STATEMENTS, Statements
-from patchsync.apply.targets.sql.terms import TERM_CACHE_CHARS, TERM_CACHE_SIZE, TermDictionary
+from patchsync.apply.targets.sql.terms import TERM_CACHE_CHARS, TERM_CACHE_SIZE
 from patchsync.terms.ntriples import NTriplesTerms
 
-#: PostgreSQL: batches of lone quads at least this long are first written without returning
-#: rows, judged by the row count (see SqlTarget._each_pg); below it the savepoint round trips
-#: would cost more than the rows sent back.
-_EACH_AT_ONCE = 8
-#: PostgreSQL: the lock every write transaction takes first (see the module docstring). Its
-#: key is the target's schema: appliers of one schema queue, those of others do not meet.
-_TARGET_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('patchsync:target:' || current_schema(), 0))"
-#: PostgreSQL: a batch with a quad that changes nothing pays for both writes, so after one
-#: the plain write waits until this many batches in a row (written returning rows) changed
-#: the table with every quad. Logs with no-ops spread through them stay on ``RETURNING``.
-_EACH_TRUST = 8
 
-
-class SqlTarget(TermDictionary, Ledger, Namespaces):
+class SqlTarget:
     """A SQLite or PostgreSQL database as an apply target (see the module docstring).
 
     ``url`` is a SQLAlchemy URL or an :class:`~sqlalchemy.Engine`. An empty database gets
@@ -119,46 +106,37 @@ class SqlTarget(TermDictionary, Ledger, Namespaces):
         self._own_engine = isinstance(url, str)
         self.engine = create_sql_engine(url) if isinstance(url, str) else url
         self.name = safe_url(self.engine)
-        self.dialect = self.engine.dialect.name
+        # Chosen once (create_sql_engine has refused a URL of any other dialect).
+        self.dialect = dialect_of(self.engine)
         self._dbapi_error: type[Exception] = self.engine.dialect.loaded_dbapi.Error
+        self.sql = self.dialect.statements
         self.group_rows = group_rows
         self.group_units = group_units
         self.group_seconds = group_seconds
-        self._init_terms(term_cache, term_cache_chars)
+        self.link = Link(self.engine, self.name, self._dbapi_error)
+        self.writes = self.dialect.quad_writes(self.link, term_cache, term_cache_chars)
+        self.terms = self.writes.terms
+        self.ledger = Ledger(self.link, self.dialect, self._reading)
+        self.prefixes = Namespaces(self.link, self.dialect)
         self._tx: RootTransaction | None = None
-        # The target's head read in the open transaction, which holds the write lock: only
-        # this target's own records can move it until the transaction ends.
-        self._tx_head: str | object | None = UNREAD
         self._in_unit = False  # a SAVEPOINT for the open unit is set
         self._last = False  # the open unit's remaining writes end with its commit
         self._unsaved = False  # the open unit wrote without a savepoint
         self._deferred: list[str] = []  # indexes the open unit builds at its commit (bulk)
         self._failed = False  # a database error was seen: the connection may be dead
-        # Patch records of the committed units of the open transaction, written at flush.
-        self._records: list[tuple[Any, ...]] = []
-        self._record_ids: set[str] = set()
-        # PostgreSQL, adds and deletes: batches in a row whose every quad changed the table.
-        self._each_streak = [_EACH_TRUST, _EACH_TRUST]
-        self._versions: dict[str, int | None] = {}
-        self._pending: dict[str, Checkpoint] = {}
-        self._locks: set[str] = set()
         self._group_rows = 0
         self._group_units = 0
         self._group_start = 0.0
-        self.sql: Statements = STATEMENTS[self.dialect]
-        self._mark = self.sql.mark
+        self._conn: Connection | None = None
         try:
             self._conn = self.engine.connect()
             with self._conn.begin():
                 ensure_schema(self._conn)
-                if self.dialect == "postgresql":
-                    # In a transaction that commits: a rolled back SET is undone.
-                    for setting in PG_SESSION:
-                        self._conn.exec_driver_sql(setting)
+                self.dialect.open_session(self._conn)
             # The hot path (units, terms, quads, records) talks to the driver's own cursor:
             # SQLAlchemy's per-statement bookkeeping cost more than SQLite's own work on
             # small patches. Transactions still begin and end through SQLAlchemy.
-            self._cur: Any = self._conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
+            self.link.cur = self._conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
         except (SQLAlchemyError, self._dbapi_error) as exc:
             self._dispose()
             raise translate(exc, f"{self.name}: cannot open the database") from exc
@@ -167,6 +145,12 @@ class SqlTarget(TermDictionary, Ledger, Namespaces):
             raise
 
     # -- plumbing ----------------------------------------------------------------------
+
+    @property
+    def _connection(self) -> Connection:
+        """The target's open connection (its transactions begin and end here)."""
+        assert self._conn is not None, "the target is closed"
+        return self._conn
 
     @contextmanager
     def _guard(self, what: str) -> Iterator[None]:
@@ -181,11 +165,12 @@ class SqlTarget(TermDictionary, Ledger, Namespaces):
     def _reading(self) -> Iterator[Connection]:
         """The connection, inside the open transaction or a short one of its own."""
         with self._guard("reading"):
+            conn = self._connection
             if self._tx is not None:
-                yield self._conn
+                yield conn
             else:
-                with self._conn.begin():
-                    yield self._conn
+                with conn.begin():
+                    yield conn
 
     # -- reads -------------------------------------------------------------------------
 
@@ -208,20 +193,43 @@ class SqlTarget(TermDictionary, Ledger, Namespaces):
             for row in result:
                 yield (row[0], row[1], row[2], row[3])
 
+    def namespaces(self) -> dict[tuple[str, str], str]:
+        with self._reading() as conn:
+            return self.prefixes.read(conn)
+
+    def checkpoint(self, source: str) -> Checkpoint | None:
+        return self.ledger.checkpoint(source)
+
+    def head(self) -> str | None:
+        return self.ledger.head()
+
+    def has_patch(self, patch_id: str) -> bool:
+        return self.ledger.has_patch(patch_id)
+
+    def sources(self) -> list[SourceStatus]:
+        return self.ledger.sources()
+
+    def history(self, source: str | None = None) -> list[PatchRecord]:
+        """Applied patches in order, of one source or all."""
+        return self.ledger.history(source)
+
+    def contains(self, quads: Sequence[Quad]) -> list[bool]:
+        """Whether each quad is present (point lookups on SQLite, one join per call on PostgreSQL)."""
+        with self._guard("looking up quads"):
+            return self.writes.contains(quads)
+
     # -- unit --------------------------------------------------------------------------
 
     def begin(self) -> None:
         with self._guard("starting a unit"):
             if self._tx is None:
-                self._tx = self._conn.begin()
-                self._tx_head = UNREAD
+                self._tx = self._connection.begin()
                 self._group_start = time.monotonic()
-                if self.dialect == "sqlite":
-                    self._sync_terms()
-                else:
-                    # Before any read of the transaction: every statement after it sees
-                    # what the previous holder committed (read committed).
-                    self._cur.execute(_TARGET_LOCK)
+                # Before any read of the transaction: every statement after it sees what
+                # the previous holder of the lock committed.
+                self.dialect.lock_target(self.link.cur)
+                self.terms.transaction_started()
+                self.ledger.transaction_started()
         self._last = self._unsaved = False
 
     def last_writes(self) -> None:
@@ -233,9 +241,10 @@ class SqlTarget(TermDictionary, Ledger, Namespaces):
         unit commits, then build each with one sort (:mod:`.bulk`). Returns whether they are
         left out (not when the table holds quads: a sort of them all would cost more)."""
         with self._guard("deferring indexes"):
-            if not self._deferred and self._cur.execute(bulk.ANY_QUAD).fetchone() is None:
+            cursor = self.link.cur
+            if not self._deferred and cursor.execute(bulk.ANY_QUAD).fetchone() is None:
                 self._before_write()  # under the unit's savepoint: its rollback restores them
-                self._deferred = bulk.drop_secondary(self._cur, self.dialect)
+                self._deferred = bulk.drop_secondary(cursor, self.dialect)
         return bool(self._deferred)
 
     def _before_write(self) -> None:
@@ -245,210 +254,65 @@ class SqlTarget(TermDictionary, Ledger, Namespaces):
         if self._last:
             self._unsaved = True
         else:
-            self._cur.execute("SAVEPOINT ps_unit")
+            self.link.cur.execute("SAVEPOINT ps_unit")
             self._in_unit = True
 
     def add(self, quads: Sequence[Quad]) -> int:
         self._group_rows += len(quads)
         with self._guard("adding quads"):
             self._before_write()
-            if self.dialect != "postgresql":
-                keys = [k for k in self._keys(quads, create=True) if k is not None]
-                return self._execute_quads(self.sql.insert_quads, keys)
-            aligned = self._keys_beside(quads)
-            try:
-                added = self._execute_quads(self.sql.insert_quads, [k for k in aligned if k is not None])
-            except BaseException:
-                self._settle_terms(failing=True)
-                raise
-            stale, fixed = self._restore_stale(quads, aligned)
-            if stale:
-                # Each stale key was a row this statement added (see _restore_stale).
-                added -= len({aligned[i] for i in stale})
-                added += self._execute_quads(self.sql.insert_quads, list({fixed[i] for i in stale}))
-            return added
+            return self.writes.add(quads)
 
     def delete(self, quads: Sequence[Quad]) -> int:
         self._group_rows += len(quads)
         with self._guard("deleting quads"):
             self._before_write()
-            keys = [k for k in self._keys(quads, create=False) if k is not None]
-            return self._execute_quads(self.sql.delete_quads, keys) if keys else 0
-
-    def _execute_quads(self, sql: str, keys: list[tuple[int, int, int, int]]) -> int:
-        # In key order the primary key B-tree is walked forward instead of at random, and
-        # concurrent PostgreSQL appliers take row locks in one order.
-        keys.sort()
-        if self.dialect == "postgresql":
-            # One statement over four arrays, whatever the batch size.
-            return int(self._cur.execute(sql, key_arrays(keys)).rowcount)
-        self._cur.executemany(sql, keys)
-        return int(self._cur.rowcount)
+            return self.writes.delete(quads)
 
     def add_each(self, quads: Sequence[Quad]) -> list[bool]:
         """:meth:`add`, telling whether each quad was added (it was absent before)."""
         self._group_rows += len(quads)
         with self._guard("adding quads"):
             self._before_write()
-            if self.dialect == "postgresql":
-                return self._add_each_pg(quads)
-            # Ids from here on are terms this call stores (we hold the write lock): a quad
-            # with one of them cannot be in the table yet, the others may be.
-            new_from = self._next_id
-            keys: list[Any] = self._keys(quads, create=True)
-            cursor = self._cur
-            sql = self.sql.insert_quads_each
-            added = [True] * len(keys)
-            old = [i for i, key in enumerate(keys) if max(key) < new_from]
-            # In key order, as _execute_quads (the primary key B-tree walked forward).
-            for i in sorted(old, key=keys.__getitem__):
-                added[i] = cursor.execute(sql, keys[i]).rowcount == 1
-            cursor.executemany(sql, sorted(keys) if not old else sorted(k for k in keys if max(k) >= new_from))
-            return added
+            return self.writes.add_each(quads)
 
     def delete_each(self, quads: Sequence[Quad]) -> list[bool]:
         """:meth:`delete`, telling whether each quad was deleted (it was present before)."""
         self._group_rows += len(quads)
         with self._guard("deleting quads"):
             self._before_write()
-            keys: list[Any] = self._keys(quads, create=False)
-            if self.dialect == "postgresql":
-                return self._each_pg(1, self.sql.delete_quads, self.sql.delete_quads_each, keys)
-            cursor = self._cur
-            sql = self.sql.delete_quads_each
-            deleted = [False] * len(keys)
-            # A quad with a term the database lacks (key None) is not there.
-            for i in sorted((i for i, k in enumerate(keys) if k is not None), key=keys.__getitem__):
-                deleted[i] = cursor.execute(sql, keys[i]).rowcount == 1
-            return deleted
+            return self.writes.delete_each(quads)
 
-    def _add_each_pg(self, quads: Sequence[Quad]) -> list[bool]:
-        keys = self._keys_beside(quads)
-        insert, each = self.sql.insert_quads_new, self.sql.insert_quads_each
-        try:
-            added = self._each_pg(0, insert, each, keys)
-        except BaseException:
-            self._settle_terms(failing=True)
-            raise
-        stale, fixed = self._restore_stale(quads, keys)
-        if stale:
-            for i, again in zip(stale, self._each_pg(0, insert, each, [fixed[i] for i in stale]), strict=True):
-                added[i] = again
-        return added
+    def add_prefix(self, graph: Any, name: str, iri: Any) -> None:
+        with self._guard("binding a prefix"):
+            self._before_write()
+            self.prefixes.bind(graph, name, iri)
 
-    def _keys_beside(self, quads: Sequence[Quad]) -> list[Any]:
-        """PostgreSQL: :meth:`_keys` with ``create``, the insert of new terms left running.
+    def delete_prefix(self, graph: Any, name: str) -> None:
+        with self._guard("removing a prefix"):
+            self._before_write()
+            self.prefixes.unbind(graph, name)
 
-        It runs on the dictionary's connection while this one writes the quads: two server
-        processes at once, where each insert is mostly the server's B-tree work
-        (bench.pg_statements). The caller waits for it (:meth:`_restore_stale`) before
-        anything else, so the terms are committed before the quads can be.
-        """
-        self._overlap_terms = True
-        try:
-            return self._keys(quads, create=True)
-        finally:
-            self._overlap_terms = False
-
-    def _restore_stale(self, quads: Sequence[Quad], keys: list[Any]) -> tuple[list[int], list[Any]]:
-        """Wait for the insert of new terms of ``quads`` written as ``keys``. If another
-        applier stored some of those terms first, they take its ids: the rows written with
-        the ids drawn for them were added by our write (no one else has those ids) and are
-        deleted here. Returns the positions of those quads and every quad's right key, for
-        the caller to write them again."""
-        if not self._settle_terms():
-            return [], keys
-        fixed: list[Any] = self._keys(quads, create=True)
-        stale = [i for i, key in enumerate(keys) if key != fixed[i]]
-        if stale:
-            self._cur.execute(self.sql.delete_quads, key_arrays(sorted({keys[i] for i in stale})))
-        return stale, fixed
-
-    def _each_pg(self, kind: int, plain: str, returning: str, keys: list[Any]) -> list[bool]:
-        """PostgreSQL: write ``keys`` (None: a quad that cannot be stored) in one statement;
-        which of them changed the table. ``returning`` is the write returning the rows it
-        changed; ``plain`` the same write returning nothing, which for adds fails on a quad
-        already stored; ``kind`` is 0 for adds, 1 for deletes."""
-        batch = sorted(k for k in keys if k is not None)
-        if not batch:
-            return [False] * len(keys)
-        cursor = self._cur
-        arrays = key_arrays(batch)
-        streak = self._each_streak
-        if len(batch) >= _EACH_AT_ONCE and streak[kind] >= _EACH_TRUST:
-            # Usually every quad changes the table, and then the row count says so for
-            # each, without the server sending the rows back (bench.pg_statements: 4% of
-            # the workload's wall). Otherwise the write is undone and run again returning
-            # what it changed. The add is a plain insert: a stored quad fails it on the
-            # primary key, which costs the server less than ON CONFLICT's speculative
-            # insertion of every row (about 15% of the statement).
-            cursor.execute("SAVEPOINT ps_each")
-            try:
-                changed = cursor.execute(plain, arrays).rowcount
-            except self._dbapi_error as exc:
-                if not is_unique_violation(exc):
-                    raise
-                changed = -1
-            if changed == len(batch):
-                cursor.execute("RELEASE SAVEPOINT ps_each")
-                return [k is not None for k in keys]
-            cursor.execute("ROLLBACK TO SAVEPOINT ps_each")
-            cursor.execute("RELEASE SAVEPOINT ps_each")
-        written = {(r[0], r[1], r[2], r[3]) for r in cursor.execute(returning, arrays).fetchall()}
-        streak[kind] = streak[kind] + 1 if len(written) == len(batch) else 0
-        return [k in written for k in keys]
-
-    def contains(self, quads: Sequence[Quad]) -> list[bool]:
-        """Whether each quad is present (point lookups on SQLite, one join per call on PostgreSQL)."""
-        found: set[tuple[int, int, int, int]] = set()
-        with self._guard("looking up quads"):
-            aligned = self._keys(quads, create=False)
-            keys = [k for k in aligned if k is not None]
-            if keys and self.dialect == "postgresql":
-                result = self._cur.execute(self.sql.contains_quads, key_arrays(keys)).fetchall()
-                found.update((r[0], r[1], r[2], r[3]) for r in result)
-            elif keys:
-                # In-process point queries on the primary key beat any set-based form here
-                # (SQLite does not drive a row-value IN list through the key).
-                cursor = self._cur
-                sql = self.sql.contains_quads
-                found.update(key for key in keys if cursor.execute(sql, key).fetchone() is not None)
-        return [k is not None and k in found for k in aligned]
+    def write_prefixes(self, ops: Sequence[PrefixOp]) -> None:
+        """The prefix rows ``ops``, in log order, as one change (:mod:`.namespaces`)."""
+        with self._guard("writing prefixes"):
+            self._before_write()
+            self.prefixes.write(ops)
 
     def commit(self, source: str, checkpoint: Checkpoint, records: Sequence[PatchRecord]) -> None:
         with self._guard("committing a unit"):
             if records:
                 # Written with the checkpoints at the group's commit, in one executemany.
-                self._records.extend(
-                    [
-                        (
-                            r.patch_id,
-                            r.prev,
-                            r.source,
-                            r.offset,
-                            r.frame,
-                            r.row,
-                            r.added,
-                            r.deleted,
-                            r.noop,
-                            r.applied_at,
-                            json.dumps([list(h) for h in r.headers], ensure_ascii=False),
-                            r.chained,
-                        )
-                        for r in records
-                    ],
-                )
-                self._record_ids.update(r.patch_id for r in records if r.patch_id is not None)
+                self.ledger.note(records)
             if self._deferred:
-                bulk.build(self._cur, self._deferred)
+                bulk.build(self.link.cur, self._deferred)
                 self._deferred = []
             if self._in_unit:
-                self._cur.execute("RELEASE SAVEPOINT ps_unit")
+                self.link.cur.execute("RELEASE SAVEPOINT ps_unit")
                 self._in_unit = False
         self._last = self._unsaved = False
-        self._tx_terms.extend(self._unit_terms)
-        self._unit_terms.clear()
-        self._pending[source] = checkpoint
+        self.terms.unit_committed()
+        self.ledger.stage(source, checkpoint)
         self._group_units += 1
         if (
             self._group_rows >= self.group_rows
@@ -466,13 +330,9 @@ class SqlTarget(TermDictionary, Ledger, Namespaces):
         with self._guard("rolling back a unit"):
             if self._in_unit:
                 self._in_unit = False
-                self._cur.execute("ROLLBACK TO SAVEPOINT ps_unit")
-                self._cur.execute("RELEASE SAVEPOINT ps_unit")
-            self._forget(self._unit_terms)
-            if self.dialect == "sqlite" and self._tx is not None:
-                # The unit's ids are free again; the cache lost only its own entries.
-                top = self._cur.execute("SELECT max(id) FROM ps_terms").fetchone()[0] or 0
-                self._known_max, self._next_id = top, top + 1
+                self.link.cur.execute("ROLLBACK TO SAVEPOINT ps_unit")
+                self.link.cur.execute("RELEASE SAVEPOINT ps_unit")
+            self.terms.unit_rolled_back(in_transaction=self._tx is not None)
 
     def flush(self) -> None:
         """Write the pending checkpoints and commit the database transaction."""
@@ -488,22 +348,17 @@ class SqlTarget(TermDictionary, Ledger, Namespaces):
                     # An open unit never reaches the commit; it would be incomplete.
                     self._in_unit = False
                     self._deferred = []
-                    self._cur.execute("ROLLBACK TO SAVEPOINT ps_unit")
-                    self._cur.execute("RELEASE SAVEPOINT ps_unit")
-                    self._forget(self._unit_terms)
-                if self._records:
-                    self._cur.executemany(self.sql.record, self._records)
-                for source, cp in self._pending.items():
-                    self._write_checkpoint(source, cp)
+                    self.link.cur.execute("ROLLBACK TO SAVEPOINT ps_unit")
+                    self.link.cur.execute("RELEASE SAVEPOINT ps_unit")
+                    self.terms.unit_rolled_back(in_transaction=False)
+                self.ledger.write(self._connection)
                 tx.commit()
         except BaseException:
             self._abandon()
             raise
         self._tx = None
-        self._tx_terms.clear()
-        self._records.clear()
-        self._record_ids.clear()
-        self._pending.clear()
+        self.terms.transaction_committed()
+        self.ledger.committed()
         self._group_rows = self._group_units = 0
 
     def _abandon(self) -> None:
@@ -516,15 +371,9 @@ class SqlTarget(TermDictionary, Ledger, Namespaces):
         self._tx = None
         self._in_unit = self._last = self._unsaved = False
         self._deferred = []
-        self._forget(self._unit_terms)
-        self._forget(self._tx_terms)
-        self._complete = False
-        self._records.clear()
-        self._record_ids.clear()
-        self._pending.clear()
+        self.terms.abandoned()
+        self.ledger.abandoned()
         self._group_rows = self._group_units = 0
-        # Versions read before may be stale now: re-read on the next checkpoint().
-        self._versions.clear()
 
     def close(self) -> None:
         """Flush committed units, release locks and the connection."""
@@ -539,22 +388,13 @@ class SqlTarget(TermDictionary, Ledger, Namespaces):
         self._dispose()
 
     def _dispose(self) -> None:
-        conn = getattr(self, "_conn", None)
-        cursor = getattr(self, "_cur", None)
+        conn = self._conn
+        cursor = self.link.cur
         if cursor is not None:
             with suppress(self._dbapi_error):
                 cursor.close()
-            self._cur = None
-        self._settle_terms(failing=True)
-        if self._term_sender is not None:
-            self._term_sender.shutdown()
-            self._term_sender = None
-        if self._term_conn is not None:
-            # Closed for good rather than pooled: it is in autocommit mode, and the pool's
-            # reset of a connection the server already dropped logs a traceback.
-            with suppress(self._dbapi_error, SQLAlchemyError):
-                self._term_conn.invalidate()
-            self._term_conn = self._term_cur = None
+            self.link.cur = None
+        self.terms.close()
         if conn is not None:
             try:
                 if self._failed:
@@ -562,14 +402,13 @@ class SqlTarget(TermDictionary, Ledger, Namespaces):
                     # may be dead; do not hand it back to the pool (the server releases
                     # its advisory locks when it goes).
                     conn.invalidate()
-                elif self._locks and not conn.closed:
-                    with conn.begin():
-                        conn.exec_driver_sql("SELECT pg_advisory_unlock_all()")
+                elif not conn.closed:
+                    self.ledger.release_locks(conn)
                 conn.close()
             except (SQLAlchemyError, self._dbapi_error):
                 pass
-            self._conn = None  # type: ignore[assignment]
-        self._locks.clear()
+            self._conn = None
+        self.ledger.release_locks(None)
         if self._own_engine:
             self.engine.dispose()
 

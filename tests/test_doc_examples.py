@@ -1,8 +1,10 @@
-"""The README's Python examples run as printed (issue #12: the layout changes no example).
+"""The manual's examples run as printed (the README's tour is tests/test_docs.py's).
 
-Each ```python block of the "Library" and "Capturing changes" sections is run in a fresh
-interpreter, in a folder prepared with the files it names (``log.jellyp``) and with its
-placeholders (``chunk``, ``s``, ``p``, ``o``, ``g``) bound; then what it wrote is checked.
+The ```python blocks of docs/library.md and docs/capture-and-diff.md run in a fresh
+interpreter, in a folder prepared with the files they name (``log.jellyp``) and with their
+placeholders (``chunk``, ``s``, ``p``, ``o``, ``g``) bound; then what they wrote is checked. The
+snapshot walkthrough of docs/snapshots-and-bootstrap.md runs as written, and the output lines
+docs/replication.md shows are what ``patchsync publish`` prints.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import pytest
 from patchsync import Add, read_events
 
 ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
 README = (ROOT / "README.md").read_text()
 
 PRELUDE = """
@@ -29,9 +32,10 @@ chunk = open("log.jellyp", "rb").read()
 """
 
 
-def _block(section: str) -> str:
-    start = README.index(section)
-    match = re.search(r"```python\n(.*?)```", README[start:], re.S)
+def _block(page: str, section: str) -> str:
+    text = (DOCS / page).read_text()
+    start = text.index(section)
+    match = re.search(r"```python\n(.*?)```", text[start:], re.S)
     assert match, f"no python example under {section!r}"
     return match.group(1)
 
@@ -55,7 +59,7 @@ def folder(tmp_path: Path) -> Path:
 
 def test_library_example(folder: Path) -> None:
     before = list(read_events(folder / "log.jellyp"))
-    out = _run(_block("## Library"), folder)
+    out = _run(_block("library.md", "# The library"), folder)
     assert (folder / "state.db").exists()
     assert len(out.splitlines()) == len(before)  # one line per event
     after = list(read_events(folder / "log.jellyp"))
@@ -63,7 +67,7 @@ def test_library_example(folder: Path) -> None:
 
 
 def test_capture_example(folder: Path) -> None:
-    _run(_block("### Capturing changes"), folder)
+    _run(_block("capture-and-diff.md", "## Capturing changes"), folder)
     events = list(read_events(folder / "changes.jellyp"))
     adds = [e for e in events if isinstance(e, Add)]
     assert [str(a.s) for a in adds] == ["http://example.org/s"]
@@ -72,9 +76,10 @@ def test_capture_example(folder: Path) -> None:
 SHELL_PRELUDE = 'patchsync() { "$PY" -m patchsync "$@"; }\npython() { "$PY" "$@"; }\nset -e\n'
 
 
-def _sh_block(section: str, index: int = 0) -> str:
-    start = README.index(section)
-    blocks = re.findall(r"```sh\n(.*?)```", README[start:], re.S)
+def _sh_block(page: str, section: str, index: int = 0) -> str:
+    text = (DOCS / page).read_text()
+    start = text.index(section)
+    blocks = re.findall(r"```sh\n(.*?)```", text[start:], re.S)
     return str(blocks[index])
 
 
@@ -93,7 +98,7 @@ def _run_sh(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_snapshot_walkthrough_runs_as_written(tmp_path: Path) -> None:
-    _run_sh(_sh_block("### Starting a replica from a snapshot"), tmp_path)
+    _run_sh(_sh_block("snapshots-and-bootstrap.md", "## Starting a replica from a snapshot"), tmp_path)
     dumps = {}
     for db in ("primary", "replica", "replica2"):
         out = tmp_path / f"{db}.nq"
@@ -124,7 +129,7 @@ def test_snapshot_walkthrough_runs_as_written(tmp_path: Path) -> None:
 def test_the_publish_lines_show_what_publish_prints(tmp_path: Path) -> None:
     from tests.nats_helpers import unique_stream
 
-    shown = re.findall(r"^#    \S+: (.* patches published, .*)$", README, re.M)
+    shown = re.findall(r"^#    \S+: (.* patches published, .*)$", (DOCS / "replication.md").read_text(), re.M)
     assert len(shown) == 2
     subprocess.run(
         [sys.executable, str(ROOT / "examples" / "producer.py"), "a.jellyp", "--count", "3", "--rate", "0"],
@@ -139,7 +144,7 @@ def test_the_publish_lines_show_what_publish_prints(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     printed = done.stdout.strip().removeprefix(f"{url}: ")
     for line in shown:
-        # The README's figures stand for any figures; the words and their order are what it shows.
+        # The page's figures stand for any figures; the words and their order are what it shows.
         pattern = re.sub(r"\d+(?:\\\.\d+)?", r"[\\d.]+", re.escape(line))
         assert re.fullmatch(pattern.replace("urn:patch:[\\d.]+", "\\S+"), printed), (line, printed)
 

@@ -1,0 +1,200 @@
+"""PostgreSQL's rules for the SQL target: advisory locks, set-based statements over arrays.
+
+A write transaction starts by taking a transaction-scoped advisory lock keyed on the
+target (its schema): appliers of one schema queue, those of others do not meet, and what
+one reads inside its transaction (the head, applied patch ids) cannot change until it
+commits (docs/design.md §3). Schema changes take another such lock, and each source a
+session-level one, so a second applier of a source fails up front. Every batch is one
+statement over arrays (``unnest``, sent in binary by :mod:`..pg_arrays`), and the term
+dictionary (:mod:`.postgres_terms`) inserts new terms on a connection of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from sqlalchemy import Connection, Engine, event
+
+from patchsync.apply.target import Quad
+from patchsync.apply.targets.sql.dialects.base import Dialect, Reading
+from patchsync.apply.targets.sql.dialects.postgres_terms import PostgresTerms
+from patchsync.apply.targets.sql.errors import is_unique_violation
+from patchsync.apply.targets.sql.link import Link
+from patchsync.apply.targets.sql.pg_arrays import key_arrays
+from patchsync.apply.targets.sql.pg_arrays import register as register_arrays
+from patchsync.apply.targets.sql.quad_writes import QuadWrites
+from patchsync.apply.targets.sql.statements import PG_SESSION, POSTGRESQL, Statements
+
+#: Batches of lone quads at least this long are first written without returning rows,
+#: judged by the row count (see PostgresQuads._each); below it the savepoint round trips
+#: would cost more than the rows sent back.
+_EACH_AT_ONCE = 8
+#: A batch with a quad that changes nothing pays for both writes, so after one the plain
+#: write waits until this many batches in a row (written returning rows) changed the table
+#: with every quad. Logs with no-ops spread through them stay on ``RETURNING``.
+_EACH_TRUST = 8
+#: The lock every write transaction takes first (see the module docstring).
+_TARGET_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('patchsync:target:' || current_schema(), 0))"
+#: The lock around schema changes, keyed on the schema the connection works in.
+_SCHEMA_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('patchsync:schema:' || current_schema(), 0))"
+#: The lock of one source in one schema, held by the session until it ends.
+_SOURCE_LOCK = "SELECT pg_try_advisory_lock(hashtextextended('patchsync:' || current_schema() || ':' || %s, 0))"
+
+
+class PostgresQuads(QuadWrites):
+    """Quad writes on PostgreSQL: one statement over four arrays, whatever the batch size.
+
+    ``add_each`` and ``delete_each`` tell which quads changed the table from the row count
+    when it says every quad of a batch did, else from ``RETURNING`` (see :meth:`_each`).
+    """
+
+    terms: PostgresTerms
+
+    def __init__(self, link: Link, sql: Statements, terms: PostgresTerms) -> None:
+        super().__init__(link, sql, terms)
+        # Adds and deletes: batches in a row whose every quad changed the table.
+        self._each_streak = [_EACH_TRUST, _EACH_TRUST]
+
+    def _send(self, sql: str, keys: list[tuple[int, int, int, int]]) -> int:
+        return int(self.link.cur.execute(sql, key_arrays(keys)).rowcount)
+
+    def add(self, quads: Sequence[Quad]) -> int:
+        aligned = self.terms.keys_beside(quads)
+        try:
+            added = self.execute(self.sql.insert_quads, [k for k in aligned if k is not None])
+        except BaseException:
+            self.terms.settle(failing=True)
+            raise
+        stale, fixed = self._restore_stale(quads, aligned)
+        if stale:
+            # Each stale key was a row this statement added (see _restore_stale).
+            added -= len({aligned[i] for i in stale})
+            added += self.execute(self.sql.insert_quads, list({fixed[i] for i in stale}))
+        return added
+
+    def add_each(self, quads: Sequence[Quad]) -> list[bool]:
+        keys = self.terms.keys_beside(quads)
+        insert, each = self.sql.insert_quads_new, self.sql.insert_quads_each
+        try:
+            added = self._each(0, insert, each, keys)
+        except BaseException:
+            self.terms.settle(failing=True)
+            raise
+        stale, fixed = self._restore_stale(quads, keys)
+        if stale:
+            for i, again in zip(stale, self._each(0, insert, each, [fixed[i] for i in stale]), strict=True):
+                added[i] = again
+        return added
+
+    def delete_each(self, quads: Sequence[Quad]) -> list[bool]:
+        keys: list[Any] = self.terms.keys(quads, create=False)
+        return self._each(1, self.sql.delete_quads, self.sql.delete_quads_each, keys)
+
+    def _present(self, keys: list[tuple[int, int, int, int]]) -> set[tuple[int, int, int, int]]:
+        # One join per call.
+        result = self.link.cur.execute(self.sql.contains_quads, key_arrays(keys)).fetchall()
+        return {(r[0], r[1], r[2], r[3]) for r in result}
+
+    def _restore_stale(self, quads: Sequence[Quad], keys: list[Any]) -> tuple[list[int], list[Any]]:
+        """Wait for the insert of new terms of ``quads`` written as ``keys``. If another
+        applier stored some of those terms first, they take its ids: the rows written with
+        the ids drawn for them were added by our write (no one else has those ids) and are
+        deleted here. Returns the positions of those quads and every quad's right key, for
+        the caller to write them again."""
+        if not self.terms.settle():
+            return [], keys
+        fixed: list[Any] = self.terms.keys(quads, create=True)
+        stale = [i for i, key in enumerate(keys) if key != fixed[i]]
+        if stale:
+            self.link.cur.execute(self.sql.delete_quads, key_arrays(sorted({keys[i] for i in stale})))
+        return stale, fixed
+
+    def _each(self, kind: int, plain: str, returning: str, keys: list[Any]) -> list[bool]:
+        """Write ``keys`` (None: a quad that cannot be stored) in one statement; which of
+        them changed the table. ``returning`` is the write returning the rows it changed;
+        ``plain`` the same write returning nothing, which for adds fails on a quad already
+        stored; ``kind`` is 0 for adds, 1 for deletes."""
+        batch = sorted(k for k in keys if k is not None)
+        if not batch:
+            return [False] * len(keys)
+        cursor = self.link.cur
+        arrays = key_arrays(batch)
+        streak = self._each_streak
+        if len(batch) >= _EACH_AT_ONCE and streak[kind] >= _EACH_TRUST:
+            # Usually every quad changes the table, and then the row count says so for
+            # each, without the server sending the rows back (bench.pg_statements: 4% of
+            # the workload's wall). Otherwise the write is undone and run again returning
+            # what it changed. The add is a plain insert: a stored quad fails it on the
+            # primary key, which costs the server less than ON CONFLICT's speculative
+            # insertion of every row (about 15% of the statement).
+            cursor.execute("SAVEPOINT ps_each")
+            try:
+                changed = cursor.execute(plain, arrays).rowcount
+            except self.link.dbapi_error as exc:
+                if not is_unique_violation(exc):
+                    raise
+                changed = -1
+            if changed == len(batch):
+                cursor.execute("RELEASE SAVEPOINT ps_each")
+                return [k is not None for k in keys]
+            cursor.execute("ROLLBACK TO SAVEPOINT ps_each")
+            cursor.execute("RELEASE SAVEPOINT ps_each")
+        written = {(r[0], r[1], r[2], r[3]) for r in cursor.execute(returning, arrays).fetchall()}
+        streak[kind] = streak[kind] + 1 if len(written) == len(batch) else 0
+        return [k in written for k in keys]
+
+
+class PostgresDialect(Dialect):
+    """PostgreSQL through psycopg 3 (see the module docstring)."""
+
+    name: ClassVar[str] = "postgresql"
+    title: ClassVar[str] = "PostgreSQL"
+    statements: ClassVar[Statements] = POSTGRESQL
+    # indexrelid::regclass prints the name as the search path needs it, quoted if need be.
+    secondary_indexes: ClassVar[str] = (
+        "SELECT x.indexrelid::regclass::text, pg_get_indexdef(x.indexrelid) FROM pg_index x"
+        " WHERE x.indrelid = to_regclass('ps_quads') AND NOT x.indisunique ORDER BY 1"
+    )
+
+    def setup_engine(self, engine: Engine, settings: dict[str, int]) -> None:
+        @event.listens_for(engine, "connect")
+        def _connect(dbapi_connection: Any, _record: Any) -> None:
+            # The write path sends its batches as prebuilt binary arrays (pg_arrays).
+            register_arrays(dbapi_connection)  # psycopg (3) is the only PostgreSQL driver supported
+
+    def open_session(self, conn: Connection) -> None:
+        # In a transaction that commits: a rolled back SET is undone.
+        for setting in PG_SESSION:
+            conn.exec_driver_sql(setting)
+
+    def lock_target(self, cursor: Any) -> None:
+        # Before any read of the transaction: every statement after it sees what the
+        # previous holder committed (read committed).
+        cursor.execute(_TARGET_LOCK)
+
+    def lock_schema(self, conn: Connection) -> None:
+        # Reads after it see what every earlier holder committed (each statement of a read
+        # committed transaction takes a new snapshot).
+        conn.exec_driver_sql(_SCHEMA_LOCK)
+
+    def lock_source(self, reading: Reading, source: str) -> bool:
+        with reading() as conn:
+            return bool(conn.exec_driver_sql(_SOURCE_LOCK, (source,)).scalar())
+
+    def release_source_locks(self, conn: Connection) -> None:
+        with conn.begin():
+            conn.exec_driver_sql("SELECT pg_advisory_unlock_all()")
+
+    def write_prefixes(self, cursor: Any, binds: list[tuple[str, str, Any]], unbinds: list[tuple[str, str]]) -> None:
+        # Columns as arrays: one statement each, however many pairs.
+        for sql, rows in ((self.statements.ns_delete_many, unbinds), (self.statements.ns_upsert_many, binds)):
+            if rows:
+                cursor.execute(sql, [list(column) for column in zip(*rows, strict=True)])
+
+    def quad_writes(self, link: Link, term_cache: int, term_cache_chars: int) -> PostgresQuads:
+        terms = PostgresTerms(link, self.statements, term_cache, term_cache_chars)
+        return PostgresQuads(link, self.statements, terms)
+
+
+__all__ = ["PostgresDialect", "PostgresQuads"]

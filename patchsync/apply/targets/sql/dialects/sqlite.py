@@ -1,0 +1,313 @@
+"""SQLite's rules for the SQL target: one writer at a time, in-process statements.
+
+A write transaction starts with ``BEGIN IMMEDIATE`` (sent by the engine's ``begin`` hook
+set up here), so writers queue instead of failing at commit, and that lock is the target's
+write lock. Holding it, the term dictionary hands out ids itself and knows when its cache
+holds every stored term (nothing else wrote terms since it last looked): then a term it
+lacks is new and is stored without a lookup. Statements run in process, so a batch is an
+``executemany`` of point statements on the primary key (no round trips to save).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from sqlalchemy import URL, Connection, Engine, event
+
+from patchsync.apply.target import Quad
+from patchsync.apply.targets.sql.dialects.base import Dialect
+from patchsync.apply.targets.sql.link import Link
+from patchsync.apply.targets.sql.quad_writes import QuadWrites
+from patchsync.apply.targets.sql.statements import LOOKUP_CHUNK, SQLITE, Statements
+from patchsync.apply.targets.sql.term_keys import store_keys
+from patchsync.apply.targets.sql.terms import TermDictionary
+from patchsync.errors import UsageError
+
+
+@dataclass(frozen=True)
+class SqliteSetting:
+    """A setting of a SQLite target URL that patchsync reads itself (``?name=N``)."""
+
+    default: int
+    unit: str  # how messages name the value
+    pragma: Callable[[int], str]  # the statement that applies it to each connection
+
+
+#: patchsync's own SQLite URL settings: taken out of the URL before the driver sees it
+#: (SQLAlchemy's driver would ignore them with a warning) and applied per connection.
+SQLITE_SETTINGS: dict[str, SqliteSetting] = {
+    # Inserts land all over the term and quad indexes; a 64 MiB page cache (SQLite's default
+    # is 2 MiB) doubles the insert rate once the database outgrows the default.
+    "cache_mb": SqliteSetting(64, "MiB", lambda v: f"PRAGMA cache_size=-{v * 1024}"),
+    # SQLite checkpoints the WAL into the database once it holds this many pages; each
+    # checkpoint writes every page dirtied since the last one.
+    "checkpoint_pages": SqliteSetting(1000, "pages", lambda v: f"PRAGMA wal_autocheckpoint={v}"),
+}
+
+
+class SqliteTerms(TermDictionary):
+    """The term dictionary of a SQLite target (see the module docstring)."""
+
+    def __init__(self, link: Link, sql: Statements, term_cache: int, term_cache_chars: int) -> None:
+        super().__init__(link, sql, term_cache, term_cache_chars)
+        # Whether the cache holds every term of the database, the largest id when that was
+        # last checked, and the next id to hand out (we hold the write lock).
+        self._complete = False
+        self._known_max: int | None = None
+        self._next_id = 1
+
+    @property
+    def next_id(self) -> int:
+        """The id the next new term gets (we hold the write lock, so ids are ours to hand out)."""
+        return self._next_id
+
+    def keys(self, quads: Sequence[Quad], *, create: bool) -> list[tuple[int, int, int, int] | None]:
+        if self._complete:
+            if not create:
+                # Holding every stored term: a quad with an uncached one is not stored. (A
+                # comprehension: the fastest form of this pass, and presence probes run it
+                # over every quad a commit group touches.)
+                get = self._ids.get
+                probed: list[Any] = [
+                    None if None in (key := (get(s), get(p), get(o), get(g or ""))) else key for s, p, o, g in quads
+                ]
+                return probed
+            if len(self._ids) + 4 * len(quads) <= self.term_cache:
+                return self._keys_storing(quads)
+        return super().keys(quads, create=create)
+
+    def _keys_storing(self, quads: Sequence[Quad]) -> list[tuple[int, int, int, int] | None]:
+        """:meth:`keys` with ``create`` when the cache holds every stored term and has room
+        for four new terms per quad: a term not cached is new, and gets the next id (we hold
+        the write lock) in the same pass, so no quad is looked at twice."""
+        ids = self._ids
+        first = self._next_id
+        new: list[str] = []
+        keys, next_id = store_keys(quads, ids, first, new)
+        if not new:
+            return keys
+        chars = sum(map(len, new))
+        if self._ids_chars + chars > self.term_cache_chars:
+            # Past the text budget the cache starts over, keeping this batch's new terms.
+            ids.clear()
+            ids.update(zip(new, range(first, next_id), strict=True))
+            self._ids_chars = 0
+            self._complete = False
+        self._ids_chars += chars
+        # Listed before the insert: if it fails, the unit's rollback forgets them.
+        self._unit_terms.extend(new)
+        self._next_id = next_id
+        self._known_max = next_id - 1
+        hash_of = self._hash_of()
+        self.link.cur.executemany(self.sql.term_insert, zip(range(first, next_id), map(hash_of, new), new, strict=True))
+        return keys
+
+    def _cache_restarted(self) -> None:
+        self._complete = False
+
+    def _resolve_hashes(self, hashes: dict[str, int], *, create: bool) -> None:
+        ids = self._ids
+        if not self._complete:
+            found = self._lookup(hashes.values())
+            for term in hashes:
+                term_id = found.get(term)
+                if term_id is not None:
+                    ids[term] = term_id
+        if not create:
+            return
+        # We hold the write lock (BEGIN IMMEDIATE), so ids are ours to hand out.
+        new = list(hashes) if self._complete else [term for term in hashes if term not in ids]
+        if not new:
+            return
+        first = self._next_id
+        numbers = range(first, first + len(new))
+        self.link.cur.executemany(self.sql.term_insert, zip(numbers, map(hashes.__getitem__, new), new, strict=True))
+        ids.update(zip(new, numbers, strict=True))
+        self._unit_terms.extend(new)
+        self._next_id = first + len(new)
+        self._known_max = self._next_id - 1
+
+    def _lookup(self, hashes: Any) -> dict[str, int]:
+        """Stored terms (text -> id) with any of these hashes; the text tells colliding ones apart."""
+        found: dict[str, int] = {}
+        unique = list(set(hashes))
+        cursor = self.link.cur
+        for i in range(0, len(unique), LOOKUP_CHUNK):
+            chunk = unique[i : i + LOOKUP_CHUNK]
+            sql = self.sql.term_lookup if len(chunk) == LOOKUP_CHUNK else _lookup_sql(len(chunk))
+            found.update((term, term_id) for term_id, term in cursor.execute(sql, tuple(chunk)).fetchall())
+        return found
+
+    def transaction_started(self) -> None:
+        """Where new ids start, and whether the cache is still complete (no other writer
+        added terms since we last looked)."""
+        top = self._top()
+        if self._known_max is None:
+            self._complete = top == 0 and not self._ids
+        elif top != self._known_max:
+            self._complete = False
+        self._known_max = top
+        self._next_id = top + 1
+
+    def unit_rolled_back(self, *, in_transaction: bool) -> None:
+        super().unit_rolled_back(in_transaction=in_transaction)
+        if in_transaction:
+            # The unit's ids are free again; the cache lost only its own entries.
+            top = self._top()
+            self._known_max, self._next_id = top, top + 1
+
+    def abandoned(self) -> None:
+        super().abandoned()
+        self._complete = False
+
+    def _top(self) -> int:
+        return int(self.link.cur.execute("SELECT max(id) FROM ps_terms").fetchone()[0] or 0)
+
+
+def _lookup_sql(count: int) -> str:
+    """The lookup of ``count`` hashes (one ``IN`` list), for a last chunk shorter than the others."""
+    return f"SELECT id, term FROM ps_terms WHERE h IN ({', '.join(['?'] * count)})"
+
+
+class SqliteQuads(QuadWrites):
+    """Quad writes on SQLite: ``executemany`` of point statements on the primary key."""
+
+    terms: SqliteTerms
+
+    def _send(self, sql: str, keys: list[tuple[int, int, int, int]]) -> int:
+        cursor = self.link.cur
+        cursor.executemany(sql, keys)
+        return int(cursor.rowcount)
+
+    def add(self, quads: Sequence[Quad]) -> int:
+        keys = [k for k in self.terms.keys(quads, create=True) if k is not None]
+        return self.execute(self.sql.insert_quads, keys)
+
+    def add_each(self, quads: Sequence[Quad]) -> list[bool]:
+        # Ids from here on are terms this call stores (we hold the write lock): a quad with
+        # one of them cannot be in the table yet, the others may be.
+        new_from = self.terms.next_id
+        keys: list[Any] = self.terms.keys(quads, create=True)
+        cursor = self.link.cur
+        sql = self.sql.insert_quads_each
+        added = [True] * len(keys)
+        old = [i for i, key in enumerate(keys) if max(key) < new_from]
+        # In key order, as execute (the primary key B-tree walked forward).
+        for i in sorted(old, key=keys.__getitem__):
+            added[i] = cursor.execute(sql, keys[i]).rowcount == 1
+        cursor.executemany(sql, sorted(keys) if not old else sorted(k for k in keys if max(k) >= new_from))
+        return added
+
+    def delete_each(self, quads: Sequence[Quad]) -> list[bool]:
+        keys: list[Any] = self.terms.keys(quads, create=False)
+        cursor = self.link.cur
+        sql = self.sql.delete_quads_each
+        deleted = [False] * len(keys)
+        # A quad with a term the database lacks (key None) is not there.
+        for i in sorted((i for i, k in enumerate(keys) if k is not None), key=keys.__getitem__):
+            deleted[i] = cursor.execute(sql, keys[i]).rowcount == 1
+        return deleted
+
+    def _present(self, keys: list[tuple[int, int, int, int]]) -> set[tuple[int, int, int, int]]:
+        # In-process point queries on the primary key beat any set-based form here (SQLite
+        # does not drive a row-value IN list through the key).
+        cursor = self.link.cur
+        sql = self.sql.contains_quads
+        return {key for key in keys if cursor.execute(sql, key).fetchone() is not None}
+
+
+class SqliteDialect(Dialect):
+    """SQLite (see the module docstring)."""
+
+    name: ClassVar[str] = "sqlite"
+    title: ClassVar[str] = "SQLite"
+    statements: ClassVar[Statements] = SQLITE
+    url_settings: ClassVar[dict[str, SqliteSetting]] = SQLITE_SETTINGS
+    secondary_indexes: ClassVar[str] = (
+        # printf's %w doubles the double quotes inside an identifier.
+        """SELECT printf('"%w"', name), sql FROM sqlite_master WHERE type = 'index'"""
+        " AND tbl_name = 'ps_quads' AND sql IS NOT NULL AND upper(sql) NOT LIKE 'CREATE UNIQUE%' ORDER BY name"
+    )
+
+    def read_settings(self, url: URL) -> dict[str, int]:
+        name = url.render_as_string(hide_password=True)
+        values = {}
+        for key, setting in SQLITE_SETTINGS.items():
+            raw = url.query.get(key)
+            if raw is None:
+                values[key] = setting.default
+                continue
+            try:
+                value = int(str(raw))
+            except ValueError:
+                value = 0
+            if value < 1:
+                raise UsageError(f"{name}: {key} must be a whole number of {setting.unit}, at least 1 (got {raw!r})")
+            values[key] = value
+        return values
+
+    def setup_engine(self, engine: Engine, settings: dict[str, int]) -> None:
+        try:
+            busy_ms = int(float(str(engine.url.query.get("timeout", "30"))) * 1000)
+        except ValueError:
+            raise UsageError(f"{engine.url}: timeout must be a number of seconds") from None
+
+        path = engine.url.database
+
+        @event.listens_for(engine, "connect")
+        def _connect(dbapi_connection: Any, _record: Any) -> None:
+            # Take transaction control from the sqlite3 module so BEGIN IMMEDIATE is ours to send.
+            dbapi_connection.isolation_level = None
+            cursor = dbapi_connection.cursor()
+            try:
+                cursor.execute("PRAGMA journal_mode=WAL")
+            except sqlite3.OperationalError as exc:
+                # SQLite says "unable to open database file" when WAL cannot create its -shm
+                # and -wal files next to the database: name the reason it cannot know.
+                raise sqlite3.OperationalError(f"{exc}{_unwritable(path)}") from exc
+            # WAL + NORMAL: a committed transaction survives a process crash; only power loss
+            # can drop the last commits, and then checkpoint and data go back together.
+            cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.execute(f"PRAGMA busy_timeout={max(0, busy_ms)}")
+            for key, value in settings.items():
+                cursor.execute(SQLITE_SETTINGS[key].pragma(value))
+            cursor.close()
+
+        @event.listens_for(engine, "begin")
+        def _begin(conn: Connection) -> None:
+            # The write lock from the first statement (see the module docstring); it also
+            # serialises schema changes, so lock_schema needs nothing more.
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+    def write_prefixes(self, cursor: Any, binds: list[tuple[str, str, Any]], unbinds: list[tuple[str, str]]) -> None:
+        # In-process statements: one per pair costs SQLite no round trip.
+        if unbinds:
+            cursor.executemany(self.statements.ns_delete, unbinds)
+        if binds:
+            cursor.executemany(self.statements.ns_upsert, binds)
+
+    def quad_writes(self, link: Link, term_cache: int, term_cache_chars: int) -> SqliteQuads:
+        terms = SqliteTerms(link, self.statements, term_cache, term_cache_chars)
+        return SqliteQuads(link, self.statements, terms)
+
+
+def _unwritable(path: str | None) -> str:
+    """Why the directory of a SQLite database cannot be written, as a suffix ("" if it can)."""
+    if not path or path == ":memory:":
+        return ""
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        if os.statvfs(directory).f_flag & os.ST_RDONLY:
+            return f" ({directory} is on a read-only file system)"
+    except OSError:
+        return ""
+    if not os.access(directory, os.W_OK):
+        return f" ({directory} is not writable)"
+    return ""
+
+
+__all__ = ["SQLITE_SETTINGS", "SqliteDialect", "SqliteQuads", "SqliteSetting", "SqliteTerms"]

@@ -1,0 +1,264 @@
+"""A client of ``patchsync serve``'s HTTP door: ``http(s)://HOST:PORT/NAME`` as a patch source.
+
+Reading uses the door's change feed in its binary form (each patch a one-patch Jelly-Patch
+stream, versions in order), so a reader checkpoints the version exactly as a NATS reader
+checkpoints a stream sequence; publishing posts one patch per request, continuing the
+head, as :func:`patchsync.streams.publish.publish_logs` does for a stream: a patch the log
+holds already is acknowledged, not appended again, so a rerun after ``kill -9`` publishes
+nothing twice.
+
+Credentials are the gRPC client's (:mod:`patchsync.streams.grpc_client`):
+``PATCHSYNC_TOKEN`` or ``PATCHSYNC_TOKEN_FILE``, sent as ``Authorization: Bearer``, and
+``PATCHSYNC_TLS_CA`` for an ``https://`` server whose certificate the system does not trust.
+One keep-alive connection per client (``http.client``), so a long catch-up costs no
+connection per request.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import ssl
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from itertools import chain
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+from patchsync.errors import ChainError, PatchsyncError, UsageError
+from patchsync.options import Limits
+from patchsync.streams.errors import StreamUnavailable
+from patchsync.streams.grpc_client import TLS_CA_ENV, client_token
+from patchsync.streams.payloads import LogPatch, read_patches
+from patchsync.streams.publish import PublishReport, StreamSettings, _after_head
+
+#: The door's binary change feed and Jelly-Patch media types.
+FEED_BINARY = "application/x-patchsync-changes"
+JELLY_PATCH = "application/x-jelly-rdf-patch"
+
+
+@dataclass(frozen=True, slots=True)
+class HttpURL:
+    """``http://HOST:PORT/NAME`` or ``https://…``."""
+
+    scheme: str
+    host: str
+    port: int
+    name: str
+
+    @property
+    def stream(self) -> str:
+        """The log's name at the server."""
+        return self.name
+
+    @property
+    def tls(self) -> bool:
+        return self.scheme == "https"
+
+    def __str__(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.scheme}://{host}:{self.port}/{self.name}"
+
+
+def parse_http_url(text: str) -> HttpURL:
+    """Parse ``http(s)://HOST[:PORT]/NAME``; a malformed address is one :class:`UsageError` line."""
+    parts = urlsplit(text)
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https") or parts.query or parts.fragment:
+        raise UsageError(f"{text}: not a served log's address (expected http://HOST:PORT/NAME)")
+    try:
+        port = parts.port or (443 if scheme == "https" else 80)
+    except ValueError:
+        raise UsageError(f"{text}: the port is not a number from 0 to 65535") from None
+    name = parts.path[1:] if parts.path.startswith("/") else parts.path
+    if not parts.hostname or not name or "/" in name:
+        raise UsageError(f"{text}: expected {scheme}://HOST:PORT/NAME")
+    return HttpURL(scheme, parts.hostname, port, name)
+
+
+@dataclass(frozen=True, slots=True)
+class Feed:
+    """One change feed answer: the patches' payloads from ``first`` on, and the head."""
+
+    first: int
+    payloads: list[bytes]
+    head: int
+
+
+class HttpLog:
+    """A connection to one log of a ``patchsync serve`` HTTP door (synchronous)."""
+
+    def __init__(self, url: HttpURL | str, *, timeout: float = 10.0) -> None:
+        self.url = url if isinstance(url, HttpURL) else parse_http_url(url)
+        self.timeout = timeout
+        token = client_token()
+        self.headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._path = "/" + quote(self.url.name, safe="")
+        self._conn: http.client.HTTPConnection | None = None
+
+    def _connection(self, timeout: float) -> http.client.HTTPConnection:
+        if self._conn is None:
+            if self.url.tls:
+                ca = os.environ.get(TLS_CA_ENV)
+                context = ssl.create_default_context(cafile=ca) if ca else ssl.create_default_context()
+                self._conn = http.client.HTTPSConnection(self.url.host, self.url.port, timeout=timeout, context=context)
+            else:
+                self._conn = http.client.HTTPConnection(self.url.host, self.url.port, timeout=timeout)
+        self._conn.timeout = timeout
+        if self._conn.sock is not None:
+            self._conn.sock.settimeout(timeout)
+        return self._conn
+
+    def request(
+        self, method: str, path: str, body: bytes | None = None, headers: dict[str, str] | None = None, wait: float = 0
+    ) -> tuple[int, dict[str, str], bytes]:
+        """One request on the kept connection (sent again once on a connection the server closed)."""
+        all_headers = self.headers | (headers or {})
+        for attempt in (1, 2):
+            conn = self._connection(self.timeout + wait)
+            try:
+                conn.request(method, path, body=body, headers=all_headers)
+                response = conn.getresponse()
+                data = response.read()
+                return response.status, {k.lower(): v for k, v in response.getheaders()}, data
+            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError) as exc:
+                self.close()
+                if attempt == 2 or method != "GET":
+                    raise StreamUnavailable(f"{self.url}: {exc}") from None
+            except ssl.SSLCertVerificationError as exc:
+                # Retrying cannot make the certificate trusted: a setting is wrong.
+                self.close()
+                raise UsageError(
+                    f"{self.url}: the server's TLS certificate is not trusted ({exc.verify_message}); "
+                    "give --tls-ca FILE (or PATCHSYNC_TLS_CA) with the CA that signed it"
+                ) from None
+            except (OSError, http.client.HTTPException) as exc:
+                self.close()
+                raise StreamUnavailable(f"{self.url}: {exc}") from None
+        raise AssertionError("unreachable")
+
+    def _refusal(self, status: int, data: bytes) -> PatchsyncError:
+        text = f"{self.url}: HTTP {status}: {data.decode('utf-8', 'replace').strip()}"
+        if status >= 500:
+            return StreamUnavailable(text)
+        return UsageError(text)
+
+    def feed(self, after: int, limit: int, wait: float = 0.0) -> Feed:
+        """The patches after version ``after`` (at most ``limit``; when none, wait up to ``wait`` s)."""
+        path = f"{self._path}/changes?after={after}&limit={limit}&wait={wait:g}"
+        status, headers, data = self.request("GET", path, headers={"Accept": FEED_BINARY}, wait=wait)
+        if status != 200:
+            raise self._refusal(status, data)
+        return Feed(int(headers["patchsync-first-version"]), split_records(data), int(headers["patchsync-head"]))
+
+    def head(self) -> tuple[int, str | None]:
+        """The log's head: its version and patch id."""
+        status, _, data = self.request("GET", f"{self._path}/changes?after=0&limit=1")
+        if status != 200:
+            raise self._refusal(status, data)
+        body = json.loads(data)
+        return int(body["head"]), body.get("head_id") or None
+
+    def patch_id_at(self, version: int) -> str | None:
+        """The id of the patch at ``version`` (``None`` if there is none)."""
+        status, _, data = self.request("GET", f"{self._path}/changes?after={version - 1}&limit=1")
+        if status != 200:
+            raise self._refusal(status, data)
+        changes = json.loads(data)["changes"]
+        return str(changes[0]["id"]) if changes else None
+
+    def append(self, payload: bytes) -> tuple[int, bool]:
+        """Post one patch (a one-patch Jelly-Patch stream): its version, and whether the log
+        held it already. A patch not following the head is a :class:`ChainError`."""
+        status, headers, data = self.request("POST", self._path, payload, {"Content-Type": JELLY_PATCH})
+        if status == 200:
+            return int(json.loads(data)["version"]), headers.get("patchsync-duplicate") == "true"
+        if status == 400 and headers.get("content-type", "").startswith("application/json"):
+            info = json.loads(data).get("log_info", {})
+            raise ChainError(
+                f"{self.url}: the patch does not follow the head (version {info.get('max_version')}, "
+                f"patch {info.get('latest') or '(none)'}); nothing was appended"
+            )
+        raise self._refusal(status, data)
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def __enter__(self) -> HttpLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def split_records(data: bytes) -> list[bytes]:
+    """The records of a binary change feed answer (each a varint length, then that many bytes)."""
+    out: list[bytes] = []
+    pos, end = 0, len(data)
+    while pos < end:
+        n = shift = 0
+        while True:
+            if pos >= end or shift > 63:
+                raise StreamUnavailable("change feed: a record's length is cut short")
+            byte = data[pos]
+            pos += 1
+            n |= (byte & 0x7F) << shift
+            shift += 7
+            if not byte & 0x80:
+                break
+        if pos + n > end:
+            raise StreamUnavailable("change feed: a record is cut short")
+        out.append(data[pos : pos + n])
+        pos += n
+    return out
+
+
+def publish_logs(
+    paths: Iterable[str | os.PathLike[str]],
+    url: HttpURL | str,
+    *,
+    settings: StreamSettings | None = None,
+    limits: Limits | None = None,
+) -> PublishReport:
+    """Publish every complete patch of the logs to the served log, continuing its head.
+
+    ``settings`` (how a NATS stream is created) do not apply to a served log.
+    """
+    del settings
+    logs = [os.fspath(p) for p in paths]
+    with HttpLog(url) as log:
+        version, head = log.head()
+
+        def patches() -> Iterator[LogPatch]:
+            return chain.from_iterable(read_patches(p, limits=limits) for p in logs)
+
+        pending, skipped, found = _after_head(patches(), head)
+        if not found:
+            # Nothing follows the head: the first patch is sent and the server refuses it.
+            pending, skipped = patches(), 0
+        published = 0
+        for patch in pending:
+            message = patch.message()
+            version, duplicate = log.append(message.payload)
+            if duplicate:
+                skipped += 1
+            else:
+                published += 1
+            head = message.patch_id
+    return PublishReport(published, skipped, version, head)
+
+
+def http_lag(source: str, checkpoint: Any) -> dict[str, Any]:
+    """How many patches a replica at ``checkpoint`` is behind the served log, for ``patchsync status``."""
+    try:
+        with HttpLog(source, timeout=2.0) as log:
+            version, _ = log.head()
+    except PatchsyncError as exc:
+        return {"lag_error": str(exc)}
+    return {"lag_messages": max(0, version - checkpoint.offset), "lag_seconds": 0.0}
+
+
+__all__ = ["Feed", "HttpLog", "HttpURL", "http_lag", "parse_http_url", "publish_logs", "split_records"]

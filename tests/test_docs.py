@@ -1,0 +1,353 @@
+"""The documentation is checked like code.
+
+- Every command of the README's tour runs as written: the fenced blocks marked ``sh tour`` run in
+  order, in one shell, in a scratch folder, with ``patchsync`` and ``python`` this checkout's.
+  Blocks marked ``sh tour nats`` need NATS JetStream: skipped when it is unreachable, unless
+  ``PATCHSYNC_REQUIRE_NATS=1`` (the ``nats_stream`` fixture decides, and gives the tour a
+  stream of its own in place of ``demo``). The ``patchsync serve`` block's fixed ports are
+  rewritten to free ones, and every process a block leaves behind is stopped with its shell.
+- Every relative link of README.md, CHANGELOG.md and docs/**/*.md resolves, ``#anchors`` included
+  (GitHub's heading anchors).
+- The README's command summary is ``patchsync --help``'s command list: the same commands, in the
+  same order, with the same one-line descriptions; each command's ``--help`` works.
+- The deploy recipes are valid: each systemd unit passes ``systemd-analyze verify`` (where
+  systemd is installed) and a strict reading here, and its ``ExecStart`` parses with
+  patchsync's own parser (``tail`` and ``serve``); the Containerfile's extras, copied paths and
+  command are real.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from patchsync.cli.main import build_parser
+from patchsync.serve.settings import parse_address
+
+from .nats_helpers import free_port
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+DEPLOY = ROOT / "deploy"
+
+# -- the tour ---------------------------------------------------------------------------------
+
+# `patchsync` and `python` as the reader has them: programs on PATH (a shell function would
+# put a subshell between `$!` and the daemon the tour stops with `kill`).
+WRAPPER = '#!/bin/sh\nexec "$PY" {args} "$@"\n'
+DEMO_STREAM = "nats://127.0.0.1:4222/demo"
+# The serve block's ports, as the README prints them; the test runs it on free ones.
+TOUR_PORTS = ("127.0.0.1:8710", "127.0.0.1:8711")
+
+
+def tour_blocks() -> list[tuple[str, str]]:
+    """``(tags, code)`` of every ```` ```sh tour ```` block of the README, in order."""
+    return [
+        (m.group(1).strip(), m.group(2))
+        for m in re.finditer(r"^```sh tour([^\n]*)\n(.*?)^```", README.read_text(), re.M | re.S)
+    ]
+
+
+def run_shell(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    bin_dir = cwd / ".bin"
+    if not bin_dir.exists():
+        bin_dir.mkdir()
+        for name, args in (("patchsync", "-m patchsync"), ("python", "")):
+            (bin_dir / name).write_text(WRAPPER.format(args=args))
+            (bin_dir / name).chmod(0o755)
+    env = {
+        **os.environ,
+        "PY": sys.executable,
+        "PYTHONPATH": str(ROOT),
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+    }
+    # A session of its own: a server or daemon a failing block left running is stopped with it.
+    shell = subprocess.Popen(
+        ["bash", "-ec", code], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        stdout, stderr = shell.communicate(timeout=120)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(shell.pid, signal.SIGKILL)
+        shell.wait()
+    done = subprocess.CompletedProcess(shell.args, shell.returncode, stdout, stderr)
+    assert done.returncode == 0, f"the tour failed:\n{code}\n--- stdout\n{stdout}\n--- stderr\n{stderr}"
+    return done
+
+
+@pytest.fixture(scope="module")
+def toured(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A folder where the tour's blocks without NATS ran, and what they printed."""
+    folder = tmp_path_factory.mktemp("tour")
+    (folder / "examples").symlink_to(ROOT / "examples")
+    code = "\n".join(block for tags, block in tour_blocks() if "nats" not in tags.split())
+    for port in TOUR_PORTS:
+        assert port in code
+        code = code.replace(port, f"127.0.0.1:{free_port()}")
+    return folder, run_shell(code, folder).stdout
+
+
+def test_the_tour_has_apply_tail_and_a_stream_replica() -> None:
+    blocks = tour_blocks()
+    text = "\n".join(code for _, code in blocks)
+    assert len(blocks) >= 3
+    for step in ("patchsync apply", "patchsync tail", "patchsync publish", "nats://", "patchsync serve", "grpc://"):
+        assert step in text, step
+    assert any("nats" in tags.split() for tags, _ in blocks)
+
+
+def test_the_tour_runs(toured: tuple[Path, str]) -> None:
+    folder, out = toured
+    assert "the replica equals the log" in out and "the served replicas equal the log" in out
+    assert (folder / "out" / "library.db").exists() and (folder / "out" / "replica.db").exists()
+    assert (folder / "out" / "serve.txt").read_text().splitlines()[-1] == "stopped"  # SIGTERM: a clean stop
+
+
+def test_the_tour_over_nats_runs(toured: tuple[Path, str], nats_stream: str) -> None:
+    folder, _ = toured
+    code = "\n".join(block for tags, block in tour_blocks() if "nats" in tags.split())
+    assert DEMO_STREAM in code
+    run_shell(code.replace(DEMO_STREAM, nats_stream), folder)
+    dumps = []
+    for db in ("stream-replica", "third", "replica"):
+        out = subprocess.run(
+            [sys.executable, "-m", "patchsync", "dump", "--target", f"sqlite:///out/{db}.db"],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        dumps.append(sorted(out.splitlines()))
+    # The stream holds the tailed segments: both stream replicas equal the file replica.
+    assert dumps[0] and dumps[0] == dumps[1] == dumps[2]
+
+
+# -- links ------------------------------------------------------------------------------------
+
+LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def pages() -> list[Path]:
+    return [README, ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+
+def prose(text: str) -> str:
+    """``text`` without fenced code blocks, inline code and HTML comments (links there are not links)."""
+    text = re.sub(r"^```.*?^```", "", text, flags=re.M | re.S)
+    text = re.sub(r"<!--.*?-->", "", text, flags=re.S)
+    return re.sub(r"`[^`\n]*`", "", text)
+
+
+def anchors(page: Path) -> set[str]:
+    """The anchors GitHub makes for ``page``'s headings (duplicates get -1, -2, ...)."""
+    found: set[str] = set()
+    text = re.sub(r"^```.*?^```", "", page.read_text(), flags=re.M | re.S)
+    for heading in re.findall(r"^#{1,6} +(.+?) *#*$", text, re.M):
+        slug = re.sub(r"[^\w\- ]", "", heading.replace("`", "").lower()).replace(" ", "-")
+        candidate, n = slug, 0
+        while candidate in found:
+            n += 1
+            candidate = f"{slug}-{n}"
+        found.add(candidate)
+    return found
+
+
+def test_anchor_spelling_is_githubs(tmp_path: Path) -> None:
+    page = tmp_path / "p.md"
+    page.write_text("# A `b` c\n## Jena's RDF Binary\n## Across machines: NATS JetStream\n## x\n## x\n")
+    assert anchors(page) == {"a-b-c", "jenas-rdf-binary", "across-machines-nats-jetstream", "x", "x-1"}
+
+
+@pytest.mark.parametrize("page", pages(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_relative_links_resolve(page: Path) -> None:
+    broken = []
+    for target in LINK.findall(prose(page.read_text())):
+        if re.match(r"[a-z][a-z0-9+.-]*:", target):  # https:, mailto: ...
+            continue
+        path_part, _, anchor = target.partition("#")
+        resolved = (page.parent / path_part).resolve() if path_part else page
+        if not resolved.exists():
+            broken.append(f"{target}: no such file")
+        elif anchor and (resolved.suffix != ".md" or anchor not in anchors(resolved)):
+            broken.append(f"{target}: no heading #{anchor}")
+    assert not broken, f"{page.relative_to(ROOT)}: " + "; ".join(broken)
+
+
+# -- the command summary ----------------------------------------------------------------------
+
+
+def help_commands() -> list[tuple[str, str]]:
+    """``(command, one-line help)`` as ``patchsync --help`` lists them."""
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")  # argparse keeps the subcommands here
+    return [(a.dest, " ".join((a.help or "").split())) for a in sub._get_subactions()]
+
+
+def readme_commands() -> list[tuple[str, str]]:
+    section = README.read_text().split("\n## Commands\n", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"^\| `patchsync ([a-z-]+)` \| (.+?) \|$", section, re.M)
+
+
+def test_the_command_summary_is_the_help() -> None:
+    assert readme_commands() == help_commands()
+
+
+def test_help_lists_the_commands_the_summary_does() -> None:
+    shown = subprocess.run([sys.executable, "-m", "patchsync", "--help"], capture_output=True, text=True, check=True)
+    for name, _ in readme_commands():
+        assert re.search(rf"^    {re.escape(name)}\b", shown.stdout, re.M), name
+
+
+@pytest.mark.parametrize("command", [name for name, _ in help_commands()])
+def test_each_command_has_help(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        build_parser().parse_args([command, "--help"])
+    assert done.value.code == 0
+    assert f"usage: patchsync {command}" in " ".join(capsys.readouterr().out.split())
+
+
+# -- deploy/ ----------------------------------------------------------------------------------
+
+UNITS = ("patchsync-tail.service", "patchsync-serve.service")
+UNIT_KEYS = {
+    "Unit": {"Description", "Documentation", "After", "Before", "Wants", "Requires", "BindsTo"},
+    "Service": {
+        "Type", "User", "Group", "StateDirectory", "ConfigurationDirectory", "WorkingDirectory", "ExecStart", "KillSignal",
+        "TimeoutStopSec", "Restart", "RestartSec", "RestartPreventExitStatus", "NoNewPrivileges",
+        "ProtectSystem", "ProtectHome", "PrivateTmp", "Environment", "EnvironmentFile",
+    },
+    "Install": {"WantedBy"},
+}  # fmt: skip
+
+
+def read_unit(path: Path) -> dict[str, dict[str, str]]:
+    """A strict reading: known sections and keys only, each key once, no continuation lines."""
+    sections: dict[str, dict[str, str]] = {}
+    current: dict[str, str] | None = None
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip() or line.startswith(("#", ";")):
+            continue
+        assert not line.endswith("\\"), f"{path.name}:{n}: continuation lines are not used here"
+        if m := re.fullmatch(r"\[(\w+)\]", line):
+            assert m.group(1) in UNIT_KEYS and m.group(1) not in sections, f"{path.name}:{n}: section {line}"
+            current = sections.setdefault(m.group(1), {})
+            continue
+        key, sep, value = line.partition("=")
+        assert current is not None and sep, f"{path.name}:{n}: not a key=value line in a section"
+        section = next(s for s, keys in sections.items() if keys is current)
+        assert key in UNIT_KEYS[section], f"{path.name}:{n}: unexpected key {key} in [{section}]"
+        assert key not in current, f"{path.name}:{n}: {key} given twice"
+        current[key] = value
+    return sections
+
+
+def unit_command(name: str) -> tuple[dict[str, dict[str, str]], argparse.Namespace, str]:
+    """A unit's sections, its ``ExecStart`` parsed by patchsync's parser, and its state directory.
+
+    What every unit here shares is checked too: an absolute ``patchsync``, SIGTERM for a clean
+    stop, no restart after a usage error (exit 2), started with the machine.
+    """
+    unit = read_unit(DEPLOY / name)
+    service = unit["Service"]
+    argv = shlex.split(service["ExecStart"])
+    assert argv[0].startswith("/") and Path(argv[0]).name == "patchsync"
+    assert service["KillSignal"] == "SIGTERM" and service["RestartPreventExitStatus"] == "2"
+    assert service["ProtectSystem"] == "strict"
+    assert unit["Install"]["WantedBy"] == "multi-user.target"
+    return unit, build_parser().parse_args(argv[1:]), f"/var/lib/{service['StateDirectory']}"
+
+
+def test_the_systemd_unit_runs_a_valid_tail() -> None:
+    _, args, state = unit_command("patchsync-tail.service")
+    assert args.command == "tail" and args.paths and args.state_dir
+    # ProtectSystem=strict leaves only the state directory writable: everything written is in it.
+    for path in [*args.paths, args.state_dir, args.target.removeprefix("sqlite:///")]:
+        assert path.startswith(state + "/"), path
+
+
+def test_the_systemd_unit_runs_a_valid_serve() -> None:
+    unit, args, state = unit_command("patchsync-serve.service")
+    assert args.command == "serve" and args.topic and args.log_root
+    # Log topics and --log-root are written: in the state directory, as for tail.
+    topics = [spec.partition("=")[2] for spec in args.topic]
+    for path in [*topics, args.log_root]:
+        assert path.startswith(state + "/"), path
+    # Credentials are read only, from the configuration directory.
+    config = f"/etc/{unit['Service']['ConfigurationDirectory']}"
+    for path in (args.tokens, args.tls_cert, args.tls_key):
+        assert path and path.startswith(config + "/"), path
+    # Listening beyond loopback needs tokens (the server refuses to start otherwise) and here TLS.
+    listeners = [parse_address(a) for a in (args.door_grpc, args.door_http, args.metrics) if a]
+    assert any(not a.is_loopback for a in listeners) and args.tokens and args.tls_cert
+    assert parse_address(args.metrics).is_loopback  # --metrics asks for no token
+
+
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed")
+@pytest.mark.parametrize("name", UNITS)
+def test_systemd_analyze_verifies_the_unit(tmp_path: Path, name: str) -> None:
+    # verify checks that ExecStart's program exists: point it at this installation's.
+    installed = Path(sys.executable).parent / "patchsync"
+    if not installed.exists():
+        pytest.skip(f"no patchsync script beside {sys.executable}")
+    text = (DEPLOY / name).read_text().replace("/opt/patchsync/bin/patchsync", str(installed))
+    unit = tmp_path / name
+    unit.write_text(text)
+    done = subprocess.run(["systemd-analyze", "verify", str(unit)], capture_output=True, text=True)
+    assert done.returncode == 0 and not (done.stdout + done.stderr).strip(), done.stdout + done.stderr
+
+
+def containerfile() -> list[tuple[str, str]]:
+    """``(INSTRUCTION, arguments)`` of deploy/Containerfile, continuation lines joined."""
+    text = re.sub(r"\\\n", " ", (DEPLOY / "Containerfile").read_text())
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    return [(line.split(None, 1)[0], line.split(None, 1)[1]) for line in lines]
+
+
+def test_the_containerfile_commands_are_real() -> None:
+    steps = containerfile()
+    kinds = [kind for kind, _ in steps]
+    assert kinds[0] == "FROM" and all(
+        k in {"FROM", "RUN", "WORKDIR", "COPY", "USER", "VOLUME", "STOPSIGNAL", "ENTRYPOINT", "CMD"} for k in kinds
+    )
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    installed = False
+    for kind, args in steps:
+        if kind == "COPY":
+            for source in shlex.split(args)[:-1]:
+                assert (ROOT / source).exists(), f"COPY {source}: not in the repository"
+        if kind == "RUN":
+            for command in re.split(r"&&", args):
+                words = shlex.split(command)
+                if words[:2] == ["pip", "install"]:
+                    spec = next(w for w in words if "[" in w)
+                    wanted = set(spec[spec.index("[") + 1 : spec.index("]")].split(","))
+                    assert wanted <= extras.keys(), f"unknown extras {wanted - extras.keys()}"
+                    installed = True
+                if words and words[0] == "patchsync":
+                    with pytest.raises(SystemExit) as done:
+                        build_parser().parse_args(words[1:])
+                    assert done.value.code == 0  # --version
+    assert installed
+    assert dict(steps)["USER"] != "root" and dict(steps)["STOPSIGNAL"] == "SIGTERM"
+    entry = json.loads(dict(steps)["ENTRYPOINT"])
+    command = json.loads(dict(steps)["CMD"])
+    assert entry == ["patchsync"]
+    args = build_parser().parse_args(command)
+    assert args.command == "tail" and args.state_dir
+    volume = json.loads(dict(steps)["VOLUME"])[0]
+    for path in [*args.paths, args.state_dir, args.target.removeprefix("sqlite:///")]:
+        assert path.startswith(volume + "/"), path
