@@ -21,6 +21,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from patchsync._proto import grpc_pb2, grpc_pb2_grpc, patch_service_pb2, rdf_pb2
 from patchsync.codec.rdf_encoder import RdfEncoder
 from patchsync.events import RdfOptions
+from patchsync.streams.errors import StreamUnavailable
+from patchsync.streams.grpc_client import _translate
 from patchsync.streams.payloads import NT_TERMS, read_patches, read_payload
 
 from .grpc_helpers import ROOT, ServeProcess, bearer, channel, cli, patch_stub, publish, subscribe
@@ -312,14 +314,20 @@ def test_limits_and_listeners(tmp_path: Path) -> None:
         # Wait until the first stream is being served, then a second one is one too many.
         from .process_helpers import wait_for
 
+        busy: list[grpc.RpcError] = []
+
         def refused_busy() -> bool:
             try:
                 stub.Describe(patch_service_pb2.DescribeRequest(topic="t"), timeout=5)
             except grpc.RpcError as exc:
+                busy.append(exc)
                 return code_of(exc) == grpc.StatusCode.RESOURCE_EXHAUSTED
             return False
 
         wait_for(refused_busy, 30, "RESOURCE_EXHAUSTED for a second stream")
+        # Busy is worth retrying (a tail backs off), unlike a message over the size limit.
+        assert ("patchsync-retryable", "1") in tuple(busy[-1].trailing_metadata() or ())  # type: ignore[attr-defined]
+        assert isinstance(_translate(busy[-1], "t"), StreamUnavailable)
         # SIGTERM: the live subscription ends cleanly, the server exits 0.
         code, _, err = server.stop()
         assert code == 0, err

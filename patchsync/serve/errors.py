@@ -101,6 +101,12 @@ def status_of(exc: BaseException) -> Status:
     return INTERNAL
 
 
+def is_retryable(exc: BaseException) -> bool:
+    """Whether a client should try the same request again later (the server is busy or
+    stopping, or what it serves is out of reach), rather than give up."""
+    return isinstance(exc, TooBusy | ShuttingDown | TargetUnavailable)
+
+
 def reason_of(exc: BaseException) -> str:
     """A short label of the refusal for metrics (``chain``, ``decode``, ``auth``, ...)."""
     if isinstance(exc, Unauthenticated | Forbidden):
@@ -130,6 +136,7 @@ __all__ = [
     "UnknownTopic",
     "UnsupportedMedia",
     "WrongKind",
+    "is_retryable",
     "reason_of",
     "status_of",
 ]

@@ -30,10 +30,11 @@ from patchsync._proto import grpc_pb2, grpc_pb2_grpc, patch_service_pb2, patch_s
 from patchsync.errors import PatchsyncError, UsageError
 from patchsync.options import PatchOptions, StatementType
 from patchsync.serve.auth import Access, bearer
-from patchsync.serve.errors import Forbidden, WrongKind, status_of
+from patchsync.serve.errors import Forbidden, WrongKind, is_retryable, status_of
 from patchsync.serve.rdf_frames import FrameStatements, negotiate, reencode
 from patchsync.serve.settings import Address
 from patchsync.serve.topics import Entry, LogTopic, Start, TargetTopic, flatten, thread_batches
+from patchsync.streams.grpc_client import RETRYABLE_KEY
 from patchsync.streams.payloads import encode_patch, read_payload
 
 DOOR = "grpc"
@@ -74,7 +75,8 @@ class _Door:
             async with self.ctx.stream(DOOR, method, topic):
                 yield
         except PatchsyncError as exc:
-            await rpc.abort(getattr(grpc.StatusCode, status_of(exc).grpc), str(exc))
+            retry = ((RETRYABLE_KEY, "1"),) if is_retryable(exc) else ()
+            await rpc.abort(getattr(grpc.StatusCode, status_of(exc).grpc), str(exc), trailing_metadata=retry)
 
     def log_topic(self, name: str, service: str) -> LogTopic:
         return self.ctx.topics.log(name, service)  # type: ignore[no-any-return]

@@ -93,12 +93,20 @@ def client_token() -> str | None:
         raise UsageError(f"{path}: cannot read the token file ({exc.strerror or exc})") from None
 
 
+#: Trailing metadata key of a refusal worth retrying later (the server is busy or stopping):
+#: RESOURCE_EXHAUSTED alone cannot tell "too many streams now" from "this message is too large".
+RETRYABLE_KEY = "patchsync-retryable"
+
+
 def _translate(exc: Any, where: str) -> PatchsyncError:
     import grpc
 
     code = exc.code() if hasattr(exc, "code") else None
     text = f"{where}: {exc.details() if hasattr(exc, 'details') else exc}"
     if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED):
+        return StreamUnavailable(text)
+    trailing = exc.trailing_metadata() if hasattr(exc, "trailing_metadata") else None
+    if any(key == RETRYABLE_KEY for key, _ in trailing or ()):
         return StreamUnavailable(text)
     if code == grpc.StatusCode.FAILED_PRECONDITION:
         return ChainError(text)
