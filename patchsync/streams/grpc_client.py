@@ -417,8 +417,11 @@ def publish_logs(
             return PublishReport(0, skipped, int(info.version), head)
         messages = (p.message() for p in chain([first], pending))
         response = log.publish((m.patch_id, m.payload) for m in messages)
+        # The topic's head, not the last patch sent: when every patch was in the topic
+        # already, the topic may have grown past the end of these logs.
+        after = log.describe()
     return PublishReport(
-        int(response.appended), skipped + int(response.duplicates), int(response.version), response.head or None
+        int(response.appended), skipped + int(response.duplicates), int(after.version), after.head or None
     )
 
 

@@ -242,12 +242,14 @@ def publish_logs(
         published = 0
         for patch in pending:
             message = patch.message()
-            version, duplicate = log.append(message.payload)
+            _, duplicate = log.append(message.payload)
             if duplicate:
                 skipped += 1
             else:
                 published += 1
-            head = message.patch_id
+        # The log's head, not the last patch sent: when every patch was in the log already,
+        # the log may have grown past the end of these logs.
+        version, head = log.head()
     return PublishReport(published, skipped, version, head)
 
 
