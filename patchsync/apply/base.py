@@ -243,9 +243,12 @@ def load_base(
     logs: Iterable[str | os.PathLike[str]] = (),
     *,
     limits: Limits | None = None,
+    name: str | None = None,
 ) -> BaseReport:
     """Load the RDF file ``path`` into the empty ``target`` with its position (module docstring).
 
+    ``name`` is what the base is recorded as (``base:`` + it; the file's path by default:
+    a base fetched from a server into a temporary file is recorded by its address).
     Refuses a target holding quads, checkpoints or patches (:class:`UsageError`). Nothing
     is written when the file is unreadable or the logs do not continue it.
     """
@@ -262,7 +265,7 @@ def load_base(
         streams, replaced = stream_checkpoints(logs, position)
         from_logs = log_checkpoints(logs, position.head, limits=limits) | streams
         checkpoints = {name: cp for name, cp in checkpoints.items() if name not in replaced} | from_logs
-    own = BASE_SOURCE_PREFIX + str(base.resolve())
+    own = BASE_SOURCE_PREFIX + (name or str(base.resolve()))
     size = base.stat().st_size
     with open(base, "rb") as f:
         fp = fingerprint(f.read(FINGERPRINT_BYTES), fmt)
@@ -293,7 +296,7 @@ def load_base(
     records = []
     if head is not None:
         records.append(
-            PatchRecord(head, None, own, size, 0, 0, count, 0, 0, time.time(), (("id", head), ("base", source)))
+            PatchRecord(head, None, own, size, 0, 0, count, 0, 0, time.time(), (("id", head), ("base", name or source)))
         )
     target.commit(own, Checkpoint(size, 0, 0, 0, head, fp), records)
     target.flush()

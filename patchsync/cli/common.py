@@ -138,6 +138,11 @@ def check_base(args: argparse.Namespace) -> None:
 
     if not args.base:
         return
+    from patchsync.sources import address_role, is_address
+
+    if is_address(args.base):
+        address_role(args.base, "base")  # a kind that cannot give one is refused before anything opens
+        return
     formats.require(args.base, None, formats.RDF_CONVERT, "RDF", nameable=False)
     if not Path(args.base).is_file():
         raise UsageError(f"{args.base}: no such file")
@@ -221,7 +226,8 @@ def add_base_flag(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="first load this RDF file into the empty target: a snapshot (.jelly from patchsync snapshot) "
         "continues after its last patch; .nq/.trig/.rt/.rpb or a .jelly without position is a starting "
-        "state the logs are applied on from their beginning",
+        "state the logs are applied on from their beginning; http://HOST:PORT/NAME/init: a served "
+        "log's bootstrap snapshot",
     )
 
 
@@ -230,8 +236,15 @@ def load_base(target: Target, args: argparse.Namespace, logs: list[str]) -> None
     if not args.base:
         return
     from patchsync.apply.base import load_base as load
+    from patchsync.sources import address_role, is_address
 
-    report = load(target, args.base, logs, limits=limits(args))
+    if is_address(args.base):
+        # A served log's bootstrap snapshot, fetched by its kind's "base" role.
+        with tempfile.TemporaryDirectory(prefix="patchsync-base-") as folder:
+            path = address_role(args.base, "base")(args.base, folder)
+            report = load(target, path, logs, limits=limits(args), name=args.base)
+    else:
+        report = load(target, args.base, logs, limits=limits(args))
     head = report.position.head if report.position is not None else None
     where = f"continuing after patch {head}" if head else "no position: logs apply from their start"
     print(f"{args.base}: base of {report.quads} quads loaded, {where}", file=sys.stderr)
