@@ -56,6 +56,10 @@ from patchsync.streams.payloads import NT_TERMS, encode_patch, read_payload, tex
 #: The binary change feed's media type (records of one-patch Jelly-Patch streams).
 FEED_BINARY = "application/x-patchsync-changes"
 
+#: Text bodies up to this size are parsed on the event loop: for a small patch that costs
+#: less than handing it to a worker thread and waiting for the interpreter lock back.
+INLINE_BYTES = 16 << 10
+
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -285,9 +289,16 @@ class HttpDoor:
             kind = dp.body_format(request.headers.get("Content-Type"))
             body = await self._body(request)
             self.metrics.bytes.labels(name, "in").inc(len(body))
-            payload = body if kind == "jellyp" else await asyncio.to_thread(text_payload, body, where)
             try:
-                appended = await topic.append(payload, where=where)
+                if kind == "jellyp":
+                    appended = await topic.append(body, where=where)
+                else:
+                    events = (
+                        read_rdfp(body, NT_TERMS, source=where)
+                        if len(body) <= INLINE_BYTES
+                        else await asyncio.to_thread(read_rdfp, body, NT_TERMS, source=where)
+                    )
+                    appended = await topic.append_events(events, where=where)
             except ChainError:
                 self.metrics.refused(name, "chain")
                 return json_response(dp.conflict_body(topic.describe(), self.uris.get(name, "")), status=400)
