@@ -18,6 +18,11 @@ from the same run beside it:
 - Memory: the server's RSS after ``--stalled-rows`` rows are published while one
   subscriber follows the topic and reads nothing, against the same publish with no
   subscriber.
+- SubscribeRdf: ``patchsync snapshot --target grpc://…/db`` of a SQLite target of
+  ``--rdf-quads`` quads (fetched through the door to a ``.jelly`` file), against
+  ``patchsync dump --target sqlite:///… -o FILE.jelly`` of the same target.
+
+``--only catch_up|latency|memory|rdf`` (repeatable) runs only those.
 """
 
 from __future__ import annotations
@@ -190,39 +195,104 @@ def stalled(rows: int, work: Path, stall: bool) -> dict[str, Any]:
     }
 
 
+def snapshot_rdf(quads: int, work: Path, repeat: int = 2) -> dict[str, Any]:
+    """``patchsync snapshot --target grpc://…/db`` (SubscribeRdf) against ``patchsync dump``
+    of the same SQLite target to a ``.jelly`` file; each ``repeat`` times, interleaved, best kept."""
+    rows = 1000
+    log = work / f"rdf-{quads}.jellyp"
+    producer.produce(log, count=max(1, quads // rows), rate=0, rows=rows)
+    db = work / f"rdf-{quads}.db"
+    started = time.perf_counter()
+    subprocess.run([*PATCHSYNC, "apply", str(log), "--target", f"sqlite:///{db}", "--no-progress"], check=True)
+    t_build = time.perf_counter() - started
+    server = subprocess.Popen(
+        [*PATCHSYNC, "serve", "--listen", "127.0.0.1:0", "--topic", f"db=sqlite:///{db}"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert server.stdout is not None
+    port = int(server.stdout.readline().rsplit(":", 1)[1])
+    t_grpc = t_dump = float("inf")
+    try:
+        for i in range(repeat):
+            out = work / f"rdf-grpc-{i}.jelly"
+            t_grpc = min(
+                t_grpc, _timed([*PATCHSYNC, "snapshot", "--target", f"grpc://127.0.0.1:{port}/db", "-o", str(out)])
+            )
+            size_grpc = out.stat().st_size
+            out.unlink()
+            out = work / f"rdf-dump-{i}.jelly"
+            t_dump = min(t_dump, _timed([*PATCHSYNC, "dump", "--target", f"sqlite:///{db}", "-o", str(out)]))
+            size_dump = out.stat().st_size
+            out.unlink()
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.communicate(timeout=60)
+    return {
+        "rows_applied": max(1, quads // rows) * rows,
+        "build_s": round(t_build, 1),
+        "subscribe_rdf_s": round(t_grpc, 2),
+        "dump_s": round(t_dump, 2),
+        "subscribe_rdf_bytes": size_grpc,
+        "dump_bytes": size_dump,
+        "grpc_of_dump": round(t_dump / t_grpc, 2),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--catchup-patches", type=int, default=1000)
     parser.add_argument("--rates", default="100,1000")
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--stalled-rows", type=int, default=200_000)
+    parser.add_argument("--rdf-quads", type=int, default=1_000_000, help="quads of the SubscribeRdf target")
+    parser.add_argument(
+        "--only", choices=["catch_up", "latency", "memory", "rdf"], action="append", help="run only these"
+    )
     args = parser.parse_args(argv)
+    only = set(args.only or ["catch_up", "latency", "memory", "rdf"])
     with tempfile.TemporaryDirectory(prefix="grpc-bench-") as tmp:
         work = Path(tmp)
         results: dict[str, Any] = {"load": os.getloadavg()}
-        results["catch_up"] = catch_up(args.catchup_patches, work)
-        print(json.dumps({"catch_up": results["catch_up"]}), flush=True)
-        results["latency"] = []
-        for rate in (int(r) for r in args.rates.split(",")):
-            row = {"grpc": grpc_latency(rate, args.seconds, work), "file": file_latency(rate, args.seconds, work)}
-            results["latency"].append(row)
-            print(json.dumps(row), flush=True)
-        results["memory"] = [stalled(args.stalled_rows, work, False), stalled(args.stalled_rows, work, True)]
-        print(json.dumps({"memory": results["memory"]}), flush=True)
+        if "catch_up" in only:
+            results["catch_up"] = catch_up(args.catchup_patches, work)
+            print(json.dumps({"catch_up": results["catch_up"]}), flush=True)
+        if "latency" in only:
+            results["latency"] = []
+            for rate in (int(r) for r in args.rates.split(",")):
+                row = {"grpc": grpc_latency(rate, args.seconds, work), "file": file_latency(rate, args.seconds, work)}
+                results["latency"].append(row)
+                print(json.dumps(row), flush=True)
+        if "memory" in only:
+            results["memory"] = [stalled(args.stalled_rows, work, False), stalled(args.stalled_rows, work, True)]
+            print(json.dumps({"memory": results["memory"]}), flush=True)
+        if "rdf" in only:
+            results["rdf"] = snapshot_rdf(args.rdf_quads, work)
+            print(json.dumps({"rdf": results["rdf"]}), flush=True)
+        results["load_end"] = os.getloadavg()
     print()
-    c = results["catch_up"]
-    print(f"{'catch-up':<28}{'rows/s':>12}")
-    print(f"{'tail grpc:// (SubscribePatch)':<28}{c['grpc_rows_per_s']:>12}")
-    print(f"{'tail LOG (baseline)':<28}{c['file_rows_per_s']:>12}   ratio {c['grpc_of_file']}x")
-    print(f"\n{'publish-to-commit':<28}{'p50 ms':>10}{'p99 ms':>10}")
-    for row in results["latency"]:
-        for kind, r in (("grpc", row["grpc"]), ("file (baseline)", row["file"])):
-            print(f"{kind + ' @ ' + str(r['rate']) + '/s':<28}{r['p50_ms']:>10}{r['p99_ms']:>10}")
-    print(f"\n{'server RSS after publish':<28}{'before MiB':>12}{'after MiB':>12}")
-    for m in results["memory"]:
-        label = "stalled subscriber" if m["stalled_subscriber"] else "no subscriber (baseline)"
-        print(f"{label:<28}{m['rss_before_mib']:>12}{m['rss_after_mib']:>12}")
-    print(f"\nload average at start: {results['load']}")
+    if "catch_up" in results:
+        c = results["catch_up"]
+        print(f"{'catch-up':<32}{'rows/s':>12}")
+        print(f"{'tail grpc:// (SubscribePatch)':<32}{c['grpc_rows_per_s']:>12}")
+        print(f"{'tail LOG (baseline)':<32}{c['file_rows_per_s']:>12}   ratio {c['grpc_of_file']}x")
+    if "latency" in results:
+        print(f"\n{'publish-to-commit':<32}{'p50 ms':>10}{'p99 ms':>10}")
+        for row in results["latency"]:
+            for kind, r in (("grpc", row["grpc"]), ("file (baseline)", row["file"])):
+                print(f"{kind + ' @ ' + str(r['rate']) + '/s':<32}{r['p50_ms']:>10}{r['p99_ms']:>10}")
+    if "memory" in results:
+        print(f"\n{'server RSS after publish':<32}{'before MiB':>12}{'after MiB':>12}")
+        for m in results["memory"]:
+            label = "stalled subscriber" if m["stalled_subscriber"] else "no subscriber (baseline)"
+            print(f"{label:<32}{m['rss_before_mib']:>12}{m['rss_after_mib']:>12}")
+    if "rdf" in results:
+        r = results["rdf"]
+        print(f"\n{'snapshot, ' + str(r['rows_applied']) + ' rows applied':<32}{'seconds':>12}{'bytes':>14}")
+        print(f"{'snapshot grpc:// (SubscribeRdf)':<32}{r['subscribe_rdf_s']:>12}{r['subscribe_rdf_bytes']:>14}")
+        print(f"{'dump -o .jelly (baseline)':<32}{r['dump_s']:>12}{r['dump_bytes']:>14}   ratio {r['grpc_of_dump']}x")
+    print(f"\nload average at start: {results['load']}, at end: {results['load_end']}")
     return 0
 
 

@@ -4,23 +4,28 @@
   order, in one shell, in a scratch folder, with ``patchsync`` and ``python`` this checkout's.
   Blocks marked ``sh tour nats`` need NATS JetStream: skipped when it is unreachable, unless
   ``PATCHSYNC_REQUIRE_NATS=1`` (the ``nats_stream`` fixture decides, and gives the tour a
-  stream of its own in place of ``demo``).
+  stream of its own in place of ``demo``). The ``patchsync serve`` block's fixed ports are
+  rewritten to free ones, and every process a block leaves behind is stopped with its shell.
 - Every relative link of README.md, CHANGELOG.md and docs/**/*.md resolves, ``#anchors`` included
   (GitHub's heading anchors).
 - The README's command summary is ``patchsync --help``'s command list: the same commands, in the
   same order, with the same one-line descriptions; each command's ``--help`` works.
-- The deploy recipes are valid: the systemd unit passes ``systemd-analyze verify`` (where
+- The deploy recipes are valid: each systemd unit passes ``systemd-analyze verify`` (where
   systemd is installed) and a strict reading here, and its ``ExecStart`` parses with
-  ``patchsync tail``'s own parser; the Containerfile's extras, copied paths and command are real.
+  patchsync's own parser (``tail`` and ``serve``); the Containerfile's extras, copied paths and
+  command are real.
 """
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import json
 import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tomllib
@@ -29,6 +34,9 @@ from pathlib import Path
 import pytest
 
 from patchsync.cli.main import build_parser
+from patchsync.serve.settings import parse_address
+
+from .nats_helpers import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -40,6 +48,8 @@ DEPLOY = ROOT / "deploy"
 # put a subshell between `$!` and the daemon the tour stops with `kill`).
 WRAPPER = '#!/bin/sh\nexec "$PY" {args} "$@"\n'
 DEMO_STREAM = "nats://127.0.0.1:4222/demo"
+# The serve block's ports, as the README prints them; the test runs it on free ones.
+TOUR_PORTS = ("127.0.0.1:8710", "127.0.0.1:8711")
 
 
 def tour_blocks() -> list[tuple[str, str]]:
@@ -63,8 +73,19 @@ def run_shell(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
         "PYTHONPATH": str(ROOT),
         "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
     }
-    done = subprocess.run(["bash", "-ec", code], cwd=cwd, capture_output=True, text=True, timeout=120, env=env)
-    assert done.returncode == 0, f"the tour failed:\n{code}\n--- stdout\n{done.stdout}\n--- stderr\n{done.stderr}"
+    # A session of its own: a server or daemon a failing block left running is stopped with it.
+    shell = subprocess.Popen(
+        ["bash", "-ec", code], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        stdout, stderr = shell.communicate(timeout=120)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(shell.pid, signal.SIGKILL)
+        shell.wait()
+    done = subprocess.CompletedProcess(shell.args, shell.returncode, stdout, stderr)
+    assert done.returncode == 0, f"the tour failed:\n{code}\n--- stdout\n{stdout}\n--- stderr\n{stderr}"
     return done
 
 
@@ -74,6 +95,9 @@ def toured(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     folder = tmp_path_factory.mktemp("tour")
     (folder / "examples").symlink_to(ROOT / "examples")
     code = "\n".join(block for tags, block in tour_blocks() if "nats" not in tags.split())
+    for port in TOUR_PORTS:
+        assert port in code
+        code = code.replace(port, f"127.0.0.1:{free_port()}")
     return folder, run_shell(code, folder).stdout
 
 
@@ -81,15 +105,16 @@ def test_the_tour_has_apply_tail_and_a_stream_replica() -> None:
     blocks = tour_blocks()
     text = "\n".join(code for _, code in blocks)
     assert len(blocks) >= 3
-    for step in ("patchsync apply", "patchsync tail", "patchsync publish", "nats://"):
+    for step in ("patchsync apply", "patchsync tail", "patchsync publish", "nats://", "patchsync serve", "grpc://"):
         assert step in text, step
     assert any("nats" in tags.split() for tags, _ in blocks)
 
 
 def test_the_tour_runs(toured: tuple[Path, str]) -> None:
     folder, out = toured
-    assert "the replica equals the log" in out
+    assert "the replica equals the log" in out and "the served replicas equal the log" in out
     assert (folder / "out" / "library.db").exists() and (folder / "out" / "replica.db").exists()
+    assert (folder / "out" / "serve.txt").read_text().splitlines()[-1] == "stopped"  # SIGTERM: a clean stop
 
 
 def test_the_tour_over_nats_runs(toured: tuple[Path, str], nats_stream: str) -> None:
@@ -197,10 +222,11 @@ def test_each_command_has_help(command: str, capsys: pytest.CaptureFixture[str])
 
 # -- deploy/ ----------------------------------------------------------------------------------
 
+UNITS = ("patchsync-tail.service", "patchsync-serve.service")
 UNIT_KEYS = {
     "Unit": {"Description", "Documentation", "After", "Before", "Wants", "Requires", "BindsTo"},
     "Service": {
-        "Type", "User", "Group", "StateDirectory", "WorkingDirectory", "ExecStart", "KillSignal",
+        "Type", "User", "Group", "StateDirectory", "ConfigurationDirectory", "WorkingDirectory", "ExecStart", "KillSignal",
         "TimeoutStopSec", "Restart", "RestartSec", "RestartPreventExitStatus", "NoNewPrivileges",
         "ProtectSystem", "ProtectHome", "PrivateTmp", "Environment", "EnvironmentFile",
     },
@@ -229,29 +255,56 @@ def read_unit(path: Path) -> dict[str, dict[str, str]]:
     return sections
 
 
-def test_the_systemd_unit_runs_a_valid_tail() -> None:
-    unit = read_unit(DEPLOY / "patchsync-tail.service")
+def unit_command(name: str) -> tuple[dict[str, dict[str, str]], argparse.Namespace, str]:
+    """A unit's sections, its ``ExecStart`` parsed by patchsync's parser, and its state directory.
+
+    What every unit here shares is checked too: an absolute ``patchsync``, SIGTERM for a clean
+    stop, no restart after a usage error (exit 2), started with the machine.
+    """
+    unit = read_unit(DEPLOY / name)
     service = unit["Service"]
     argv = shlex.split(service["ExecStart"])
     assert argv[0].startswith("/") and Path(argv[0]).name == "patchsync"
-    args = build_parser().parse_args(argv[1:])
+    assert service["KillSignal"] == "SIGTERM" and service["RestartPreventExitStatus"] == "2"
+    assert service["ProtectSystem"] == "strict"
+    assert unit["Install"]["WantedBy"] == "multi-user.target"
+    return unit, build_parser().parse_args(argv[1:]), f"/var/lib/{service['StateDirectory']}"
+
+
+def test_the_systemd_unit_runs_a_valid_tail() -> None:
+    _, args, state = unit_command("patchsync-tail.service")
     assert args.command == "tail" and args.paths and args.state_dir
-    state = f"/var/lib/{service['StateDirectory']}"
     # ProtectSystem=strict leaves only the state directory writable: everything written is in it.
     for path in [*args.paths, args.state_dir, args.target.removeprefix("sqlite:///")]:
         assert path.startswith(state + "/"), path
-    assert service["KillSignal"] == "SIGTERM" and service["RestartPreventExitStatus"] == "2"
-    assert unit["Install"]["WantedBy"] == "multi-user.target"
+
+
+def test_the_systemd_unit_runs_a_valid_serve() -> None:
+    unit, args, state = unit_command("patchsync-serve.service")
+    assert args.command == "serve" and args.topic and args.log_root
+    # Log topics and --log-root are written: in the state directory, as for tail.
+    topics = [spec.partition("=")[2] for spec in args.topic]
+    for path in [*topics, args.log_root]:
+        assert path.startswith(state + "/"), path
+    # Credentials are read only, from the configuration directory.
+    config = f"/etc/{unit['Service']['ConfigurationDirectory']}"
+    for path in (args.tokens, args.tls_cert, args.tls_key):
+        assert path and path.startswith(config + "/"), path
+    # Listening beyond loopback needs tokens (the server refuses to start otherwise) and here TLS.
+    listeners = [parse_address(a) for a in (args.door_grpc, args.door_http, args.metrics) if a]
+    assert any(not a.is_loopback for a in listeners) and args.tokens and args.tls_cert
+    assert parse_address(args.metrics).is_loopback  # --metrics asks for no token
 
 
 @pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed")
-def test_systemd_analyze_verifies_the_unit(tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", UNITS)
+def test_systemd_analyze_verifies_the_unit(tmp_path: Path, name: str) -> None:
     # verify checks that ExecStart's program exists: point it at this installation's.
     installed = Path(sys.executable).parent / "patchsync"
     if not installed.exists():
         pytest.skip(f"no patchsync script beside {sys.executable}")
-    text = (DEPLOY / "patchsync-tail.service").read_text().replace("/opt/patchsync/bin/patchsync", str(installed))
-    unit = tmp_path / "patchsync-tail.service"
+    text = (DEPLOY / name).read_text().replace("/opt/patchsync/bin/patchsync", str(installed))
+    unit = tmp_path / name
     unit.write_text(text)
     done = subprocess.run(["systemd-analyze", "verify", str(unit)], capture_output=True, text=True)
     assert done.returncode == 0 and not (done.stdout + done.stderr).strip(), done.stdout + done.stderr

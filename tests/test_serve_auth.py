@@ -72,6 +72,16 @@ def test_non_loopback_needs_tokens_or_allow_anonymous(tmp_path: Path) -> None:
     ServeSettings({"grpc": Address("127.0.0.1", 0)}, ("t=x.jellyp",)).check()
 
 
+def test_a_public_metrics_listener_needs_allow_anonymous_even_with_tokens(tmp_path: Path) -> None:
+    # /metrics on its own listener checks no token, so tokens do not cover it.
+    loop = {"grpc": Address("127.0.0.1", 0)}
+    tokens = load_tokens(tokens_file(tmp_path, "read a\n"))
+    with pytest.raises(UsageError, match=r"--metrics 0\.0\.0\.0:9465: not a loopback address"):
+        ServeSettings(loop, ("t=x.jellyp",), tokens=tokens, metrics=Address("0.0.0.0", 9465)).check()
+    ServeSettings(loop, ("t=x.jellyp",), tokens=tokens, metrics=Address("127.0.0.1", 9465)).check()
+    ServeSettings(loop, ("t=x.jellyp",), tokens=tokens, metrics=Address("0.0.0.0", 9465), allow_anonymous=True).check()
+
+
 def test_settings_that_cannot_work() -> None:
     loop = {"grpc": Address("127.0.0.1", 0)}
     with pytest.raises(UsageError, match="listener"):

@@ -90,6 +90,10 @@ def test_a_new_replica_starts_from_the_served_snapshot_and_continues_the_feed(tm
         graph.parse(data=nquads.text, format="nquads")
         assert len(graph) == len(_quads(replica)[0])
 
+        # A base taken elsewhere continues this log after the version holding its head.
+        after = resolve_source(url).role("checkpoint_after")
+        assert (after(url, ids[-1]).offset, after(url, ids[-1]).last_id) == (20, ids[-1])
+        assert after(url, "urn:patch:elsewhere:1") is None
         # A fresh target: the snapshot, then the feed from version 21 (not from 1).
         done = _run("tail", url, "--target", f"sqlite:///{fresh}", "--base", f"{url}/init", "--once")
         assert f"continuing after patch {ids[-1]}" in done.stderr
@@ -131,7 +135,7 @@ def test_a_snapshot_of_another_log_is_refused_and_the_file_convention(tmp_path: 
         capture_output=True,
         text=True,
     )
-    assert no_base.returncode != 0 and "has no base" in no_base.stderr and "Traceback" not in no_base.stderr
+    assert no_base.returncode != 0 and "has no snapshot" in no_base.stderr and "Traceback" not in no_base.stderr
     assert not (tmp_path / "n.db").exists()
 
 

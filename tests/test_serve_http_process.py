@@ -102,6 +102,16 @@ def test_tls_and_the_https_source_kind(tmp_path: Path, daemons: list[subprocess.
     # Without the CA the certificate is not trusted; without the token the server refuses.
     untrusted = subprocess.run([*run, "publish", str(log), url], capture_output=True, text=True)
     assert untrusted.returncode != 0 and "Traceback" not in untrusted.stderr
+    assert "certificate is not trusted" in untrusted.stderr and untrusted.stderr.count("\n") == 1
+    # A tail stops at once instead of retrying an untrusted server as if it were down.
+    untrusted_tail = subprocess.run(
+        [*run, "tail", url, "--target", f"sqlite:///{tmp_path / 'u.db'}", "--once"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=os.environ | {"PATCHSYNC_TOKEN": "secret"},
+    )
+    assert untrusted_tail.returncode != 0 and "--tls-ca" in untrusted_tail.stderr, untrusted_tail.stderr
     no_token = subprocess.run(
         [*run, "publish", str(log), url], capture_output=True, text=True, env=env | {"PATCHSYNC_TOKEN": ""}
     )

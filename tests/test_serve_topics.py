@@ -255,3 +255,38 @@ def test_topic_specs(tmp_path: Path) -> None:
     with pytest.raises(UsageError):
         build_topic("x=elsewhere://h/p")
     assert not os.path.exists(tmp_path / "l.jellyp")  # building opens nothing
+
+
+def test_appended_patches_are_read_back_as_written_and_groups_stop_at_a_refusal(tmp_path: Path) -> None:
+    """A patch the topic appended is its own stream in the log: live readers, and readers
+    catching up after a restart, get exactly those bytes, and they decode to the patch
+    sent. A group of appends keeps the patches before a refused one, and none after."""
+    log = chain_log(tmp_path / "log.jellyp", 4)  # another writer's stream of four patches
+
+    async def go() -> None:
+        t = topic(log)
+        await t.open()
+        live = asyncio.create_task(collect(t, Start.after_version(4), 5))
+        await asyncio.sleep(0.05)
+        group = [(payload(n, n - 1), f"message {n}") for n in (5, 6, 7)]
+        assert [a.version for a in await t.append_many(group)] == [5, 6, 7]
+        refused = [(payload(8, 7), "m8"), (payload(9, 4), "m9"), (payload(10, 9), "m10")]
+        with pytest.raises(ChainError, match=f"{patch_id(9)} has prev {patch_id(4)}"):
+            await t.append_many(refused)
+        assert t.describe().version == 8
+        assert [a.duplicate for a in await t.append_many([(payload(8, 7), "again"), (payload(9, 8), "m9")])] == [
+            True,
+            False,
+        ]
+        got = await asyncio.wait_for(live, 10)
+        await t.close()
+        again = topic(log)
+        await again.open()
+        stored = [e async for e in again.read(Start.beginning(), follow=False)]
+        await again.close()
+        assert [e.version for e in stored] == list(range(1, 10))
+        assert [e.payload for e in stored[4:]] == [e.payload for e in got]
+        expected = [content(read_payload(payload(n, n - 1 if n > 1 else None))) for n in range(1, 10)]
+        assert [content(read_payload(e.payload)) for e in stored] == expected
+
+    run(go())

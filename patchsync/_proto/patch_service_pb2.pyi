@@ -1,7 +1,8 @@
 from . import patch_pb2 as _patch_pb2
+from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from collections.abc import Mapping as _Mapping
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
 from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
@@ -19,26 +20,30 @@ class PatchStart(_message.Message):
     def __init__(self, after_id: _Optional[str] = ..., after_version: _Optional[int] = ..., beginning: _Optional[bool] = ..., now: _Optional[bool] = ...) -> None: ...
 
 class SubscribePatchRequest(_message.Message):
-    __slots__ = ("topic", "requested_options", "start", "stop_at_head")
+    __slots__ = ("topic", "requested_options", "start", "stop_at_head", "max_batch")
     TOPIC_FIELD_NUMBER: _ClassVar[int]
     REQUESTED_OPTIONS_FIELD_NUMBER: _ClassVar[int]
     START_FIELD_NUMBER: _ClassVar[int]
     STOP_AT_HEAD_FIELD_NUMBER: _ClassVar[int]
+    MAX_BATCH_FIELD_NUMBER: _ClassVar[int]
     topic: str
     requested_options: _patch_pb2.RdfPatchOptions
     start: PatchStart
     stop_at_head: bool
-    def __init__(self, topic: _Optional[str] = ..., requested_options: _Optional[_Union[_patch_pb2.RdfPatchOptions, _Mapping]] = ..., start: _Optional[_Union[PatchStart, _Mapping]] = ..., stop_at_head: _Optional[bool] = ...) -> None: ...
+    max_batch: int
+    def __init__(self, topic: _Optional[str] = ..., requested_options: _Optional[_Union[_patch_pb2.RdfPatchOptions, _Mapping]] = ..., start: _Optional[_Union[PatchStart, _Mapping]] = ..., stop_at_head: _Optional[bool] = ..., max_batch: _Optional[int] = ...) -> None: ...
 
 class PatchMessage(_message.Message):
-    __slots__ = ("version", "patch_id", "patch")
+    __slots__ = ("version", "patch_id", "patch", "batch")
     VERSION_FIELD_NUMBER: _ClassVar[int]
     PATCH_ID_FIELD_NUMBER: _ClassVar[int]
     PATCH_FIELD_NUMBER: _ClassVar[int]
+    BATCH_FIELD_NUMBER: _ClassVar[int]
     version: int
     patch_id: str
     patch: bytes
-    def __init__(self, version: _Optional[int] = ..., patch_id: _Optional[str] = ..., patch: _Optional[bytes] = ...) -> None: ...
+    batch: _containers.RepeatedCompositeFieldContainer[PatchMessage]
+    def __init__(self, version: _Optional[int] = ..., patch_id: _Optional[str] = ..., patch: _Optional[bytes] = ..., batch: _Optional[_Iterable[_Union[PatchMessage, _Mapping]]] = ...) -> None: ...
 
 class PublishPatchRequest(_message.Message):
     __slots__ = ("topic", "patch")

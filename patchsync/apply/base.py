@@ -10,6 +10,8 @@ gets, in the same target transaction as the quads (docs/design.md §10):
   stored sequence (also when given under another address of the same stream, see
   :func:`stream_checkpoints`), a file log at the same path with the same fingerprint after
   its unit;
+- for each served topic given (``grpc://…``), a checkpoint just past the snapshot's last
+  patch, asked of the server (:func:`address_checkpoints`);
 - for each log given (``logs``: files, or directories of ``.jellyp`` files in file-name
   order), a checkpoint just past the snapshot's last patch, found by reading the log: the
   patches up to and including it are passed over, and the applier's chain check makes
@@ -155,6 +157,30 @@ def stream_checkpoints(
     return moved, replaced
 
 
+def address_checkpoints(
+    paths: Iterable[str | os.PathLike[str]], head: str, known: Iterable[str]
+) -> dict[str, Checkpoint]:
+    """Checkpoints just past patch ``head`` for the network sources given that can tell one
+    (their kind's ``checkpoint_after`` role: a served topic finds the version of ``head``),
+    except those named in ``known``. Raises :class:`ChainError` if such a source does not
+    hold ``head``: it does not continue the base."""
+    skip = set(known)
+    found: dict[str, Checkpoint] = {}
+    for source in map(resolve_source, paths):
+        if source.is_path or "checkpoint_after" not in source.kind.roles:
+            continue
+        name = str(source.address)
+        if name in skip or source.name in skip:
+            continue
+        checkpoint = source.role("checkpoint_after")(source.name, head)
+        if checkpoint is None:
+            raise ChainError(
+                f"{source.name}: holds no patch {head}, the base's last patch: it does not continue the base"
+            )
+        found[name] = checkpoint
+    return found
+
+
 def _require_empty(target: Target, base: Path) -> None:
     dump = dumpable(target)
     quads = iter(dump.quads())
@@ -247,10 +273,9 @@ def load_base(
 ) -> BaseReport:
     """Load the RDF file ``path`` into the empty ``target`` with its position (module docstring).
 
-    ``name`` is what the base is recorded as (``base:`` + it; the file's path by default:
-    a base fetched from a server into a temporary file is recorded by its address).
     Refuses a target holding quads, checkpoints or patches (:class:`UsageError`). Nothing
-    is written when the file is unreadable or the logs do not continue it.
+    is written when the file is unreadable or the logs do not continue it. ``name`` is how
+    the target records the base (default: the file's path), e.g. the address it came from.
     """
     base = Path(path)
     fmt = formats.require(base, None, formats.RDF_CONVERT, "RDF").name
@@ -264,7 +289,8 @@ def load_base(
         logs = list(logs)
         streams, replaced = stream_checkpoints(logs, position)
         from_logs = log_checkpoints(logs, position.head, limits=limits) | streams
-        checkpoints = {name: cp for name, cp in checkpoints.items() if name not in replaced} | from_logs
+        from_logs |= address_checkpoints(logs, position.head, [*position.sources, *from_logs])
+        checkpoints = {n: cp for n, cp in checkpoints.items() if n not in replaced} | from_logs
     own = BASE_SOURCE_PREFIX + (name or str(base.resolve()))
     size = base.stat().st_size
     with open(base, "rb") as f:
@@ -303,4 +329,11 @@ def load_base(
     return BaseReport(base, total, position, from_logs)
 
 
-__all__ = ["BASE_SOURCE_PREFIX", "BaseReport", "load_base", "log_checkpoints", "stream_checkpoints"]
+__all__ = [
+    "BASE_SOURCE_PREFIX",
+    "BaseReport",
+    "address_checkpoints",
+    "load_base",
+    "log_checkpoints",
+    "stream_checkpoints",
+]

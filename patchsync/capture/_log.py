@@ -327,7 +327,8 @@ def open_patch_log(
     max_segment_patches: int | None = None,
 ) -> PatchLog:
     """The log a recorder writes to: ``log`` itself if it is one, a stream for a
-    stream address (``nats://HOST:PORT/STREAM``, the source registry's ``writer`` role),
+    stream or topic address (``nats://HOST:PORT/STREAM``, ``grpc://HOST:PORT/TOPIC``: the
+    source registry's ``writer`` role),
     else a :class:`LogWriter` (the other arguments)."""
     if isinstance(log, PatchLog):
         return log

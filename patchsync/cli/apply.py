@@ -12,6 +12,7 @@ from patchsync.cli.common import (
     Subcommands,
     add_base_flag,
     add_chain_flag,
+    add_client_flags,
     add_relative_iris_flag,
     add_target_flag,
     check_logs,
@@ -20,6 +21,7 @@ from patchsync.cli.common import (
     load_base,
     open_target,
     result_line,
+    use_client_flags,
 )
 
 
@@ -34,6 +36,7 @@ def register(sub: Subcommands) -> None:
     add_target_flag(apply)
     add_chain_flag(apply)
     add_base_flag(apply)
+    add_client_flags(apply)
     apply.add_argument("--reset", action="store_true", help="start a log over when its checkpoint no longer matches it")
     apply.add_argument("--from", dest="from_format", choices=["jellyp", "rdfp"], help="log format")
     apply.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
@@ -80,6 +83,7 @@ def run(args: argparse.Namespace) -> int:
     from patchsync.apply.applier import ApplyResult
     from patchsync.apply.resume import default_snapshot_dir
 
+    use_client_flags(args)
     check_logs(args, args.logs)
     target = open_target(args.target)
     total = ApplyResult(source="total")

@@ -135,13 +135,15 @@ def check_logs(args: argparse.Namespace, logs: list[str]) -> None:
 def check_base(args: argparse.Namespace) -> None:
     """Refuse a ``--base`` that is missing or not an RDF file, before the target is opened."""
     from patchsync import formats
+    from patchsync.sources import is_address
 
     if not args.base:
         return
-    from patchsync.sources import address_role, is_address
+    from patchsync.sources import address_role
 
     if is_address(args.base):
-        address_role(args.base, "base")  # a kind that cannot give one is refused before anything opens
+        # A served snapshot, fetched when the base is loaded; a kind without one is refused now.
+        address_role(args.base, "snapshot")
         return
     formats.require(args.base, None, formats.RDF_CONVERT, "RDF", nameable=False)
     if not Path(args.base).is_file():
@@ -224,10 +226,10 @@ def add_base_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--base",
         metavar="FILE",
-        help="first load this RDF file into the empty target: a snapshot (.jelly from patchsync snapshot) "
-        "continues after its last patch; .nq/.trig/.rt/.rpb or a .jelly without position is a starting "
-        "state the logs are applied on from their beginning; http://HOST:PORT/NAME/init: a served "
-        "log's bootstrap snapshot",
+        help="first load this RDF file into the empty target: a snapshot (.jelly from patchsync snapshot, "
+        "or grpc://HOST:PORT/TOPIC: a served target's snapshot, or http://HOST:PORT/NAME/init: a served "
+        "log's bootstrap snapshot) continues after its last patch; .nq/.trig/.rt/.rpb or a .jelly without "
+        "position is a starting state the logs are applied on from their beginning",
     )
 
 
@@ -239,9 +241,11 @@ def load_base(target: Target, args: argparse.Namespace, logs: list[str]) -> None
     from patchsync.sources import address_role, is_address
 
     if is_address(args.base):
-        # A served log's bootstrap snapshot, fetched by its kind's "base" role.
+        # A served snapshot, fetched whole first (nothing is loaded from half of one); found by
+        # the address's scheme alone, as http://HOST:PORT/NAME/init names no log.
         with tempfile.TemporaryDirectory(prefix="patchsync-base-") as folder:
-            path = address_role(args.base, "base")(args.base, folder)
+            path = Path(folder) / "base.jelly"
+            address_role(args.base, "snapshot")(args.base, path)
             report = load(target, path, logs, limits=limits(args), name=args.base)
     else:
         report = load(target, args.base, logs, limits=limits(args))

@@ -12,8 +12,15 @@ append mode), from which a reader can decode without reading what comes before. 
 trailing partial frame, or the complete frames of a patch a crashed writer did not end,
 are cut off then, as every appender does.
 
-Each append is one ``write`` of the whole patch, made only after the patch was decoded and
-checked whole and its chain checked against the head; a failed write is cut back.
+Each append is one ``write`` of the whole patch (of a group of patches that arrived
+together, one ``write`` of them all), made only after each patch was decoded and checked
+whole and its chain checked against the head; a failed write is cut back.
+
+A patch this server appended is a restart point of its own, so its bytes in the log are a
+self-contained one-patch stream: they are what readers get, live and when catching up
+(read back as they are, not decoded and encoded again). Only patches written by another
+writer (a recorder's segment, several patches per stream) are decoded and encoded again,
+one message each.
 """
 
 from __future__ import annotations
@@ -22,18 +29,20 @@ import asyncio
 import bisect
 import os
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
 
+from patchsync.codec import wire
+from patchsync.codec.framing import read_varint
 from patchsync.codec.patch_decoder import PatchDecoder
 from patchsync.codec.patch_encoder import PatchEncoder
-from patchsync.errors import ChainError, UsageError
+from patchsync.errors import ChainError, PatchsyncError, UsageError
 from patchsync.events import Event, Header, Options, PatchEnd
 from patchsync.logs.convert import FeatureScan
 from patchsync.logs.patch_logs import CHUNK_SIZE, exclusive_lock
 from patchsync.options import Limits, PatchOptions, StreamType
 from patchsync.serve.incoming import Incoming, checked_patch, decode_patch, statement_patch
-from patchsync.serve.topics import Appended, Entry, LogTopic, flatten, thread_batches
+from patchsync.serve.topics import Appended, Entry, LogTopic, thread_batches
 from patchsync.sources import LOG_SUFFIX, directory_logs
 from patchsync.streams.payloads import NT_TERMS, encode_patch, header_text, message_options
 
@@ -130,6 +139,13 @@ class FileLogTopic(LogTopic):
                         continue
                     if open_at is None:
                         open_at = offset
+                        if _starts_a_stream(f.fileno(), offset) and (
+                            not self._restart_at or self._restart_at[-1] != (index, offset)
+                        ):
+                            # An appended stream (a repeated options row, which decodes to
+                            # no event): a restart point of its own.
+                            self._restart_versions.append(self.version + 1)
+                            self._restart_at.append((index, offset))
                     if kind is Header:
                         if event.key == "id":  # type: ignore[union-attr]
                             patch_id = header_text(event.value)  # type: ignore[union-attr]
@@ -186,8 +202,16 @@ class FileLogTopic(LogTopic):
         return self._versions.get(patch_id)
 
     async def append(self, payload: bytes, *, where: str = "") -> Appended:
-        incoming = await asyncio.to_thread(decode_patch, payload, where or f"topic {self.name}", self.limits)
-        return await self._append(lambda: incoming)
+        return (await self.append_many([(payload, where)]))[0]
+
+    async def append_many(self, payloads: Sequence[tuple[bytes, str]]) -> list[Appended]:
+        # Decoded and written in one hop to a worker thread, the group in one write: an
+        # append's cost is mostly the hop and the write, not the patch.
+        makes = [self._decoder(payload, where or f"topic {self.name}") for payload, where in payloads]
+        return await self._append(makes)
+
+    def _decoder(self, payload: bytes, where: str) -> Callable[[], Incoming]:
+        return lambda: decode_patch(payload, where, self.limits)
 
     async def append_events(self, events: list[Event], *, where: str = "") -> Appended:
         # Checked as they are: encoding them only to decode the payload again was waste.
@@ -195,38 +219,70 @@ class FileLogTopic(LogTopic):
         if not any(type(e) is PatchEnd for e in events):
             events = [*events, PatchEnd()]
         incoming = checked_patch(events, where or f"topic {self.name}")
-        return await self._append(lambda: incoming)
+        return (await self._append([lambda: incoming]))[0]
 
     async def append_statements(self, quads: list[tuple[str, str, str, str]], *, where: str = "") -> Appended:
-        return await self._append(lambda: statement_patch(quads, self.head))
+        return (await self._append([lambda: statement_patch(quads, self.head)]))[0]
 
-    async def _append(self, make: object) -> Appended:
+    async def _append(self, makes: list[Callable[[], Incoming]]) -> list[Appended]:
         async with self._lock:
             if self._fd is None:
                 raise UsageError(f"topic {self.name}: closed")
-            incoming = make()  # type: ignore[operator]
-            appended, payload = await asyncio.to_thread(self._write, incoming)
-            if not appended.duplicate:
-                self._appended(Entry(appended.version, appended.patch_id, payload))
-            return appended
+            written, error = await asyncio.to_thread(self._write, makes)
+            for appended, payload in written:
+                if not appended.duplicate:
+                    self._appended(Entry(appended.version, appended.patch_id, payload))
+            if error is not None:
+                raise error
+            return [appended for appended, _ in written]
 
-    def _write(self, incoming: Incoming) -> tuple[Appended, bytes]:
-        """Check and write one patch under the log's lock (held since opening)."""
-        known = self._versions.get(incoming.patch_id)
-        if known is not None:
-            return Appended(known, incoming.patch_id, duplicate=True), b""
-        if incoming.prev != self.head:
-            raise ChainError(
-                f"topic {self.name}: patch {incoming.patch_id} has prev {incoming.prev or '(none)'} "
-                f"but the head is {self.head or '(none: the log is empty)'}; nothing was appended"
-            )
+    def _write(self, makes: list[Callable[[], Incoming]]) -> tuple[list[tuple[Appended, bytes]], Exception | None]:
+        """Check and write patches under the log's lock (held since opening), in one write.
+
+        Each is decoded, checked against the head as the patches before it leave it, and
+        encoded; the first refused one ends the group: the ones before it are written
+        (each whole), it and the rest are not, and its error is returned.
+        """
         options = self.options or NEW_LOG_OPTIONS
-        scan = FeatureScan()
-        for event in incoming.events:
-            scan.see(event, f"topic {self.name} patch {incoming.patch_id}")
-        scan.require(options, f"topic {self.name}", "appended")
-        data = _encode(incoming.events, options, append=self._size > 0)
-        payload = encode_patch(incoming.events, message_options(options))
+        head, version, size = self.head, self.version, self._size
+        staged: dict[str, int] = {}
+        out: list[tuple[Appended, bytes]] = []
+        chunks: list[bytes] = []
+        places: list[tuple[int, str, int]] = []  # (version, id, offset) of each new patch
+        error: Exception | None = None
+        for make in makes:
+            try:
+                incoming = make()
+                known = self._versions.get(incoming.patch_id) or staged.get(incoming.patch_id)
+                if known is not None:
+                    out.append((Appended(known, incoming.patch_id, duplicate=True), b""))
+                    continue
+                if incoming.prev != head:
+                    raise ChainError(
+                        f"topic {self.name}: patch {incoming.patch_id} has prev {incoming.prev or '(none)'} "
+                        f"but the head is {head or '(none: the log is empty)'}; nothing was appended"
+                    )
+                scan = FeatureScan()
+                for event in incoming.events:
+                    scan.see(event, f"topic {self.name} patch {incoming.patch_id}")
+                scan.require(options, f"topic {self.name}", "appended")
+                # A stream of its own (options row first, no reference to earlier lookups):
+                # the same bytes are the readers' message.
+                data = _encode(incoming.events, options, append=size > 0)
+            except PatchsyncError as exc:
+                error = exc
+                break
+            version += 1
+            staged[incoming.patch_id] = version
+            places.append((version, incoming.patch_id, size))
+            chunks.append(data)
+            out.append((Appended(version, incoming.patch_id), data))
+            head, size = incoming.patch_id, size + len(data)
+        if chunks:
+            self._commit(b"".join(chunks), options, places)
+        return out, error
+
+    def _commit(self, data: bytes, options: PatchOptions, places: list[tuple[int, str, int]]) -> None:
         fd = self._fd
         assert fd is not None
         start = self._size
@@ -243,38 +299,80 @@ class FileLogTopic(LogTopic):
                 raise
             self._size = start + len(data)
             self.options = options
-            self._restart_versions.append(self.version + 1)
-            self._restart_at.append((len(self._segments) - 1, start))
-            self._ids.append(incoming.patch_id)
-            self._versions[incoming.patch_id] = len(self._ids)
-            self.head = incoming.patch_id
-            self.version = len(self._ids)
-        return Appended(self.version, incoming.patch_id), payload
+            segment = len(self._segments) - 1
+            for version, patch_id, offset in places:
+                self._restart_versions.append(version)
+                self._restart_at.append((segment, offset))
+                self._ids.append(patch_id)
+                self._versions[patch_id] = version
+            self.head = places[-1][1]
+            self.version = places[-1][0]
 
     # -- reading -----------------------------------------------------------------------
 
-    def _stored(self, first: int, last: int) -> AsyncIterator[Entry]:
-        return flatten(thread_batches(lambda: self._entries(first, last)))
+    def _stored(self, first: int, last: int) -> AsyncIterator[list[Entry]]:
+        return thread_batches(lambda: self._entries(first, last))
 
     def _entries(self, first: int, last: int) -> Iterator[Entry]:
-        """Versions ``first`` to ``last``, decoded from the restart point before ``first``."""
+        """Versions ``first`` to ``last``, from the restart point at or before ``first``.
+
+        A restart point holding one patch is read as it is; one holding several (another
+        writer's stream) is decoded and each of its patches encoded as a message.
+        """
         with self._io:
             point = bisect.bisect_right(self._restart_versions, first) - 1
-            version = self._restart_versions[point] - 1
-            segment, offset = self._restart_at[point]
-            segments = self._segments[segment:]
+            versions = self._restart_versions[point:]
+            places = self._restart_at[point:]
+            segments = list(self._segments)
             size = self._size
-        for number, path in enumerate(segments):
-            start = offset if number == 0 else 0
-            end = size if path == self._segments[-1] else None
-            for events, options in _patches(path, start, end, self.limits):
-                version += 1
-                if version < first:
-                    continue
-                patch_id = self._ids[version - 1]
-                yield Entry(version, patch_id, encode_patch(events, message_options(options)))
-                if version >= last:
+            total = self.version
+        versions.append(total + 1)
+        fd = -1
+        opened = -1
+        try:
+            for number, (segment, offset) in enumerate(places):
+                begin, end_version = versions[number], versions[number + 1]
+                if begin > last:
                     return
+                if end_version <= first:
+                    continue
+                following = places[number + 1] if number + 1 < len(places) else None
+                end = following[1] if following is not None and following[0] == segment else None
+                if end is None and segment == len(segments) - 1:
+                    end = size
+                if end_version == begin + 1 and end is not None:
+                    if opened != segment:
+                        if fd >= 0:
+                            os.close(fd)
+                        fd = os.open(segments[segment], os.O_RDONLY)
+                        opened = segment
+                    yield Entry(begin, self._ids[begin - 1], os.pread(fd, end - offset, offset))
+                    continue
+                version = begin - 1
+                for events, options in _patches(segments[segment], offset, end, self.limits):
+                    version += 1
+                    if version >= end_version or version > last:
+                        break
+                    if version >= first:
+                        yield Entry(version, self._ids[version - 1], encode_patch(events, message_options(options)))
+        finally:
+            if fd >= 0:
+                os.close(fd)
+
+
+#: The start of a frame whose first row is an options row: ``RdfPatchFrame.rows`` (field 1).
+_ROWS_TAG = 0x0A
+
+
+def _starts_a_stream(fd: int, offset: int) -> bool:
+    """Whether the delimited frame at ``offset`` begins with an options row: a stream starts
+    there (an appended stream repeats the options row and refers to nothing before it)."""
+    head = os.pread(fd, 24, offset)
+    frame = read_varint(head, 0, len(head))
+    if frame is None or frame[1] >= len(head) or head[frame[1]] != _ROWS_TAG:
+        return False
+    row = read_varint(head, frame[1] + 1, len(head))
+    return row is not None and head[row[1] : row[1] + len(wire.ROW_OPTIONS)] == wire.ROW_OPTIONS
 
 
 def _encode(events: list[Event], options: PatchOptions, *, append: bool) -> bytes:

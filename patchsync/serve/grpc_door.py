@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import grpc
@@ -33,7 +33,7 @@ from patchsync.serve.auth import Access, bearer
 from patchsync.serve.errors import Forbidden, WrongKind, status_of
 from patchsync.serve.rdf_frames import FrameStatements, negotiate, reencode
 from patchsync.serve.settings import Address
-from patchsync.serve.topics import LogTopic, Start, TargetTopic, flatten, thread_batches
+from patchsync.serve.topics import Entry, LogTopic, Start, TargetTopic, flatten, thread_batches
 from patchsync.streams.payloads import encode_patch, read_payload
 
 DOOR = "grpc"
@@ -41,6 +41,12 @@ RDF_SERVICE = "eu.ostrzyciel.jelly.core.proto.v1.RdfStreamService"
 PATCH_SERVICE = "patchsync.v1.PatchService"
 #: The metadata key naming the topic of a ``PublishRdf`` stream (its frames cannot).
 TOPIC_KEY = "topic"
+#: Most patches appended in one write by a ``PublishPatch`` stream.
+GROUP = 64
+#: Most patches in one ``SubscribePatch`` response, whatever the subscriber asks.
+MAX_BATCH = 1024
+#: Most payload bytes in one ``SubscribePatch`` response (unless one patch is larger).
+MAX_BATCH_BYTES = 4 << 20
 
 
 def _metadata(context: grpc.aio.ServicerContext, key: str) -> str | None:
@@ -90,8 +96,9 @@ class RdfStreamServicer(_Door, grpc_pb2_grpc.RdfStreamServiceServicer):  # type:
             snapshot = await topic.snapshot()  # type: ignore[attr-defined]
             frames = snapshot.frames
             if options is not None:
-                written = [f async for f in frames]
-                frames = flatten(thread_batches(lambda: reencode(iter(written), options, f"topic {name}"), batch=8))
+                # Re-encoded as it is read: the snapshot is never held in memory whole.
+                stored = _blocking(frames, asyncio.get_running_loop())
+                frames = flatten(thread_batches(lambda: reencode(stored, options, f"topic {name}"), batch=8))
             sent = self.ctx.metrics.bytes.labels(name, "out")
             async for frame in frames:
                 sent.inc(len(frame))
@@ -132,13 +139,20 @@ class PatchServicer(_Door, patch_service_pb2_grpc.PatchServiceServicer):  # type
             subscribers = self.ctx.metrics.subscribers.labels(name)
             sent = self.ctx.metrics.bytes.labels(name, "out")
             subscribers.inc()
+            limit = min(request.max_batch, MAX_BATCH) if request.max_batch > 1 else 1
+            # A response stays well under the message limit (a larger patch goes alone), and
+            # a subscriber's few buffered responses stay small.
+            max_bytes = min(self.ctx.settings.max_message_bytes // 2, MAX_BATCH_BYTES)
+            message = patch_service_pb2.PatchMessage
             try:
-                async for entry in topic.read(start, follow=not request.stop_at_head):
-                    payload = entry.payload
-                    if options is not None:
-                        payload = await asyncio.to_thread(_reencode_patch, payload, options, name, entry.version)
-                    sent.inc(len(payload))
-                    yield patch_service_pb2.PatchMessage(version=entry.version, patch_id=entry.patch_id, patch=payload)
+                batches = topic.read_batches(start, follow=not request.stop_at_head, limit=limit, max_bytes=max_bytes)
+                async with contextlib.aclosing(batches):
+                    async for batch in batches:
+                        if options is not None:
+                            batch = await asyncio.to_thread(_reencode_batch, batch, options, name)
+                        sent.inc(sum(len(e.payload) for e in batch))
+                        patches = [message(version=e.version, patch_id=e.patch_id, patch=e.payload) for e in batch]
+                        yield patches[0] if limit == 1 else message(batch=patches)
             finally:
                 subscribers.dec()
 
@@ -153,22 +167,45 @@ class PatchServicer(_Door, patch_service_pb2_grpc.PatchServiceServicer):  # type
             appended = duplicates = 0
             received = self.ctx.metrics.bytes.labels(name, "in")
             number = 0
-            request = first
-            while request is not None:
-                number += 1
-                if request.topic and request.topic != name:
-                    raise UsageError(
-                        f"PublishPatch {name} message {number}: names topic {request.topic}; one stream, one topic"
-                    )
-                self.ctx.refuse_if_stopping(f"PublishPatch {name} message {number}")
-                received.inc(len(request.patch))
-                result = await topic.append(request.patch, where=f"PublishPatch {name} message {number}")
-                if result.duplicate:
-                    duplicates += 1
-                    self.ctx.metrics.duplicates.labels(name).inc()
-                else:
-                    appended += 1
-                request = await anext(iterator, None)
+            # The messages that arrived while the last group was appended are the next
+            # group: one write for many patches when the publisher is ahead, none waiting
+            # for it when not.
+            arrived: asyncio.Queue[Any] = asyncio.Queue(GROUP)
+            reader = asyncio.create_task(_read_ahead(first, iterator, arrived))
+            try:
+                ended = False
+                while not ended:
+                    group = [await arrived.get()]
+                    while not arrived.empty() and len(group) < GROUP:
+                        group.append(arrived.get_nowait())
+                    if group[-1] is None:
+                        group.pop()
+                        ended = True
+                    if not group:
+                        continue
+                    if isinstance(group[-1], BaseException):
+                        raise group[-1]
+                    payloads = []
+                    for request in group:
+                        number += 1
+                        if request.topic and request.topic != name:
+                            raise UsageError(
+                                f"PublishPatch {name} message {number}: names topic {request.topic}; "
+                                "one stream, one topic"
+                            )
+                        self.ctx.refuse_if_stopping(f"PublishPatch {name} message {number}")
+                        received.inc(len(request.patch))
+                        payloads.append((request.patch, f"PublishPatch {name} message {number}"))
+                    for result in await topic.append_many(payloads):
+                        if result.duplicate:
+                            duplicates += 1
+                            self.ctx.metrics.duplicates.labels(name).inc()
+                        else:
+                            appended += 1
+            finally:
+                reader.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await reader
             info = topic.describe()
             return patch_service_pb2.PublishPatchResponse(
                 version=info.version, head=info.head or "", appended=appended, duplicates=duplicates
@@ -182,6 +219,30 @@ class PatchServicer(_Door, patch_service_pb2_grpc.PatchServiceServicer):  # type
                 topic=info.name, kind=info.kind, head=info.head or "", version=info.version
             )
         raise AssertionError("guard aborts")  # pragma: no cover
+
+
+def _blocking(items: AsyncIterator[bytes], loop: asyncio.AbstractEventLoop) -> Iterator[bytes]:
+    """``items`` for a worker thread: each one is fetched on the event loop ``loop``."""
+    while True:
+        try:
+            yield asyncio.run_coroutine_threadsafe(anext(items), loop).result()  # type: ignore[arg-type]
+        except StopAsyncIteration:
+            return
+
+
+async def _read_ahead(first: Any, iterator: AsyncIterator[Any], arrived: asyncio.Queue[Any]) -> None:
+    """Queue the requests of a stream as they arrive, then ``None`` (or the error that ended it)."""
+    try:
+        request = first
+        while request is not None:
+            await arrived.put(request)
+            request = await anext(iterator, None)
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # the stream broke: the appender raises it in its own task
+        await arrived.put(exc)
+        return
+    await arrived.put(None)
 
 
 def _start(start: Any) -> Start:
@@ -212,6 +273,10 @@ def _patch_options(requested: Any) -> PatchOptions | None:
         max_prefix_table_size=min(requested.max_prefix_table_size or 150, defaults.max_prefix_table_size),
         max_datatype_table_size=min(requested.max_datatype_table_size or 32, defaults.max_datatype_table_size),
     )
+
+
+def _reencode_batch(batch: list[Entry], options: PatchOptions, topic: str) -> list[Entry]:
+    return [e._replace(payload=_reencode_patch(e.payload, options, topic, e.version)) for e in batch]
 
 
 def _reencode_patch(payload: bytes, options: PatchOptions, topic: str, version: int) -> bytes:

@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator, Iterator
 from patchsync.errors import ChainError, PatchsyncError
 from patchsync.options import Limits
 from patchsync.serve.incoming import Incoming, decode_patch, statement_patch
-from patchsync.serve.topics import Appended, Entry, LogTopic, flatten, thread_batches
+from patchsync.serve.topics import Appended, Entry, LogTopic, thread_batches
 from patchsync.streams.nats_log import MSG_ID, NatsLog
 from patchsync.streams.payloads import PatchMessage, encode_patch, text_options
 from patchsync.streams.publish import StreamSettings, check_size
@@ -146,8 +146,8 @@ class NatsTopic(LogTopic):
             await self._seen.wait_for(lambda: self.version >= seq or self.hub.closed)
         return Appended(seq, incoming.patch_id, duplicate=duplicate)
 
-    def _stored(self, first: int, last: int) -> AsyncIterator[Entry]:
-        return flatten(thread_batches(lambda: self._entries(first, last)))
+    def _stored(self, first: int, last: int) -> AsyncIterator[list[Entry]]:
+        return thread_batches(lambda: self._entries(first, last))
 
     def _entries(self, first: int, last: int) -> Iterator[Entry]:
         log = self._log

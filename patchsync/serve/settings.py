@@ -109,8 +109,13 @@ class ServeSettings:
                         f"{door} listener {address}: not a loopback address and no --tokens; "
                         "give --tokens FILE, or --allow-anonymous to serve anyone who can connect"
                     )
-            if self.metrics is not None and not self.metrics.is_loopback:
-                raise UsageError(f"--metrics {self.metrics}: not a loopback address; give --allow-anonymous")
+        # The separate metrics listener checks no token, so tokens do not make it safe to
+        # open to the network: only an explicit --allow-anonymous does.
+        if self.metrics is not None and not self.metrics.is_loopback and not self.allow_anonymous:
+            raise UsageError(
+                f"--metrics {self.metrics}: not a loopback address, and /metrics there checks no token; "
+                "give --allow-anonymous to serve it to anyone who can connect"
+            )
         return self
 
 

@@ -21,8 +21,9 @@ a slow reader costs the server no more than its queue.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import NamedTuple, TypeVar
@@ -217,13 +218,21 @@ class LogTopic(Topic):
         payload = await asyncio.to_thread(lambda: encode_patch(events, text_options(events)))
         return await self.append(payload, where=where)
 
+    async def append_many(self, payloads: Sequence[tuple[bytes, str]]) -> list[Appended]:
+        """Append ``(payload, where)`` patches in order, each as :meth:`append` does.
+
+        The first refused patch raises its error; the patches before it are appended (each
+        whole), it and the rest are not. A log may write the group at once.
+        """
+        return [await self.append(payload, where=where) for payload, where in payloads]
+
     async def append_statements(self, quads: list[tuple[str, str, str, str]], *, where: str = "") -> Appended:
         """Append one patch adding ``quads`` (N-Triples terms, ``""`` for the default graph),
         with a new id and ``prev`` = the head at the moment it is appended."""
         raise NotImplementedError
 
-    def _stored(self, first: int, last: int) -> AsyncIterator[Entry]:
-        """The entries of versions ``first`` to ``last`` as the log holds them."""
+    def _stored(self, first: int, last: int) -> AsyncIterator[list[Entry]]:
+        """The entries of versions ``first`` to ``last`` as the log holds them, some at a time."""
         raise NotImplementedError
 
     def _appended(self, entry: Entry) -> None:
@@ -254,7 +263,33 @@ class LogTopic(Topic):
         Ends when the topic closes (server stopping) or, without ``follow``, at the head
         as it was when the catch-up reached it.
         """
+        # Closed here, so a reader that stops leaves the hub at once.
+        async with contextlib.aclosing(self.read_batches(start, follow=follow, limit=1)) as batches:
+            async for batch in batches:
+                for entry in batch:
+                    yield entry
+
+    async def read_batches(
+        self, start: Start, *, follow: bool = True, limit: int = 256, max_bytes: int = 4 << 20
+    ) -> AsyncGenerator[list[Entry], None]:
+        """:meth:`read`, a list of entries at a time: what is ready, at least one entry, at
+        most ``limit`` entries and (unless one entry is larger) ``max_bytes`` of payload."""
         sub = self.hub.add(self.subscriber_buffer)
+        pending: list[Entry] = []
+        size = 0
+
+        def take(entry: Entry) -> bool:
+            """Add ``entry``; whether the batch is full."""
+            nonlocal size
+            pending.append(entry)
+            size += len(entry.payload)
+            return len(pending) >= limit or size >= max_bytes
+
+        def flush() -> list[Entry]:
+            nonlocal pending, size
+            batch, pending, size = pending, [], 0
+            return batch
+
         try:
             last = self._start_version(start)
             while True:
@@ -266,22 +301,38 @@ class LogTopic(Topic):
                 sub.overflowed = False
                 head = self.version
                 if last < head:
-                    async for entry in self._stored(last + 1, head):
-                        yield entry
-                        last = entry.version
+                    async for stored in self._stored(last + 1, head):
+                        for entry in stored:
+                            if entry.version <= last:
+                                continue
+                            last = entry.version
+                            if take(entry):
+                                yield flush()
+                    if pending:
+                        yield flush()
                     continue  # the head may have moved while the catch-up ran
                 if not follow or self.hub.closed:
                     return
                 while not sub.overflowed:
                     queued = await sub.queue.get()
-                    if queued is None:
-                        return
-                    if queued.version <= last:
-                        continue
-                    if queued.version != last + 1:
+                    while True:
+                        if queued is None:
+                            if pending:
+                                yield flush()
+                            return
+                        if queued.version == last + 1:
+                            last = queued.version
+                            if take(queued):
+                                break
+                        elif queued.version > last + 1:
+                            break  # a gap: read it from the log
+                        if sub.queue.empty():
+                            break
+                        queued = sub.queue.get_nowait()
+                    if pending:
+                        yield flush()
+                    if queued is not None and queued.version > last + 1:
                         break
-                    yield queued
-                    last = queued.version
         finally:
             self.hub.remove(sub)
 

@@ -8,7 +8,9 @@ Each kind is registered once, with what it can do (:data:`READ_AT`, :data:`FOLLO
 :data:`APPEND`, :data:`LAG`) and, for network kinds, lazy ``"module:attr"`` loaders of the
 parts that serve each role (``"follow"``: the tail daemon's reader, ``"writer"``: a log
 writer, ``"publish"``: the bulk publisher, ``"lag"``: how far a checkpoint is behind, for
-``status``, ``"base"``: fetching a bootstrap snapshot for ``--base``). Commands ask a resolved :class:`Source` for a
+``status``, ``"snapshot"``: fetch a served target's snapshot file, for ``--base`` and
+``snapshot``, ``"checkpoint_after"``: a replica's checkpoint just past a base's head).
+Commands ask a resolved :class:`Source` for a
 capability or a role instead of testing schemes, so a new transport plugs in by one call
 to :func:`register_source`.
 """
@@ -147,8 +149,11 @@ _SCHEMES: dict[str, SourceKind] = {
         parse="patchsync.streams.grpc_client:parse_grpc_url",
         roles={
             "follow": "patchsync.tail.grpc_source:GrpcSource",
+            "writer": "patchsync.streams.grpc_client:GrpcWriter",
             "publish": "patchsync.streams.grpc_client:publish_logs",
             "lag": "patchsync.tail.grpc_source:grpc_lag",
+            "snapshot": "patchsync.streams.grpc_client:fetch_snapshot",
+            "checkpoint_after": "patchsync.tail.grpc_source:checkpoint_after",
         },
     ),
 }
@@ -164,7 +169,8 @@ for _scheme in ("http", "https"):
             "publish": "patchsync.streams.http_client:publish_logs",
             "lag": "patchsync.streams.http_client:http_lag",
             "writer": "patchsync.streams.http_client:HttpWriter",
-            "base": "patchsync.streams.http_client:download_base",
+            "snapshot": "patchsync.streams.http_client:fetch_snapshot",
+            "checkpoint_after": "patchsync.tail.http_source:checkpoint_after",
         },
     )
 

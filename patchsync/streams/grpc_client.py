@@ -25,11 +25,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from patchsync.codec.patch_encoder import PatchEncoder
 from patchsync.errors import ChainError, PatchsyncError, UsageError
-from patchsync.options import Limits
+from patchsync.options import Limits, PatchOptions, StreamType
 from patchsync.streams.errors import StreamUnavailable
-from patchsync.streams.payloads import LogPatch, read_patches
+from patchsync.streams.payloads import LogPatch, message_options, read_patches
 from patchsync.streams.publish import PublishReport, StreamSettings, _after_head
+from patchsync.terms import TermAdapter, default_adapter
 
 #: The environment variables credentials come from.
 TOKEN_ENV = "PATCHSYNC_TOKEN"
@@ -37,6 +39,8 @@ TOKEN_FILE_ENV = "PATCHSYNC_TOKEN_FILE"
 TLS_CA_ENV = "PATCHSYNC_TLS_CA"
 #: Largest message the client takes (the server's own limit decides what it sends).
 MAX_MESSAGE_BYTES = 64 << 20
+#: Patches a subscriber asks for per response (``max_batch``).
+BATCH = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,22 +141,27 @@ class GrpcLog:
         except Exception as exc:
             raise _translate(exc, str(self.url)) from None
 
-    def subscribe_call(self, after_version: int, *, follow: bool) -> Any:
-        """The ``SubscribePatch`` call (iterate it; ``cancel()`` ends it from any thread)."""
+    def subscribe_call(self, after_version: int, *, follow: bool, batch: int = 1) -> Any:
+        """The ``SubscribePatch`` call (iterate it; ``cancel()`` ends it from any thread).
+
+        With ``batch`` above 1 each response holds up to that many patches in ``batch``.
+        """
         from patchsync._proto import patch_service_pb2
 
         request = patch_service_pb2.SubscribePatchRequest(
             topic=self.url.topic,
             start=patch_service_pb2.PatchStart(after_version=after_version),
             stop_at_head=not follow,
+            max_batch=batch,
         )
         return self.patches.SubscribePatch(request, metadata=self.metadata)
 
     def subscribe(self, after_version: int, *, follow: bool) -> Iterator[Any]:
         """The topic's ``PatchMessage``s after ``after_version``; without ``follow`` up to the head."""
-        call = self.subscribe_call(after_version, follow=follow)
+        call = self.subscribe_call(after_version, follow=follow, batch=BATCH)
         try:
-            yield from call
+            for response in call:
+                yield from response.batch
         except Exception as exc:
             raise _translate(exc, str(self.url)) from None
         finally:
@@ -188,6 +197,29 @@ class GrpcLog:
         finally:
             call.cancel()
 
+    def version_of(self, patch_id: str) -> int | None:
+        """The version of patch ``patch_id`` in the topic's log, or ``None`` if it holds no such patch."""
+        from patchsync._proto import patch_service_pb2
+
+        info = self.describe()
+        if info.head == patch_id:
+            return int(info.version)
+        request = patch_service_pb2.SubscribePatchRequest(
+            topic=self.url.topic, start=patch_service_pb2.PatchStart(after_id=patch_id), stop_at_head=True
+        )
+        call = self.patches.SubscribePatch(request, metadata=self.metadata, timeout=self.timeout)
+        try:
+            following = next(iter(call), None)
+        except Exception as exc:
+            import grpc
+
+            if getattr(exc, "code", None) and exc.code() == grpc.StatusCode.INVALID_ARGUMENT:  # type: ignore[attr-defined]
+                return None  # the service's answer to an unknown id
+            raise _translate(exc, str(self.url)) from None
+        finally:
+            call.cancel()
+        return None if following is None else int(following.version) - 1
+
     def close(self) -> None:
         self.channel.close()
 
@@ -198,15 +230,38 @@ class GrpcLog:
         self.close()
 
 
+def fetch_snapshot(url: GrpcURL | str, path: str | os.PathLike[str]) -> None:
+    """Write a target topic's snapshot (``SubscribeRdf``) to ``path`` as a delimited Jelly-RDF
+    file: the file ``patchsync snapshot`` writes at the server, its position in the first
+    frame's metadata. ``path`` appears only once the whole snapshot arrived."""
+    from patchsync.codec.framing import encode_varint
+
+    target = Path(path)
+    partial = target.with_name(target.name + ".partial")
+    with GrpcLog(url) as log:
+        info = log.describe()
+        if info.kind != "target":
+            raise UsageError(f"{log.url}: a {info.kind} topic has no snapshot; name a target topic")
+        try:
+            with open(partial, "wb") as f:
+                for frame in log.snapshot_frames():
+                    f.write(encode_varint(len(frame)))
+                    f.write(frame)
+            os.replace(partial, target)
+        finally:
+            partial.unlink(missing_ok=True)
+
+
 class Subscription:
     """A subscription read by a background thread into a bounded queue, so a reader can
     wait for the next message with a timeout (the tail daemon's loop must stay responsive)."""
 
     _END = object()
 
-    def __init__(self, log: GrpcLog, after_version: int, *, follow: bool, buffer: int = 1024) -> None:
+    def __init__(self, log: GrpcLog, after_version: int, *, follow: bool, buffer: int = 8) -> None:
+        # Each item is one response: a list of patches, so the buffer holds batches.
         self._queue: queue.Queue[Any] = queue.Queue(buffer)
-        self._call = log.subscribe_call(after_version, follow=follow)
+        self._call = log.subscribe_call(after_version, follow=follow, batch=BATCH)
         self._where = str(log.url)
         self.error: BaseException | None = None
         self.ended = False
@@ -216,10 +271,11 @@ class Subscription:
 
     def _run(self) -> None:
         try:
-            for message in self._call:
+            for response in self._call:
+                patches = list(response.batch)
                 while not self._closed:
                     try:
-                        self._queue.put(message, timeout=0.2)
+                        self._queue.put(patches, timeout=0.2)
                         break
                     except queue.Full:
                         continue
@@ -232,8 +288,11 @@ class Subscription:
         self._queue.put(self._END)
 
     def take(self, limit: int, wait: float) -> list[Any]:
-        """Up to ``limit`` messages, waiting up to ``wait`` seconds for the first."""
+        """The messages of the next responses (at least ``limit`` if that many are ready),
+        waiting up to ``wait`` seconds for the first."""
         out: list[Any] = []
+        if self.ended:
+            return out  # nothing follows the end: no wait
         try:
             item = self._queue.get(timeout=wait) if wait > 0 else self._queue.get_nowait()
         except queue.Empty:
@@ -244,7 +303,7 @@ class Subscription:
                 if self.error is not None and not out:
                     raise self.error
                 return out
-            out.append(item)
+            out.extend(item)
             if len(out) >= limit:
                 return out
             try:
@@ -255,6 +314,68 @@ class Subscription:
     def close(self) -> None:
         self._closed = True
         self._call.cancel()
+
+
+class GrpcWriter:
+    """Where a recorder commits its patches when they go straight to a served topic.
+
+    A :class:`patchsync.capture.PatchLog` (``Recorder(graph, "grpc://HOST:PORT/TOPIC")``,
+    the source registry's ``writer`` role, as :class:`patchsync.streams.StreamWriter` is for
+    a NATS stream): :attr:`sink` (an encoder the recorder writes one patch into),
+    :attr:`options`, :attr:`head` (the next patch's ``prev``, read from the topic on
+    opening), :meth:`commit`, :meth:`abandon` and :meth:`close`. Each patch is one
+    ``PublishPatch`` call, appended by the server only if it follows the topic's head; a
+    refused or failed commit raises (:class:`ChainError`, :class:`StreamUnavailable`,
+    :class:`UsageError`) and the patch is not in the topic.
+    """
+
+    def __init__(
+        self, url: GrpcURL | str, options: PatchOptions | None = None, adapter: TermAdapter[Any] | None = None
+    ) -> None:
+        if options is not None and options.stream_type is StreamType.FLAT:
+            raise UsageError("a recorded log needs patch boundaries: use a PUNCTUATED or FRAME stream")
+        self.log = GrpcLog(url)
+        try:
+            info = self.log.describe()
+            if info.kind != "log":
+                raise UsageError(f"{self.log.url}: a {info.kind} topic is read-only; record to a log topic")
+        except BaseException:
+            self.log.close()
+            raise
+        self.head: str | None = info.head or None
+        self.options = message_options(options)
+        self.adapter: TermAdapter[Any] = adapter if adapter is not None else default_adapter()
+        self.patches = 0
+        #: The topic's version of the last patch committed through this writer.
+        self.last_seq = 0
+        self.sink: PatchEncoder[Any] = PatchEncoder(self.options, self.adapter)
+
+    def commit(self, patch_id: str | None) -> None:
+        """Append the patch the sink holds to the topic; the sink starts afresh."""
+        if patch_id is None:
+            raise UsageError("a patch committed to a served topic needs an id")
+        encoder, self.sink = self.sink, PatchEncoder(self.options, self.adapter)
+        encoder.finish()
+        response = self.log.publish([(patch_id, encoder.take())])
+        if response.head != patch_id:
+            # Acknowledged as a duplicate of a patch that is not the head: not ours to follow.
+            raise ChainError(f"{self.log.url}: patch {patch_id} is in the topic already, not at its head")
+        self.head = patch_id
+        self.last_seq = int(response.version)
+        self.patches += 1
+
+    @property
+    def path(self) -> None:
+        """A served topic has no file here (the recorder's log writers report theirs)."""
+        return None
+
+    def abandon(self) -> None:
+        """Drop what the sink holds and disconnect (after a failure)."""
+        self.close()
+
+    def close(self) -> None:
+        """Disconnect (every patch was appended whole by its commit)."""
+        self.log.close()
 
 
 def publish_logs(
@@ -293,4 +414,13 @@ def publish_logs(
     )
 
 
-__all__ = ["GrpcLog", "GrpcURL", "Subscription", "client_token", "parse_grpc_url", "publish_logs"]
+__all__ = [
+    "GrpcLog",
+    "GrpcURL",
+    "GrpcWriter",
+    "Subscription",
+    "client_token",
+    "fetch_snapshot",
+    "parse_grpc_url",
+    "publish_logs",
+]

@@ -130,6 +130,13 @@ class HttpLog:
                 self.close()
                 if attempt == 2 or method != "GET":
                     raise StreamUnavailable(f"{self.url}: {exc}") from None
+            except ssl.SSLCertVerificationError as exc:
+                # Retrying cannot make the certificate trusted: a setting is wrong.
+                self.close()
+                raise UsageError(
+                    f"{self.url}: the server's TLS certificate is not trusted ({exc.verify_message}); "
+                    "give --tls-ca FILE (or PATCHSYNC_TLS_CA) with the CA that signed it"
+                ) from None
             except (OSError, http.client.HTTPException) as exc:
                 self.close()
                 raise StreamUnavailable(f"{self.url}: {exc}") from None
@@ -181,6 +188,15 @@ class HttpLog:
             raise self._refusal(status, data)
         changes = json.loads(data)["changes"]
         return str(changes[0]["id"]) if changes else None
+
+    def version_of(self, patch_id: str) -> int | None:
+        """The version the log holds patch ``patch_id`` at (``None`` if it holds none)."""
+        status, headers, data = self.request("GET", f"{self._path}?patch={quote(patch_id, safe='')}")
+        if status == 404:
+            return None
+        if status != 200:
+            raise self._refusal(status, data)
+        return int(headers["patchsync-version"])
 
     def append(self, payload: bytes) -> tuple[int, bool]:
         """Post one patch (a one-patch Jelly-Patch stream): its version, and whether the log
@@ -317,16 +333,18 @@ class HttpWriter:
         self.log.close()
 
 
-def download_base(address: str, directory: str | os.PathLike[str]) -> Path:
-    """Fetch a served log's bootstrap snapshot (``http(s)://HOST:PORT/NAME/init``, or the
-    log's address ``…/NAME``) as Jelly-RDF into ``directory``; returns the file. Its position
-    checkpoints the log's address at the snapshot's version, so a reader of the log loading
-    it continues after that version. A log without snapshot is one line."""
+def fetch_snapshot(address: str, path: str | os.PathLike[str]) -> None:
+    """Write a served log's bootstrap snapshot (``http(s)://HOST:PORT/NAME/init``, or the
+    log's address ``…/NAME``) to ``path`` as Jelly-RDF; ``path`` appears only once the whole
+    snapshot arrived. Its position checkpoints the log's address at the snapshot's version,
+    so a reader of the log loading it continues after that version. A log without one is
+    one line."""
     url = parse_http_url(address.removesuffix("/init"))
-    out = Path(directory) / f"{url.name}.init.jelly"
+    target = Path(path)
+    partial = target.with_name(target.name + ".partial")
     with HttpLog(url, timeout=60.0) as log:
-        log.download("init", out, JELLY_RDF)
-    return out
+        log.download("init", partial, JELLY_RDF)
+    partial.replace(target)
 
 
 def http_lag(source: str, checkpoint: Any) -> dict[str, Any]:
@@ -344,7 +362,7 @@ __all__ = [
     "HttpLog",
     "HttpURL",
     "HttpWriter",
-    "download_base",
+    "fetch_snapshot",
     "http_lag",
     "parse_http_url",
     "publish_logs",

@@ -28,6 +28,9 @@ from patchsync.tail.source import SourceReport
 from patchsync.tail.state import lock_source
 from patchsync.tail.stream_source import BATCH, LAG_SECONDS, PAUSE_SECONDS, StreamHost
 
+#: A frame and row past any of a message's events.
+PAST = 1 << 62
+
 
 class GrpcSource:
     """One served topic being tailed: subscription, next version to apply, applier, lag."""
@@ -111,7 +114,7 @@ class GrpcSource:
             applier.feed(events)
             self.next_version = message.version + 1
         progressed = bool(messages)
-        backlog = len(messages) == BATCH and not self.host.stopping
+        backlog = len(messages) >= BATCH and not self.host.stopping
         if backlog and time.monotonic() - self._paused_at < PAUSE_SECONDS:
             return True
         self._paused_at = time.monotonic()
@@ -169,6 +172,18 @@ class GrpcSource:
             self.lock_fd = None
 
 
+def checkpoint_after(source: str, patch_id: str) -> Checkpoint | None:
+    """The checkpoint of a replica that holds the topic's patches up to ``patch_id`` (a base's
+    head): the tail resumes at the next version. ``None`` when the topic holds no such patch."""
+    url = parse_grpc_url(source)
+    with GrpcLog(url) as log:
+        version = log.version_of(patch_id)
+    if version is None:
+        return None
+    # Every event of that version counts as applied: resuming starts at the next one.
+    return Checkpoint(version, PAST, PAST, version, patch_id, str(url), time.time())
+
+
 def grpc_lag(source: str, checkpoint: Checkpoint) -> dict[str, Any]:
     """How many patches a replica at ``checkpoint`` is behind the topic, for ``patchsync status``.
 
@@ -183,4 +198,4 @@ def grpc_lag(source: str, checkpoint: Checkpoint) -> dict[str, Any]:
     return {"lag_messages": max(0, version - checkpoint.offset), "lag_seconds": 0.0}
 
 
-__all__ = ["GrpcSource", "grpc_lag"]
+__all__ = ["GrpcSource", "checkpoint_after", "grpc_lag"]
