@@ -24,6 +24,7 @@ from rdf_delta import DeltaClient
 from patchsync.codec.rdfp import read_rdfp
 from patchsync.serve.auth import Access, Tokens
 from patchsync.serve.delta_protocol import datasource_id
+from patchsync.serve.http_door import INLINE_BYTES
 from patchsync.serve.http_door import patch_text as door_text
 from patchsync.streams.payloads import NT_TERMS, encode_patch, text_options
 
@@ -214,6 +215,28 @@ def test_jelly_patch_in_and_out_and_content_negotiation(tmp_path: Path) -> None:
         preferred = httpx.get(f"{url}/j/1", headers={"Accept": "application/x-jelly-rdf-patch;q=0.5, text/rdf-patch"})
         assert preferred.headers["content-type"] == "application/rdf-patch"
         assert httpx.get(f"{url}/j?version=1").content == text.content
+
+
+def test_a_patch_appended_as_text_is_stored_as_the_same_patch_sent_as_jelly(tmp_path: Path) -> None:
+    """Text is checked as parsed events, Jelly-Patch as decoded ones: both logs must hold the
+    same patches, small bodies (parsed on the event loop) and large ones (in a thread) alike."""
+    with serving(tmp_path) as server:
+        url = server.url
+        _create(url, "t")
+        _create(url, "j")
+        for n, rows in enumerate((2, 900, 3), start=1):  # 900 rows: a body over INLINE_BYTES
+            text = patch_text("tj", n, n - 1 or None, rows=rows)
+            events = read_rdfp(text, NT_TERMS)
+            assert httpx.post(f"{url}/t", content=text).json()["version"] == n
+            jelly = encode_patch(events, text_options(events))
+            r = httpx.post(f"{url}/j", content=jelly, headers={"Content-Type": "application/x-jelly-rdf-patch"})
+            assert r.json()["version"] == n
+        assert len(patch_text("tj", 2, 1, rows=900)) > INLINE_BYTES
+        feeds = [httpx.get(f"{url}/{name}/changes", params={"after": 0}).json()["changes"] for name in "tj"]
+        assert [(c["id"], read_rdfp(c["patch"], NT_TERMS)) for c in feeds[0]] == [
+            (c["id"], read_rdfp(c["patch"], NT_TERMS)) for c in feeds[1]
+        ]
+        assert len(feeds[0]) == 3
 
 
 def test_tokens_bearer_every_case(tmp_path: Path) -> None:

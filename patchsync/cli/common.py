@@ -135,13 +135,15 @@ def check_logs(args: argparse.Namespace, logs: list[str]) -> None:
 def check_base(args: argparse.Namespace) -> None:
     """Refuse a ``--base`` that is missing or not an RDF file, before the target is opened."""
     from patchsync import formats
-    from patchsync.sources import is_address, resolve_source
+    from patchsync.sources import is_address
 
     if not args.base:
         return
+    from patchsync.sources import address_role
+
     if is_address(args.base):
-        # A served target topic: its snapshot is fetched when the base is loaded.
-        resolve_source(args.base).role("snapshot")
+        # A served snapshot, fetched when the base is loaded; a kind without one is refused now.
+        address_role(args.base, "snapshot")
         return
     formats.require(args.base, None, formats.RDF_CONVERT, "RDF", nameable=False)
     if not Path(args.base).is_file():
@@ -225,9 +227,9 @@ def add_base_flag(parser: argparse.ArgumentParser) -> None:
         "--base",
         metavar="FILE",
         help="first load this RDF file into the empty target: a snapshot (.jelly from patchsync snapshot, "
-        "or grpc://HOST:PORT/TOPIC: a served target's snapshot) continues after its last patch; "
-        ".nq/.trig/.rt/.rpb or a .jelly without position is a starting state the logs are applied on from "
-        "their beginning",
+        "or grpc://HOST:PORT/TOPIC: a served target's snapshot, or http://HOST:PORT/NAME/init: a served "
+        "log's bootstrap snapshot) continues after its last patch; .nq/.trig/.rt/.rpb or a .jelly without "
+        "position is a starting state the logs are applied on from their beginning",
     )
 
 
@@ -236,13 +238,14 @@ def load_base(target: Target, args: argparse.Namespace, logs: list[str]) -> None
     if not args.base:
         return
     from patchsync.apply.base import load_base as load
-    from patchsync.sources import is_address, resolve_source
+    from patchsync.sources import address_role, is_address
 
     if is_address(args.base):
-        # A served target's snapshot, fetched whole first (nothing is loaded from half of one).
+        # A served snapshot, fetched whole first (nothing is loaded from half of one); found by
+        # the address's scheme alone, as http://HOST:PORT/NAME/init names no log.
         with tempfile.TemporaryDirectory(prefix="patchsync-base-") as folder:
             path = Path(folder) / "base.jelly"
-            resolve_source(args.base).role("snapshot")(args.base, path)
+            address_role(args.base, "snapshot")(args.base, path)
             report = load(target, path, logs, limits=limits(args), name=args.base)
     else:
         report = load(target, args.base, logs, limits=limits(args))

@@ -37,6 +37,7 @@ JELLY_PATCH = "application/x-jelly-rdf-patch"
 PATCH_THRIFT = "application/rdf-patch+thrift"
 JSON = "application/json"
 JELLY_RDF = "application/x-jelly-rdf"
+NQUADS = "application/n-quads"
 
 #: The RPC operations served.
 OPERATIONS = (
@@ -260,19 +261,35 @@ def accepts_jelly(accept: str | None) -> bool:
     """Whether an ``Accept`` header prefers Jelly-Patch to RDF Patch text (text by default)."""
     best, best_q = "", -1.0
     for item in (accept or "").split(","):
-        kind, *params = (p.strip() for p in item.split(";"))
-        q = 1.0
-        for p in params:
-            key, _, value = p.partition("=")
-            if key.strip().lower() == "q":
-                try:
-                    q = float(value)
-                except ValueError:
-                    q = 0.0
-        kind = kind.lower()
+        kind, q = _media_q(item)
         if kind in (JELLY_PATCH, PATCH_TEXT, PATCH_TEXT_ALT) and q > best_q:
             best, best_q = kind, q
     return best == JELLY_PATCH and best_q > 0
+
+
+def accepts_nquads(accept: str | None) -> bool:
+    """Whether an ``Accept`` header prefers N-Quads to Jelly-RDF for a bootstrap snapshot
+    (Jelly-RDF by default)."""
+    best, best_q = "", -1.0
+    for item in (accept or "").split(","):
+        kind, q = _media_q(item)
+        if kind in (NQUADS, JELLY_RDF) and q > best_q:
+            best, best_q = kind, q
+    return best == NQUADS and best_q > 0
+
+
+def _media_q(item: str) -> tuple[str, float]:
+    """One ``Accept`` item's media type (lower case) and quality."""
+    kind, *params = (p.strip() for p in item.split(";"))
+    q = 1.0
+    for p in params:
+        key, _, value = p.partition("=")
+        if key.strip().lower() == "q":
+            try:
+                q = float(value)
+            except ValueError:
+                q = 0.0
+    return kind.lower(), q
 
 
 # -- the change feed ---------------------------------------------------------------------
@@ -339,6 +356,7 @@ __all__ = [
     "JELLY_PATCH",
     "JELLY_RDF",
     "JSON",
+    "NQUADS",
     "OPERATIONS",
     "PATCH_TEXT",
     "PATCH_TEXT_ALT",
@@ -349,6 +367,7 @@ __all__ = [
     "PatchRef",
     "RpcCall",
     "accepts_jelly",
+    "accepts_nquads",
     "appended_body",
     "bare_id",
     "body_format",

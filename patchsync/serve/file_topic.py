@@ -41,7 +41,7 @@ from patchsync.events import Event, Header, Options, PatchEnd
 from patchsync.logs.convert import FeatureScan
 from patchsync.logs.patch_logs import CHUNK_SIZE, exclusive_lock
 from patchsync.options import Limits, PatchOptions, StreamType
-from patchsync.serve.incoming import Incoming, decode_patch, statement_patch
+from patchsync.serve.incoming import Incoming, checked_patch, decode_patch, statement_patch
 from patchsync.serve.topics import Appended, Entry, LogTopic, thread_batches
 from patchsync.sources import LOG_SUFFIX, directory_logs
 from patchsync.streams.payloads import NT_TERMS, encode_patch, header_text, message_options
@@ -212,6 +212,14 @@ class FileLogTopic(LogTopic):
 
     def _decoder(self, payload: bytes, where: str) -> Callable[[], Incoming]:
         return lambda: decode_patch(payload, where, self.limits)
+
+    async def append_events(self, events: list[Event], *, where: str = "") -> Appended:
+        # Checked as they are: encoding them only to decode the payload again was waste.
+        # Text that never ends its patch is one patch, as its payload would be.
+        if not any(type(e) is PatchEnd for e in events):
+            events = [*events, PatchEnd()]
+        incoming = checked_patch(events, where or f"topic {self.name}")
+        return (await self._append([lambda: incoming]))[0]
 
     async def append_statements(self, quads: list[tuple[str, str, str, str]], *, where: str = "") -> Appended:
         return (await self._append([lambda: statement_patch(quads, self.head)]))[0]

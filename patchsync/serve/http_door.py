@@ -11,7 +11,11 @@
   and nothing is appended; a patch id already in the log gets its version again;
 - ``GET /{ref}/{version}``, ``GET /{ref}/{patch-id}`` (also ``?version=N``, ``?patch=ID``):
   one patch, as RDF Patch text unless ``Accept`` prefers Jelly-Patch;
-- ``GET /{ref}/init``: a target topic's snapshot, delimited Jelly-RDF frames;
+- ``GET /{ref}/init`` (RDF Delta's ``GET /init-data?datasource=REF`` too): the bootstrap
+  snapshot, delimited Jelly-RDF frames (N-Quads when ``Accept`` prefers them): a target
+  topic's state now, or the snapshot kept beside a log topic
+  (:mod:`patchsync.serve.datasource_files`), its position rewritten for this log and the
+  version it stands at in ``Patchsync-Version`` (the change feed continues after it);
 - ``GET /{ref}/changes?after=V&limit=N&wait=S``: the patches after version ``V`` in order,
   at most ``N``; when there is none yet, waits up to ``S`` seconds for one (a long poll).
   JSON ``{"changes": [{"version", "id", "patch"}], "last_version", "head"}`` by default;
@@ -31,7 +35,7 @@ from __future__ import annotations
 import asyncio
 import json
 import ssl
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 from aiohttp import web
@@ -39,15 +43,22 @@ from aiohttp import web
 from patchsync.codec.rdfp import read_rdfp, write_rdfp
 from patchsync.errors import ChainError, PatchsyncError, UsageError
 from patchsync.events import Options
+from patchsync.serve import datasource_files as df
 from patchsync.serve import delta_protocol as dp
 from patchsync.serve.auth import Access, bearer
 from patchsync.serve.errors import OverLimit, UnknownTopic, status_of
 from patchsync.serve.settings import Address
-from patchsync.serve.topics import Entry, LogTopic, Start, TargetTopic
+from patchsync.serve.target_topic import read_frames
+from patchsync.serve.topics import Entry, LogTopic, Start, TargetTopic, flatten, thread_batches
+from patchsync.streams.http_client import parse_http_url
 from patchsync.streams.payloads import NT_TERMS, encode_patch, read_payload, text_options
 
 #: The binary change feed's media type (records of one-patch Jelly-Patch streams).
 FEED_BINARY = "application/x-patchsync-changes"
+
+#: Text bodies up to this size are parsed on the event loop: for a small patch that costs
+#: less than handing it to a worker thread and waiting for the interpreter lock back.
+INLINE_BYTES = 16 << 10
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -85,14 +96,18 @@ class HttpDoor:
         self.address = address
         self.settings = context.settings
         self.metrics = context.metrics
-        #: The ``uri`` given to ``create_datasource``, by name (RDF Delta keeps it; we keep
-        #: it for the life of the process).
+        #: The ``uri`` given to ``create_datasource``, by name; kept with the data source
+        #: (:mod:`patchsync.serve.datasource_files`), read again on starting.
         self.uris: dict[str, str] = {}
         self._runner: web.AppRunner | None = None
 
     # -- listening ---------------------------------------------------------------------
 
     async def start(self) -> str:
+        for topic in self._logs():
+            uri = await asyncio.to_thread(df.read_uri, topic)
+            if uri:
+                self.uris[topic.name] = uri
         app = web.Application(client_max_size=self.settings.max_message_bytes, middlewares=[self._errors])
         app.router.add_route("*", "/{path:.*}", self.dispatch)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=self.settings.grace)
@@ -146,6 +161,13 @@ class HttpDoor:
         if not parts[0]:
             return one_line(404, f"{path}: not found (POST /$/rpc, /NAME, GET /NAME/VERSION)")
         names = [t.name for t in self.ctx.topics]
+        if parts == ["init-data"] and "datasource" in request.query and request.method in ("GET", "HEAD"):
+            # RDF Delta's form of the bootstrap: /init-data?datasource=REF.
+            wanted = request.query["datasource"]
+            found = dp.resolve_ref(wanted, names)
+            if found is None:
+                raise UnknownTopic(f"{request.method} {path}: No such datasource: '{wanted}'")
+            return await self._init(request, found)
         name = dp.resolve_ref(parts[0], names)
         if name is None:
             raise UnknownTopic(f"{request.method} {path}: No such datasource: '{parts[0]}'")
@@ -242,9 +264,10 @@ class HttpDoor:
                 name = call.string("name", required=True)
                 assert name is not None
                 self.ctx.refuse_if_stopping(f"create_datasource {name}")
-                await self.ctx.create_topic(name)
                 uri = call.string("uri")
+                topic = await self.ctx.create_topic(name)
                 if uri:
+                    await asyncio.to_thread(df.write_uri, topic, uri)
                     self.uris[name] = uri
                 return json_response({"id": dp.datasource_id(name)})
             assert call.op == "remove_datasource"
@@ -266,9 +289,16 @@ class HttpDoor:
             kind = dp.body_format(request.headers.get("Content-Type"))
             body = await self._body(request)
             self.metrics.bytes.labels(name, "in").inc(len(body))
-            payload = body if kind == "jellyp" else await asyncio.to_thread(text_payload, body, where)
             try:
-                appended = await topic.append(payload, where=where)
+                if kind == "jellyp":
+                    appended = await topic.append(body, where=where)
+                else:
+                    events = (
+                        read_rdfp(body, NT_TERMS, source=where)
+                        if len(body) <= INLINE_BYTES
+                        else await asyncio.to_thread(read_rdfp, body, NT_TERMS, source=where)
+                    )
+                    appended = await topic.append_events(events, where=where)
             except ChainError:
                 self.metrics.refused(name, "chain")
                 return json_response(dp.conflict_body(topic.describe(), self.uris.get(name, "")), status=400)
@@ -366,10 +396,10 @@ class HttpDoor:
 
     async def _init(self, request: web.Request, name: str) -> web.StreamResponse:
         topic = self.ctx.topics.get(name)
+        if isinstance(topic, LogTopic):
+            return await self._log_init(request, topic)
         if not isinstance(topic, TargetTopic):
-            raise UnknownTopic(
-                f"GET {request.path}: topic {name} has no bootstrap snapshot (a target topic serves one)"
-            )
+            raise UnknownTopic(f"GET {request.path}: topic {name} has no bootstrap snapshot")
         async with self.ctx.stream("http", "init", name):
             self._authorize(request, Access.READ)
             snapshot = await topic.snapshot()  # type: ignore[attr-defined]
@@ -378,6 +408,44 @@ class HttpDoor:
             sent = 0
             async for frame in snapshot.frames:
                 chunk = dp.varint(len(frame)) + frame
+                sent += len(chunk)
+                await response.write(chunk)
+            self.metrics.bytes.labels(name, "out").inc(sent)
+            await response.write_eof()
+            return response
+
+    async def _log_init(self, request: web.Request, topic: LogTopic) -> web.StreamResponse:
+        """A log topic's bootstrap snapshot (:mod:`patchsync.serve.datasource_files`): Jelly-RDF
+        with the position rewritten for this log, or N-Quads; the version it stands at in
+        ``Patchsync-Version`` (the change feed continues after it)."""
+        name = topic.name
+        async with self.ctx.stream("http", "init", name):
+            self._authorize(request, Access.READ)
+            path = df.init_path(topic)
+            if path is None or not path.is_file():
+                raise UnknownTopic(
+                    f"GET {request.path}: data source {name} has no bootstrap snapshot "
+                    f"(patchsync snapshot -o {path or 'FILE'} from a replica of it makes one)"
+                )
+            position, version = await asyncio.to_thread(df.snapshot_version, topic, path)
+            scheme = "https" if self.settings.tls else "http"
+            address = str(parse_http_url(f"{scheme}://{request.host}/{name}"))
+            served = df.served_position(position, version, address)
+            nquads = dp.accepts_nquads(request.headers.get("Accept"))
+
+            def chunks() -> Iterator[bytes]:
+                frames = read_frames(path)
+                return df.nquads_chunks(frames, str(path)) if nquads else df.jelly_chunks(frames, served)
+
+            headers = {
+                "Content-Type": dp.NQUADS if nquads else dp.JELLY_RDF,
+                "Patchsync-Version": str(version),
+                "Patchsync-Head": position.head or "",
+            }
+            response = web.StreamResponse(headers=headers)
+            await response.prepare(request)
+            sent = 0
+            async for chunk in flatten(thread_batches(chunks, batch=8)):
                 sent += len(chunk)
                 await response.write(chunk)
             self.metrics.bytes.labels(name, "out").inc(sent)

@@ -37,7 +37,12 @@ def decode_patch(payload: bytes, where: str, limits: Limits | None = None) -> In
     decoder: PatchDecoder[str] = PatchDecoder(NT_TERMS, source=where, limits=limits)
     decoder.feed(payload)
     decoder.close()
-    events = list(decoder)
+    return checked_patch(list(decoder), where)
+
+
+def checked_patch(events: list[Event], where: str) -> Incoming:
+    """The patch ``events`` are (decoded, or parsed from RDF Patch text), checked as
+    :func:`decode_patch` checks a payload's."""
     ends = sum(1 for e in events if type(e) is PatchEnd)
     if ends != 1:
         raise DecodeError(f"a published patch is one patch, this holds {ends}", source=where)
@@ -66,4 +71,4 @@ def statement_patch(quads: Sequence[tuple[str, str, str, str]], head: str | None
     return Incoming(events, patch_id, head)
 
 
-__all__ = ["Incoming", "decode_patch", "new_patch_id", "statement_patch"]
+__all__ = ["Incoming", "checked_patch", "decode_patch", "new_patch_id", "statement_patch"]

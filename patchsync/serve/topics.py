@@ -29,6 +29,8 @@ from enum import Enum
 from typing import NamedTuple, TypeVar
 
 from patchsync.errors import UsageError
+from patchsync.events import Event
+from patchsync.streams.payloads import encode_patch, text_options
 
 #: RDF Delta's rule for a log's short name.
 NAME_RULE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*\Z")
@@ -208,6 +210,13 @@ class LogTopic(Topic):
         in decode errors.
         """
         raise NotImplementedError
+
+    async def append_events(self, events: list[Event], *, where: str = "") -> Appended:
+        """Append one patch given as its events (N-Triples terms: RDF Patch text as parsed),
+        as :meth:`append` appends a payload. This encodes them and appends the payload; a
+        topic that would decode it again to check it takes the events as they are."""
+        payload = await asyncio.to_thread(lambda: encode_patch(events, text_options(events)))
+        return await self.append(payload, where=where)
 
     async def append_many(self, payloads: Sequence[tuple[bytes, str]]) -> list[Appended]:
         """Append ``(payload, where)`` patches in order, each as :meth:`append` does.

@@ -9,7 +9,8 @@ Each kind is registered once, with what it can do (:data:`READ_AT`, :data:`FOLLO
 parts that serve each role (``"follow"``: the tail daemon's reader, ``"writer"``: a log
 writer, ``"publish"``: the bulk publisher, ``"lag"``: how far a checkpoint is behind, for
 ``status``, ``"snapshot"``: fetch a served target's snapshot file, for ``--base`` and
-``snapshot``, ``"checkpoint_after"``: a replica's checkpoint just past a base's head). Commands ask a resolved :class:`Source` for a
+``snapshot``, ``"checkpoint_after"``: a replica's checkpoint just past a base's head).
+Commands ask a resolved :class:`Source` for a
 capability or a role instead of testing schemes, so a new transport plugs in by one call
 to :func:`register_source`.
 """
@@ -167,6 +168,9 @@ for _scheme in ("http", "https"):
             "follow": "patchsync.tail.http_source:HttpSource",
             "publish": "patchsync.streams.http_client:publish_logs",
             "lag": "patchsync.streams.http_client:http_lag",
+            "writer": "patchsync.streams.http_client:HttpWriter",
+            "snapshot": "patchsync.streams.http_client:fetch_snapshot",
+            "checkpoint_after": "patchsync.tail.http_source:checkpoint_after",
         },
     )
 
@@ -214,6 +218,20 @@ def resolve_source(name: str | os.PathLike[str]) -> Source:
     return Source(kind, text, parse(text))
 
 
+def address_role(name: str, role: str) -> Any:
+    """The object serving ``role`` for the kind of address ``name``, found by its scheme
+    alone: for addresses that name something other than a log (``…/NAME/init``), which the
+    role itself parses. A path, an unknown scheme or a kind without the role is one line."""
+    scheme = scheme_of(name)
+    kind = _SCHEMES.get(scheme) if scheme is not None else None
+    if kind is None:
+        raise UsageError(f"{name}: not an address of a known source kind (known: {', '.join(source_schemes())})")
+    loader = kind.roles.get(role)
+    if loader is None:
+        raise UsageError(f"{name}: a {kind.name} source has no {role}")
+    return _load(loader)
+
+
 def resolve_sources(names: Iterable[str | os.PathLike[str]]) -> list[Source]:
     """:func:`resolve_source` of each name, in order."""
     return [resolve_source(n) for n in names]
@@ -238,6 +256,7 @@ __all__ = [
     "READ_AT",
     "Source",
     "SourceKind",
+    "address_role",
     "directory_logs",
     "is_address",
     "log_files",

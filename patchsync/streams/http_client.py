@@ -23,19 +23,23 @@ import ssl
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import chain
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
 
+from patchsync.codec.patch_encoder import PatchEncoder
 from patchsync.errors import ChainError, PatchsyncError, UsageError
-from patchsync.options import Limits
+from patchsync.options import Limits, PatchOptions, StreamType
 from patchsync.streams.errors import StreamUnavailable
 from patchsync.streams.grpc_client import TLS_CA_ENV, client_token
-from patchsync.streams.payloads import LogPatch, read_patches
+from patchsync.streams.payloads import LogPatch, message_options, read_patches
 from patchsync.streams.publish import PublishReport, StreamSettings, _after_head
+from patchsync.terms import TermAdapter, default_adapter
 
 #: The door's binary change feed and Jelly-Patch media types.
 FEED_BINARY = "application/x-patchsync-changes"
 JELLY_PATCH = "application/x-jelly-rdf-patch"
+JELLY_RDF = "application/x-jelly-rdf"
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +142,23 @@ class HttpLog:
                 raise StreamUnavailable(f"{self.url}: {exc}") from None
         raise AssertionError("unreachable")
 
+    def download(self, what: str, out: Path, accept: str) -> None:
+        """``GET /NAME/{what}`` written to the file ``out`` as it arrives (a snapshot may be
+        larger than memory); a refusal is one line and leaves no file."""
+        conn = self._connection(self.timeout)
+        try:
+            conn.request("GET", f"{self._path}/{what}", headers=self.headers | {"Accept": accept})
+            response = conn.getresponse()
+            if response.status != 200:
+                raise self._refusal(response.status, response.read())
+            with open(out, "wb") as f:
+                while chunk := response.read(1 << 20):
+                    f.write(chunk)
+        except (OSError, http.client.HTTPException) as exc:
+            self.close()
+            out.unlink(missing_ok=True)
+            raise StreamUnavailable(f"{self.url}: {exc}") from None
+
     def _refusal(self, status: int, data: bytes) -> PatchsyncError:
         text = f"{self.url}: HTTP {status}: {data.decode('utf-8', 'replace').strip()}"
         if status >= 500:
@@ -167,6 +188,15 @@ class HttpLog:
             raise self._refusal(status, data)
         changes = json.loads(data)["changes"]
         return str(changes[0]["id"]) if changes else None
+
+    def version_of(self, patch_id: str) -> int | None:
+        """The version the log holds patch ``patch_id`` at (``None`` if it holds none)."""
+        status, headers, data = self.request("GET", f"{self._path}?patch={quote(patch_id, safe='')}")
+        if status == 404:
+            return None
+        if status != 200:
+            raise self._refusal(status, data)
+        return int(headers["patchsync-version"])
 
     def append(self, payload: bytes) -> tuple[int, bool]:
         """Post one patch (a one-patch Jelly-Patch stream): its version, and whether the log
@@ -253,6 +283,72 @@ def publish_logs(
     return PublishReport(published, skipped, version, head)
 
 
+class HttpWriter:
+    """Where a recorder commits its patches when they go to a served log over HTTP.
+
+    A :class:`patchsync.capture.PatchLog` (``Recorder(graph, "http://HOST:PORT/NAME")``,
+    ``patchsync ingest … -o http://HOST:PORT/NAME``), as
+    :class:`~patchsync.streams.publish.StreamWriter` is for a NATS stream: :attr:`sink`,
+    :attr:`options`, :attr:`head` (read from the server on opening), :meth:`commit`,
+    :meth:`abandon`, :meth:`close`. Each patch is one ``POST``, appended only if it follows
+    the log's head; a failed commit raises (:class:`ChainError`, :class:`StreamUnavailable`,
+    a refusal as :class:`UsageError`) and the patch is not in the log.
+    """
+
+    def __init__(
+        self, url: HttpURL | str, options: PatchOptions | None = None, adapter: TermAdapter[Any] | None = None
+    ) -> None:
+        if options is not None and options.stream_type is StreamType.FLAT:
+            raise UsageError("a recorded log needs patch boundaries: use a PUNCTUATED or FRAME stream")
+        self.log = HttpLog(url)
+        try:
+            self.version, self.head = self.log.head()
+        except BaseException:
+            self.log.close()
+            raise
+        self.options = message_options(options)
+        self.adapter: TermAdapter[Any] = adapter if adapter is not None else default_adapter()
+        self.patches = 0
+        self.sink: PatchEncoder[Any] = PatchEncoder(self.options, self.adapter)
+
+    def commit(self, patch_id: str | None) -> None:
+        """Append the patch the sink holds (one request); the sink starts afresh."""
+        if patch_id is None:
+            raise UsageError("a patch committed to a served log needs an id")
+        encoder, self.sink = self.sink, PatchEncoder(self.options, self.adapter)
+        encoder.finish()
+        self.version, _ = self.log.append(encoder.take())
+        self.head = patch_id
+        self.patches += 1
+
+    @property
+    def path(self) -> None:
+        """A served log has no file here (the recorder's log writers report theirs here)."""
+        return None
+
+    def abandon(self) -> None:
+        """Drop what the sink holds and disconnect (after a failure)."""
+        self.close()
+
+    def close(self) -> None:
+        """Disconnect (every patch was appended whole by its own request)."""
+        self.log.close()
+
+
+def fetch_snapshot(address: str, path: str | os.PathLike[str]) -> None:
+    """Write a served log's bootstrap snapshot (``http(s)://HOST:PORT/NAME/init``, or the
+    log's address ``…/NAME``) to ``path`` as Jelly-RDF; ``path`` appears only once the whole
+    snapshot arrived. Its position checkpoints the log's address at the snapshot's version,
+    so a reader of the log loading it continues after that version. A log without one is
+    one line."""
+    url = parse_http_url(address.removesuffix("/init"))
+    target = Path(path)
+    partial = target.with_name(target.name + ".partial")
+    with HttpLog(url, timeout=60.0) as log:
+        log.download("init", partial, JELLY_RDF)
+    partial.replace(target)
+
+
 def http_lag(source: str, checkpoint: Any) -> dict[str, Any]:
     """How many patches a replica at ``checkpoint`` is behind the served log, for ``patchsync status``."""
     try:
@@ -263,4 +359,14 @@ def http_lag(source: str, checkpoint: Any) -> dict[str, Any]:
     return {"lag_messages": max(0, version - checkpoint.offset), "lag_seconds": 0.0}
 
 
-__all__ = ["Feed", "HttpLog", "HttpURL", "http_lag", "parse_http_url", "publish_logs", "split_records"]
+__all__ = [
+    "Feed",
+    "HttpLog",
+    "HttpURL",
+    "HttpWriter",
+    "fetch_snapshot",
+    "http_lag",
+    "parse_http_url",
+    "publish_logs",
+    "split_records",
+]

@@ -21,6 +21,7 @@ import time
 from typing import Any
 
 from patchsync.apply.applier import Applier, ApplyResult
+from patchsync.apply.target import Checkpoint
 from patchsync.errors import DecodeError
 from patchsync.streams.http_client import Feed, HttpLog, parse_http_url
 from patchsync.streams.payloads import MessageDecoder
@@ -220,4 +221,13 @@ class HttpSource:
             self.lock_fd = None
 
 
-__all__ = ["HttpSource"]
+def checkpoint_after(address: str, head: str) -> Checkpoint | None:
+    """A replica's checkpoint of the served log ``address`` just past patch ``head`` (the
+    version the log holds it at), or ``None`` when the log does not hold it (``--base`` of a
+    snapshot taken elsewhere, :func:`patchsync.apply.base.address_checkpoints`)."""
+    with HttpLog(address) as log:
+        version = log.version_of(head)
+    return None if version is None else Checkpoint(version, 0, 0, version, head, None)
+
+
+__all__ = ["HttpSource", "checkpoint_after"]
