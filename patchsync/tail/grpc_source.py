@@ -13,58 +13,37 @@ daemon's reconnect path with its backoff; ``--once`` subscribes up to the head a
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Any
 
-from patchsync.apply.applier import Applier, ApplyResult
 from patchsync.apply.target import Checkpoint
-from patchsync.errors import DecodeError, PatchsyncError
+from patchsync.errors import PatchsyncError
 from patchsync.streams.grpc_client import GrpcLog, Subscription, parse_grpc_url
 from patchsync.streams.nats_log import MSG_ID
-from patchsync.streams.payloads import MessageDecoder
 from patchsync.streams.pull import StreamMessage
-from patchsync.tail.source import SourceReport
-from patchsync.tail.state import lock_source
-from patchsync.tail.stream_source import BATCH, LAG_SECONDS, PAUSE_SECONDS, StreamHost
+from patchsync.tail.network_source import NetworkSource, StreamHost
+from patchsync.tail.stream_source import BATCH
 
 #: A frame and row past any of a message's events.
 PAST = 1 << 62
 
 
-class GrpcSource:
+class GrpcSource(NetworkSource):
     """One served topic being tailed: subscription, next version to apply, applier, lag."""
 
     def __init__(self, host: StreamHost, url: str) -> None:
-        self.host = host
-        self.options = host.options
         self.url = parse_grpc_url(url)
-        self.name = str(self.url)
-        self.report = SourceReport(self.name, result=ApplyResult(source=self.name), applied_seq=0, lag_messages=0)
+        super().__init__(host, str(self.url))
         self.log: GrpcLog | None = None
         self.subscription: Subscription | None = None
-        self.applier: Applier | None = None
-        self.decoder: MessageDecoder | None = None
-        self.next_version = 1
-        self.finished = False
-        self.failed = False
-        self.last_snapshot = 0.0
-        self.lock_fd: int | None = None
-        self._lag_at = -1e9
-        self._paused_at = -1e9
 
     def open(self) -> None:
         """Connect, resume after the checkpoint, subscribe."""
-        if self.options.state_dir is not None and self.lock_fd is None:
-            self.lock_fd = lock_source(self.options.state_dir, self.name)
-        target = self.host.target
+        self._lock()
         log = GrpcLog(self.url)
         try:
             info = log.describe()
-            applier = Applier(
-                target, source=self.name, fingerprint=self.name, chain=self.options.chain, reset=self.options.reset
-            )
-            stored = None if self.options.reset else target.checkpoint(self.name)
+            applier, stored = self._applier(self.name)
             start = 1
             if stored is not None:
                 start = stored.offset + 1
@@ -77,51 +56,23 @@ class GrpcSource:
         except BaseException:
             log.close()
             raise
-        applier.result = self.report.result
-        self.log, self.applier, self.subscription, self.next_version = log, applier, subscription, start
-        self.decoder = MessageDecoder(self.name, adapter=target.adapter, limits=self.options.limits)
-        self.report.applied_seq = start - 1
+        self.log, self.subscription = log, subscription
         self.report.lag_messages = max(0, int(info.version) - (start - 1))
-        self.report.state = "live"
-        self.report.resumed_from = start
-        fields: dict[str, Any] = {"source": self.name, "from_version": start}
-        if stored is not None:
-            fields |= {"cp_version": stored.offset, "cp_row": stored.row, "cp_patches": stored.patches}
-        self.host.log("resume", fields)
+        self._resumed(applier, start, stored)
 
-    def pump(self, now: float) -> bool:
-        """Apply the next messages; returns whether more may be waiting."""
-        if self.failed:
-            return False
-        if self.applier is None:
-            self.open()
-        applier, decoder, subscription = self.applier, self.decoder, self.subscription
-        assert applier is not None and decoder is not None and subscription is not None
+    def _pump(self, now: float) -> bool:
+        subscription = self.subscription
+        assert subscription is not None
         wait = self.host.stream_wait
         messages = subscription.take(BATCH, wait if wait > 0 else 1.0)
-        for message in messages:
-            if self.host.stopping:
-                break
-            if message.version < self.next_version:
-                continue
-            stream_message = StreamMessage(message.version, 0.0, {MSG_ID: message.patch_id}, message.patch)
-            try:
-                events = decoder.decode(stream_message)
-            except DecodeError:
-                applier.pause()
-                self.report.applied_seq = self.next_version - 1
-                raise
-            applier.feed(events)
-            self.next_version = message.version + 1
+        self._apply(
+            StreamMessage(message.version, 0.0, {MSG_ID: message.patch_id}, message.patch)
+            for message in messages
+            if message.version >= self.next_seq
+        )
         progressed = bool(messages)
-        backlog = len(messages) >= BATCH and not self.host.stopping
-        if backlog and time.monotonic() - self._paused_at < PAUSE_SECONDS:
+        if not self._pause(progressed=progressed, backlog=len(messages) >= BATCH and not self.host.stopping):
             return True
-        self._paused_at = time.monotonic()
-        if applier.pause():
-            self.report.applied_seq = self.next_version - 1
-            if progressed:
-                self.host.target_progressed()
         self._update_lag(now, force=subscription.ended)
         if progressed:
             self.host.log("applied", self.report.as_dict())
@@ -130,32 +81,13 @@ class GrpcSource:
         return progressed or (wait <= 0 and not subscription.ended)
 
     def _update_lag(self, now: float, *, force: bool) -> None:
-        if self.log is None or (not force and now - self._lag_at < LAG_SECONDS):
+        if self.log is None or not self._lag_due(now, force=force):
             return
-        self._lag_at = now
         applied = self.report.applied_seq or 0
         version = int(self.log.describe().version)
         self.report.lag_messages = max(0, version - applied)
         self.report.size = version
         self.report.applied_end = applied
-
-    def save_snapshot(self, now: float) -> None:
-        """Nothing to save: a message decodes on its own, the checkpoint is the position."""
-        self.last_snapshot = now
-
-    def reset(self) -> None:
-        """Drop the connection and applier (target or server lost); the next pass reconnects."""
-        if self.failed:
-            return
-        self._disconnect()
-        self.applier = None
-        self.report.state = "starting"
-
-    def fail(self, exc: BaseException) -> None:
-        self.failed = True
-        self.report.state = "failed"
-        self.report.error = str(exc)
-        self.close()
 
     def _disconnect(self) -> None:
         subscription, self.subscription = self.subscription, None
@@ -164,12 +96,6 @@ class GrpcSource:
         log, self.log = self.log, None
         if log is not None:
             log.close()
-
-    def close(self) -> None:
-        self._disconnect()
-        if self.lock_fd is not None:
-            os.close(self.lock_fd)
-            self.lock_fd = None
 
 
 def checkpoint_after(source: str, patch_id: str) -> Checkpoint | None:

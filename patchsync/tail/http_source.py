@@ -14,21 +14,14 @@ daemon's reconnect path with its backoff; ``--once`` reads up to the head and st
 
 from __future__ import annotations
 
-import os
 import queue
 import threading
-import time
 from typing import Any
 
-from patchsync.apply.applier import Applier, ApplyResult
 from patchsync.apply.target import Checkpoint
-from patchsync.errors import DecodeError
 from patchsync.streams.http_client import Feed, HttpLog, parse_http_url
-from patchsync.streams.payloads import MessageDecoder
 from patchsync.streams.pull import StreamMessage
-from patchsync.tail.source import SourceReport
-from patchsync.tail.state import lock_source
-from patchsync.tail.stream_source import PAUSE_SECONDS, StreamHost
+from patchsync.tail.network_source import NetworkSource, StreamHost
 
 #: Patches asked for per request.
 BATCH = 1000
@@ -89,38 +82,22 @@ class Prefetch:
         self._log.close()
 
 
-class HttpSource:
+class HttpSource(NetworkSource):
     """One served log being tailed: connection, next version to apply, applier, lag."""
 
     def __init__(self, host: StreamHost, url: str) -> None:
-        self.host = host
-        self.options = host.options
         self.url = parse_http_url(url)
-        self.name = str(self.url)
-        self.report = SourceReport(self.name, result=ApplyResult(source=self.name), applied_seq=0, lag_messages=0)
+        super().__init__(host, str(self.url))
         self.log: HttpLog | None = None
-        self.applier: Applier | None = None
-        self.decoder: MessageDecoder | None = None
-        self.next_version = 1
-        self.finished = False
-        self.failed = False
-        self.last_snapshot = 0.0
-        self.lock_fd: int | None = None
-        self._paused_at = -1e9
         self._prefetch: Prefetch | None = None
 
     def open(self) -> None:
         """Connect, resume after the checkpoint."""
-        if self.options.state_dir is not None and self.lock_fd is None:
-            self.lock_fd = lock_source(self.options.state_dir, self.name)
-        target = self.host.target
+        self._lock()
         log = HttpLog(self.url)
         try:
             head, _ = log.head()
-            applier = Applier(
-                target, source=self.name, fingerprint=self.name, chain=self.options.chain, reset=self.options.reset
-            )
-            stored = None if self.options.reset else target.checkpoint(self.name)
+            applier, stored = self._applier(self.name)
             start = 1
             if stored is not None:
                 start = stored.offset + 1
@@ -133,78 +110,29 @@ class HttpSource:
         except BaseException:
             log.close()
             raise
-        applier.result = self.report.result
-        self.log, self.applier, self.next_version = log, applier, start
-        self.decoder = MessageDecoder(self.name, adapter=target.adapter, limits=self.options.limits)
-        self.report.applied_seq = start - 1
+        self.log = log
         self.report.lag_messages = max(0, head - (start - 1))
-        self.report.state = "live"
-        self.report.resumed_from = start
-        fields: dict[str, Any] = {"source": self.name, "from_version": start}
-        if stored is not None:
-            fields |= {"cp_version": stored.offset, "cp_row": stored.row, "cp_patches": stored.patches}
-        self.host.log("resume", fields)
+        self._resumed(applier, start, stored)
 
-    def pump(self, now: float) -> bool:
-        """Apply the next patches of the feed; returns whether more may be waiting."""
-        if self.failed:
-            return False
-        if self.applier is None:
-            self.open()
-        log, applier, decoder = self.log, self.applier, self.decoder
-        assert log is not None and applier is not None and decoder is not None
+    def _pump(self, now: float) -> bool:
+        """Apply the next patches of the feed."""
         wait = min(self.host.stream_wait, MAX_WAIT)
         if self._prefetch is None:
-            self._prefetch = Prefetch(self.url, self.next_version - 1, wait)
+            self._prefetch = Prefetch(self.url, self.next_seq - 1, wait)
         feed = self._prefetch.take(max(wait, 0) + 10.0)
         if feed is None:
             return False
-        version = feed.first
-        for payload in feed.payloads:
-            if self.host.stopping:
-                break
-            try:
-                events = decoder.decode(StreamMessage(version, 0.0, {}, payload))
-            except DecodeError:
-                applier.pause()
-                self.report.applied_seq = self.next_version - 1
-                raise
-            applier.feed(events)
-            self.next_version = version + 1
-            version += 1
+        self._apply(StreamMessage(feed.first + i, 0.0, {}, payload) for i, payload in enumerate(feed.payloads))
         progressed = bool(feed.payloads)
-        self.report.lag_messages = max(0, feed.head - (self.next_version - 1))
-        backlog = self.next_version - 1 < feed.head and not self.host.stopping
-        if backlog and time.monotonic() - self._paused_at < PAUSE_SECONDS:
+        self.report.lag_messages = max(0, feed.head - (self.next_seq - 1))
+        backlog = self.next_seq - 1 < feed.head and not self.host.stopping
+        if not self._pause(progressed=progressed, backlog=backlog):
             return True
-        self._paused_at = time.monotonic()
-        if applier.pause():
-            self.report.applied_seq = self.next_version - 1
-            if progressed:
-                self.host.target_progressed()
         self.report.size = feed.head
         self.report.applied_end = self.report.applied_seq or 0
         if progressed:
             self.host.log("applied", self.report.as_dict())
         return backlog
-
-    def save_snapshot(self, now: float) -> None:
-        """Nothing to save: a patch decodes on its own, the checkpoint is the position."""
-        self.last_snapshot = now
-
-    def reset(self) -> None:
-        """Drop the connection and applier (target or server lost); the next pass reconnects."""
-        if self.failed:
-            return
-        self._disconnect()
-        self.applier = None
-        self.report.state = "starting"
-
-    def fail(self, exc: BaseException) -> None:
-        self.failed = True
-        self.report.state = "failed"
-        self.report.error = str(exc)
-        self.close()
 
     def _disconnect(self) -> None:
         prefetch, self._prefetch = self._prefetch, None
@@ -213,12 +141,6 @@ class HttpSource:
         log, self.log = self.log, None
         if log is not None:
             log.close()
-
-    def close(self) -> None:
-        self._disconnect()
-        if self.lock_fd is not None:
-            os.close(self.lock_fd)
-            self.lock_fd = None
 
 
 def checkpoint_after(address: str, head: str) -> Checkpoint | None:

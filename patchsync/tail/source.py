@@ -115,15 +115,57 @@ def _cp_fields(cp: Checkpoint | None) -> dict[str, Any]:
     return {"cp_offset": cp.offset, "cp_frame": cp.frame, "cp_row": cp.row, "cp_patches": cp.patches}
 
 
-class Source:
+class TailedSource:
+    """What every tailed source holds alike: its host, name, report and per-source lock, and
+    how it fails and closes.
+
+    A subclass says how it opens, reads (``pump``) and resets, and what
+    :meth:`_disconnect` lets go of (a file, a connection); the lock outlives a disconnect,
+    so a reconnect to a lost target or server keeps the source's lock.
+    """
+
+    def __init__(self, host: SourceHost, name: str) -> None:
+        self.host = host
+        self.options = host.options
+        self.name = name
+        self.report = SourceReport(name, result=ApplyResult(source=name))
+        self.finished = False
+        self.failed = False
+        self.last_snapshot = 0.0
+        self.lock_fd: int | None = None
+
+    def _lock(self) -> None:
+        """Take the per-source lock of the state directory, so two daemons cannot both apply it."""
+        state_dir = self.options.state_dir
+        if state_dir is None or self.lock_fd is not None:
+            return  # held already: a reconnect to the target keeps the source's lock
+        self.lock_fd = lock_source(state_dir, self.name)
+
+    def fail(self, exc: BaseException) -> None:
+        """Stop this source for good with ``exc`` as its error."""
+        self.failed = True
+        self.report.state = "failed"
+        self.report.error = str(exc)
+        self.close()
+
+    def _disconnect(self) -> None:
+        """Let go of what the source reads from (the lock is kept)."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Disconnect and release the lock."""
+        self._disconnect()
+        if self.lock_fd is not None:
+            os.close(self.lock_fd)
+            self.lock_fd = None
+
+
+class Source(TailedSource):
     """One log file being tailed: file handle, frame buffer, decoder and applier."""
 
     def __init__(self, host: SourceHost, path: Path) -> None:
-        self.host = host
-        self.options = host.options
+        super().__init__(host, str(path.resolve()))
         self.path = path
-        self.name = str(path.resolve())
-        self.report = SourceReport(self.name, result=ApplyResult(source=self.name))
         self.file: IO[bytes] | None = None
         self.ino: int | None = None
         self.buf = bytearray()  # bytes read but not yet fed: a partial frame at most
@@ -140,13 +182,9 @@ class Source:
         self.fingerprint: str | None = None
         self.head: bytes = b""
         self.single = False  # a bare, non-delimited frame: decoded only once finished
-        self.finished = False
         self.done = False
-        self.failed = False
         self.boundary = True  # the last event handed on ended a patch (snapshot point)
         self.waiting_since: float | None = None
-        self.last_snapshot = 0.0
-        self.lock_fd: int | None = None
 
     # -- opening and resuming ----------------------------------------------------------
 
@@ -192,13 +230,6 @@ class Source:
         self.report.state = "live"
         self.host.log("resume", {"source": self.name, "from_byte": start, **_cp_fields(stored)})
         return True
-
-    def _lock(self) -> None:
-        """Take the per-source lock of the state directory, so two daemons cannot both apply it."""
-        state_dir = self.options.state_dir
-        if state_dir is None or self.lock_fd is not None:
-            return  # held already: a reconnect to the target keeps the source's lock
-        self.lock_fd = lock_source(state_dir, self.name)
 
     def _snapshot_path(self) -> Path | None:
         state_dir = self.options.state_dir
@@ -515,9 +546,7 @@ class Source:
         """
         if self.done or self.failed:
             return
-        if self.file is not None:
-            self.file.close()
-            self.file = None
+        self._disconnect()
         self.decoder = None
         self.applier = None
         self.pending.clear()
@@ -531,21 +560,11 @@ class Source:
         self.boundary = True
         self.report.state = "starting"
 
-    def fail(self, exc: BaseException) -> None:
-        """Stop this source for good with ``exc`` as its error."""
-        self.failed = True
-        self.report.state = "failed"
-        self.report.error = str(exc)
-        self.close()
-
-    def close(self) -> None:
-        """Close the file and release the lock."""
+    def _disconnect(self) -> None:
+        """Close the file (the lock is kept)."""
         if self.file is not None:
             self.file.close()
             self.file = None
-        if self.lock_fd is not None:
-            os.close(self.lock_fd)
-            self.lock_fd = None
 
 
-__all__ = ["READ_BUDGET", "Source", "SourceHost", "SourceReport"]
+__all__ = ["READ_BUDGET", "Source", "SourceHost", "SourceReport", "TailedSource"]

@@ -22,37 +22,17 @@ still needs) is fatal, with one line.
 
 from __future__ import annotations
 
-import os
-import time
-from typing import Any, Protocol
+from typing import Any
 
-from patchsync.apply.applier import Applier, ApplyResult
 from patchsync.apply.target import Checkpoint
-from patchsync.errors import DecodeError
 from patchsync.streams.nats_log import MSG_ID, NatsLog
-from patchsync.streams.payloads import MessageDecoder
 from patchsync.streams.url import StreamURL, parse_stream_url
-from patchsync.tail.source import SourceHost, SourceReport
-from patchsync.tail.state import lock_source
+from patchsync.tail.network_source import NetworkSource, StreamHost
 
 #: Messages fetched per request.
 BATCH = 256
-#: Seconds a replica working through a backlog (full batches) may go without a pause of the
-#: applier (its units commit in groups meanwhile; a pause also commits the last of them).
-PAUSE_SECONDS = 1.0
-#: Seconds between two lag queries to the server (each is one or two requests).
-LAG_SECONDS = 1.0
 #: Per-request deadline of the daemon's connection: a lost server is noticed within it.
 REQUEST_TIMEOUT = 2.0
-
-
-class StreamHost(SourceHost, Protocol):
-    """What a stream source needs from the daemon running it: a file source's host, plus
-    how long a fetch may wait."""
-
-    @property
-    def stream_wait(self) -> float:
-        """Seconds a fetch may wait for new messages (0: caught up means done, ``--once``)."""
 
 
 def open_stream(url: StreamURL | str) -> NatsLog:
@@ -81,96 +61,44 @@ def applied_seq(log: NatsLog, checkpoint: Checkpoint | None) -> int:
     return seq - 1
 
 
-class StreamSource:
+class StreamSource(NetworkSource):
     """One stream being tailed: connection, next sequence to read, applier, lag."""
 
-    def __init__(self, host: StreamHost, url: str) -> None:
-        self.host = host
-        self.options = host.options
-        self.url = parse_stream_url(url)
-        self.name = str(self.url)
-        self.report = SourceReport(self.name, result=ApplyResult(source=self.name), applied_seq=0, lag_messages=0)
-        self.log: NatsLog | None = None
-        self.applier: Applier | None = None
-        self.decoder: MessageDecoder | None = None
-        self.next_seq = 1
-        self.finished = False  # a stream never finishes; the Tailer reads the flag of files
-        self.failed = False
-        self.last_snapshot = 0.0
-        self.lock_fd: int | None = None
-        self._lag_at = -1e9
-        self._paused_at = -1e9
+    position_word = "seq"
 
-    # -- opening and resuming ----------------------------------------------------------
+    def __init__(self, host: StreamHost, url: str) -> None:
+        self.url = parse_stream_url(url)
+        super().__init__(host, str(self.url))
+        self.log: NatsLog | None = None
 
     def open(self) -> None:
         """Connect, check the stream is the one the checkpoint was taken on, and resume."""
-        if self.options.state_dir is not None and self.lock_fd is None:
-            self.lock_fd = lock_source(self.options.state_dir, self.name)
-        target = self.host.target
+        self._lock()
         log = open_stream(self.url)
         try:
             # Name and creation time: a stream deleted and made again is another log,
             # refused by the applier's fingerprint check (or started over with reset).
-            fingerprint = log.fingerprint()
-            applier = Applier(
-                target, source=self.name, fingerprint=fingerprint, chain=self.options.chain, reset=self.options.reset
-            )
-            stored = None if self.options.reset else target.checkpoint(self.name)
+            applier, stored = self._applier(log.fingerprint())
             start = applied_seq(log, stored) + 1
         except BaseException:
             log.close()
             raise
-        applier.result = self.report.result
-        self.log, self.applier, self.next_seq = log, applier, start
-        self.decoder = MessageDecoder(self.name, adapter=target.adapter, limits=self.options.limits)
-        self.report.applied_seq = start - 1
-        self.report.state = "live"
-        self.report.resumed_from = start
-        fields: dict[str, Any] = {"source": self.name, "from_seq": start}
-        if stored is not None:
-            fields |= {"cp_seq": stored.offset, "cp_row": stored.row, "cp_patches": stored.patches}
-        self.host.log("resume", fields)
+        self.log = log
+        self._resumed(applier, start, stored)
 
-    # -- one pass ----------------------------------------------------------------------
-
-    def pump(self, now: float) -> bool:
-        """Fetch, check and apply the next messages; returns whether more may be waiting."""
-        if self.failed:
-            return False
-        if self.applier is None:
-            self.open()
-        log, applier, decoder = self.log, self.applier, self.decoder
-        assert log is not None and applier is not None and decoder is not None
+    def _pump(self, now: float) -> bool:
+        log = self.log
+        assert log is not None
         wait = self.host.stream_wait
         if wait <= 0 and self.next_seq > log.last_seq():
             # --once: caught up with the stream as it is now.
             self._update_lag(now, force=True)
             return False
         messages = log.fetch(self.next_seq, BATCH, timeout=wait if wait > 0 else REQUEST_TIMEOUT)
-        for message in messages:
-            if self.host.stopping:
-                break
-            try:
-                events = decoder.decode(message)
-            except DecodeError:
-                # Every message before it is applied and durable; nothing of this one is.
-                applier.pause()
-                self.report.applied_seq = self.next_seq - 1
-                raise
-            applier.feed(events)
-            self.next_seq = message.seq + 1
+        self._apply(messages)
         progressed = bool(messages)
-        backlog = len(messages) == BATCH and not self.host.stopping
-        if backlog and time.monotonic() - self._paused_at < PAUSE_SECONDS:
-            # More is waiting: the units read so far join those of the next batch in the
-            # applier's commit groups instead of a commit per fetch.
+        if not self._pause(progressed=progressed, backlog=len(messages) == BATCH and not self.host.stopping):
             return True
-        self._paused_at = time.monotonic()
-        if applier.pause():
-            self.report.applied_seq = self.next_seq - 1
-            if progressed:
-                self.host.target_progressed()
         # At most once a second: asking costs requests that a busy replica needs for fetching.
         self._update_lag(now, force=False)
         if progressed:
@@ -179,9 +107,8 @@ class StreamSource:
 
     def _update_lag(self, now: float, *, force: bool) -> None:
         """Ask the server how far behind the replica is, at most every ``LAG_SECONDS``."""
-        if self.log is None or (not force and now - self._lag_at < LAG_SECONDS):
+        if self.log is None or not self._lag_due(now, force=force):
             return
-        self._lag_at = now
         applied = self.report.applied_seq or 0
         lag = self.log.lag(applied)
         self.report.lag_messages = lag.messages
@@ -189,41 +116,10 @@ class StreamSource:
         self.report.size = applied + lag.messages
         self.report.applied_end = applied
 
-    def save_snapshot(self, now: float) -> None:
-        """Nothing to save: a message decodes on its own, the checkpoint is the position."""
-        self.last_snapshot = now
-
-    # -- losing the target, failing, closing -------------------------------------------
-
-    def reset(self) -> None:
-        """Drop the connection and applier (the target or the server was lost); keep the lock.
-
-        The next pass connects again and resumes from the reopened target's checkpoint.
-        """
-        if self.failed:
-            return
-        self._disconnect()
-        self.applier = None
-        self.report.state = "starting"
-
-    def fail(self, exc: BaseException) -> None:
-        """Stop this source for good with ``exc`` as its error."""
-        self.failed = True
-        self.report.state = "failed"
-        self.report.error = str(exc)
-        self.close()
-
     def _disconnect(self) -> None:
         log, self.log = self.log, None
         if log is not None:
             log.close()
-
-    def close(self) -> None:
-        """Disconnect and release the lock."""
-        self._disconnect()
-        if self.lock_fd is not None:
-            os.close(self.lock_fd)
-            self.lock_fd = None
 
 
 def stream_lag(source: str, checkpoint: Checkpoint) -> dict[str, Any]:

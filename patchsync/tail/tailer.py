@@ -18,6 +18,7 @@ from patchsync.apply.target import Target, discard_target
 from patchsync.errors import PatchsyncError, TargetUnavailable, UsageError, param
 from patchsync.options import Limits
 from patchsync.sources import directory_logs, resolve_source
+from patchsync.tail.network_source import NetworkSource
 from patchsync.tail.observer import DirectoryWatch, Waker
 from patchsync.tail.options import (
     HOLD_EVENTS,
@@ -32,7 +33,6 @@ from patchsync.tail.options import (
 from patchsync.tail.retry import Backoff, is_transient
 from patchsync.tail.source import Source, SourceReport
 from patchsync.tail.state import write_status
-from patchsync.tail.stream_source import StreamSource
 
 #: Seconds between rewrites of the state directory's status.json while running.
 STATUS_SECONDS = 1.0
@@ -68,8 +68,8 @@ class Tailer:
         if options.state_dir is not None:
             options.state_dir.mkdir(parents=True, exist_ok=True)
         self.stopping = False
-        self.sources: dict[Path | str, Source | StreamSource] = {}
-        self._order: list[Source | StreamSource] = []
+        self.sources: dict[Path | str, Source | NetworkSource] = {}
+        self._order: list[Source | NetworkSource] = []
         #: Seconds a stream source's fetch may wait for new messages (0 with ``run_once``).
         self.stream_wait = 0.0
         self._waker = Waker()

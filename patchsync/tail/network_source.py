@@ -1,0 +1,163 @@
+"""What the network follow sources share: a log of whole-patch messages, read by position.
+
+A NATS stream (:mod:`~patchsync.tail.stream_source`), a gRPC topic
+(:mod:`~patchsync.tail.grpc_source`) and a log served over HTTP
+(:mod:`~patchsync.tail.http_source`) all hand the daemon one whole patch per message at a
+position (stream sequence or version) that the applier checkpoints in the target's
+transaction (``offset`` = position). :class:`NetworkSource` holds what follows from that
+alike for the three: the resume bookkeeping, decoding each message whole before any of it
+reaches the applier, pausing the applier (committing) at most every ``PAUSE_SECONDS`` while
+a backlog is worked through, and losing, failing and closing. A subclass says how it
+connects and resumes (``open``), reads (``_pump``), reports lag and disconnects.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+from patchsync.apply.applier import Applier
+from patchsync.apply.target import Checkpoint
+from patchsync.errors import DecodeError
+from patchsync.streams.payloads import MessageDecoder
+from patchsync.streams.pull import StreamMessage
+from patchsync.tail.source import SourceHost, TailedSource
+
+#: Seconds a replica working through a backlog (full batches) may go without a pause of the
+#: applier (its units commit in groups meanwhile; a pause also commits the last of them).
+PAUSE_SECONDS = 1.0
+#: Seconds between two lag queries to the server (each is one or two requests).
+LAG_SECONDS = 1.0
+
+
+class StreamHost(SourceHost, Protocol):
+    """What a stream source needs from the daemon running it: a file source's host, plus
+    how long a fetch may wait."""
+
+    @property
+    def stream_wait(self) -> float:
+        """Seconds a fetch may wait for new messages (0: caught up means done, ``--once``)."""
+
+
+class NetworkSource(TailedSource):
+    """One network log being tailed: next position to apply, applier, decoder, lag."""
+
+    #: How the ``resume`` record names a position: ``from_seq``/``cp_seq`` for a stream.
+    position_word = "version"
+
+    def __init__(self, host: StreamHost, name: str) -> None:
+        super().__init__(host, name)
+        self.host: StreamHost = host
+        self.report.applied_seq = 0
+        self.report.lag_messages = 0
+        self.applier: Applier | None = None
+        self.decoder: MessageDecoder | None = None
+        #: The position (stream sequence or version) of the next message to apply.
+        self.next_seq = 1
+        self._lag_at = -1e9
+        self._paused_at = -1e9
+
+    # -- opening and resuming ----------------------------------------------------------
+
+    def open(self) -> None:
+        """Connect and resume after the target's checkpoint."""
+        raise NotImplementedError
+
+    def _applier(self, fingerprint: str) -> tuple[Applier, Checkpoint | None]:
+        """An applier of this source into the target, and the checkpoint to resume from."""
+        target = self.host.target
+        applier = Applier(
+            target, source=self.name, fingerprint=fingerprint, chain=self.options.chain, reset=self.options.reset
+        )
+        stored = None if self.options.reset else target.checkpoint(self.name)
+        return applier, stored
+
+    def _resumed(self, applier: Applier, start: int, stored: Checkpoint | None) -> None:
+        """Start applying at position ``start`` (connected) and log where from."""
+        applier.result = self.report.result
+        self.applier, self.next_seq = applier, start
+        self.decoder = MessageDecoder(self.name, adapter=self.host.target.adapter, limits=self.options.limits)
+        self.report.applied_seq = start - 1
+        self.report.state = "live"
+        self.report.resumed_from = start
+        word = self.position_word
+        fields: dict[str, Any] = {"source": self.name, f"from_{word}": start}
+        if stored is not None:
+            fields |= {f"cp_{word}": stored.offset, "cp_row": stored.row, "cp_patches": stored.patches}
+        self.host.log("resume", fields)
+
+    # -- one pass ----------------------------------------------------------------------
+
+    def pump(self, now: float) -> bool:
+        """Read, check and apply the next messages; returns whether more may be waiting."""
+        if self.failed:
+            return False
+        if self.applier is None:
+            self.open()
+        return self._pump(now)
+
+    def _pump(self, now: float) -> bool:
+        """One pass of a connected source (see :meth:`pump`)."""
+        raise NotImplementedError
+
+    def _apply(self, messages: Iterable[StreamMessage]) -> None:
+        """Decode each message whole and feed its events to the applier, until stopping."""
+        applier, decoder = self.applier, self.decoder
+        assert applier is not None and decoder is not None
+        for message in messages:
+            if self.host.stopping:
+                break
+            try:
+                events = decoder.decode(message)
+            except DecodeError:
+                # Every message before it is applied and durable; nothing of this one is.
+                applier.pause()
+                self.report.applied_seq = self.next_seq - 1
+                raise
+            applier.feed(events)
+            self.next_seq = message.seq + 1
+
+    def _pause(self, *, progressed: bool, backlog: bool) -> bool:
+        """Pause the applier, committing what it holds; ``False`` when put off.
+
+        While a backlog is being worked through, the units read so far join those of the
+        next batch in the applier's commit groups instead of a commit per fetch, up to
+        ``PAUSE_SECONDS`` since the last pause.
+        """
+        assert self.applier is not None
+        if backlog and time.monotonic() - self._paused_at < PAUSE_SECONDS:
+            return False
+        self._paused_at = time.monotonic()
+        if self.applier.pause():
+            self.report.applied_seq = self.next_seq - 1
+            if progressed:
+                self.host.target_progressed()
+        return True
+
+    def _lag_due(self, now: float, *, force: bool) -> bool:
+        """Whether to ask the server for the lag now (at most every ``LAG_SECONDS``)."""
+        if not force and now - self._lag_at < LAG_SECONDS:
+            return False
+        self._lag_at = now
+        return True
+
+    def save_snapshot(self, now: float) -> None:
+        """Nothing to save: a message decodes on its own, the checkpoint is the position."""
+        self.last_snapshot = now
+
+    # -- losing the target, failing, closing -------------------------------------------
+
+    def reset(self) -> None:
+        """Drop the connection and applier (the target or the server was lost); keep the lock.
+
+        The next pass connects again and resumes from the reopened target's checkpoint.
+        """
+        if self.failed:
+            return
+        self._disconnect()
+        self.applier = None
+        self.report.state = "starting"
+
+
+__all__ = ["LAG_SECONDS", "PAUSE_SECONDS", "NetworkSource", "StreamHost"]
