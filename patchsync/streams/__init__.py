@@ -9,6 +9,8 @@
   the check of a received message before it is applied.
 - :mod:`.publish`: :func:`publish_logs` (resumable) and :class:`StreamWriter` (a recorder
   committing straight to a stream).
+- :mod:`.writer`: :class:`~.writer.PatchWriter`, what the recorder's network writers (to a
+  stream, a gRPC topic, a log served over HTTP) share.
 - :mod:`.compact`: :func:`compact_logs`, the net effect of logs as one patch.
 - :mod:`.errors`: the stream errors, and the table translating the client's exceptions.
 

@@ -25,13 +25,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from patchsync.codec.patch_encoder import PatchEncoder
 from patchsync.errors import ChainError, PatchsyncError, UsageError
-from patchsync.options import Limits, PatchOptions, StreamType
+from patchsync.options import Limits, PatchOptions
 from patchsync.streams.errors import StreamUnavailable
-from patchsync.streams.payloads import LogPatch, message_options, read_patches
+from patchsync.streams.payloads import LogPatch, read_patches
 from patchsync.streams.publish import PublishReport, StreamSettings, _after_head
-from patchsync.terms import TermAdapter, default_adapter
+from patchsync.streams.writer import PatchWriter
+from patchsync.terms import TermAdapter
 
 #: The environment variables credentials come from.
 TOKEN_ENV = "PATCHSYNC_TOKEN"
@@ -324,24 +324,23 @@ class Subscription:
         self._call.cancel()
 
 
-class GrpcWriter:
+class GrpcWriter(PatchWriter):
     """Where a recorder commits its patches when they go straight to a served topic.
 
-    A :class:`patchsync.capture.PatchLog` (``Recorder(graph, "grpc://HOST:PORT/TOPIC")``,
-    the source registry's ``writer`` role, as :class:`patchsync.streams.StreamWriter` is for
-    a NATS stream): :attr:`sink` (an encoder the recorder writes one patch into),
-    :attr:`options`, :attr:`head` (the next patch's ``prev``, read from the topic on
-    opening), :meth:`commit`, :meth:`abandon` and :meth:`close`. Each patch is one
+    A :class:`~patchsync.streams.writer.PatchWriter` (``Recorder(graph,
+    "grpc://HOST:PORT/TOPIC")``, the source registry's ``writer`` role, as
+    :class:`patchsync.streams.StreamWriter` is for a NATS stream). Each patch is one
     ``PublishPatch`` call, appended by the server only if it follows the topic's head; a
     refused or failed commit raises (:class:`ChainError`, :class:`StreamUnavailable`,
     :class:`UsageError`) and the patch is not in the topic.
     """
 
+    destination = "a served topic"
+
     def __init__(
         self, url: GrpcURL | str, options: PatchOptions | None = None, adapter: TermAdapter[Any] | None = None
     ) -> None:
-        if options is not None and options.stream_type is StreamType.FLAT:
-            raise UsageError("a recorded log needs patch boundaries: use a PUNCTUATED or FRAME stream")
+        super().__init__(options, adapter)
         self.log = GrpcLog(url)
         try:
             info = self.log.describe()
@@ -350,36 +349,14 @@ class GrpcWriter:
         except BaseException:
             self.log.close()
             raise
-        self.head: str | None = info.head or None
-        self.options = message_options(options)
-        self.adapter: TermAdapter[Any] = adapter if adapter is not None else default_adapter()
-        self.patches = 0
-        #: The topic's version of the last patch committed through this writer.
-        self.last_seq = 0
-        self.sink: PatchEncoder[Any] = PatchEncoder(self.options, self.adapter)
+        self.head = info.head or None
 
-    def commit(self, patch_id: str | None) -> None:
-        """Append the patch the sink holds to the topic; the sink starts afresh."""
-        if patch_id is None:
-            raise UsageError("a patch committed to a served topic needs an id")
-        encoder, self.sink = self.sink, PatchEncoder(self.options, self.adapter)
-        encoder.finish()
-        response = self.log.publish([(patch_id, encoder.take())])
+    def _send(self, patch_id: str, payload: bytes) -> None:
+        response = self.log.publish([(patch_id, payload)])
         if response.head != patch_id:
             # Acknowledged as a duplicate of a patch that is not the head: not ours to follow.
             raise ChainError(f"{self.log.url}: patch {patch_id} is in the topic already, not at its head")
-        self.head = patch_id
         self.last_seq = int(response.version)
-        self.patches += 1
-
-    @property
-    def path(self) -> None:
-        """A served topic has no file here (the recorder's log writers report theirs)."""
-        return None
-
-    def abandon(self) -> None:
-        """Drop what the sink holds and disconnect (after a failure)."""
-        self.close()
 
     def close(self) -> None:
         """Disconnect (every patch was appended whole by its commit)."""

@@ -27,14 +27,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from patchsync.codec.patch_encoder import PatchEncoder
 from patchsync.errors import ChainError, PatchsyncError, UsageError
-from patchsync.options import Limits, PatchOptions, StreamType
+from patchsync.options import Limits, PatchOptions
 from patchsync.streams.errors import StreamUnavailable
 from patchsync.streams.grpc_client import TLS_CA_ENV, client_token
-from patchsync.streams.payloads import LogPatch, message_options, read_patches
+from patchsync.streams.payloads import LogPatch, read_patches
 from patchsync.streams.publish import PublishReport, StreamSettings, _after_head
-from patchsync.terms import TermAdapter, default_adapter
+from patchsync.streams.writer import PatchWriter
+from patchsync.terms import TermAdapter
 
 #: The door's binary change feed and Jelly-Patch media types.
 FEED_BINARY = "application/x-patchsync-changes"
@@ -283,52 +283,34 @@ def publish_logs(
     return PublishReport(published, skipped, version, head)
 
 
-class HttpWriter:
+class HttpWriter(PatchWriter):
     """Where a recorder commits its patches when they go to a served log over HTTP.
 
-    A :class:`patchsync.capture.PatchLog` (``Recorder(graph, "http://HOST:PORT/NAME")``,
-    ``patchsync ingest … -o http://HOST:PORT/NAME``), as
-    :class:`~patchsync.streams.publish.StreamWriter` is for a NATS stream: :attr:`sink`,
-    :attr:`options`, :attr:`head` (read from the server on opening), :meth:`commit`,
-    :meth:`abandon`, :meth:`close`. Each patch is one ``POST``, appended only if it follows
-    the log's head; a failed commit raises (:class:`ChainError`, :class:`StreamUnavailable`,
-    a refusal as :class:`UsageError`) and the patch is not in the log.
+    A :class:`~patchsync.streams.writer.PatchWriter` (``Recorder(graph,
+    "http://HOST:PORT/NAME")``, ``patchsync ingest … -o http://HOST:PORT/NAME``), as
+    :class:`~patchsync.streams.publish.StreamWriter` is for a NATS stream. Each patch is
+    one ``POST``, appended only if it follows the log's head; a failed commit raises
+    (:class:`ChainError`, :class:`StreamUnavailable`, a refusal as :class:`UsageError`)
+    and the patch is not in the log.
     """
+
+    destination = "a served log"
 
     def __init__(
         self, url: HttpURL | str, options: PatchOptions | None = None, adapter: TermAdapter[Any] | None = None
     ) -> None:
-        if options is not None and options.stream_type is StreamType.FLAT:
-            raise UsageError("a recorded log needs patch boundaries: use a PUNCTUATED or FRAME stream")
+        super().__init__(options, adapter)
         self.log = HttpLog(url)
         try:
+            #: The log's version: of its head on opening, then of the last patch committed.
             self.version, self.head = self.log.head()
         except BaseException:
             self.log.close()
             raise
-        self.options = message_options(options)
-        self.adapter: TermAdapter[Any] = adapter if adapter is not None else default_adapter()
-        self.patches = 0
-        self.sink: PatchEncoder[Any] = PatchEncoder(self.options, self.adapter)
 
-    def commit(self, patch_id: str | None) -> None:
-        """Append the patch the sink holds (one request); the sink starts afresh."""
-        if patch_id is None:
-            raise UsageError("a patch committed to a served log needs an id")
-        encoder, self.sink = self.sink, PatchEncoder(self.options, self.adapter)
-        encoder.finish()
-        self.version, _ = self.log.append(encoder.take())
-        self.head = patch_id
-        self.patches += 1
-
-    @property
-    def path(self) -> None:
-        """A served log has no file here (the recorder's log writers report theirs here)."""
-        return None
-
-    def abandon(self) -> None:
-        """Drop what the sink holds and disconnect (after a failure)."""
-        self.close()
+    def _send(self, patch_id: str, payload: bytes) -> None:
+        self.version, _ = self.log.append(payload)
+        self.last_seq = self.version
 
     def close(self) -> None:
         """Disconnect (every patch was appended whole by its own request)."""

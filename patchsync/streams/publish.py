@@ -30,9 +30,7 @@ from dataclasses import dataclass
 from itertools import chain
 from typing import Any
 
-from patchsync.codec.patch_encoder import PatchEncoder
-from patchsync.errors import UsageError
-from patchsync.options import Limits, PatchOptions, StreamType
+from patchsync.options import Limits, PatchOptions
 from patchsync.streams.errors import MessageTooLarge
 from patchsync.streams.nats_log import (
     EXPECTED_LAST_ID,
@@ -42,9 +40,10 @@ from patchsync.streams.nats_log import (
     NatsLog,
     PublishResult,
 )
-from patchsync.streams.payloads import LogPatch, PatchMessage, message_options, read_patches
+from patchsync.streams.payloads import LogPatch, PatchMessage, read_patches
 from patchsync.streams.url import StreamURL
-from patchsync.terms import TermAdapter, default_adapter
+from patchsync.streams.writer import PatchWriter
+from patchsync.terms import TermAdapter
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,18 +167,17 @@ def _after_head(patches: Iterator[LogPatch], head: str | None) -> tuple[Iterator
     return iter(()), skipped, False
 
 
-class StreamWriter:
+class StreamWriter(PatchWriter):
     """Where a recorder commits its patches when they go straight to a stream.
 
-    A :class:`patchsync.capture.PatchLog` (``Recorder(graph, StreamWriter(url))``, or
-    simply ``Recorder(graph, "nats://HOST:PORT/STREAM")``):
-    :attr:`sink` (an encoder the recorder writes one patch into), :attr:`options`,
-    :attr:`head` (the next patch's ``prev``), :meth:`commit`, :meth:`abandon` and
-    :meth:`close`. Each patch is published as one message on :meth:`commit`, appended
-    only if it follows the stream's head; the head is read from the stream on opening.
-    A failed commit raises (:class:`ChainError`, :class:`StreamUnavailable`,
-    :class:`MessageTooLarge`) and the patch is not in the stream.
+    A :class:`~patchsync.streams.writer.PatchWriter` (``Recorder(graph, StreamWriter(url))``,
+    or simply ``Recorder(graph, "nats://HOST:PORT/STREAM")``). Each patch is published as
+    one message on :meth:`commit`, appended only if it follows the stream's head; the head
+    is read from the stream on opening. A failed commit raises (:class:`ChainError`,
+    :class:`StreamUnavailable`, :class:`MessageTooLarge`) and the patch is not in the stream.
     """
+
+    destination = "a stream"
 
     def __init__(
         self,
@@ -189,44 +187,20 @@ class StreamWriter:
         *,
         settings: StreamSettings | None = None,
     ) -> None:
-        if options is not None and options.stream_type is StreamType.FLAT:
-            raise UsageError("a recorded log needs patch boundaries: use a PUNCTUATED or FRAME stream")
+        super().__init__(options, adapter)
         self._own = not isinstance(url, NatsLog)
         self.log = NatsLog(url) if not isinstance(url, NatsLog) else url
         try:
             (settings or StreamSettings()).apply(self.log)
-            self.head: str | None = self.log.head().patch_id
+            self.head = self.log.head().patch_id
         except BaseException:
             self.close()
             raise
-        self.options = message_options(options)
-        self.adapter: TermAdapter[Any] = adapter if adapter is not None else default_adapter()
-        self.patches = 0
-        #: Sequence of the last patch committed through this writer.
-        self.last_seq = 0
-        self.sink: PatchEncoder[Any] = PatchEncoder(self.options, self.adapter)
 
-    def commit(self, patch_id: str | None) -> None:
-        """Publish the patch the sink holds as one message; the sink starts afresh."""
-        if patch_id is None:
-            raise UsageError("a patch committed to a stream needs an id")
-        encoder, self.sink = self.sink, PatchEncoder(self.options, self.adapter)
-        encoder.finish()
-        message = PatchMessage(patch_id, self.head, encoder.take(), str(self.log.url), self.patches + 1)
+    def _send(self, patch_id: str, payload: bytes) -> None:
+        message = PatchMessage(patch_id, self.head, payload, str(self.log.url), self.patches + 1)
         check_size(message, self.log)
-        result = self.log.publish_patch(message.payload, patch_id, self.head)
-        self.head = patch_id
-        self.last_seq = result.seq
-        self.patches += 1
-
-    @property
-    def path(self) -> None:
-        """A stream has no file (the recorder's log writers report theirs here)."""
-        return None
-
-    def abandon(self) -> None:
-        """Drop what the sink holds and disconnect (after a failure)."""
-        self.close()
+        self.last_seq = self.log.publish_patch(message.payload, patch_id, self.head).seq
 
     def close(self) -> None:
         """Disconnect (a stream needs no finishing: every patch was one message)."""
