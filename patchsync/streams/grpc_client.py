@@ -28,8 +28,7 @@ from urllib.parse import urlsplit
 from patchsync.errors import ChainError, PatchsyncError, UsageError
 from patchsync.options import Limits, PatchOptions
 from patchsync.streams.errors import StreamUnavailable
-from patchsync.streams.payloads import LogPatch, read_patches
-from patchsync.streams.publish import PublishReport, StreamSettings, _after_head
+from patchsync.streams.publish import PublishReport, StreamSettings, patches_after_head
 from patchsync.streams.writer import PatchWriter
 from patchsync.terms import TermAdapter
 
@@ -381,14 +380,7 @@ def publish_logs(
         if info.kind != "log":
             raise UsageError(f"{log.url}: a {info.kind} topic is read-only; publish to a log topic")
         head = info.head or None
-
-        def patches() -> Iterator[LogPatch]:
-            return chain.from_iterable(read_patches(p, limits=limits) for p in logs)
-
-        pending, skipped, found = _after_head(patches(), head)
-        if not found:
-            # Nothing follows the head: the first patch is sent and the server refuses it.
-            pending, skipped = patches(), 0
+        pending, skipped = patches_after_head(logs, head, limits)
         first = next(pending, None)
         if first is None:
             return PublishReport(0, skipped, int(info.version), head)

@@ -20,9 +20,8 @@ import http.client
 import json
 import os
 import ssl
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
-from itertools import chain
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -31,8 +30,7 @@ from patchsync.errors import ChainError, PatchsyncError, UsageError
 from patchsync.options import Limits, PatchOptions
 from patchsync.streams.errors import StreamUnavailable
 from patchsync.streams.grpc_client import TLS_CA_ENV, client_token
-from patchsync.streams.payloads import LogPatch, read_patches
-from patchsync.streams.publish import PublishReport, StreamSettings, _after_head
+from patchsync.streams.publish import PublishReport, StreamSettings, patches_after_head
 from patchsync.streams.writer import PatchWriter
 from patchsync.terms import TermAdapter
 
@@ -261,14 +259,7 @@ def publish_logs(
     logs = [os.fspath(p) for p in paths]
     with HttpLog(url) as log:
         version, head = log.head()
-
-        def patches() -> Iterator[LogPatch]:
-            return chain.from_iterable(read_patches(p, limits=limits) for p in logs)
-
-        pending, skipped, found = _after_head(patches(), head)
-        if not found:
-            # Nothing follows the head: the first patch is sent and the server refuses it.
-            pending, skipped = patches(), 0
+        pending, skipped = patches_after_head(logs, head, limits)
         published = 0
         for patch in pending:
             message = patch.message()

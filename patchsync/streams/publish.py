@@ -123,18 +123,8 @@ def publish_logs(
     try:
         (settings or StreamSettings()).apply(log)
         head = log.head()
-
-        def patches() -> Iterator[LogPatch]:
-            # Patches are encoded only when sent: a rerun skips the published ones unencoded.
-            return chain.from_iterable(read_patches(p, limits=limits) for p in logs)
-
-        published = skipped = 0
-        pending, skipped, found = _after_head(patches(), head.patch_id)
-        if not found:
-            # Nothing in the logs follows the head: sending the first patch makes the
-            # server refuse it (a ChainError naming both ids), unless another writer
-            # moved the head onto this chain meanwhile.
-            pending, skipped = patches(), 0
+        published = 0
+        pending, skipped = patches_after_head(logs, head.patch_id, limits)
         last_seq, last_id = head.seq, head.patch_id
         for patch in pending:
             message = patch.message()
@@ -151,6 +141,22 @@ def publish_logs(
     finally:
         if own:
             log.close()
+
+
+def patches_after_head(logs: list[str], head: str | None, limits: Limits | None) -> tuple[Iterator[LogPatch], int]:
+    """The patches of ``logs`` to publish after the log's ``head``; how many came before.
+
+    Patches are encoded only when sent: a rerun skips the published ones unencoded. When
+    nothing in the logs follows the head, every patch: sending the first one makes the
+    server refuse it (a :class:`ChainError` naming both ids), unless another writer moved
+    the head onto this chain meanwhile.
+    """
+
+    def patches() -> Iterator[LogPatch]:
+        return chain.from_iterable(read_patches(p, limits=limits) for p in logs)
+
+    pending, skipped, found = _after_head(patches(), head)
+    return (pending, skipped) if found else (patches(), 0)
 
 
 def _after_head(patches: Iterator[LogPatch], head: str | None) -> tuple[Iterator[LogPatch], int, bool]:
