@@ -126,9 +126,7 @@ def test_snapshot_walkthrough_runs_as_written(tmp_path: Path) -> None:
     assert len(primary) > 0 and dumps["replica"] == primary and dumps["replica2"] == primary
 
 
-def test_the_publish_lines_show_what_publish_prints(tmp_path: Path) -> None:
-    from tests.nats_helpers import unique_stream
-
+def test_the_publish_lines_show_what_publish_prints(tmp_path: Path, nats_stream: str) -> None:
     shown = re.findall(r"^#    \S+: (.* patches published, .*)$", (DOCS / "replication.md").read_text(), re.M)
     assert len(shown) == 2
     subprocess.run(
@@ -137,7 +135,7 @@ def test_the_publish_lines_show_what_publish_prints(tmp_path: Path) -> None:
         check=True,
         capture_output=True,
     )
-    url = f"nats://127.0.0.1:4222/{unique_stream('readme')}"
+    url = nats_stream
     done = subprocess.run(
         [sys.executable, "-m", "patchsync", "publish", "a.jellyp", url], cwd=tmp_path, capture_output=True, text=True
     )
