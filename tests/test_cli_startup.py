@@ -61,6 +61,19 @@ def test_commands_import_only_what_they_use(folder: Path, args: list[str], allow
     assert loaded(args, folder) <= allowed
 
 
+@pytest.mark.parametrize("args", [["--help"], ["status", "--help"], ["ingest", "--help"], ["serve", "--help"]])
+def test_help_loads_no_codec(folder: Path, args: list[str]) -> None:
+    # Every command's options are registered at start-up, so a choice list that lives beside
+    # the code that uses it (ingest's modes once did) would load the codec for every command.
+    code = (
+        "import json, sys\nfrom patchsync.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith(('patchsync.codec', 'patchsync._proto')))),"
+        " file=sys.stderr)"
+    )
+    done = subprocess.run([sys.executable, "-c", code, *args], cwd=folder, capture_output=True, text=True, timeout=60)
+    assert json.loads(done.stderr.strip().splitlines()[-1]) == []
+
+
 def test_the_probe_sees_heavy_imports(folder: Path) -> None:
     # The check can fail: a SQL target does load SQLAlchemy.
     assert "sqlalchemy" in loaded(["apply", "log.jellyp", "--target", "sqlite:///state.db"], folder)

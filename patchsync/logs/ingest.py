@@ -26,6 +26,7 @@ from patchsync import formats
 from patchsync.errors import UsageError
 from patchsync.events import Add, Delete, Event, Header, PatchEnd, TxCommit, TxStart
 from patchsync.logs.convert import FeatureScan
+from patchsync.logs.ingest_modes import ADD, MODES, REPLACE, REPLACE_GRAPH
 from patchsync.logs.messages import Message, MessageReader, Quad, scope_labels
 from patchsync.logs.patch_logs import read_events
 from patchsync.options import Limits
@@ -47,13 +48,6 @@ __all__ = [
     "read_messages",
 ]
 
-#: The message's quads are added.
-ADD = "add"
-#: Each graph the message names holds exactly the message's quads in it afterwards.
-REPLACE_GRAPH = "replace-graph"
-#: The whole dataset is the message afterwards.
-REPLACE = "replace"
-MODES = (ADD, REPLACE_GRAPH, REPLACE)
 
 #: Header keys that record where a patch came from.
 SOURCE_HEADER = "ingest-source"
