@@ -67,7 +67,7 @@ conformance: $(NATIVE_STAMP)
 # NATS stream names, tests/conftest.py).
 WORKERS ?= auto
 PYTEST := $(BIN)/pytest -p no:cacheprovider
-PARALLEL := -n $(WORKERS)
+PARALLEL := -n $(WORKERS) --dist loadgroup
 # pytest exits 5 when a selection holds no test: not a failure here.
 NO_TESTS_OK := || [ $$? -eq 5 ]
 

@@ -26,10 +26,40 @@ _schemas = itertools.count()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark every test unit, integration (postgres, nats, spark) and/or e2e (tests/README.md)."""
+    """Mark every test unit, integration (postgres, nats, spark) and/or e2e (tests/README.md);
+    keep together what shares an expensive fixture; run the ``slow`` tests first.
+
+    ``make test`` hands tests to the pytest-xdist workers one at a time (``--dist
+    loadgroup``), so a long test started last would keep one worker busy while the others
+    have nothing left: started first, the short tests fill in around it (the sort is stable,
+    everything else keeps its order). Tests that share a module-scoped fixture, and the Spark
+    tests (one JVM a worker), carry an ``xdist_group`` so that one worker runs them all and
+    builds the fixture once.
+    """
     for item in items:
         for name in sorted(kinds(item)):
             item.add_marker(name)
+    spark_modules = {_module_of(item) for item in items if item.get_closest_marker("spark") is not None}
+    for item in items:
+        group = "spark" if _module_of(item) in spark_modules else _shared_fixture_group(item)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+def _module_of(item: pytest.Item) -> str:
+    return item.nodeid.split("::", 1)[0]
+
+
+def _shared_fixture_group(item: pytest.Item) -> str | None:
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return None
+    for name in info.names_closure:
+        defs = info.name2fixturedefs.get(name, ())
+        if defs and defs[-1].scope == "module":
+            return _module_of(item)
+    return None
 
 
 @pytest.fixture(scope="session")

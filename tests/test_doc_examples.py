@@ -97,6 +97,7 @@ def _run_sh(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return done
 
 
+@pytest.mark.slow
 def test_snapshot_walkthrough_runs_as_written(tmp_path: Path) -> None:
     _run_sh(_sh_block("snapshots-and-bootstrap.md", "## Starting a replica from a snapshot"), tmp_path)
     dumps = {}

@@ -110,6 +110,7 @@ def test_the_tour_has_apply_tail_and_a_stream_replica() -> None:
     assert any("nats" in tags.split() for tags, _ in blocks)
 
 
+@pytest.mark.slow
 def test_the_tour_runs(toured: tuple[Path, str]) -> None:
     folder, out = toured
     assert "the replica equals the log" in out and "the served replicas equal the log" in out
@@ -117,6 +118,7 @@ def test_the_tour_runs(toured: tuple[Path, str]) -> None:
     assert (folder / "out" / "serve.txt").read_text().splitlines()[-1] == "stopped"  # SIGTERM: a clean stop
 
 
+@pytest.mark.slow
 def test_the_tour_over_nats_runs(toured: tuple[Path, str], nats_stream: str) -> None:
     folder, _ = toured
     code = "\n".join(block for tags, block in tour_blocks() if "nats" in tags.split())

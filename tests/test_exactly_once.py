@@ -102,6 +102,7 @@ _extra = itertools.count()
 # -- two copies of one log, applied at once --------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dialect", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def test_two_copies_of_a_log_applied_at_once_apply_each_patch_once(
     dialect: str, tmp_path: Path, request: pytest.FixtureRequest
@@ -129,6 +130,7 @@ def test_two_copies_of_a_log_applied_at_once_apply_each_patch_once(
 # -- first starts on an empty PostgreSQL database ----------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_concurrent_first_starts_on_an_empty_postgres_database_all_succeed(
     tmp_path: Path, request: pytest.FixtureRequest

@@ -24,8 +24,8 @@ from tests.fuzz.targets import TARGETS
 
 ROOT = Path(__file__).resolve().parents[1]
 FUZZ = ROOT / "scripts" / "fuzz.py"
-# 4 targets x 32 s: the >= 2 minutes of fuzzing issue #8 asks of CI, within its +3 min budget.
-SECONDS = 32
+# 5 targets x 24 s: the >= 2 minutes of fuzzing issue #8 asks of CI.
+SECONDS = 24
 
 
 def fuzz(*args: str, env: dict[str, str] | None = None, timeout: int = 300) -> subprocess.CompletedProcess[str]:

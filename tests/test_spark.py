@@ -131,6 +131,7 @@ def logs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
 # -- tests ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_replay_equals_single_process_applier(spark: Any, logs: list[Path]) -> None:
     import patchsync.spark as ps
 

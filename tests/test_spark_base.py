@@ -174,6 +174,7 @@ def test_bad_bases_fail_with_one_line_naming_the_file(spark: Any, logs: list[Pat
         ps.replay(spark, logs[1:], base=empty)
 
 
+@pytest.mark.slow
 def test_cli_bad_base_is_one_line_without_traceback(logs: list[Path], tmp_path: Path) -> None:
     rpb = write_base(tmp_path / "base.rpb", base_quads(logs))
     cut = tmp_path / "cut.rpb"

@@ -27,6 +27,7 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_spark_replay_writes_nquads_equal_to_apply(tmp_path: Path) -> None:
     rng = random.Random(11)
     logs = tmp_path / "logs"

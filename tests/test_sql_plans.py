@@ -21,6 +21,8 @@ import sqlite3
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import pytest
+
 from patchsync.apply.applier import DEFAULT_BATCH_ROWS
 from patchsync.apply.targets.sql.dialects import DIALECTS
 from patchsync.apply.targets.sql.statements import LOOKUP_CHUNK, Statements
@@ -144,6 +146,7 @@ def _pg_scans(plan: Any) -> Iterator[tuple[str, str]]:
             yield from _pg_scans(value)
 
 
+@pytest.mark.slow
 def test_postgres_plans_use_the_indexes_whatever_the_table_held_when_prepared(pg_url: str) -> None:
     import psycopg
 

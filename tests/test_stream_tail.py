@@ -240,6 +240,7 @@ def test_a_malformed_message_stops_the_replica_before_it_with_one_line(
     assert sql_state(target) == reference(log)
 
 
+@pytest.mark.slow
 def test_kill_9_loop_of_the_daemon_applies_every_patch_exactly_once(
     tmp_path: Path, nats_stream: str, daemons: list[Any]
 ) -> None:
