@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from patchsync.errors import ChainError, PatchsyncError, UsageError
 from patchsync.streams._loop import LoopThread
+from patchsync.streams._nats import import_client
 from patchsync.streams.errors import StreamGap, translate
 from patchsync.streams.pull import PullReader, StreamMessage
 from patchsync.streams.url import StreamURL, parse_stream_url, subject_matches
@@ -166,7 +167,7 @@ class NatsLog:
             raise error from exc
 
     async def _connect(self) -> None:
-        import nats
+        nats = import_client()
 
         async def on_error(exc: Exception) -> None:
             # Without a callback the client logs tracebacks; the facade reports through
