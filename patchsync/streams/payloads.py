@@ -224,7 +224,9 @@ class MessageDecoder:
 
     Each message still decodes on its own, exactly as with a new decoder; one decoder is
     restarted for each (:meth:`PatchDecoder.restart`), which spares building its term
-    decoder again for every message.
+    decoder again for every message, and, when consecutive messages declare lookups of the
+    same sizes, the IRI terms of the entries a message repeats from the one before
+    (:meth:`~patchsync.codec.term_decoder.TermDecoder.restart`).
     """
 
     def __init__(self, where: str, *, adapter: Any = None, limits: Limits | None = None) -> None:
