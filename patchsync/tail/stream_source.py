@@ -30,7 +30,7 @@ from patchsync.streams.url import StreamURL, parse_stream_url
 from patchsync.tail.network_source import NetworkSource, StreamHost
 
 #: Messages fetched per request.
-BATCH = 1024
+BATCH = 256
 #: Per-request deadline of the daemon's connection: a lost server is noticed within it.
 REQUEST_TIMEOUT = 2.0
 
