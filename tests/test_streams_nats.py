@@ -211,6 +211,38 @@ def test_reading_ahead_across_many_requests_hands_out_every_message_once(nats_st
         assert all(abs(m.published - time.time()) < 60 for m in again)
 
 
+def test_messages_read_ahead_are_handed_out_without_a_round_trip_through_the_loop(nats_stream: str) -> None:
+    # What the reader holds already is taken on the caller's thread (PullReader.take): no
+    # call waits for the client's loop until the queue is empty or the caller reads elsewhere.
+    with NatsLog(nats_stream) as log:
+        log.ensure_stream()
+
+        async def publish() -> None:
+            acks = [log.js.publish(log.subject, b"m%d" % n, stream=log.name) for n in range(1, 301)]
+            for ack in acks:
+                await ack
+
+        log.run(publish)
+    with NatsLog(nats_stream, read_ahead=True) as log:
+        first = log.fetch(1, 100, timeout=2)
+        seen = [m.seq for m in first]
+        reader = log._reader
+        assert reader is not None
+        deadline = time.monotonic() + 10
+        while len(seen) + len(reader._queue) < 300 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        calls = []
+        run = log._loop.run
+        log._loop.run = lambda coro, timeout: calls.append(coro) or run(coro, timeout)  # type: ignore[method-assign]
+        while len(seen) < 300:
+            msgs = log.fetch(len(seen) + 1, 100, timeout=2)
+            assert msgs and all(m.payload == b"m%d" % m.seq for m in msgs)
+            seen += [m.seq for m in msgs]
+        assert seen == list(range(1, 301)) and calls == []
+        assert log.fetch(301, 100, timeout=0.2) == [] and len(calls) == 1
+        assert [m.seq for m in log.fetch(50, 3, timeout=2)] == [50, 51, 52] and len(calls) == 2
+
+
 def test_a_replica_behind_the_streams_retention_gets_a_gap_error(tmp_path: Path, nats_stream: str) -> None:
     log_path = tmp_path / "a.jellyp"
     write_chain(log_path, "c", 5)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from patchsync.errors import DecodeError, UsageError
-from patchsync.events import Header, Options, PatchEnd
+from patchsync.events import Add, Header, Options, PatchEnd
 from patchsync.logs.patch_logs import read_events
 from patchsync.streams import StreamMessage, StreamUnavailable, decode_message, log_patches, parse_stream_url
 from patchsync.streams.payloads import read_payload
@@ -254,3 +254,79 @@ def test_one_decoder_for_many_messages_decodes_each_as_a_new_one_would(tmp_path:
     assert outcomes == ["list", "list", "str", "list", "str", "str", "list", "list", "list", "list", "list"]
     with pytest.raises(DecodeError, match="used before it was defined"):
         shared.decode(_message(payloads[2][0], payloads[2][1], seq=3))
+
+
+def _lookup_message(
+    names: dict[int, str], prefixes: dict[int, str], statements: list[tuple[int, int]], *, max_names: int = 16
+) -> bytes:
+    """A one-patch message defining ``names`` and ``prefixes`` (id -> value), then one
+    statement per ``(prefix id, name id)``, that IRI in all three places."""
+    from patchsync._proto import patch_pb2, rdf_pb2
+    from patchsync.codec.framing import encode_varint
+
+    options = patch_pb2.RdfPatchOptions(
+        statement_type=1, stream_type=3, max_name_table_size=max_names, max_prefix_table_size=8, version=1
+    )
+    rows = [patch_pb2.RdfPatchRow(options=options)]
+    rows += [patch_pb2.RdfPatchRow(prefix=rdf_pb2.RdfPrefixEntry(id=i, value=v)) for i, v in prefixes.items()]
+    rows += [patch_pb2.RdfPatchRow(name=rdf_pb2.RdfNameEntry(id=i, value=v)) for i, v in names.items()]
+    rows.append(patch_pb2.RdfPatchRow(transaction_start=patch_pb2.RdfPatchTransactionStart()))
+    for pid, nid in statements:
+        iri = rdf_pb2.RdfIri(prefix_id=pid, name_id=nid)
+        rows.append(patch_pb2.RdfPatchRow(statement_add=rdf_pb2.RdfQuad(s_iri=iri, p_iri=iri, o_iri=iri)))
+    rows.append(patch_pb2.RdfPatchRow(transaction_commit=patch_pb2.RdfPatchTransactionCommit()))
+    rows.append(patch_pb2.RdfPatchRow(punctuation=patch_pb2.RdfPatchPunctuation()))
+    body = patch_pb2.RdfPatchFrame(rows=rows).SerializeToString()
+    return encode_varint(len(body)) + body
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["compiled", "pure"])
+def test_lookup_entries_repeated_from_the_last_message_decode_as_a_new_decoder_would(pure: bool) -> None:
+    # A decoder reused across messages keeps the last message's terms for entries that a new
+    # message defines again with the same value (Jelly: every message is a stream of its
+    # own, its lookups start empty): each message must still decode exactly as alone, an
+    # entry it does not define stays undefined, and a changed entry changes the IRI.
+    from patchsync.codec.patch_decoder import PatchDecoder, PurePatchDecoder
+    from patchsync.streams.payloads import MessageDecoder
+
+    a, b = {1: "http://a/"}, {1: "http://b/"}
+    names = {1: "s", 2: "p", 3: "o"}
+    payloads = [
+        _lookup_message(names, a, [(1, 1), (1, 2), (1, 3)]),
+        _lookup_message(names, a, [(1, 1), (1, 2), (1, 3)]),  # the same entries again
+        _lookup_message({1: "s", 3: "x"}, a, [(1, 1), (1, 3)]),  # another name at id 3
+        _lookup_message(names, a, [(1, 1), (1, 3)]),
+        _lookup_message({1: "s", 2: "p"}, a, [(1, 3)]),  # name 3 is the last message's only
+        _lookup_message(names, b, [(1, 1), (0, 3)]),  # another prefix at the same id
+        _lookup_message(names, {}, [(1, 1)]),  # prefix 1 is the last message's only
+        _lookup_message({3: "o", 2: "p", 1: "s"}, {2: "http://a/"}, [(2, 1), (2, 3)]),  # moved ids
+        _lookup_message(names, a, [(1, 1), (1, 3)], max_names=32),  # other lookup sizes
+        _lookup_message(names, a, [(1, 1), (1, 2)]),
+    ]
+    shared = MessageDecoder("nats://h:1/s", adapter=NTriplesTerms())
+    shared._decoder = (PurePatchDecoder if pure else PatchDecoder)(NTriplesTerms(), source="nats://h:1/s")
+    subjects: list[object] = []
+    for seq, payload in enumerate(payloads, 1):
+        message = _message(payload, seq=seq)
+        try:
+            alone: object = decode_message(message, "nats://h:1/s", adapter=NTriplesTerms())
+        except DecodeError as exc:
+            alone = str(exc)
+        try:
+            reused: object = shared.decode(message)
+        except DecodeError as exc:
+            reused = str(exc)
+        assert reused == alone, seq
+        subjects.append([e[0] for e in reused if type(e) is Add] if isinstance(reused, list) else "refused")
+    assert subjects == [
+        ["<http://a/s>", "<http://a/p>", "<http://a/o>"],
+        ["<http://a/s>", "<http://a/p>", "<http://a/o>"],
+        ["<http://a/s>", "<http://a/x>"],
+        ["<http://a/s>", "<http://a/o>"],
+        "refused",
+        ["<http://b/s>", "<http://b/o>"],
+        "refused",
+        ["<http://a/s>", "<http://a/o>"],
+        ["<http://a/s>", "<http://a/o>"],
+        ["<http://a/s>", "<http://a/p>"],
+    ]

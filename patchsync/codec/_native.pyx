@@ -70,6 +70,43 @@ cdef extern from *:
     }
     """
     object patchsync_tuple7(object t, object a, object b, object c, object d, object e, object f, object g)
+
+cdef extern from *:
+    """
+    /* A copy of each event of the list events (named tuples ending in offset, frame, row)
+       with offset set to the given object and row to the event's index in the list. */
+    static PyObject* patchsync_restamp(PyObject* events, PyObject* offset) {
+        Py_ssize_t n = PyList_GET_SIZE(events);
+        PyObject* out = PyList_New(n);
+        if (out == NULL) return NULL;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject* e = PyList_GET_ITEM(events, i);
+            if (!PyTuple_Check(e) || PyTuple_GET_SIZE(e) < 3) {
+                Py_DECREF(out);
+                PyErr_SetString(PyExc_TypeError, "an event is a tuple ending in offset, frame and row");
+                return NULL;
+            }
+            Py_ssize_t k = PyTuple_GET_SIZE(e);
+            PyObject* row = PyLong_FromSsize_t(i);
+            if (row == NULL) { Py_DECREF(out); return NULL; }
+            PyTypeObject* t = Py_TYPE(e);
+            PyObject* x = t->tp_alloc(t, k);
+            if (x == NULL) { Py_DECREF(row); Py_DECREF(out); return NULL; }
+            int tracked = 0;
+            for (Py_ssize_t j = 0; j < k; j++) {
+                PyObject* v = j == k - 3 ? offset : (j == k - 1 ? row : PyTuple_GET_ITEM(e, j));
+                if (j != k - 1) Py_INCREF(v);
+                PyTuple_SET_ITEM(x, j, v);
+                tracked |= PyObject_GC_IsTracked(v);
+            }
+            /* As patchsync_tuple7: a tuple of untracked objects is left to no GC pass. */
+            if (!tracked && PyObject_GC_IsTracked(x)) PyObject_GC_UnTrack(x);
+            PyList_SET_ITEM(out, i, x);
+        }
+        return out;
+    }
+    """
+    list patchsync_restamp(list events, object offset)
 cdef object _ADD = Add
 cdef object _DELETE = Delete
 cdef object _CHANGE = Kind.CHANGE
@@ -179,6 +216,16 @@ def decode_rows(object dec, Frame frame, Py_ssize_t offset, Py_ssize_t start):
         dec._row_next = index
         return
     dec._end_frame(offset, frame_index, frame.count)
+
+
+def restamp(list events, object offset):
+    """Copies of ``events`` placed at ``offset``, each with its index in the list as its row.
+
+    ``events`` are named tuples ending in ``(offset, frame, row)``; the frame is kept. What
+    a stream message's events become (:class:`~patchsync.streams.payloads.MessageDecoder`),
+    without building an intermediate tuple per event.
+    """
+    return patchsync_restamp(events, offset)
 
 
 def decode_rdf_rows(object dec, Frame frame, Py_ssize_t offset, Py_ssize_t start):

@@ -138,6 +138,7 @@ cdef class _Rows:
     cdef object dec, terms, adapter, bnodes, iri_type
     cdef tuple untracked
     cdef list by_name, name_values, prefix_values, datatype_values
+    cdef object prev_names, prev_by_name
     cdef object simple, by_lang, by_datatype, default_graph
     cdef object last_s, last_p, last_o, last_g
     cdef object names
@@ -157,6 +158,8 @@ cdef class _Rows:
         self.names = terms.names
         self.names_last_id = terms.names.last_id
         self.by_name = terms._by_name
+        self.prev_names = terms._prev_names
+        self.prev_by_name = terms._prev_by_name
         self.name_values = terms.names.values
         self.prefix_values = terms.prefixes.values
         self.prefixes_size = terms.prefixes.size
@@ -266,7 +269,10 @@ cdef class _Rows:
             self.terms.name_entry(entry_id, value)
             return
         self.names_last_id = eid
-        if self.name_values[eid] is not None:
+        if self.prev_names is not None and (<list>self.prev_names)[eid] == value:
+            # TermDecoder.restart(): the last stream's terms of this same name.
+            self.by_name[eid] = (<list>self.prev_by_name)[eid]
+        elif self.name_values[eid] is not None:
             self.by_name[eid] = None
         self.name_values[eid] = value
 

@@ -154,6 +154,12 @@ class TermDecoder(Generic[T]):
     # Text held by the blank node and literal caches (see _CACHE_CHARS). A class default, so
     # that decoders pickled before it existed (tail snapshots) stay loadable.
     _cache_chars = 0
+    # The last stream's name and prefix entries and its IRI cache, kept by restart() when
+    # the next stream's lookups have the same sizes (None otherwise; also a class default
+    # for decoders pickled before these existed).
+    _prev_names: list[str | None] | None = None
+    _prev_prefixes: list[str | None] | None = None
+    _prev_by_name: list[Any] | None = None
 
     def __init__(
         self,
@@ -250,15 +256,25 @@ class TermDecoder(Generic[T]):
         self.last_s, self.last_p, self.last_o, self.last_g = state.last_s, state.last_p, state.last_o, state.last_g
         # Nothing is cached yet for the restored entries: the caches fill on first use.
         self._by_name = [None] * (self.names.size + 1)
+        self._prev_names = self._prev_prefixes = self._prev_by_name = None
 
     def restart(self, *, max_names: int, max_prefixes: int, max_datatypes: int) -> None:
         """Start over as a fresh decoder of the same features with these lookup sizes.
 
         For many short streams (one per stream message): lookups, IRI 0-id state, repeated
-        terms and every cache start empty, as in a new decoder; what is kept is only what
-        the features and the adapter fix (the term builders), which is most of what a new
-        decoder costs.
+        terms and every cache start empty, as in a new decoder; what is kept is what the
+        features and the adapter fix (the term builders), which is most of what a new
+        decoder costs. When the name and prefix lookups keep their sizes, the last stream's
+        entries and the IRI terms built from them are kept aside, not in use: an entry the
+        new stream defines with the value it had in the last one brings back the terms
+        built from it (:meth:`name_entry`, :meth:`prefix_entry`). An entry the new stream
+        does not define stays undefined, so every lookup rule holds as in a new decoder.
         """
+        if max_names == self.names.size and max_prefixes == self.prefixes.size:
+            self._prev_names, self._prev_prefixes = self.names.values, self.prefixes.values
+            self._prev_by_name = self._by_name
+        else:
+            self._prev_names = self._prev_prefixes = self._prev_by_name = None
         self.names = Lookup("name", max_names)
         self.prefixes = Lookup("prefix", max_prefixes)
         self.datatypes = Lookup("datatype", max_datatypes)
@@ -277,11 +293,26 @@ class TermDecoder(Generic[T]):
     # -- lookup entries -------------------------------------------------------------
 
     def name_entry(self, entry_id: int, value: str) -> None:
-        if self.names.set(entry_id, value):
-            self._by_name[self.names.last_id] = None
+        replaced = self.names.set(entry_id, value)
+        eid = self.names.last_id
+        prev = self._prev_names
+        if prev is not None and prev[eid] == value:
+            # The last stream's terms of this name (see restart()); each stays valid only
+            # with a prefix entry holding the very string object it was built with.
+            self._by_name[eid] = self._prev_by_name[eid]  # type: ignore[index]
+        elif replaced:
+            self._by_name[eid] = None
 
     def prefix_entry(self, entry_id: int, value: str) -> None:
         self.prefixes.set(entry_id, value)
+        prev = self._prev_prefixes
+        if prev is not None:
+            eid = self.prefixes.last_id
+            old = prev[eid]
+            if old is not None and old == value:
+                # The last stream's string object: the IRI terms cached with it (found by
+                # identity) are those of this same prefix.
+                self.prefixes.values[eid] = old
 
     def datatype_entry(self, entry_id: int, value: str) -> None:
         self.datatypes.set(entry_id, value)

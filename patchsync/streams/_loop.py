@@ -52,6 +52,10 @@ class LoopThread:
             future.cancel()
             raise TimeoutError(f"no answer within {timeout:g} s") from None
 
+    def submit(self, coro: Coroutine[Any, Any, None]) -> None:
+        """Run ``coro`` on the loop without waiting for it; it handles its own errors."""
+        asyncio.run_coroutine_threadsafe(coro, self.loop)
+
     def close(self) -> None:
         """Cancel what still runs on the loop, stop it and join the thread."""
         if self.loop.is_closed():

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from patchsync.errors import ChainError, PatchsyncError, UsageError
 from patchsync.streams._loop import LoopThread
+from patchsync.streams._nats import import_client
 from patchsync.streams.errors import StreamGap, translate
 from patchsync.streams.pull import PullReader, StreamMessage
 from patchsync.streams.url import StreamURL, parse_stream_url, subject_matches
@@ -166,7 +167,7 @@ class NatsLog:
             raise error from exc
 
     async def _connect(self) -> None:
-        import nats
+        nats = import_client()
 
         async def on_error(exc: Exception) -> None:
             # Without a callback the client logs tracebacks; the facade reports through
@@ -433,11 +434,22 @@ class NatsLog:
 
         With ``read_ahead``, the consumer is asked for more than ``batch`` at a time, and
         for the next messages as soon as it answered in full (a backlog), so the server
-        and the client's parsing work while the caller applies what it took. A call
-        elsewhere than where the last ended drops what was read ahead with its consumer.
+        and the client's parsing work while the caller applies what it took; messages
+        already received are taken on the caller's thread, without waiting for the
+        client's. A call elsewhere than where the last ended drops what was read ahead
+        with its consumer.
         """
         if from_seq < 1:
             raise ValueError("stream sequences start at 1")
+        reader = self._reader
+        if reader is not None and self._next_seq == from_seq:
+            # Read ahead: what the reader holds already is taken here, not on the loop.
+            msgs = reader.take(from_seq, batch)
+            if msgs:
+                self._next_seq = msgs[-1].seq + 1
+                if len(msgs) == batch:
+                    self._loop.submit(reader.top_up(timeout))
+                return msgs
         return self._call(lambda: self._fetch(from_seq, batch, timeout), timeout=timeout + self.request_timeout * 3 + 2)
 
     async def _fetch(self, from_seq: int, batch: int, timeout: float) -> list[StreamMessage]:

@@ -14,11 +14,12 @@ server deduplicates by, and the next patch's ``prev``).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from patchsync import formats
+from patchsync.codec import backend
 from patchsync.codec.patch_decoder import PatchDecoder
 from patchsync.codec.patch_encoder import PatchEncoder
 from patchsync.codec.rdfp import RdfPatchTextReader
@@ -223,7 +224,9 @@ class MessageDecoder:
 
     Each message still decodes on its own, exactly as with a new decoder; one decoder is
     restarted for each (:meth:`PatchDecoder.restart`), which spares building its term
-    decoder again for every message.
+    decoder again for every message, and, when consecutive messages declare lookups of the
+    same sizes, the IRI terms of the entries a message repeats from the one before
+    (:meth:`~patchsync.codec.term_decoder.TermDecoder.restart`).
     """
 
     def __init__(self, where: str, *, adapter: Any = None, limits: Limits | None = None) -> None:
@@ -238,28 +241,32 @@ class MessageDecoder:
         decoder.restart(source)
         decoder.feed(message.payload)
         decoder.close()
-        events = list(decoder)
-        ends = 0
+        # Every event ends with (offset, frame, row): placed at the message's sequence, its
+        # index in the message as its row.
+        out: list[Event] = _restamp(list(decoder), seq)
+        if decoder.patches != 1:
+            raise DecodeError(f"a message must hold exactly one patch, this one holds {decoder.patches}", source=source)
         patch_id: str | None = None
-        # Every event ends with (offset, frame, row): rebuilt as tuples, which costs a fraction
-        # of the named tuples' _replace, paid for every row of every message.
-        out: list[Event] = []
-        append = out.append
-        for i, event in enumerate(events):
-            kind = type(event)
-            if kind is PatchEnd:
-                ends += 1
-            elif kind is Header and patch_id is None and event[0] == "id":
+        for event in out:
+            if type(event) is Header and event[0] == "id":
                 patch_id = _id_text(decoder.adapter, event[1])
-            append(_new_tuple(kind, (*event[:-3], seq, event[-2], i)))
-        if ends != 1:
-            raise DecodeError(f"a message must hold exactly one patch, this one holds {ends}", source=source)
+                break
         msg_id = message.headers.get(MSG_ID)
         if msg_id is not None and patch_id != msg_id:
             raise DecodeError(
                 f"the patch's id {patch_id or '(none)'} differs from the message id {msg_id}", source=source
             )
         return out
+
+
+def _restamp_pure(events: list[Event], offset: int) -> list[Event]:
+    # tuple.__new__ skips the named tuple's Python-level constructor and _replace.
+    return [_new_tuple(type(e), (*e[:-3], offset, e[-2], i)) for i, e in enumerate(events)]
+
+
+#: The compiled core's restamp when it is built (the same events, without a tuple per event
+#: in between), else the same in Python.
+_restamp: Callable[[list[Event], int], list[Event]] = getattr(backend.native(), "restamp", _restamp_pure)
 
 
 def _id_text(adapter: Any, value: Any) -> str:

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from patchsync.apply.applier import Applier
 from patchsync.apply.target import Checkpoint
 from patchsync.errors import DecodeError
+from patchsync.events import Event
 from patchsync.streams.payloads import MessageDecoder
 from patchsync.streams.pull import StreamMessage
 from patchsync.tail.source import SourceHost, TailedSource
@@ -27,6 +28,9 @@ from patchsync.tail.source import SourceHost, TailedSource
 #: Seconds a replica working through a backlog (full batches) may go without a pause of the
 #: applier (its units commit in groups meanwhile; a pause also commits the last of them).
 PAUSE_SECONDS = 1.0
+#: Events of consecutive messages fed to the applier at a time, at most (a message's own
+#: events go together whatever their number).
+FEED_EVENTS = 8192
 #: Seconds between two lag queries to the server (each is one or two requests).
 LAG_SECONDS = 1.0
 
@@ -81,6 +85,8 @@ class NetworkSource(TailedSource):
         self.report.applied_seq = start - 1
         self.report.state = "live"
         self.report.resumed_from = start
+        # A backlog's first commit comes a pause interval after the start, like the next ones.
+        self._paused_at = time.monotonic()
         word = self.position_word
         fields: dict[str, Any] = {"source": self.name, f"from_{word}": start}
         if stored is not None:
@@ -102,21 +108,37 @@ class NetworkSource(TailedSource):
         raise NotImplementedError
 
     def _apply(self, messages: Iterable[StreamMessage]) -> None:
-        """Decode each message whole and feed its events to the applier, until stopping."""
+        """Decode each message whole and feed its events to the applier, until stopping.
+
+        The events of consecutive messages reach the applier together (up to
+        ``FEED_EVENTS`` at a time): each message is still decoded and checked whole before
+        any of it is fed, and a message that fails is preceded by every message before it.
+        """
         applier, decoder = self.applier, self.decoder
         assert applier is not None and decoder is not None
+        events: list[Event] = []
+        decoded = self.next_seq  # the position after the last message decoded
         for message in messages:
             if self.host.stopping:
                 break
             try:
-                events = decoder.decode(message)
+                events += decoder.decode(message)
             except DecodeError:
                 # Every message before it is applied and durable; nothing of this one is.
+                self._feed(applier, events, decoded)
                 applier.pause()
                 self.report.applied_seq = self.next_seq - 1
                 raise
+            decoded = message.seq + 1
+            if len(events) >= FEED_EVENTS:
+                self._feed(applier, events, decoded)
+                events = []
+        self._feed(applier, events, decoded)
+
+    def _feed(self, applier: Applier, events: list[Event], decoded: int) -> None:
+        if events:
             applier.feed(events)
-            self.next_seq = message.seq + 1
+        self.next_seq = decoded
 
     def _pause(self, *, progressed: bool, backlog: bool) -> bool:
         """Pause the applier, committing what it holds; ``False`` when put off.
@@ -160,4 +182,4 @@ class NetworkSource(TailedSource):
         self.report.state = "starting"
 
 
-__all__ = ["LAG_SECONDS", "PAUSE_SECONDS", "NetworkSource", "StreamHost"]
+__all__ = ["FEED_EVENTS", "LAG_SECONDS", "PAUSE_SECONDS", "NetworkSource", "StreamHost"]

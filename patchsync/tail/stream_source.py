@@ -70,6 +70,9 @@ class StreamSource(NetworkSource):
         self.url = parse_stream_url(url)
         super().__init__(host, str(self.url))
         self.log: NatsLog | None = None
+        #: The stream's last sequence when last asked (``--once``): asked again only when
+        #: the replica gets past it, not before every fetch (a request each).
+        self._known_last = 0
 
     def open(self) -> None:
         """Connect, check the stream is the one the checkpoint was taken on, and resume."""
@@ -90,14 +93,18 @@ class StreamSource(NetworkSource):
         log = self.log
         assert log is not None
         wait = self.host.stream_wait
-        if wait <= 0 and self.next_seq > log.last_seq():
-            # --once: caught up with the stream as it is now.
-            self._update_lag(now, force=True)
-            return False
+        if wait <= 0 and self.next_seq > self._known_last:
+            self._known_last = log.last_seq()
+            if self.next_seq > self._known_last:
+                # --once: caught up with the stream as it is now.
+                self._update_lag(now, force=True)
+                return False
         messages = log.fetch(self.next_seq, BATCH, timeout=wait if wait > 0 else REQUEST_TIMEOUT)
         self._apply(messages)
         progressed = bool(messages)
-        if not self._pause(progressed=progressed, backlog=len(messages) == BATCH and not self.host.stopping):
+        # A backlog: a full batch, or (--once) messages known to follow those applied.
+        backlog = len(messages) == BATCH or self.next_seq <= self._known_last
+        if not self._pause(progressed=progressed, backlog=backlog and not self.host.stopping):
             return True
         # At most once a second: asking costs requests that a busy replica needs for fetching.
         self._update_lag(now, force=False)
