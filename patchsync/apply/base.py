@@ -43,8 +43,7 @@ from patchsync.logs.patch_logs import format_of, iter_stream_events
 from patchsync.logs.rdf_files import read_rdf_bytes
 from patchsync.options import Limits
 from patchsync.sources import log_files, resolve_source
-from patchsync.terms import IRI
-from patchsync.terms.ntriples import NTriplesTerms, scan_term
+from patchsync.terms.ntriples import NTriplesTerms, header_text, scan_term
 
 #: Quads handed to the target per ``add`` call.
 BATCH = 5000
@@ -66,11 +65,6 @@ class BaseReport:
     log_checkpoints: dict[str, Checkpoint]
 
 
-def _header_text(value: str) -> str:
-    u = _NT.unpack(value)
-    return str(u[1]) if u[0] == IRI else value
-
-
 def _patch_ends(path: Path, limits: Limits | None) -> Iterator[tuple[PatchEnd, str | None, str | None]]:
     """Each complete patch of the log: its end event, id and prev."""
     patch_id = prev = None
@@ -79,9 +73,9 @@ def _patch_ends(path: Path, limits: Limits | None) -> Iterator[tuple[PatchEnd, s
             kind = type(event)
             if kind is Header:
                 if event.key == "id":  # type: ignore[union-attr]
-                    patch_id = _header_text(event.value)  # type: ignore[union-attr]
+                    patch_id = header_text(event.value)  # type: ignore[union-attr]
                 elif event.key == "prev":  # type: ignore[union-attr]
-                    prev = _header_text(event.value)  # type: ignore[union-attr]
+                    prev = header_text(event.value)  # type: ignore[union-attr]
             elif kind is PatchEnd:
                 yield event, patch_id, prev  # type: ignore[misc]
                 patch_id = prev = None

@@ -44,7 +44,8 @@ from patchsync.options import Limits, PatchOptions, StreamType
 from patchsync.serve.incoming import Incoming, checked_patch, decode_patch, statement_patch
 from patchsync.serve.topics import Appended, Entry, LogTopic, thread_batches
 from patchsync.sources import LOG_SUFFIX, directory_logs
-from patchsync.streams.payloads import NT_TERMS, encode_patch, header_text, message_options
+from patchsync.streams.payloads import NT_TERMS, encode_patch, message_options
+from patchsync.terms.ntriples import header_text
 
 #: The lock file of a directory log (the recorder's, so the two exclude each other).
 DIRECTORY_LOCK = ".patchsync.lock"

@@ -121,7 +121,6 @@ class HttpDoor:
             self.address.host,
             self.address.port,
             ssl_context=context,
-            shutdown_timeout=self.settings.grace,
         )
         try:
             await site.start()

@@ -29,7 +29,7 @@ from patchsync.options import Limits, PatchOptions, StreamType
 from patchsync.streams.nats_log import MSG_ID
 from patchsync.streams.pull import StreamMessage
 from patchsync.terms import BNODE, IRI, LITERAL, TRIPLE
-from patchsync.terms.ntriples import NTriplesTerms, format_term
+from patchsync.terms.ntriples import NTriplesTerms, format_term, header_text
 
 #: Terms as N-Triples strings: each is re-encoded exactly as it was read.
 NT_TERMS = NTriplesTerms()
@@ -59,12 +59,6 @@ def message_options(options: PatchOptions | None) -> PatchOptions:
     if options.stream_type is StreamType.FLAT:
         options = replace(options, stream_type=StreamType.PUNCTUATED)
     return options
-
-
-def header_text(term: str) -> str:
-    """A header value as chain ids are compared: an IRI's text, else its N-Triples form."""
-    u = NT_TERMS.unpack(term)
-    return str(u[1]) if u[0] == IRI else term
 
 
 def encode_patch(events: Sequence[Event], options: PatchOptions) -> bytes:

@@ -498,3 +498,13 @@ class NTriplesTerms:
         if end != len(term):
             raise EncodeError(f"not an N-Triples term: {term!r} (unexpected text at index {end})")
         return result
+
+
+_TERMS = NTriplesTerms()
+
+
+def header_text(term: str) -> str:
+    """A header value (an N-Triples term string) as chain ids are compared: an IRI's text,
+    anything else its N-Triples form."""
+    unpacked = _TERMS.unpack(term)
+    return str(unpacked[1]) if unpacked[0] == IRI else term
