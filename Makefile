@@ -63,9 +63,10 @@ conformance: $(NATIVE_STAMP)
 	PATCHSYNC_PURE=1 $(BIN)/patchsync conformance conformance/patch/from_jelly/manifest.ttl conformance/patch/to_jelly/manifest.ttl
 	PATCHSYNC_PURE=1 $(BIN)/patchsync conformance $(RDF_SUITE)/from_jelly/manifest.ttl $(RDF_SUITE)/to_jelly/manifest.ttl
 
-# pytest-xdist workers: one a core by default (each has its own PostgreSQL database and
-# NATS stream names, tests/conftest.py).
-WORKERS ?= auto
+# pytest-xdist workers: two a core by default, since most tests spend most of their time
+# waiting on a child process, a server or a clock, not on the CPU (each worker has its own
+# PostgreSQL database and NATS stream names, tests/conftest.py).
+WORKERS ?= $(shell echo $$(( $$(nproc) * 2 )))
 PYTEST := $(BIN)/pytest -p no:cacheprovider
 PARALLEL := -n $(WORKERS) --dist loadgroup
 # pytest exits 5 when a selection holds no test: not a failure here.

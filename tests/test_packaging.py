@@ -21,7 +21,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
-pytestmark = [pytest.mark.skipif(shutil.which("git") is None, reason="needs git to list the tracked files"), pytest.mark.slow]
+pytestmark = [
+    pytest.mark.skipif(shutil.which("git") is None, reason="needs git to list the tracked files"),
+    pytest.mark.slow,
+]
 
 
 def _tracked_copy(dest: Path) -> Path:
