@@ -10,7 +10,10 @@ return (statement wall time: sending, the server's work, the reply), and the pro
 CPU time over the apply (the client's own work: decoding, the applier, building batches).
 rdflib's parser on the same log runs first, for the ratio. The table shows the median run
 and what the issue's 3x target leaves for the whole apply, so a bound can be read off: if
-the statements alone take longer than that budget, no client-side work reaches it.
+the statements alone take longer than that budget, no client-side work reaches it. When the
+server runs on this machine, the CPU time of each server process the apply talked to is read
+from ``/proc`` as well (the target's connection and the term dictionary's), so the client's
+CPU, the server's CPU and the wall can be set side by side.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .apply_workload import PG_URL, WORKLOADS, apply_seconds, save_log
+from .apply_workload import PG_URL, WORKLOADS, command_pacing, fresh_spec, save_log, warm_imports
 from .workload import simple_text
 
 TARGET = 3.0
@@ -59,13 +62,52 @@ def busy_seconds(intervals: list[tuple[float, float]]) -> float:
     return total
 
 
-def timed_run(log: Path, work: Path) -> tuple[float, float, dict[str, list[float]], float]:
+def backend_cpu(pid: int) -> float | None:
+    """CPU seconds (user + system) of the server process ``pid`` so far, or None when it is
+    not a process of this machine (a remote server) or has ended."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def apply_clocks(log: Path, work: Path) -> tuple[float, float]:
+    """(wall, CPU of this process) of ``patchsync apply`` of ``log`` into a fresh PostgreSQL
+    schema, both over the span :func:`bench.apply_workload.apply_seconds` times: the imports
+    :func:`~bench.apply_workload.warm_imports` makes are outside both."""
+    from patchsync.apply import apply_file, open_target
+
+    warm_imports(work)
+    with fresh_spec("postgresql", work, "wl") as spec:
+        gc.collect()
+        with command_pacing():
+            start, cpu = time.perf_counter(), time.process_time()
+            target = open_target(spec)
+            apply_file(log, target, source="workload")
+            target.close()
+            return time.perf_counter() - start, time.process_time() - cpu
+
+
+Run = tuple[float, float, dict[str, list[float]], float, dict[int, list[float]]]
+
+
+def timed_run(log: Path, work: Path) -> Run:
     """(wall, client CPU, statement name -> [count, seconds], seconds with any statement
-    in flight) of one apply into PostgreSQL."""
+    in flight, server process id -> [CPU at its first statement, CPU after its last]) of
+    one apply into PostgreSQL."""
     import psycopg
 
     spent: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
     intervals: list[tuple[float, float]] = []
+    servers: dict[int, list[float]] = {}
+
+    def server_cpu(cursor: Any) -> None:
+        pid = cursor.connection.info.backend_pid
+        now = backend_cpu(pid)
+        if now is not None:
+            servers.setdefault(pid, [now, now])[1] = now
+
     originals: dict[str, Callable[..., Any]] = {
         "execute": psycopg.Cursor.execute,
         "executemany": psycopg.Cursor.executemany,
@@ -75,6 +117,7 @@ def timed_run(log: Path, work: Path) -> tuple[float, float, dict[str, list[float
         original = originals[name]
 
         def call(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+            server_cpu(self)
             start = time.perf_counter()
             try:
                 return original(self, query, *args, **kwargs)
@@ -84,19 +127,18 @@ def timed_run(log: Path, work: Path) -> tuple[float, float, dict[str, list[float
                 entry[0] += 1
                 entry[1] += end - start
                 intervals.append((start, end))
+                server_cpu(self)
 
         return call
 
     for name in originals:
         setattr(psycopg.Cursor, name, wrap(name))
     try:
-        cpu = time.process_time()
-        wall = apply_seconds("postgresql", log, work)
-        cpu = time.process_time() - cpu
+        wall, cpu = apply_clocks(log, work)
     finally:
         for name, original in originals.items():
             setattr(psycopg.Cursor, name, original)
-    return wall, cpu, dict(spent), busy_seconds(intervals)
+    return wall, cpu, dict(spent), busy_seconds(intervals), servers
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -122,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     Dataset().parse(data=text, format="patch")
     rdflib_seconds = time.perf_counter() - start
     runs = sorted((timed_run(log, work) for _ in range(args.runs)), key=lambda run: run[0])
-    wall, cpu, spent, busy = runs[len(runs) // 2]
+    wall, cpu, spent, busy, servers = runs[len(runs) // 2]
     statements = sum(seconds for _, seconds in spent.values())
     budget = rdflib_seconds / TARGET
     print(f"{rows:,} add/delete rows; median of {args.runs} runs (walls {', '.join(f'{r[0]:.2f}' for r in runs)} s)")
@@ -141,6 +183,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'  statements (wall, server and transfer), sum':44} {'':>6} {statements:>8.3f}")
     print(f"{'  any statement in flight (overlaps once)':44} {'':>6} {busy:>8.3f}")
     print(f"{'  client CPU (decode, applier, batches)':44} {'':>6} {cpu:>8.3f}")
+    used = sorted((last - first for first, last in servers.values()), reverse=True)
+    if used:
+        split = " + ".join(f"{seconds:.2f}" for seconds in used if seconds >= 0.005)
+        print(f"{'  server CPU (its processes, from /proc)':44} {'':>6} {sum(used):>8.3f}  ({split})")
+        print(f"{'  client + server CPU':44} {'':>6} {cpu + sum(used):>8.3f}  on {os.cpu_count()} cores")
     print(f"{'budget for the 3x target':44} {'':>6} {budget:>8.3f}")
     print(f"x rdflib: {rdflib_seconds / wall:.2f}; statements alone would allow at most {rdflib_seconds / busy:.2f}x")
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
