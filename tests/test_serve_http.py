@@ -105,10 +105,23 @@ def test_a_created_data_source_is_served_again_after_a_restart(tmp_path: Path) -
         assert _rpc(server.url, "describe_log", {"datasource": datasource_id("keep")}).json()["max_version"] == 1
 
 
+def test_a_removed_data_source_loses_its_lock(tmp_path: Path) -> None:
+    with serving(tmp_path) as server:
+        _create(server.url, "held")
+        ds = {"datasource": datasource_id("held")}
+        assert _rpc(server.url, "lock", ds).json()["lock-ref"] is not None
+        assert _rpc(server.url, "remove_datasource", ds).json() == {}
+        _create(server.url, "held")
+        assert _rpc(server.url, "lock-read", ds).json() == {}
+        assert _rpc(server.url, "lock", ds).json()["lock-ref"] is not None
+
+
 REFUSALS: list[tuple[str, str, str, dict[str, str], int, str]] = [
     # (method, path, body, headers, status, words in the one-line answer)
     ("POST", "/$/rpc", "{not json", {}, 400, "Bad JSON request"),
-    ("POST", "/$/rpc", '{"operation": "lock", "arg": {}}', {}, 400, "Unknown operation: lock"),
+    ("POST", "/$/rpc", '{"operation": "rename_datasource", "arg": {}}', {}, 400, "Unknown operation: rename"),
+    ("POST", "/$/rpc", '{"operation": "lock", "arg": {}}', {}, 400, "lock: missing field: datasource"),
+    ("POST", "/$/rpc", '{"operation": "lock-read", "arg": {"datasource": "id:nil"}}', {}, 404, "No such data source"),
     ("POST", "/$/rpc", '{"operation": "ping"}', {}, 400, "No argument"),
     ("POST", "/$/rpc", '{"arg": {}}', {}, 400, "No op name"),
     ("POST", "/$/rpc", '{"operation": "describe_log", "arg": {}}', {}, 400, "No field: 'datasource'"),

@@ -8,17 +8,20 @@ and one sent again (its id in the log) is not appended twice.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
 import threading
+import uuid
 from pathlib import Path
 
 import httpx
 
 from patchsync.apply import MemoryTarget, apply_file
 from patchsync.apply.targets.sql import SqlTarget
+from patchsync.serve.delta_protocol import datasource_id
 from patchsync.sources import resolve_source
 
 from .apply_helpers import state
@@ -201,3 +204,46 @@ def test_two_servers_on_one_nats_stream_both_append_and_never_fork(tmp_path: Pat
                 text = change["patch"]
                 assert (f"H prev <{prev}> ." in text) if prev else ("H prev" not in text)  # one chain, no fork
                 prev = change["id"]
+
+
+def test_rdf_delta_lock_operations_over_http_with_tokens(tmp_path: Path, daemons: list[subprocess.Popen[str]]) -> None:
+    """RDF Delta's patch log lock through a real ``patchsync serve --http``, as Java's
+    ``DeltaLinkHTTP`` sends it (<https://github.com/afs/rdf-delta>, rdf-delta-client
+    ``DeltaLinkHTTP``; the server side ``S_DRPC`` and ``PatchLogIndexBase``): lock operations
+    need a write token; appends do not need the lock (RDF Delta's lock is advisory)."""
+    tokens = tmp_path / "tokens"
+    tokens.write_text("write w-secret\nread r-secret\n")
+    proc, address = start_serve(["--http", "127.0.0.1:0", "--topic", f"t={tmp_path / 't'}", "--tokens", str(tokens)])
+    daemons.append(proc)
+    write = {"Authorization": "Bearer w-secret"}
+    ds = datasource_id("t")
+
+    def rpc(op: str, arg: dict[str, object], headers: dict[str, str] = write) -> httpx.Response:
+        body = json.dumps({"operation": op, "opid": "1", "arg": arg})
+        return httpx.post(f"http://{address}/$/rpc", content=body, headers=headers)
+
+    assert rpc("lock", {"datasource": ds}, {}).status_code == 401
+    assert rpc("lock", {"datasource": ds}, {"Authorization": "Bearer r-secret"}).status_code == 403
+    assert rpc("lock-read", {"datasource": ds}, {"Authorization": "Bearer r-secret"}).status_code == 403
+    first = rpc("lock", {"datasource": ds})
+    assert first.status_code == 200 and first.headers["Content-Type"] == "application/json"
+    session = first.json()["lock-ref"]
+    assert rpc("lock", {"datasource": f"id:{ds}"}).json() == {"lock-ref": None}
+    assert rpc("lock-read", {"datasource": ds}).json() == {"lock-ref": session, "lock-ticks": 1}
+    refresh = {"array": [{"datasource": ds, "lock-ref": session}]}
+    assert rpc("lock-refresh", refresh).json() == {"array": []}
+    assert rpc("lock-read", {"datasource": ds}).json()["lock-ticks"] == 2
+    appended = httpx.post(f"http://{address}/{ds}", content=patch_text("lk", 1, None), headers=write)
+    assert appended.status_code == 200, appended.text  # without holding the lock
+    other = str(uuid.uuid4())
+    assert rpc("lock-grab", {"datasource": ds, "lock-ref": other}).json() == {"lock-ref": None}
+    grabbed = rpc("lock-grab", {"datasource": ds, "lock-ref": session}).json()["lock-ref"]
+    assert grabbed not in (None, session)
+    assert rpc("lock-refresh", refresh).json() == refresh  # the old session no longer holds it
+    assert rpc("unlock", {"datasource": ds, "lock-ref": grabbed}).json() == {}
+    assert rpc("lock-read", {"datasource": ds}).json() == {}
+    missing = rpc("lock", {"datasource": other})
+    assert missing.status_code == 404 and missing.headers["Content-Type"].startswith("text/plain")
+    assert rpc("lock-grab", {"datasource": ds}).status_code == 400
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(30) == 0

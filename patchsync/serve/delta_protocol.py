@@ -39,6 +39,8 @@ JSON = "application/json"
 JELLY_RDF = "application/x-jelly-rdf"
 NQUADS = "application/n-quads"
 
+#: RDF Delta's patch log lock operations (answered by :mod:`patchsync.serve.delta_locks`).
+LOCK_OPERATIONS = ("lock", "lock-refresh", "lock-read", "lock-grab", "unlock")
 #: The RPC operations served.
 OPERATIONS = (
     "ping",
@@ -49,9 +51,11 @@ OPERATIONS = (
     "describe_log",
     "create_datasource",
     "remove_datasource",
+    *LOCK_OPERATIONS,
 )
-#: Operations that change the server (a write token).
-WRITE_OPERATIONS = frozenset({"create_datasource", "remove_datasource"})
+#: Operations that change the server (a write token). All the lock operations are: the
+#: holder's session, which ``lock-read`` shows, is what grabs and releases the lock.
+WRITE_OPERATIONS = frozenset({"create_datasource", "remove_datasource", *LOCK_OPERATIONS})
 
 #: The change feed's default and largest ``limit``, and its longest ``wait`` (seconds).
 FEED_LIMIT = 100
@@ -356,6 +360,7 @@ __all__ = [
     "JELLY_PATCH",
     "JELLY_RDF",
     "JSON",
+    "LOCK_OPERATIONS",
     "NQUADS",
     "OPERATIONS",
     "PATCH_TEXT",

@@ -3,7 +3,8 @@
 ``patchsync serve --http HOST:PORT``, on aiohttp, over the process's topics
 (docs/decisions/0001-serve-and-topics.md; the protocol facts: 0002-rdf-delta-http.md):
 
-- ``POST /$/rpc``: RDF Delta's JSON operations (:mod:`patchsync.serve.delta_protocol`);
+- ``POST /$/rpc``: RDF Delta's JSON operations (:mod:`patchsync.serve.delta_protocol`), its
+  patch log lock among them (:mod:`patchsync.serve.delta_locks`);
   ``GET /$/ping``: the ``ping`` answer;
 - ``POST /{ref}``: append one patch (RDF Patch text, or Jelly-Patch as
   ``application/x-jelly-rdf-patch``); the answer is ``{"version", "location"}``; a patch
@@ -46,6 +47,7 @@ from patchsync.events import Options
 from patchsync.serve import datasource_files as df
 from patchsync.serve import delta_protocol as dp
 from patchsync.serve.auth import Access, bearer
+from patchsync.serve.delta_locks import LockTable
 from patchsync.serve.errors import OverLimit, UnknownTopic, status_of
 from patchsync.serve.settings import Address
 from patchsync.serve.target_topic import read_frames
@@ -99,6 +101,8 @@ class HttpDoor:
         #: The ``uri`` given to ``create_datasource``, by name; kept with the data source
         #: (:mod:`patchsync.serve.datasource_files`), read again on starting.
         self.uris: dict[str, str] = {}
+        #: RDF Delta's patch log locks (advisory: an append does not need the lock).
+        self.locks = LockTable()
         self._runner: web.AppRunner | None = None
 
     # -- listening ---------------------------------------------------------------------
@@ -239,6 +243,8 @@ class HttpDoor:
         self._authorize(request, Access.WRITE if call.op in dp.WRITE_OPERATIONS else Access.READ)
         logs = {t.name: t for t in self._logs()}
         with self.metrics.timed("http", f"rpc {call.op}", ""):
+            if call.op in dp.LOCK_OPERATIONS:
+                return json_response(self.locks.answer(call, logs))
             if call.op == "ping":
                 return json_response(dp.ping_body())
             if call.op == "list_datasource":
@@ -275,6 +281,7 @@ class HttpDoor:
                 raise UnknownTopic(f"remove_datasource: No such datasource: '{call.string('datasource')}'")
             await self.ctx.remove_topic(found)
             self.uris.pop(found, None)
+            self.locks.forget(found)
             return json_response({})
 
     # -- appending ---------------------------------------------------------------------
