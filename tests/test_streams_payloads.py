@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -240,20 +241,28 @@ def test_one_decoder_for_many_messages_decodes_each_as_a_new_one_would(tmp_path:
     shared = MessageDecoder("nats://h:1/s", adapter=NTriplesTerms())
     outcomes = []
     for seq, (payload, msg_id) in enumerate(payloads, 1):
-        message = _message(payload, msg_id, seq=seq)
-        try:
-            alone: object = decode_message(message, "nats://h:1/s", adapter=NTriplesTerms())
-        except DecodeError as exc:
-            alone = str(exc)
-        try:
-            reused: object = shared.decode(message)
-        except DecodeError as exc:
-            reused = str(exc)
-        assert reused == alone, seq
-        outcomes.append(type(alone).__name__)
+        outcome = _decoded_as_alone(shared, _message(payload, msg_id, seq=seq))
+        outcomes.append(type(outcome).__name__)
     assert outcomes == ["list", "list", "str", "list", "str", "str", "list", "list", "list", "list", "list"]
     with pytest.raises(DecodeError, match="used before it was defined"):
         shared.decode(_message(payloads[2][0], payloads[2][1], seq=3))
+
+
+def _decoded_as_alone(shared: Any, message: StreamMessage) -> object:
+    """What ``shared`` (a reused :class:`MessageDecoder`) makes of ``message``: its events, or
+    its error's text; asserted equal to what a new decoder for this message alone makes."""
+    outcomes: list[object] = []
+    for decode in (
+        lambda: decode_message(message, "nats://h:1/s", adapter=NTriplesTerms()),
+        lambda: shared.decode(message),
+    ):
+        try:
+            outcomes.append(decode())
+        except DecodeError as exc:
+            outcomes.append(str(exc))
+    alone, reused = outcomes
+    assert reused == alone, message.seq
+    return reused
 
 
 def _lookup_message(
@@ -307,16 +316,7 @@ def test_lookup_entries_repeated_from_the_last_message_decode_as_a_new_decoder_w
     shared._decoder = (PurePatchDecoder if pure else PatchDecoder)(NTriplesTerms(), source="nats://h:1/s")
     subjects: list[object] = []
     for seq, payload in enumerate(payloads, 1):
-        message = _message(payload, seq=seq)
-        try:
-            alone: object = decode_message(message, "nats://h:1/s", adapter=NTriplesTerms())
-        except DecodeError as exc:
-            alone = str(exc)
-        try:
-            reused: object = shared.decode(message)
-        except DecodeError as exc:
-            reused = str(exc)
-        assert reused == alone, seq
+        reused = _decoded_as_alone(shared, _message(payload, seq=seq))
         subjects.append([e[0] for e in reused if type(e) is Add] if isinstance(reused, list) else "refused")
     assert subjects == [
         ["<http://a/s>", "<http://a/p>", "<http://a/o>"],
