@@ -39,24 +39,23 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import replace
 from typing import Any, NoReturn, cast
 
-from patchsync.apply.chain import ChainChecks
 from patchsync.apply.group import (
     DEFAULT_GROUP_ROWS,
     DEFAULT_GROUP_UNITS,
     CommitGroup,
     Decision,
     HeldUnit,
-    settle,
     write_rows,
 )
+from patchsync.apply.group_writes import GroupWrites
 from patchsync.apply.result import ApplyResult
 from patchsync.apply.target import (
     CAN_CONTAINS,
     CAN_LAST_WRITES,
     CAN_WRITE_EACH,
+    CAN_WRITE_LATER,
     CAN_WRITE_PREFIXES,
     Checkpoint,
     PatchRecord,
@@ -82,7 +81,7 @@ _IMPLICIT_START = Boundary.IMPLICIT_START
 _CHANGE_QUIET = QUIET[Kind.CHANGE]
 
 
-class Applier(ChainChecks):
+class Applier(GroupWrites):
     """Applies the events of one source log to a target (see the module docstring).
 
     ``source`` names the log in the target's checkpoints; ``fingerprint`` identifies its
@@ -143,6 +142,10 @@ class Applier(ChainChecks):
         # touched once are written without a lookup where the writes tell what changed.
         self._write_each = CAN_WRITE_EACH in capabilities
         self._write_prefixes_at_once = CAN_WRITE_PREFIXES in capabilities
+        # A full group's adds may be left running while the next group is decoded.
+        self._write_later = self._write_each and CAN_WRITE_LATER in capabilities
+        # Finishes the group whose adds were left running (see _write_group, _land).
+        self._landing: Callable[[], None] | None = None
         self._group: CommitGroup | None = None
         if CAN_CONTAINS in capabilities and self._announce_last:
             self._group = CommitGroup(rows=group_rows, units=group_units)
@@ -253,7 +256,7 @@ class Applier(ChainChecks):
             self._ops = {}
             self._open = False
             if group.hold(unit):
-                self._write_group()
+                self._write_group(wait=False)
             return
         if self._unit_open:
             if self._announce_last:
@@ -305,71 +308,6 @@ class Applier(ChainChecks):
                     self._head = self._patch_id
         return Checkpoint(at.offset, at.frame, at.row, self._patches, self._last_id, self.fingerprint, time.time())
 
-    def _write_group(self) -> None:
-        """Write the held units as one target unit (see patchsync.apply.group)."""
-        if self._group is None or not self._group.units:
-            return
-        base = self._group.base
-        units = self._group.take()
-        target = cast(Any, self.target)  # a group's target has contains and last_writes
-        target.begin()
-        self._unit_open = True  # an error from here on rolls the target back (_fail)
-        error: ChainError | None = None
-        if self.strict:
-            head = target.head()  # read where no other applier can move it until the commit
-            if head != base:
-                units, error = self._redecide(units, head)
-                if not units:
-                    assert error is not None
-                    raise error
-        target.last_writes()
-        settled = settle(units, target.contains, lone=self._write_each)
-        if settled.deletes:  # the four writes are on distinct quads: any order
-            target.delete(settled.deletes)
-        if settled.lone_deletes:
-            settled.deleted(target.delete_each(settled.lone_deletes))
-        if settled.adds:
-            target.add(settled.adds)
-        if settled.lone_adds:
-            settled.added(target.add_each(settled.lone_adds))
-        self._write_prefixes([op for unit in units for op in unit.prefixes])
-        records: list[PatchRecord] = []
-        result = self.result
-        for unit, (added, deleted, noop) in zip(units, settled.unit_counts(), strict=True):
-            self._p_added += added
-            self._p_deleted += deleted
-            self._p_noop += noop
-            if unit.unit:
-                result.units += 1
-                result.added += added
-                result.deleted += deleted
-                result.noop += noop
-            if unit.ends_patch:
-                if unit.record is not None:
-                    records.append(
-                        replace(unit.record, added=self._p_added, deleted=self._p_deleted, noop=self._p_noop)
-                    )
-                self._p_added = self._p_deleted = self._p_noop = 0
-        target.commit(self.source, units[-1].checkpoint, records)
-        self._unit_open = False
-        self._mark_unit()
-        if error is not None:
-            raise error
-
-    def _write_prefixes(self, ops: list[PrefixOp]) -> None:
-        """The prefix rows of a group's units, in log order; they commute with its quads."""
-        if not ops:
-            return
-        target = cast(Any, self.target)
-        if self._write_prefixes_at_once:
-            target.write_prefixes(ops)
-            return
-        for bind, graph, name, iri in ops:
-            if bind:
-                target.add_prefix(graph, name, iri)
-            else:
-                target.delete_prefix(graph, name)
-
     def _mark_unit(self) -> None:
         self._u_added0, self._u_deleted0, self._u_noop0 = self._p_added, self._p_deleted, self._p_noop
 
@@ -412,10 +350,12 @@ class Applier(ChainChecks):
         Complete units are committed as in :meth:`apply`; a unit still open when the
         events run out stays open for the next call. Call :meth:`pause` when the input
         pauses. On an error the open unit is rolled back and the error raised as by
-        :meth:`apply`; the applier must not be fed again.
+        :meth:`apply`; the applier must not be fed again. A group whose adds were left
+        running is finished before the call returns (the caller may use the target next).
         """
         try:
             self._run_events(events)
+            self._land()
         except BaseException as exc:
             self._reraise(exc)
 

@@ -39,7 +39,10 @@ class ChainChecks:
     _skipping: bool
     _decision: Decision | None
 
-    def _write_group(self) -> None:
+    def _write_group(self, *, wait: bool = True) -> None:
+        raise NotImplementedError
+
+    def _land(self) -> None:
         raise NotImplementedError
 
     def _check_chain(self, at: Event) -> None:
@@ -79,6 +82,8 @@ class ChainChecks:
             # head, so its prev could not be the head without a cycle: no lookup needed.
             return True
         held = self._group is not None and self._group.holds(patch_id)
+        if not held:
+            self._land()  # a group still being written holds patches the target does not show yet
         if held or self.target.has_patch(patch_id):
             self._skipping = True
             return True

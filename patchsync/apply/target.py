@@ -104,6 +104,11 @@ CAN_BULK_LOAD = "bulk_load"
 #: several units in log order and stores what they leave, as ``add_prefix``/``delete_prefix``
 #: one row at a time would, in a few statements.
 CAN_WRITE_PREFIXES = "write_prefixes"
+#: ``write_later``: ``add_each_later(quads)`` is ``add_each`` that may leave the write
+#: running while the caller goes on; it returns a function that waits for the write and
+#: answers as ``add_each`` would. Until then the caller makes no other call on the target
+#: except ones that wait for the write themselves (every call of the SQL target does).
+CAN_WRITE_LATER = "write_later"
 CAPABILITIES = frozenset(
     {
         CAN_DUMP,
@@ -115,6 +120,7 @@ CAPABILITIES = frozenset(
         CAN_WRITE_EACH,
         CAN_BULK_LOAD,
         CAN_WRITE_PREFIXES,
+        CAN_WRITE_LATER,
     }
 )
 

@@ -174,8 +174,7 @@ class Ledger:
     def write(self, conn: Connection) -> None:
         """Send the held records and checkpoints, in the transaction about to commit."""
         if self._records:
-            # In one executemany.
-            self.link.cur.executemany(self.sql.record, self._records)
+            self.dialect.write_records(self.link.cur, self._records)
         for source, cp in self._pending.items():
             self._write_checkpoint(conn, source, cp)
 

@@ -11,7 +11,7 @@ which is exactly the set-semantics count the applier reports. How a batch is sen
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from patchsync.apply.target import Quad
@@ -49,6 +49,12 @@ class QuadWrites:
         """:meth:`add`, telling whether each quad was added (it was absent before)."""
         raise NotImplementedError
 
+    def add_each_later(self, quads: Sequence[Quad]) -> Callable[[], list[bool]]:
+        """:meth:`add_each`, the write perhaps left running (the dialect's choice, see
+        :class:`.Link`); the function returned waits for it and tells which were added."""
+        added = self.add_each(quads)
+        return lambda: added
+
     def delete_each(self, quads: Sequence[Quad]) -> list[bool]:
         """:meth:`delete`, telling whether each quad was deleted (it was present before)."""
         raise NotImplementedError
@@ -63,6 +69,9 @@ class QuadWrites:
     def _present(self, keys: list[tuple[int, int, int, int]]) -> set[tuple[int, int, int, int]]:
         """Which of ``keys`` are stored."""
         raise NotImplementedError
+
+    def close(self) -> None:
+        """Release what the writes hold beside the connection (a thread)."""
 
 
 __all__ = ["QuadWrites"]

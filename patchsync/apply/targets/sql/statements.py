@@ -163,6 +163,15 @@ POSTGRESQL = Statements(
     **_shared("%s"),
 )
 
+#: PostgreSQL: patch records given as one JSON array of rows (the ``record`` statement's
+#: columns), inserted in its order (``seq`` follows it).
+RECORDS_AT_ONCE = (
+    "INSERT INTO ps_patches (patch_id, prev, source, pos_offset, pos_frame, pos_row, added, deleted, noop, "
+    "applied_at, headers, chained) SELECT e.r->>0, e.r->>1, e.r->>2, (e.r->>3)::bigint, (e.r->>4)::bigint, "
+    "(e.r->>5)::bigint, (e.r->>6)::bigint, (e.r->>7)::bigint, (e.r->>8)::bigint, (e.r->>9)::double precision, "
+    "e.r->>10, (e.r->>11)::boolean FROM jsonb_array_elements(%s::jsonb) WITH ORDINALITY AS e(r, n) ORDER BY e.n"
+)
+
 SQLITE = Statements(
     dialect="sqlite",
     insert_quads="INSERT INTO ps_quads (s, p, o, g) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
@@ -180,4 +189,4 @@ SQLITE = Statements(
     **_shared("?"),
 )
 
-__all__ = ["LOOKUP_CHUNK", "PG_SESSION", "POSTGRESQL", "SQLITE", "Statements"]
+__all__ = ["LOOKUP_CHUNK", "PG_SESSION", "POSTGRESQL", "RECORDS_AT_ONCE", "SQLITE", "Statements"]

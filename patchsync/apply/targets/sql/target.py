@@ -31,7 +31,7 @@ Every driver error leaves through :func:`.errors.translate`.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any, ClassVar
 
@@ -48,6 +48,7 @@ from patchsync.apply.target import (
     CAN_LAST_WRITES,
     CAN_NAMESPACES,
     CAN_WRITE_EACH,
+    CAN_WRITE_LATER,
     CAN_WRITE_PREFIXES,
     Checkpoint,
     PatchRecord,
@@ -89,6 +90,7 @@ class SqlTarget:
             CAN_WRITE_EACH,
             CAN_BULK_LOAD,
             CAN_WRITE_PREFIXES,
+            CAN_WRITE_LATER,
         }
     )
 
@@ -165,6 +167,7 @@ class SqlTarget:
     def _reading(self) -> Iterator[Connection]:
         """The connection, inside the open transaction or a short one of its own."""
         with self._guard("reading"):
+            self.link.land()  # reads through SQLAlchemy bypass the cursor's wait
             conn = self._connection
             if self._tx is not None:
                 yield conn
@@ -276,6 +279,21 @@ class SqlTarget:
             self._before_write()
             return self.writes.add_each(quads)
 
+    def add_each_later(self, quads: Sequence[Quad]) -> Callable[[], list[bool]]:
+        """:meth:`add_each`, the insert left running where the dialect can (PostgreSQL: the
+        server inserts while the applier decodes on). The function returned waits for it and
+        tells whether each quad was added; any other call on the target waits for it first."""
+        self._group_rows += len(quads)
+        with self._guard("adding quads"):
+            self._before_write()
+            answer = self.writes.add_each_later(quads)
+
+        def answered() -> list[bool]:
+            with self._guard("adding quads"):
+                return answer()
+
+        return answered
+
     def delete_each(self, quads: Sequence[Quad]) -> list[bool]:
         """:meth:`delete`, telling whether each quad was deleted (it was present before)."""
         self._group_rows += len(quads)
@@ -344,6 +362,7 @@ class SqlTarget:
         tx = self._tx
         try:
             with self._guard("committing"):
+                self.link.land()  # the commit goes through SQLAlchemy, not the cursor
                 if self._in_unit:
                     # An open unit never reaches the commit; it would be incomplete.
                     self._in_unit = False
@@ -363,6 +382,10 @@ class SqlTarget:
 
     def _abandon(self) -> None:
         """Drop the open database transaction and forget what it held."""
+        # A write left running is waited for (its outcome no longer matters): the
+        # connection is then free for the rollback.
+        with suppress(Exception):
+            self.link.land()
         try:
             if self._tx is not None and self._tx.is_active:
                 self._tx.rollback()
@@ -394,6 +417,7 @@ class SqlTarget:
             with suppress(self._dbapi_error):
                 cursor.close()
             self.link.cur = None
+        self.writes.close()
         self.terms.close()
         if conn is not None:
             try:

@@ -69,6 +69,10 @@ class Dialect:
         """Delete the ``(graph, prefix)`` pairs of ``unbinds``, then bind those of ``binds``."""
         raise NotImplementedError
 
+    def write_records(self, cursor: Any, records: list[tuple[Any, ...]]) -> None:
+        """Insert patch records (rows of the ``record`` statement's columns), in order."""
+        cursor.executemany(self.statements.record, records)
+
     def quad_writes(self, link: Link, term_cache: int, term_cache_chars: int) -> QuadWrites:
         """The target's quad writes, holding its term dictionary (``.terms``), bounded so."""
         raise NotImplementedError

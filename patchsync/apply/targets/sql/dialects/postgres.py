@@ -11,8 +11,10 @@ dictionary (:mod:`.postgres_terms`) inserts new terms on a connection of its own
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, ClassVar
+import json
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, ClassVar, cast
 
 from sqlalchemy import Connection, Engine, event
 
@@ -24,7 +26,7 @@ from patchsync.apply.targets.sql.link import Link
 from patchsync.apply.targets.sql.pg_arrays import key_arrays
 from patchsync.apply.targets.sql.pg_arrays import register as register_arrays
 from patchsync.apply.targets.sql.quad_writes import QuadWrites
-from patchsync.apply.targets.sql.statements import PG_SESSION, POSTGRESQL, Statements
+from patchsync.apply.targets.sql.statements import PG_SESSION, POSTGRESQL, RECORDS_AT_ONCE, Statements
 
 #: Batches of lone quads at least this long are first written without returning rows,
 #: judged by the row count (see PostgresQuads._each); below it the savepoint round trips
@@ -55,6 +57,8 @@ class PostgresQuads(QuadWrites):
         super().__init__(link, sql, terms)
         # Adds and deletes: batches in a row whose every quad changed the table.
         self._each_streak = [_EACH_TRUST, _EACH_TRUST]
+        # The thread an insert is left running on (add_each_later).
+        self._writer: ThreadPoolExecutor | None = None
 
     def _send(self, sql: str, keys: list[tuple[int, int, int, int]]) -> int:
         return int(self.link.cur.execute(sql, key_arrays(keys)).rowcount)
@@ -74,15 +78,59 @@ class PostgresQuads(QuadWrites):
         return added
 
     def add_each(self, quads: Sequence[Quad]) -> list[bool]:
+        return self.add_each_later(quads)()
+
+    def add_each_later(self, quads: Sequence[Quad]) -> Callable[[], list[bool]]:
+        """:meth:`add_each`, the insert left running where it is sent returning nothing (see
+        :meth:`_each`): the server inserts while the caller goes on decoding. The function
+        returned waits for it (as does any other use of the cursor, :class:`.Link`) and
+        tells which quads were added."""
         keys = self.terms.keys_beside(quads)
         insert, each = self.sql.insert_quads_new, self.sql.insert_quads_each
+        batch = sorted(k for k in keys if k is not None)
+        if not (len(batch) >= _EACH_AT_ONCE and self._each_streak[0] >= _EACH_TRUST):
+            added = self._restored(quads, keys, self._guarded(lambda: self._each(0, insert, each, keys)))
+            return lambda: added
+        arrays = key_arrays(batch)
+        cursor = self.link.cur  # waits for a write left running before
+        if self._writer is None:
+            self._writer = ThreadPoolExecutor(1, thread_name_prefix="patchsync-quads")
+        sent = self._writer.submit(self._plain, cursor, insert, arrays)
+        outcome: list[Any] = []
+
+        def landing() -> None:
+            try:
+                changed = self._guarded(lambda: self._after_plain(0, each, keys, arrays, len(batch), sent.result()))
+                outcome.append(self._restored(quads, keys, changed))
+            except BaseException as exc:
+                outcome.append(exc)
+                raise
+
+        self.link.leave_running(landing)
+
+        def answer() -> list[bool]:
+            self.link.land()
+            if isinstance(outcome[0], BaseException):
+                raise outcome[0]
+            return cast("list[bool]", outcome[0])
+
+        return answer
+
+    def _guarded(self, write: Callable[[], list[bool]]) -> list[bool]:
+        """``write`` of quads keyed by a batch whose new terms are in flight: if it fails,
+        their insert is waited for (and its failure not raised over this one)."""
         try:
-            added = self._each(0, insert, each, keys)
+            return write()
         except BaseException:
             self.terms.settle(failing=True)
             raise
+
+    def _restored(self, quads: Sequence[Quad], keys: list[Any], added: list[bool]) -> list[bool]:
+        """``added`` of ``quads`` written as ``keys``, once the insert of their new terms is
+        waited for, with the quads written again whose keys turned out stale (_restore_stale)."""
         stale, fixed = self._restore_stale(quads, keys)
         if stale:
+            insert, each = self.sql.insert_quads_new, self.sql.insert_quads_each
             for i, again in zip(stale, self._each(0, insert, each, [fixed[i] for i in stale]), strict=True):
                 added[i] = again
         return added
@@ -118,31 +166,52 @@ class PostgresQuads(QuadWrites):
         batch = sorted(k for k in keys if k is not None)
         if not batch:
             return [False] * len(keys)
-        cursor = self.link.cur
         arrays = key_arrays(batch)
-        streak = self._each_streak
-        if len(batch) >= _EACH_AT_ONCE and streak[kind] >= _EACH_TRUST:
+        if len(batch) >= _EACH_AT_ONCE and self._each_streak[kind] >= _EACH_TRUST:
             # Usually every quad changes the table, and then the row count says so for
             # each, without the server sending the rows back (bench.pg_statements: 4% of
             # the workload's wall). Otherwise the write is undone and run again returning
             # what it changed. The add is a plain insert: a stored quad fails it on the
             # primary key, which costs the server less than ON CONFLICT's speculative
             # insertion of every row (about 15% of the statement).
-            cursor.execute("SAVEPOINT ps_each")
-            try:
-                changed = cursor.execute(plain, arrays).rowcount
-            except self.link.dbapi_error as exc:
-                if not is_unique_violation(exc):
-                    raise
-                changed = -1
-            if changed == len(batch):
-                cursor.execute("RELEASE SAVEPOINT ps_each")
-                return [k is not None for k in keys]
-            cursor.execute("ROLLBACK TO SAVEPOINT ps_each")
+            changed = self._plain(self.link.cur, plain, arrays)
+            return self._after_plain(kind, returning, keys, arrays, len(batch), changed)
+        return self._returning(kind, returning, keys, arrays, len(batch))
+
+    def _plain(self, cursor: Any, plain: str, arrays: Any) -> int:
+        """``plain`` under a savepoint: the rows it changed, -1 if it failed on a stored quad.
+        (It may run on a thread of its own: it touches nothing but ``cursor``.)"""
+        cursor.execute("SAVEPOINT ps_each")
+        try:
+            return int(cursor.execute(plain, arrays).rowcount)
+        except self.link.dbapi_error as exc:
+            if not is_unique_violation(exc):
+                raise
+            return -1
+
+    def _after_plain(
+        self, kind: int, returning: str, keys: list[Any], arrays: Any, size: int, changed: int
+    ) -> list[bool]:
+        """Keep the plain write of ``size`` quads if it changed each of them, else undo it
+        and write them again returning what changed."""
+        cursor = self.link.cur
+        if changed == size:
             cursor.execute("RELEASE SAVEPOINT ps_each")
-        written = {(r[0], r[1], r[2], r[3]) for r in cursor.execute(returning, arrays).fetchall()}
-        streak[kind] = streak[kind] + 1 if len(written) == len(batch) else 0
+            return [k is not None for k in keys]
+        cursor.execute("ROLLBACK TO SAVEPOINT ps_each")
+        cursor.execute("RELEASE SAVEPOINT ps_each")
+        return self._returning(kind, returning, keys, arrays, size)
+
+    def _returning(self, kind: int, returning: str, keys: list[Any], arrays: Any, size: int) -> list[bool]:
+        written = {(r[0], r[1], r[2], r[3]) for r in self.link.cur.execute(returning, arrays).fetchall()}
+        streak = self._each_streak
+        streak[kind] = streak[kind] + 1 if len(written) == size else 0
         return [k in written for k in keys]
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.shutdown()
+            self._writer = None
 
 
 class PostgresDialect(Dialect):
@@ -191,6 +260,11 @@ class PostgresDialect(Dialect):
         for sql, rows in ((self.statements.ns_delete_many, unbinds), (self.statements.ns_upsert_many, binds)):
             if rows:
                 cursor.execute(sql, [list(column) for column in zip(*rows, strict=True)])
+
+    def write_records(self, cursor: Any, records: list[tuple[Any, ...]]) -> None:
+        # One statement over one JSON text: executemany costs the server a statement per
+        # record, and lists as arrays cost psycopg a dump per element (bench.pg_statements).
+        cursor.execute(RECORDS_AT_ONCE, (json.dumps(records, ensure_ascii=False),))
 
     def quad_writes(self, link: Link, term_cache: int, term_cache_chars: int) -> PostgresQuads:
         terms = PostgresTerms(link, self.statements, term_cache, term_cache_chars)
