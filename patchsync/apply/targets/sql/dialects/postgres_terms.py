@@ -50,6 +50,10 @@ class PostgresTerms(TermDictionary):
         self._overlap_terms = False
         self._in_flight: tuple[Future[Any], list[str], list[int], dict[str, int], tuple[Any, Any]] | None = None
         self._term_sender: ThreadPoolExecutor | None = None
+        # Ids drawn from the table's sequence ahead of need: the insert left running draws
+        # as many as it inserts once it is done, so the next batch's new terms need no round
+        # trip of their own for ids. Ids drawn and never used are gaps, which ids may have.
+        self._spare_ids: list[int] = []
 
     def keys_beside(self, quads: Sequence[Quad]) -> list[Any]:
         """:meth:`keys` with ``create``, the insert of new terms left running.
@@ -84,9 +88,15 @@ class PostgresTerms(TermDictionary):
         # Terms absent at our lookup are inserted in hash order; when two appliers add the
         # same term, the unique (h, md5(term)) index fails the later plain insert, which
         # runs again as insert-or-ignore and reads back: both get the one id.
-        terms = sorted(hashes, key=hashes.__getitem__)
         cursor = self._term_cursor()
         ids = self._ids
+        if create and self._fresh:
+            # Every term of ``hashes`` is new (the cache holds every stored term): no lookup,
+            # and no sort either, as the insert orders its rows by hash itself.
+            self._absent = {}
+            self._insert(cursor, list(hashes), hashes)
+            return
+        terms = sorted(hashes, key=hashes.__getitem__)
         absent = self._absent
         if not create:
             self._read(cursor, terms, hashes)
@@ -96,33 +106,52 @@ class PostgresTerms(TermDictionary):
             return
         # A lookup first, then a plain insert of the terms still absent: that costs the
         # server less than insert-or-read of them all (bench.pg_statements). Terms the last
-        # lookup found absent skip it, and so does every term while the cache is fresh (a
-        # term it lacks is new, see _fresh).
-        unknown = [] if self._fresh else [t for t in terms if t not in absent] if absent else terms
+        # lookup found absent skip it.
+        unknown = [t for t in terms if t not in absent] if absent else terms
         if unknown:
             self._read(cursor, unknown, hashes)
-        new = [t for t in terms if t not in ids]
         self._absent = {}
-        if new:
-            values, texts = bigint_array([hashes[t] for t in new]), text_array(new)
-            # Ids from the table's own sequence: unique whoever else draws from it.
-            numbers: list[int] = cursor.execute(self.sql.term_ids, (len(new),)).fetchone()[0]
-            params = (bigint_array(numbers), values, texts)
-            if self._overlap_terms:
-                if self._term_sender is None:
-                    self._term_sender = ThreadPoolExecutor(1, thread_name_prefix="patchsync-terms")
-                sent = self._term_sender.submit(cursor.execute, self.sql.term_insert_new, params)
-                # Cached before the insert is known to succeed: settle corrects them.
-                ids.update(zip(new, numbers, strict=True))
-                self._in_flight = (sent, new, numbers, hashes, (values, texts))
-                return
-            try:
-                cursor.execute(self.sql.term_insert_new, params)
-                ids.update(zip(new, numbers, strict=True))
-            except Exception as exc:
-                if not is_unique_violation(exc):
-                    raise
-                self._insert_or_read(new, hashes, values, texts)
+        self._insert(cursor, [t for t in terms if t not in ids], hashes)
+
+    def _insert(self, cursor: Any, new: list[str], hashes: dict[str, int]) -> None:
+        """Store ``new`` (terms absent at our lookup, or new while the cache is fresh) with
+        ids from the sequence, from a thread while ``keys_beside`` runs."""
+        if not new:
+            return
+        ids = self._ids
+        values, texts = bigint_array([hashes[t] for t in new]), text_array(new)
+        numbers = self._draw_ids(cursor, len(new))
+        params = (bigint_array(numbers), values, texts)
+        if self._overlap_terms:
+            if self._term_sender is None:
+                self._term_sender = ThreadPoolExecutor(1, thread_name_prefix="patchsync-terms")
+            sent = self._term_sender.submit(self._insert_and_draw, cursor, params, len(new))
+            # Cached before the insert is known to succeed: settle corrects them.
+            ids.update(zip(new, numbers, strict=True))
+            self._in_flight = (sent, new, numbers, hashes, (values, texts))
+            return
+        try:
+            cursor.execute(self.sql.term_insert_new, params)
+            ids.update(zip(new, numbers, strict=True))
+        except Exception as exc:
+            if not is_unique_violation(exc):
+                raise
+            self._insert_or_read(new, hashes, values, texts)
+
+    def _draw_ids(self, cursor: Any, count: int) -> list[int]:
+        """``count`` ids from the table's sequence (unique whoever else draws from it):
+        spare ones first, the rest drawn now."""
+        spare = self._spare_ids
+        if len(spare) < count:
+            spare += cursor.execute(self.sql.term_ids, (count - len(spare),)).fetchone()[0]
+        numbers, self._spare_ids = spare[:count], spare[count:]
+        return numbers
+
+    def _insert_and_draw(self, cursor: Any, params: tuple[Any, ...], count: int) -> list[int]:
+        """The insert left running (on the dictionary's thread), then ``count`` ids drawn for
+        the next batch while the server is still busy with the quads on the other connection."""
+        cursor.execute(self.sql.term_insert_new, params)
+        return list(cursor.execute(self.sql.term_ids, (count,)).fetchone()[0])
 
     def _insert_or_read(self, new: list[str], hashes: dict[str, int], values: Any, texts: Any) -> None:
         """The plain insert of ``new`` failed on the unique index: another applier added
@@ -148,7 +177,7 @@ class PostgresTerms(TermDictionary):
         sent, new, numbers, hashes, (values, texts) = self._in_flight
         self._in_flight = None
         try:
-            sent.result()
+            self._spare_ids += sent.result()
             return False
         except Exception as exc:
             # Not stored with these ids (or not at all): out of the cache.
