@@ -165,14 +165,16 @@ POSTGRESQL = Statements(
 
 SQLITE = Statements(
     dialect="sqlite",
-    insert_quads="INSERT INTO ps_quads (s, p, o, g) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+    # OR IGNORE / OR FAIL, not ON CONFLICT / plain: the target sends these as statements of
+    # many rows (dialects/sqlite.py), and only these conflict modes need no statement journal.
+    insert_quads="INSERT OR IGNORE INTO ps_quads (s, p, o, g) VALUES (?, ?, ?, ?)",
     delete_quads="DELETE FROM ps_quads WHERE s = ? AND p = ? AND o = ? AND g = ?",
     contains_quads="SELECT 1 FROM ps_quads WHERE s = ? AND p = ? AND o = ? AND g = ?",
     insert_quads_each="INSERT INTO ps_quads (s, p, o, g) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
     delete_quads_each="DELETE FROM ps_quads WHERE s = ? AND p = ? AND o = ? AND g = ?",
     insert_quads_new="INSERT INTO ps_quads (s, p, o, g) VALUES (?, ?, ?, ?)",  # unused: no savepoint per batch
     term_lookup=f"SELECT id, term FROM ps_terms WHERE h IN ({', '.join(['?'] * LOOKUP_CHUNK)})",
-    term_insert="INSERT INTO ps_terms (id, h, term) VALUES (?, ?, ?)",
+    term_insert="INSERT OR FAIL INTO ps_terms (id, h, term) VALUES (?, ?, ?)",
     term_insert_new="INSERT INTO ps_terms (id, h, term) VALUES (?, ?, ?)",  # one writer: term_insert is plain already
     term_ids="SELECT max(id) FROM ps_terms",  # unused: the writer hands out ids itself (terms.py)
     ns_upsert_many="",  # unused: executemany of ns_upsert runs in process
