@@ -27,7 +27,7 @@ from patchsync.apply.targets.sql.dialects.base import Dialect
 from patchsync.apply.targets.sql.link import Link
 from patchsync.apply.targets.sql.quad_writes import QuadWrites
 from patchsync.apply.targets.sql.statements import LOOKUP_CHUNK, SQLITE, Statements
-from patchsync.apply.targets.sql.term_keys import store_keys
+from patchsync.apply.targets.sql.term_keys import split_new, store_keys
 from patchsync.apply.targets.sql.terms import TermDictionary
 from patchsync.errors import UsageError
 
@@ -257,11 +257,12 @@ class SqliteQuads(QuadWrites):
         cursor = self.link.cur
         sql = self.sql.insert_quads_each
         added = [True] * len(keys)
-        old = [i for i, key in enumerate(keys) if max(key) < new_from]
+        old, new = split_new(keys, new_from)
         # In key order, as execute (the primary key B-tree walked forward).
         for i in sorted(old, key=keys.__getitem__):
             added[i] = cursor.execute(sql, keys[i]).rowcount == 1
-        self._insert.rows(cursor, sorted(keys) if not old else sorted(k for k in keys if max(k) >= new_from))
+        new.sort()
+        self._insert.rows(cursor, new)
         return added
 
     def delete_each(self, quads: Sequence[Quad]) -> list[bool]:
