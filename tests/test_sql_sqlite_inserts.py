@@ -14,6 +14,7 @@ import pytest
 from patchsync.apply.target import Checkpoint
 from patchsync.apply.targets.sql import SqlTarget
 from patchsync.apply.targets.sql.dialects.sqlite import ROWS_PER_INSERT, RowInserts
+from patchsync.apply.targets.sql.statements import SQLITE
 
 from .apply_helpers import iri
 
@@ -88,3 +89,12 @@ def test_target_adds_count_exactly_across_statement_sizes(sqlite_url: str) -> No
         # Each term once, every quad's ids among them.
         terms = db.execute("SELECT count(*), count(DISTINCT term) FROM ps_terms").fetchone()
         assert terms[0] == terms[1] == len({term for quad in expected for term in quad})
+
+
+def test_the_target_inserts_of_many_rows_read_no_table(sqlite_url: str) -> None:
+    SqlTarget(sqlite_url).close()  # the schema, as the target creates it
+    with sqlite3.connect(sqlite_url.removeprefix("sqlite:///")) as db:
+        for single in (SQLITE.insert_quads, SQLITE.term_insert):
+            many = RowInserts(single).many
+            plan = [str(row[-1]) for row in db.execute(f"EXPLAIN QUERY PLAN {many}", [1] * many.count("?"))]
+            assert plan == [f"SCAN {ROWS_PER_INSERT} CONSTANT ROWS"], plan

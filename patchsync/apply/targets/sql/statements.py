@@ -26,7 +26,8 @@ written so that no plan the database may choose for it can scan ``ps_quads`` or
 * SQLite uses an index for every equality on its leading columns whatever the table holds
   (it has no statistics unless ``ANALYZE`` runs, and patchsync never runs it), so the
   statements are point statements on the primary key or the hash index run through
-  ``executemany``, which costs no round trip in process.
+  ``executemany``, which costs no round trip in process. The inserts go as statements of
+  many rows (``RowInserts`` in ``dialects/sqlite.py``), which read no table.
 
 ``tests/test_sql_plans.py`` fills tables of a million quads and checks the plan of every
 statement listed here on both dialects.
