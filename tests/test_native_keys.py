@@ -72,6 +72,20 @@ def test_store_agrees(seed: int) -> None:
     assert all(None not in key for key in got_pure[0])
 
 
+@pytest.mark.parametrize("seed", range(40))
+def test_split_new_agrees(seed: int) -> None:
+    rng = random.Random(seed)
+    first = rng.choice([1, 30, (1 << 40) + 7])
+    # Ids on both sides of the first new one, and on it (the first new id is new).
+    near = [1, first - 1, first, first + 1, (1 << 41)]
+    keys = [tuple(rng.choice(near) for _ in range(4)) for _ in range(rng.randrange(0, 60))]
+    native = _native.split_new(keys, first)
+    assert native == term_keys.split_new_pure(keys, first)
+    old, new = native
+    assert [keys[i] for i in old] == [k for k in keys if all(x < first for x in k)]
+    assert new == [k for k in keys if any(x >= first for x in k)]
+
+
 def test_a_graph_of_none_and_the_empty_graph_are_one_term() -> None:
     # Both spell the default graph, stored as "" (schema.py): one term, one id.
     quads = [("<s>", "<p>", "<o>", None), ("<s>", "<p>", "<o>", "")]
@@ -83,14 +97,15 @@ def test_a_graph_of_none_and_the_empty_graph_are_one_term() -> None:
 
 def test_the_dictionary_uses_the_compiled_loops_unless_told_not_to() -> None:
     expected = (
-        (term_keys.split_keys_pure, term_keys.store_keys_pure)
+        (term_keys.split_keys_pure, term_keys.store_keys_pure, term_keys.split_new_pure)
         if backend.pure_forced()
         else (
             _native.split_keys,
             _native.store_keys,
+            _native.split_new,
         )
     )
-    assert (term_keys.split_keys, term_keys.store_keys) == expected
+    assert (term_keys.split_keys, term_keys.store_keys, term_keys.split_new) == expected
 
 
 @pytest.mark.parametrize(

@@ -11,5 +11,5 @@ in ``speedups.py``.
 
 # BLAKE2b-64 of a term's text: schema.term_hash.
 include "_native_hash.pxi"
-# Quads to term-id keys: term_keys.split_keys, fill_keys, store_keys.
+# Quads to term-id keys: term_keys.split_keys, fill_keys, store_keys, split_new.
 include "_native_keys.pxi"

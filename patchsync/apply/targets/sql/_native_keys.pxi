@@ -88,3 +88,20 @@ def store_keys(quads, dict ids, long long next_id, list new):
         kg = _stored(ids, g, new, &next_id)
         keys.append((ks, kp, ko, kg))
     return keys, next_id
+
+
+def split_new(list keys, long long first_new):
+    """(old, new): the positions of the keys whose four ids are all below ``first_new``, and
+    the other keys, in order."""
+    cdef list old = []
+    cdef list new = []
+    cdef Py_ssize_t i = 0
+    cdef long long s, p, o, g
+    for key in keys:
+        s, p, o, g = key
+        if s < first_new and p < first_new and o < first_new and g < first_new:
+            old.append(i)
+        else:
+            new.append(key)
+        i += 1
+    return old, new

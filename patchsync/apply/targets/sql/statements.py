@@ -26,7 +26,8 @@ written so that no plan the database may choose for it can scan ``ps_quads`` or
 * SQLite uses an index for every equality on its leading columns whatever the table holds
   (it has no statistics unless ``ANALYZE`` runs, and patchsync never runs it), so the
   statements are point statements on the primary key or the hash index run through
-  ``executemany``, which costs no round trip in process.
+  ``executemany``, which costs no round trip in process. The inserts go as statements of
+  many rows (``RowInserts`` in ``dialects/sqlite.py``), which read no table.
 
 ``tests/test_sql_plans.py`` fills tables of a million quads and checks the plan of every
 statement listed here on both dialects.
@@ -174,14 +175,16 @@ RECORDS_AT_ONCE = (
 
 SQLITE = Statements(
     dialect="sqlite",
-    insert_quads="INSERT INTO ps_quads (s, p, o, g) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+    # OR IGNORE / OR FAIL, not ON CONFLICT / plain: the target sends these as statements of
+    # many rows (dialects/sqlite.py), and only these conflict modes need no statement journal.
+    insert_quads="INSERT OR IGNORE INTO ps_quads (s, p, o, g) VALUES (?, ?, ?, ?)",
     delete_quads="DELETE FROM ps_quads WHERE s = ? AND p = ? AND o = ? AND g = ?",
     contains_quads="SELECT 1 FROM ps_quads WHERE s = ? AND p = ? AND o = ? AND g = ?",
     insert_quads_each="INSERT INTO ps_quads (s, p, o, g) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
     delete_quads_each="DELETE FROM ps_quads WHERE s = ? AND p = ? AND o = ? AND g = ?",
     insert_quads_new="INSERT INTO ps_quads (s, p, o, g) VALUES (?, ?, ?, ?)",  # unused: no savepoint per batch
     term_lookup=f"SELECT id, term FROM ps_terms WHERE h IN ({', '.join(['?'] * LOOKUP_CHUNK)})",
-    term_insert="INSERT INTO ps_terms (id, h, term) VALUES (?, ?, ?)",
+    term_insert="INSERT OR FAIL INTO ps_terms (id, h, term) VALUES (?, ?, ?)",
     term_insert_new="INSERT INTO ps_terms (id, h, term) VALUES (?, ?, ?)",  # one writer: term_insert is plain already
     term_ids="SELECT max(id) FROM ps_terms",  # unused: the writer hands out ids itself (terms.py)
     ns_upsert_many="",  # unused: executemany of ns_upsert runs in process

@@ -63,21 +63,38 @@ def store_keys_pure(quads: Sequence[Quad], ids: dict[str, int], next_id: int, ne
     return keys, next_id
 
 
+def split_new_pure(keys: list[Any], first_new: int) -> tuple[list[int], list[Any]]:
+    """(old, new): the positions of the keys whose four ids are all below ``first_new``, and
+    the other keys, in order (a key with an id handed out from ``first_new`` on is new)."""
+    old: list[int] = []
+    new: list[Any] = []
+    for i, key in enumerate(keys):
+        if max(key) < first_new:
+            old.append(i)
+        else:
+            new.append(key)
+    return old, new
+
+
 SplitKeys = Callable[[Sequence[Quad], dict[str, int]], tuple[list[Any], list[int], dict[str, None]]]
 FillKeys = Callable[[Sequence[Quad], list[Any], list[int], dict[str, int]], None]
 StoreKeys = Callable[[Sequence[Quad], dict[str, int], int, list[str]], tuple[list[Any], int]]
+SplitNew = Callable[[list[Any], int], tuple[list[int], list[Any]]]
 
 _core = speedups.native()
 #: The functions the dictionary uses: compiled when the speed-ups are built and not disabled.
 split_keys: SplitKeys = split_keys_pure if _core is None else cast("SplitKeys", _core.split_keys)
 fill_keys: FillKeys = fill_keys_pure if _core is None else cast("FillKeys", _core.fill_keys)
 store_keys: StoreKeys = store_keys_pure if _core is None else cast("StoreKeys", _core.store_keys)
+split_new: SplitNew = split_new_pure if _core is None else cast("SplitNew", _core.split_new)
 
 __all__ = [
     "fill_keys",
     "fill_keys_pure",
     "split_keys",
     "split_keys_pure",
+    "split_new",
+    "split_new_pure",
     "store_keys",
     "store_keys_pure",
 ]

@@ -5,15 +5,19 @@ set up here), so writers queue instead of failing at commit, and that lock is th
 write lock. Holding it, the term dictionary hands out ids itself and knows when its cache
 holds every stored term (nothing else wrote terms since it last looked): then a term it
 lacks is new and is stored without a lookup. Statements run in process, so a batch is an
-``executemany`` of point statements on the primary key (no round trips to save).
+``executemany`` of point statements on the primary key (no round trips to save). Inserts
+whose rows need no answer each go as statements of :data:`ROWS_PER_INSERT` rows
+(:class:`RowInserts`): the sqlite3 module's work per execution then counts once per hundred
+rows, not per row.
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any, ClassVar
 
 from sqlalchemy import URL, Connection, Engine, event
@@ -23,7 +27,7 @@ from patchsync.apply.targets.sql.dialects.base import Dialect
 from patchsync.apply.targets.sql.link import Link
 from patchsync.apply.targets.sql.quad_writes import QuadWrites
 from patchsync.apply.targets.sql.statements import LOOKUP_CHUNK, SQLITE, Statements
-from patchsync.apply.targets.sql.term_keys import store_keys
+from patchsync.apply.targets.sql.term_keys import split_new, store_keys
 from patchsync.apply.targets.sql.terms import TermDictionary
 from patchsync.errors import UsageError
 
@@ -49,6 +53,50 @@ SQLITE_SETTINGS: dict[str, SqliteSetting] = {
 }
 
 
+#: Rows per statement of a :class:`RowInserts` (its bound values stay far below SQLite's limit).
+ROWS_PER_INSERT = 100
+
+
+class RowInserts:
+    """One single-row ``INSERT … VALUES (?, …)`` sent as statements of :data:`ROWS_PER_INSERT`
+    rows, the rows left over one at a time (one statement text, prepared once).
+
+    The statement's conflict mode must be ``OR IGNORE`` or ``OR FAIL``: a statement of many
+    rows that may stop midway and undo its own rows (``ABORT``, the default and the mode of
+    ``ON CONFLICT DO NOTHING`` for the other constraints) makes SQLite copy every page it
+    changes to a statement journal first, which costs more than the rows save.
+    """
+
+    def __init__(self, single: str) -> None:
+        head, sep, row = single.partition(" VALUES ")
+        modes = (" OR IGNORE ", " OR FAIL ")
+        if not sep or not row.startswith("(") or not row.endswith(")") or not any(m in head for m in modes):
+            raise ValueError(f"not a single-row INSERT OR IGNORE/FAIL: {single!r}")
+        self.single = single
+        self.width = row.count("?")
+        self.many = f"{head} VALUES {', '.join([row] * ROWS_PER_INSERT)}"
+
+    def run(self, cursor: Any, flat: list[Any]) -> int:
+        """Insert the rows whose values are ``flat`` (``width`` values a row, row after row);
+        the number of rows inserted."""
+        width = self.width
+        step = width * ROWS_PER_INSERT
+        full = len(flat) - len(flat) % step
+        inserted = 0
+        if full:
+            cursor.executemany(self.many, [flat[i : i + step] for i in range(0, full, step)])
+            inserted = int(cursor.rowcount)
+        if full < len(flat):
+            rest = iter(flat[full:])
+            cursor.executemany(self.single, zip(*[rest] * width, strict=True))
+            inserted += int(cursor.rowcount)
+        return inserted
+
+    def rows(self, cursor: Any, rows: Iterable[tuple[Any, ...]]) -> int:
+        """:meth:`run` for rows given as tuples."""
+        return self.run(cursor, list(chain.from_iterable(rows)))
+
+
 class SqliteTerms(TermDictionary):
     """The term dictionary of a SQLite target (see the module docstring)."""
 
@@ -59,6 +107,7 @@ class SqliteTerms(TermDictionary):
         self._complete = False
         self._known_max: int | None = None
         self._next_id = 1
+        self._insert = RowInserts(sql.term_insert)
 
     @property
     def next_id(self) -> int:
@@ -102,9 +151,17 @@ class SqliteTerms(TermDictionary):
         self._unit_terms.extend(new)
         self._next_id = next_id
         self._known_max = next_id - 1
-        hash_of = self._hash_of()
-        self.link.cur.executemany(self.sql.term_insert, zip(range(first, next_id), map(hash_of, new), new, strict=True))
+        self._store(range(first, next_id), list(map(self._hash_of(), new)), new)
         return keys
+
+    def _store(self, ids: range, hashes: list[int], terms: list[str]) -> None:
+        """Insert the rows (id, hash, term); the three are aligned."""
+        rows: list[Any] = [None] * (3 * len(terms))
+        rows[0::3] = ids
+        rows[1::3] = hashes
+        rows[2::3] = terms
+        # OR FAIL: a stored id still fails the statement (an error of the unit).
+        self._insert.run(self.link.cur, rows)
 
     def _cache_restarted(self) -> None:
         self._complete = False
@@ -125,7 +182,7 @@ class SqliteTerms(TermDictionary):
             return
         first = self._next_id
         numbers = range(first, first + len(new))
-        self.link.cur.executemany(self.sql.term_insert, zip(numbers, map(hashes.__getitem__, new), new, strict=True))
+        self._store(numbers, list(map(hashes.__getitem__, new)), new)
         ids.update(zip(new, numbers, strict=True))
         self._unit_terms.extend(new)
         self._next_id = first + len(new)
@@ -178,6 +235,10 @@ class SqliteQuads(QuadWrites):
 
     terms: SqliteTerms
 
+    def __init__(self, link: Link, sql: Statements, terms: SqliteTerms) -> None:
+        super().__init__(link, sql, terms)
+        self._insert = RowInserts(sql.insert_quads)
+
     def _send(self, sql: str, keys: list[tuple[int, int, int, int]]) -> int:
         cursor = self.link.cur
         cursor.executemany(sql, keys)
@@ -185,7 +246,8 @@ class SqliteQuads(QuadWrites):
 
     def add(self, quads: Sequence[Quad]) -> int:
         keys = [k for k in self.terms.keys(quads, create=True) if k is not None]
-        return self.execute(self.sql.insert_quads, keys)
+        keys.sort()  # see quad_writes
+        return self._insert.rows(self.link.cur, keys)
 
     def add_each(self, quads: Sequence[Quad]) -> list[bool]:
         # Ids from here on are terms this call stores (we hold the write lock): a quad with
@@ -195,11 +257,12 @@ class SqliteQuads(QuadWrites):
         cursor = self.link.cur
         sql = self.sql.insert_quads_each
         added = [True] * len(keys)
-        old = [i for i, key in enumerate(keys) if max(key) < new_from]
+        old, new = split_new(keys, new_from)
         # In key order, as execute (the primary key B-tree walked forward).
         for i in sorted(old, key=keys.__getitem__):
             added[i] = cursor.execute(sql, keys[i]).rowcount == 1
-        cursor.executemany(sql, sorted(keys) if not old else sorted(k for k in keys if max(k) >= new_from))
+        new.sort()
+        self._insert.rows(cursor, new)
         return added
 
     def delete_each(self, quads: Sequence[Quad]) -> list[bool]:
