@@ -95,7 +95,10 @@ class PostgresQuads(QuadWrites):
         cursor = self.link.cur  # waits for a write left running before
         if self._writer is None:
             self._writer = ThreadPoolExecutor(1, thread_name_prefix="patchsync-quads")
-        sent = self._writer.submit(self._plain, cursor, insert, arrays)
+        # The savepoint from here: from the thread its round trip would wait twice for the
+        # interpreter lock while the applier decodes, and hold back the insert that much.
+        cursor.execute("SAVEPOINT ps_each")
+        sent = self._writer.submit(self._saved_plain, cursor, insert, arrays)
         outcome: list[Any] = []
 
         def landing() -> None:
@@ -179,9 +182,13 @@ class PostgresQuads(QuadWrites):
         return self._returning(kind, returning, keys, arrays, len(batch))
 
     def _plain(self, cursor: Any, plain: str, arrays: Any) -> int:
-        """``plain`` under a savepoint: the rows it changed, -1 if it failed on a stored quad.
-        (It may run on a thread of its own: it touches nothing but ``cursor``.)"""
+        """``plain`` under a savepoint: the rows it changed, -1 if it failed on a stored quad."""
         cursor.execute("SAVEPOINT ps_each")
+        return self._saved_plain(cursor, plain, arrays)
+
+    def _saved_plain(self, cursor: Any, plain: str, arrays: Any) -> int:
+        """:meth:`_plain` once the savepoint is set. It may run on a thread of its own: it
+        touches nothing but ``cursor``."""
         try:
             return int(cursor.execute(plain, arrays).rowcount)
         except self.link.dbapi_error as exc:
