@@ -110,6 +110,7 @@ _METHODS = {
     "history": ("history",),
     "write_each": ("add_each", "delete_each"),
     "bulk_load": ("defer_indexes",),
+    "write_later": ("add_each_later",),
 }
 
 
