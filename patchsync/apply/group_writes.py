@@ -6,7 +6,7 @@ prefix rows, the net deletes and adds, then the counts, patch records and ``comm
 Where the target can leave a write running (``write_later``, PostgreSQL), a full group's
 lone adds are the last write and are left running: the group is finished (counts, records,
 commit) when the next group is written or anything else needs the target, so the server
-inserts one group while the client decodes the next (issue #35). Until then the group's
+inserts one group while the client decodes the next. Until then the group's
 units are neither held nor committed; every path that reads the target's state or writes
 to it first finishes it (:meth:`GroupWrites._land`).
 """

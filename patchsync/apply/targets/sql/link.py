@@ -58,10 +58,5 @@ class Link:
         if landing is not None:
             landing()
 
-    @property
-    def running(self) -> bool:
-        """Whether a write is left running on the cursor."""
-        return self._landing is not None
-
 
 __all__ = ["Link"]

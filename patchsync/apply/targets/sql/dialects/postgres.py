@@ -89,7 +89,7 @@ class PostgresQuads(QuadWrites):
         insert, each = self.sql.insert_quads_new, self.sql.insert_quads_each
         batch = sorted(k for k in keys if k is not None)
         if not (len(batch) >= _EACH_AT_ONCE and self._each_streak[0] >= _EACH_TRUST):
-            added = self._restored(quads, keys, self._guarded(lambda: self._each(0, insert, each, keys)))
+            added = self._restored(quads, keys, self._guarded(lambda: self._each(0, insert, each, keys, batch)))
             return lambda: added
         arrays = key_arrays(batch)
         cursor = self.link.cur  # waits for a write left running before
@@ -161,12 +161,16 @@ class PostgresQuads(QuadWrites):
             self.link.cur.execute(self.sql.delete_quads, key_arrays(sorted({keys[i] for i in stale})))
         return stale, fixed
 
-    def _each(self, kind: int, plain: str, returning: str, keys: list[Any]) -> list[bool]:
+    def _each(
+        self, kind: int, plain: str, returning: str, keys: list[Any], batch: list[Any] | None = None
+    ) -> list[bool]:
         """Write ``keys`` (None: a quad that cannot be stored) in one statement; which of
         them changed the table. ``returning`` is the write returning the rows it changed;
         ``plain`` the same write returning nothing, which for adds fails on a quad already
-        stored; ``kind`` is 0 for adds, 1 for deletes."""
-        batch = sorted(k for k in keys if k is not None)
+        stored; ``kind`` is 0 for adds, 1 for deletes. ``batch`` is the keys that are not
+        None, sorted, if the caller has them already."""
+        if batch is None:
+            batch = sorted(k for k in keys if k is not None)
         if not batch:
             return [False] * len(keys)
         arrays = key_arrays(batch)
