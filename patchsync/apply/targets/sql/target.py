@@ -274,10 +274,7 @@ class SqlTarget:
 
     def add_each(self, quads: Sequence[Quad]) -> list[bool]:
         """:meth:`add`, telling whether each quad was added (it was absent before)."""
-        self._group_rows += len(quads)
-        with self._guard("adding quads"):
-            self._before_write()
-            return self.writes.add_each(quads)
+        return self.add_each_later(quads)()
 
     def add_each_later(self, quads: Sequence[Quad]) -> Callable[[], list[bool]]:
         """:meth:`add_each`, the insert left running where the dialect can (PostgreSQL: the

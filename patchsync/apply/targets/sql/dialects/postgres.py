@@ -88,7 +88,7 @@ class PostgresQuads(QuadWrites):
         keys = self.terms.keys_beside(quads)
         insert, each = self.sql.insert_quads_new, self.sql.insert_quads_each
         batch = sorted(k for k in keys if k is not None)
-        if not (len(batch) >= _EACH_AT_ONCE and self._each_streak[0] >= _EACH_TRUST):
+        if not self._plain_first(0, len(batch)):
             added = self._restored(quads, keys, self._guarded(lambda: self._each(0, insert, each, keys, batch)))
             return lambda: added
         arrays = key_arrays(batch)
@@ -174,7 +174,7 @@ class PostgresQuads(QuadWrites):
         if not batch:
             return [False] * len(keys)
         arrays = key_arrays(batch)
-        if len(batch) >= _EACH_AT_ONCE and self._each_streak[kind] >= _EACH_TRUST:
+        if self._plain_first(kind, len(batch)):
             # Usually every quad changes the table, and then the row count says so for
             # each, without the server sending the rows back (bench.pg_statements: 4% of
             # the workload's wall). Otherwise the write is undone and run again returning
@@ -184,6 +184,10 @@ class PostgresQuads(QuadWrites):
             changed = self._plain(self.link.cur, plain, arrays)
             return self._after_plain(kind, returning, keys, arrays, len(batch), changed)
         return self._returning(kind, returning, keys, arrays, len(batch))
+
+    def _plain_first(self, kind: int, size: int) -> bool:
+        """Whether a batch of ``size`` keys goes as the plain write first (see :meth:`_each`)."""
+        return size >= _EACH_AT_ONCE and self._each_streak[kind] >= _EACH_TRUST
 
     def _plain(self, cursor: Any, plain: str, arrays: Any) -> int:
         """``plain`` under a savepoint: the rows it changed, -1 if it failed on a stored quad."""
