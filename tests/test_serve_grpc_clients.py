@@ -10,7 +10,6 @@ https://afs.github.io/rdf-delta/rdf-patch-logs.html ("Identifying Patches").
 from __future__ import annotations
 
 import shutil
-import subprocess
 import threading
 import urllib.request
 from pathlib import Path
@@ -29,7 +28,7 @@ from patchsync.streams.payloads import read_patches
 
 from .grpc_helpers import ServeProcess, cli, patch_stub, publish, subscribe
 from .process_helpers import wait_for
-from .serve_helpers import chain_log, patch_id, payload
+from .serve_helpers import chain_log, patch_id, payload, self_signed
 
 EX = Namespace("http://example.org/")
 
@@ -171,62 +170,10 @@ def test_batched_subscription_equals_one_patch_per_message(tmp_path: Path) -> No
         server.close()
 
 
-def _self_signed(folder: Path) -> tuple[Path, Path]:
-    """A certificate for 127.0.0.1 and localhost, and its key (made here, never shipped)."""
-    cert, key = folder / "cert.pem", folder / "key.pem"
-    try:
-        import datetime
-
-        from cryptography import x509
-        from cryptography.hazmat.primitives import hashes, serialization
-        from cryptography.hazmat.primitives.asymmetric import ec
-        from cryptography.x509.oid import NameOID
-    except ImportError:
-        if shutil.which("openssl") is None:
-            pytest.skip("neither the cryptography package nor the openssl command is available")
-        subprocess.run(
-            [
-                *("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"),
-                *("-keyout", str(key), "-out", str(cert), "-days", "2", "-subj", "/CN=localhost"),
-                *("-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"),
-            ],
-            check=True,
-            capture_output=True,
-        )
-        return cert, key
-    import ipaddress
-
-    private = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
-    now = datetime.datetime.now(datetime.UTC)
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(private.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=2))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(private, hashes.SHA256())
-    )
-    cert.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    key.write_bytes(
-        private.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
-    )
-    return cert, key
-
-
 def test_tls_end_to_end(tmp_path: Path) -> None:
     """``--tls-cert/--tls-key`` on the server, ``--tls-ca`` on the clients: publish, tail and
     a base over TLS; a client that does not trust the certificate, or speaks plaintext, gets nothing."""
-    cert, key = _self_signed(tmp_path)
+    cert, key = self_signed(tmp_path)
     (tmp_path / "tokens").write_text("write w-token\n")
     (tmp_path / "token").write_text("w-token\n")
     log = chain_log(tmp_path / "log.jellyp", 20)
@@ -251,7 +198,7 @@ def test_tls_end_to_end(tmp_path: Path) -> None:
             describe(grpc.insecure_channel(server.address))
         assert plaintext.value.code() == grpc.StatusCode.UNAVAILABLE
         (tmp_path / "other").mkdir()
-        other, _ = _self_signed(tmp_path / "other")
+        other, _ = self_signed(tmp_path / "other")
         with pytest.raises(grpc.RpcError) as untrusted:
             describe(grpc.secure_channel(server.address, grpc.ssl_channel_credentials(other.read_bytes())))
         assert untrusted.value.code() == grpc.StatusCode.UNAVAILABLE

@@ -190,7 +190,7 @@ def test_two_replicas_follow_one_stream_independently(tmp_path: Path, nats_strea
     assert code == 0, err
     assert "lag_messages=" in err and "applied_seq=80" in err
     # Waiting on an idle stream is not losing the server.
-    assert "event=target_unavailable" not in err
+    assert "_unavailable" not in err
     assert sql_state(live) == reference(more) != sql_state(late)
     assert cli("tail", nats_stream, "--target", late, "--once").returncode == 0
     assert sql_state(late) == reference(more)
@@ -311,7 +311,7 @@ def test_the_daemon_rides_out_a_server_restart(tmp_path: Path, nats_server_binar
         wait_for(lambda: applied(target, url) == 60, timeout=60, what="patches after the restart")
         code, err = stop(daemon)
         assert code == 0, err
-        assert "event=target_unavailable" in err and "event=reconnected" in err
+        assert "event=source_unavailable" in err and "event=reconnected" in err
         assert sql_state(target) == reference(more)
     finally:
         server.stop()
@@ -450,6 +450,6 @@ def test_an_unreachable_server_is_not_reported_as_reconnected(tmp_path: Path) ->
     url = f"nats://127.0.0.1:{free_port()}/gone"
     run = cli("tail", url, "--target", f"sqlite:///{tmp_path / 'r.db'}", "--retry-timeout", "2")
     assert run.returncode != 0
-    assert "the target stayed unavailable" in one_line(run.stderr)
-    assert run.stderr.count("event=target_unavailable") >= 2, run.stderr
+    assert "the source stayed unavailable" in one_line(run.stderr)
+    assert run.stderr.count("event=source_unavailable") >= 2, run.stderr
     assert "event=reconnected" not in run.stderr, run.stderr
