@@ -12,6 +12,7 @@ from __future__ import annotations
 import shutil
 import threading
 import urllib.request
+from contextlib import closing
 from pathlib import Path
 
 import grpc
@@ -23,6 +24,7 @@ from patchsync._proto import patch_service_pb2, patch_service_pb2_grpc
 from patchsync.apply.snapshot_file import read_position
 from patchsync.capture import record
 from patchsync.errors import ChainError
+from patchsync.sources import resolve_source
 from patchsync.streams.grpc_client import GrpcWriter
 from patchsync.streams.payloads import read_patches
 
@@ -96,6 +98,31 @@ def test_a_base_whose_head_the_topic_lacks_is_refused(tmp_path: Path) -> None:
         )
         assert done.returncode != 0
         assert f"holds no patch {patch_id(5)}" in done.stderr and "Traceback" not in done.stderr
+    finally:
+        server.close()
+
+
+def test_both_doors_give_one_checkpoint_after_a_patch(tmp_path: Path) -> None:
+    """Where a replica of a served log stands after a patch is one rule whichever door it
+    reads: the checkpoint just past a base's head holds the patch's version, a position past
+    every event of that patch, its id, and the log's name as fingerprint (as the replica's
+    own checkpoints do), and both clients find the patch at a version alike."""
+    log = chain_log(tmp_path / "log.jellyp", 12)
+    server = ServeProcess(["--http", "127.0.0.1:0", "--topic", "t=t"], tmp_path).start()
+    try:
+        cli("publish", str(log), server.url("t"), cwd=tmp_path)
+        seen = []
+        for url in (server.url("t"), f"http://127.0.0.1:{server.http_port}/t"):
+            source = resolve_source(url)
+            after = source.role("checkpoint_after")
+            checkpoint = after(url, patch_id(7))
+            assert checkpoint is not None and checkpoint.fingerprint == url
+            seen.append((checkpoint.offset, checkpoint.frame, checkpoint.row, checkpoint.patches, checkpoint.last_id))
+            assert after(url, "urn:test:elsewhere") is None
+            with closing(source.role("client")(source.address)) as client:
+                assert [client.patch_id_at(v) for v in (1, 7, 12, 13)] == [patch_id(1), patch_id(7), patch_id(12), None]
+        assert seen[0] == seen[1]
+        assert seen[0][0] == 7 and seen[0][-1] == patch_id(7)
     finally:
         server.close()
 

@@ -274,6 +274,17 @@ class GrpcLog:
         finally:
             call.cancel()
 
+    def patch_id_at(self, version: int) -> str | None:
+        """The id of the patch at ``version`` (``None`` if there is none)."""
+        call = self.subscribe_call(version - 1, follow=False)
+        try:
+            first = next(iter(call), None)
+        except Exception as exc:
+            raise self.error(exc) from None
+        finally:
+            call.cancel()
+        return str(first.patch_id) if first is not None and first.version == version else None
+
     def version_of(self, patch_id: str) -> int | None:
         """The version of patch ``patch_id`` in the topic's log, or ``None`` if it holds no such patch."""
         from patchsync._proto import patch_service_pb2
