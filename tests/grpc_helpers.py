@@ -72,7 +72,7 @@ class ServeProcess:
         """SIGTERM; the exit code, stdout and stderr."""
         assert self.proc is not None
         self.proc.send_signal(signal.SIGTERM)
-        out, err = self.proc.communicate(timeout=60)
+        out, err = self.proc.communicate(timeout=120)
         return self.proc.returncode, out, err
 
     def close(self) -> None:

@@ -278,9 +278,9 @@ def test_catch_up_equals_a_local_apply_and_survives_kill_9(tmp_path: Path) -> No
         server_log = tmp_path / "served" / "patch-0000000001.jellyp"
         from .process_helpers import wait_for
 
-        wait_for(lambda: server_log.exists() and server_log.stat().st_size > 1000, 60, "the first patches")
+        wait_for(lambda: server_log.exists() and server_log.stat().st_size > 1000, 300, "the first patches")
         server.kill()  # during the publish
-        publisher.wait(60)
+        publisher.wait(120)
         server.start()
         url = server.url("t")
         cli("publish", str(log), url, cwd=tmp_path)
@@ -324,7 +324,7 @@ def test_limits_and_listeners(tmp_path: Path) -> None:
                 return code_of(exc) == grpc.StatusCode.RESOURCE_EXHAUSTED
             return False
 
-        wait_for(refused_busy, 30, "RESOURCE_EXHAUSTED for a second stream")
+        wait_for(refused_busy, 120, "RESOURCE_EXHAUSTED for a second stream")
         # Busy is worth retrying (a tail backs off), unlike a message over the size limit.
         assert ("patchsync-retryable", "1") in tuple(busy[-1].trailing_metadata() or ())  # type: ignore[attr-defined]
         with GrpcLog(server.url("t")) as client:

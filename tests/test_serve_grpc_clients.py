@@ -29,7 +29,7 @@ from patchsync.streams.grpc_client import GrpcWriter
 from patchsync.streams.payloads import read_patches
 
 from .grpc_helpers import ServeProcess, cli, patch_stub, publish, subscribe
-from .process_helpers import wait_for
+from .process_helpers import wait_for_value
 from .serve_helpers import chain_log, patch_id, payload, self_signed
 
 EX = Namespace("http://example.org/")
@@ -233,6 +233,14 @@ def test_tls_end_to_end(tmp_path: Path) -> None:
         server.close()
 
 
+def _version(port: int) -> int:
+    """Topic ``t``'s version through the server at ``port`` (-1 while it does not answer)."""
+    try:
+        return int(patch_stub(port).Describe(_describe("t"), timeout=5).version)
+    except grpc.RpcError:
+        return -1
+
+
 def test_a_nats_stream_served_by_two_processes_is_never_forked(nats_stream: str, tmp_path: Path) -> None:
     """Two serve processes on one NATS stream: an append through one is seen through the
     other, and of two patches following the same head, published through different
@@ -241,7 +249,7 @@ def test_a_nats_stream_served_by_two_processes_is_never_forked(nats_stream: str,
     two = ServeProcess(["--topic", f"t={nats_stream}"], tmp_path).start()
     try:
         publish(patch_stub(one.port), "t", [payload(1, None), payload(2, 1)])
-        wait_for(lambda: patch_stub(two.port).Describe(_describe("t"), timeout=5).version == 2, 30, "server two")
+        wait_for_value(lambda: _version(two.port), 2, "the head through server two")
         outcomes: list[str] = []
 
         def race(port: int, n: int) -> None:
@@ -261,7 +269,7 @@ def test_a_nats_stream_served_by_two_processes_is_never_forked(nats_stream: str,
         winner = int(next(o for o in outcomes if o.startswith("appended")).split()[1])
         # Both servers now serve the same three patches, in the same order.
         for server in (one, two):
-            wait_for(lambda s=server: patch_stub(s.port).Describe(_describe("t"), timeout=5).version == 3, 30, "head")
+            wait_for_value(lambda s=server: _version(s.port), 3, "the head")
             got = [(m.version, m.patch_id) for m in subscribe(patch_stub(server.port), "t")]
             assert got == [(1, patch_id(1)), (2, patch_id(2)), (3, patch_id(winner))]
         # A replica tailing either server gets the stream's state.
