@@ -28,18 +28,9 @@ from urllib.parse import urlsplit
 
 from patchsync.errors import ChainError, PatchsyncError, UsageError
 from patchsync.options import Limits, PatchOptions
+from patchsync.streams import remote_errors as remote
 from patchsync.streams.errors import StreamUnavailable
 from patchsync.streams.publish import PublishReport, StreamSettings, patches_after_head
-from patchsync.streams.remote_errors import (
-    CA_NAMES,
-    CA_SETTING,
-    credential_hint,
-    speaks_tls,
-    tls_mismatch,
-    unreachable,
-    untrusted,
-    wrong_protocol,
-)
 from patchsync.streams.writer import PatchWriter
 from patchsync.terms import TermAdapter
 
@@ -125,7 +116,7 @@ def client_ca() -> bytes | None:
     except OSError as exc:
         raise UsageError(f"{path}: cannot read the CA certificate ({exc.strerror or exc})") from None
     if b"-----BEGIN CERTIFICATE-----" not in pem:
-        raise UsageError(f"{path}: not a PEM certificate ({CA_NAMES} names the CA's certificate file)")
+        raise UsageError(f"{path}: not a PEM certificate ({remote.CA_NAMES} names the CA's certificate file)")
     return pem
 
 
@@ -180,7 +171,7 @@ class GrpcLog:
         if any(key == RETRYABLE_KEY for key, _ in trailing or ()):
             return StreamUnavailable(text)
         if code == grpc.StatusCode.UNAUTHENTICATED:
-            return UsageError(f"{text}; {credential_hint(token_sent=bool(self.metadata))}")
+            return UsageError(f"{text}; {remote.credential_hint(token_sent=bool(self.metadata))}")
         if code == grpc.StatusCode.FAILED_PRECONDITION:
             return ChainError(text)
         return UsageError(text)
@@ -190,9 +181,9 @@ class GrpcLog:
         where, address = str(self.url), self.url.target
         untrusted_why = _UNTRUSTED.search(why)
         if untrusted_why is not None:
-            return untrusted(where, untrusted_why.group(1).strip() or "verification failed")
+            return remote.untrusted(where, untrusted_why.group(1).strip() or "verification failed")
         if "http1.x server" in why:
-            return wrong_protocol(
+            return remote.wrong_protocol(
                 where,
                 address,
                 expected="gRPC",
@@ -200,12 +191,12 @@ class GrpcLog:
                 fix=f"read an HTTP door as http://{address}/{self.url.topic}, or name the gRPC port (serve --listen)",
             )
         if self.tls and "WRONG_VERSION_NUMBER" in why:
-            return tls_mismatch(where, address, server_tls=False, fix=f"reach it without {CA_NAMES}")
-        if not self.tls and _CLOSED.search(why) and speaks_tls(self.url.host, self.url.port):
-            return tls_mismatch(
-                where, address, server_tls=True, fix=f"give {CA_SETTING} with the CA that signed its certificate"
+            return remote.tls_mismatch(where, address, server_tls=False, fix=f"reach it without {remote.CA_NAMES}")
+        if not self.tls and _CLOSED.search(why) and remote.speaks_tls(self.url.host, self.url.port):
+            return remote.tls_mismatch(
+                where, address, server_tls=True, fix=f"give {remote.CA_SETTING} with the CA that signed its certificate"
             )
-        return unreachable(where, address, why.removeprefix("Failed to connect to remote host: "))
+        return remote.unreachable(where, address, why.removeprefix("Failed to connect to remote host: "))
 
     def describe(self) -> Any:
         """The topic's ``TopicDescription`` (kind, head, version)."""

@@ -28,18 +28,10 @@ from urllib.parse import quote, urlsplit
 
 from patchsync.errors import ChainError, PatchsyncError, UsageError
 from patchsync.options import Limits, PatchOptions
+from patchsync.streams import remote_errors as remote
 from patchsync.streams.errors import StreamUnavailable
 from patchsync.streams.grpc_client import client_ca, client_token
 from patchsync.streams.publish import PublishReport, StreamSettings, patches_after_head
-from patchsync.streams.remote_errors import (
-    CA_SETTING,
-    credential_hint,
-    speaks_tls,
-    tls_mismatch,
-    unreachable,
-    untrusted,
-    wrong_protocol,
-)
 from patchsync.streams.writer import PatchWriter
 from patchsync.terms import TermAdapter
 
@@ -168,13 +160,13 @@ class HttpLog:
         """What a request that got no answer means: a setting to change, or a server out of reach."""
         where, address = str(self.url), self.url.address
         if isinstance(exc, ssl.SSLCertVerificationError):
-            return untrusted(where, exc.verify_message or exc.reason or "verification failed")
+            return remote.untrusted(where, exc.verify_message or exc.reason or "verification failed")
         if isinstance(exc, ssl.SSLError) and exc.reason == "WRONG_VERSION_NUMBER":
             plain = f"http://{address}/{self.url.name}"
-            return tls_mismatch(where, address, server_tls=False, fix=f"use {plain}")
+            return remote.tls_mismatch(where, address, server_tls=False, fix=f"use {plain}")
         if isinstance(exc, http.client.BadStatusLine) and str(getattr(exc, "line", ""))[3:4] == "\x04":
             # An HTTP/2 server's first frame is its SETTINGS (RFC 9113, section 3.4).
-            return wrong_protocol(
+            return remote.wrong_protocol(
                 where,
                 address,
                 expected="HTTP/1.1",
@@ -182,22 +174,22 @@ class HttpLog:
                 fix=f"read a gRPC door as grpc://{address}/{self.url.name}, or name the HTTP port (serve --http)",
             )
         closed = isinstance(exc, (http.client.RemoteDisconnected, ConnectionResetError))
-        if closed and not self.url.tls and speaks_tls(self.url.host, self.url.port):
+        if closed and not self.url.tls and remote.speaks_tls(self.url.host, self.url.port):
             secure = f"https://{address}/{self.url.name}"
-            return tls_mismatch(
+            return remote.tls_mismatch(
                 where,
                 address,
                 server_tls=True,
-                fix=f"use {secure}, with {CA_SETTING} if the system does not trust its CA",
+                fix=f"use {secure}, with {remote.CA_SETTING} if the system does not trust its CA",
             )
-        return unreachable(where, address, str(exc) or type(exc).__name__)
+        return remote.unreachable(where, address, str(exc) or type(exc).__name__)
 
     def _refusal(self, status: int, data: bytes) -> PatchsyncError:
         text = f"{self.url}: HTTP {status}: {data.decode('utf-8', 'replace').strip()}"
         if status >= 500:
             return StreamUnavailable(text)
         if status == 401:
-            return UsageError(f"{text}; {credential_hint(token_sent='Authorization' in self.headers)}")
+            return UsageError(f"{text}; {remote.credential_hint(token_sent='Authorization' in self.headers)}")
         return UsageError(text)
 
     def feed(self, after: int, limit: int, wait: float = 0.0) -> Feed:
