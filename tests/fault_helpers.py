@@ -11,10 +11,8 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-import select
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +24,7 @@ from patchsync.apply.targets.sql import SqlTarget
 from patchsync.codec.framing import read_varint
 
 from .apply_helpers import state
+from .process_helpers import wait_for
 from .test_tail import reference
 
 PATCHSYNC = [sys.executable, "-m", "patchsync"]
@@ -50,26 +49,6 @@ def one_error_line(stderr: str) -> str:
     lines = [ln for ln in stderr.splitlines() if ln.startswith("patchsync:")]
     assert len(lines) == 1, stderr
     return lines[0]
-
-
-def read_until(proc: subprocess.Popen[str], text: str, timeout: float = 60.0) -> str:
-    """Read the process's stderr until a line contains ``text``; returns what was read."""
-    assert proc.stderr is not None
-    seen: list[str] = []
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([proc.stderr], [], [], 0.2)
-        if not ready:
-            if proc.poll() is not None:
-                break
-            continue
-        line = proc.stderr.readline()
-        if not line:
-            break
-        seen.append(line)
-        if text in line:
-            return "".join(seen)
-    raise AssertionError(f"no line with {text!r} on stderr; got: {''.join(seen)}")
 
 
 def frame_ends(data: bytes) -> list[int]:
@@ -155,9 +134,19 @@ def tmpfs(path: Path, size: str) -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(path)], capture_output=True)
 
 
-def remount(path: Path, options: str) -> None:
-    r = _mount("-o", f"remount,{options}", str(path))
-    assert r.returncode == 0, r.stderr
+def remount(path: Path, options: str, wait: float = 120.0) -> None:
+    """Remount ``path`` with ``options``. Linux refuses a read-only remount (EBUSY) while a
+    process holds a file there open for writing, as a daemon does while it writes its
+    target (a ``file:`` target's lock, held from a unit's start to its flush): that is tried
+    again until the write is over, ``wait`` seconds at most."""
+    tried: list[subprocess.CompletedProcess[str]] = []
+
+    def done() -> bool:
+        tried[:] = [_mount("-o", f"remount,{options}", str(path))]
+        return tried[0].returncode == 0 or "busy" not in tried[0].stderr
+
+    wait_for(done, wait, f"{path} to be free to remount {options}", interval=0.05)
+    assert tried[0].returncode == 0, tried[0].stderr
 
 
 def fill(path: Path) -> Path:

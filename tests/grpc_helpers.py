@@ -19,7 +19,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 class ServeProcess:
-    """``patchsync serve --listen 127.0.0.1:0 ARGS``; :attr:`port` once it serves."""
+    """``patchsync serve --listen 127.0.0.1:0 ARGS``; :attr:`port` (and :attr:`http_port` with
+    ``--http``) once it serves."""
 
     def __init__(self, args: Sequence[str], cwd: Path, env: dict[str, str] | None = None) -> None:
         self.args = list(args)
@@ -27,6 +28,8 @@ class ServeProcess:
         self.env = {**os.environ, **(env or {})}
         self.proc: subprocess.Popen[str] | None = None
         self.port = 0
+        #: The HTTP door's port, when ``--http`` is among the arguments.
+        self.http_port = 0
 
     def start(self, timeout: float = 60.0) -> ServeProcess:
         listen = [] if "--listen" in self.args else ["--listen", f"127.0.0.1:{self.port}"]
@@ -46,6 +49,10 @@ class ServeProcess:
             raise AssertionError(f"serve did not start: {line!r} {err}")
         assert time.monotonic() < deadline
         self.port = int(line.rsplit(":", 1)[1])
+        if "--http" in self.args:
+            line = self.proc.stdout.readline()
+            assert line.startswith("serving http on "), line
+            self.http_port = int(line.rsplit(":", 1)[1])
         return self
 
     @property
@@ -65,7 +72,7 @@ class ServeProcess:
         """SIGTERM; the exit code, stdout and stderr."""
         assert self.proc is not None
         self.proc.send_signal(signal.SIGTERM)
-        out, err = self.proc.communicate(timeout=60)
+        out, err = self.proc.communicate(timeout=120)
         return self.proc.returncode, out, err
 
     def close(self) -> None:

@@ -43,7 +43,8 @@ class ServerThread:
 
     def start(self) -> ServerThread:
         self._thread.start()
-        self._ready.wait(30)
+        # Bounded for a server that hangs at start; a slow machine still gets there.
+        assert self._ready.wait(300), "the server did not start"
         if self._error is not None:
             raise self._error
         return self

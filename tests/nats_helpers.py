@@ -13,13 +13,19 @@ import socket
 import subprocess
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
+from patchsync.errors import PatchsyncError
 from patchsync.events import Add, Delete, Event, Header, PatchEnd, TxCommit, TxStart
 from patchsync.options import PatchOptions
+from patchsync.streams.errors import StreamRefused, StreamUnavailable
 
 from .helpers import worker_tag, write_log
+from .process_helpers import wait_for
+
+T = TypeVar("T")
 
 NATS_SERVER = os.environ.get("PATCHSYNC_NATS_SERVER", "/usr/sbin/nats-server")
 EX = "http://example.org/"
@@ -125,7 +131,9 @@ class NatsServer:
                 argv += ["--routes", ",".join(f"nats://127.0.0.1:{p}" for p in self.routes)]
         return argv
 
-    def start(self, timeout: float = 10.0) -> NatsServer:
+    def start(self, timeout: float = 120.0) -> NatsServer:
+        """Start the process and wait until it accepts connections (as long as it runs, up to
+        ``timeout`` seconds: a loaded machine starts it slowly, a failed start ends it)."""
         self.store.mkdir(parents=True, exist_ok=True)
         log = open(self.store.parent / f"{self.name}.log", "ab")  # noqa: SIM115 - the process keeps it
         self.proc = subprocess.Popen(self.argv(), stdout=log, stderr=subprocess.STDOUT)
@@ -181,3 +189,39 @@ class NatsCluster:
     def stop(self) -> None:
         for node in self.nodes:
             node.stop()
+
+
+#: Seconds a step may go on failing without progress: a leader election, or a node catching
+#: up, takes seconds, much longer on a loaded machine; only a cluster that never recovers
+#: gets here.
+STALL = 300.0
+
+
+def alive(cluster: NatsCluster) -> list[NatsServer]:
+    return [n for n in cluster.nodes if n.proc is not None]
+
+
+def retrying(
+    cluster: NatsCluster, stream: str, action: Callable[[str], T], progress: Callable[[], object] | None = None
+) -> T:
+    """Run ``action(url)`` against a live node until it succeeds; transient errors retry, for
+    as long as ``progress()`` (if given) still moves, or ``STALL`` seconds without it."""
+    done: list[T] = []
+    last: list[PatchsyncError] = []
+
+    def attempt() -> bool:
+        for node in alive(cluster):
+            try:
+                done.append(action(f"{node.url}/{stream}"))
+                return True
+            except (StreamUnavailable, StreamRefused) as exc:
+                # No leader yet ("JetStream system temporarily unavailable", insufficient
+                # resources while a node is away): the cluster is electing.
+                last[:] = [exc]
+        return False
+
+    try:
+        wait_for(attempt, STALL, "the cluster to recover", progress=progress, interval=0.5)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}: {last[0] if last else 'no node alive'}") from None
+    return done[0]

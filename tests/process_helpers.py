@@ -1,25 +1,89 @@
 """Waiting for conditions and stopping daemon processes: shared by the tail, stream and fault
-tests (the ``daemons`` fixture that kills what a test left running is in ``conftest.py``)."""
+tests (the ``daemons`` fixture that kills what a test left running is in ``conftest.py``).
+
+CI runs on a loaded 2-core machine, so a wait must not fail because the machine is slow:
+:func:`wait_for` given a ``progress`` measure waits as long as that measure still moves
+(patches applied, a log's length), and fails only when it stood still for ``timeout``
+seconds, or after ``cap`` seconds in all (only a real hang, or a livelock, gets there).
+"""
 
 from __future__ import annotations
 
+import select
 import signal
 import subprocess
 import time
 from collections.abc import Callable
 
+#: Longest any wait may take, progress or not: only a hang or a livelock reaches it.
+CAP = 900.0
 
-def wait_for(cond: Callable[[], bool], timeout: float = 60.0, what: str = "condition") -> None:
-    """Poll ``cond`` until it holds; fail the test naming ``what`` after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+def wait_for(
+    cond: Callable[[], bool],
+    timeout: float = 60.0,
+    what: str = "condition",
+    *,
+    progress: Callable[[], object] | None = None,
+    cap: float = CAP,
+    interval: float = 0.05,
+) -> None:
+    """Poll ``cond`` until it holds; fail the test naming ``what`` after ``timeout`` seconds.
+
+    With ``progress``, the ``timeout`` counts from the last change of ``progress()`` instead
+    of from the start: the wait goes on while something still advances, up to ``cap``.
+    """
+    start = time.monotonic()
+    deadline = start + timeout
+    last = progress() if progress is not None else None
+    while True:
         if cond():
             return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+        now = time.monotonic()
+        if progress is not None:
+            current = progress()
+            if current != last:
+                last, deadline = current, now + timeout
+        if now >= deadline or now - start >= cap:
+            still = f" (no progress for {timeout:g} s; last {last!r})" if progress is not None else ""
+            raise AssertionError(f"timed out waiting for {what}{still}")
+        time.sleep(interval)
 
 
-def stop(proc: subprocess.Popen[str], sig: int = signal.SIGTERM, timeout: float = 60.0) -> tuple[int, str]:
+def wait_for_value(measure: Callable[[], object], goal: object, what: str, timeout: float = 60.0) -> None:
+    """Until ``measure()`` equals ``goal`` (patches applied, a head version), for as long as
+    it still changes: ``timeout`` seconds without a change fail the test."""
+    seen: list[object] = []
+
+    def reached() -> bool:
+        seen[:] = [measure()]
+        return seen[0] == goal
+
+    wait_for(reached, timeout, f"{what} ({goal!r})", progress=lambda: seen[0] if seen else None, interval=0.1)
+
+
+def read_until(proc: subprocess.Popen[str], text: str, timeout: float = 300.0) -> str:
+    """Read the process's stderr until a line contains ``text``; returns what was read.
+    (``timeout`` is for a process that hangs: a slow one still gets there.)"""
+    assert proc.stderr is not None
+    seen: list[str] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.stderr], [], [], 0.2)
+        if not ready:
+            if proc.poll() is not None:
+                break
+            continue
+        line = proc.stderr.readline()
+        if not line:
+            break
+        seen.append(line)
+        if text in line:
+            return "".join(seen)
+    raise AssertionError(f"no line with {text!r} on stderr; got: {''.join(seen)}")
+
+
+def stop(proc: subprocess.Popen[str], sig: int = signal.SIGTERM, timeout: float = 120.0) -> tuple[int, str]:
     """Send ``sig`` to a daemon still running and return its exit code and standard error."""
     if proc.poll() is None:
         proc.send_signal(sig)

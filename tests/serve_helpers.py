@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import shutil
+import subprocess
 from collections.abc import Awaitable, Sequence
 from pathlib import Path
 from typing import TypeVar
+
+import pytest
 
 from patchsync.events import Add, Event, Header, PatchEnd, TxCommit, TxStart
 from patchsync.options import PatchOptions
@@ -55,3 +59,55 @@ def run(coro: Awaitable[T]) -> T:
 
 async def _wrap(coro: Awaitable[T]) -> T:
     return await coro
+
+
+def self_signed(folder: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 and localhost, and its key (made here, never shipped)."""
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    try:
+        import datetime
+
+        from cryptography import x509
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.hazmat.primitives.asymmetric import ec
+        from cryptography.x509.oid import NameOID
+    except ImportError:
+        if shutil.which("openssl") is None:
+            pytest.skip("neither the cryptography package nor the openssl command is available")
+        subprocess.run(
+            [
+                *("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"),
+                *("-keyout", str(key), "-out", str(cert), "-days", "2", "-subj", "/CN=localhost"),
+                *("-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"),
+            ],
+            check=True,
+            capture_output=True,
+        )
+        return cert, key
+    import ipaddress
+
+    private = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+    now = datetime.datetime.now(datetime.UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(private.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=2))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(private, hashes.SHA256())
+    )
+    cert.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key.write_bytes(
+        private.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    return cert, key

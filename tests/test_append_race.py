@@ -85,7 +85,7 @@ def test_two_appends_on_one_head_one_wins(tmp_path: Path, trial: int) -> None:
     short = _chain(tmp_path / "short.jellyp", "short", 1, 1 + trial, head)
     long = _chain(tmp_path / "long.jellyp", "long", 1, 8000, head)
     procs = {"long": _start(long, log)}
-    wait_for(lambda: _has_open(procs["long"].pid, long), 30, "the long append to check its chain")
+    wait_for(lambda: _has_open(procs["long"].pid, long), 120, "the long append to check its chain")
     procs["short"] = _start(short, log)
     results = {name: (p.wait(timeout=120), p.communicate()) for name, p in procs.items()}
     codes = {name: code for name, (code, _) in results.items()}

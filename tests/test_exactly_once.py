@@ -26,7 +26,7 @@ from patchsync.streams import publish_logs
 
 from .apply_helpers import state
 from .nats_helpers import patch_id, write_chain
-from .process_helpers import stop, wait_for
+from .process_helpers import stop, wait_for_value
 
 #: Trials of each race. Before the fix, two copies applied at once doubled the history in 7
 #: of 8 trials on PostgreSQL and 3 of 8 on SQLite (there only when the second process read
@@ -191,7 +191,7 @@ def test_a_tail_whose_target_another_apply_moved_on_skips_what_that_apply_applie
     publish_logs([logs[50]], nats_stream)
     daemon = start_tail(nats_stream, target)
     daemons.append(daemon)
-    wait_for(lambda: stream_patches(target, nats_stream) == 50, what="the daemon to catch up")
+    wait_for_value(lambda: stream_patches(target, nats_stream), 50, "the daemon to catch up")
     done = subprocess.run(
         [sys.executable, "-m", "patchsync", "apply", str(logs[100]), "--target", target],
         capture_output=True,
@@ -201,14 +201,14 @@ def test_a_tail_whose_target_another_apply_moved_on_skips_what_that_apply_applie
     assert done.returncode == 0, done.stderr
     assert counts(done.stdout) == (50, 50)
     publish_logs([logs[60]], nats_stream)
-    wait_for(lambda: stream_patches(target, nats_stream) == 60, what="the daemon to pass 51-60")
+    wait_for_value(lambda: stream_patches(target, nats_stream), 60, "the daemon to pass 51-60")
     with SqlTarget(target) as t:
         assert [r.patch_id for r in t.history()] == [patch_id("t", n) for n in range(1, 101)]
         assert t.head() == patch_id("t", 100)
     assert sql_state(target) == reference(logs[100])
     # The next patches follow 100: the daemon applies them (no fork with its own past).
     publish_logs([logs[120]], nats_stream)
-    wait_for(lambda: stream_patches(target, nats_stream) == 120, what="the daemon to apply 101-120")
+    wait_for_value(lambda: stream_patches(target, nats_stream), 120, "the daemon to apply 101-120")
     code, err = stop(daemon)
     assert code == 0, err
     assert sql_state(target) == reference(logs[120])
@@ -248,7 +248,7 @@ def test_a_tail_and_an_apply_of_the_same_patches_at_once_apply_each_once(
         applying = apply_proc(log, url)
         out, err = applying.communicate(timeout=120)
         assert applying.returncode == 0, err
-        wait_for(lambda u=url, s=stream: stream_patches(u, s) == count, what="the daemon to pass every patch")
+        wait_for_value(lambda u=url, s=stream: stream_patches(u, s), count, "the daemon to pass every patch")
         code, err = stop(daemon)
         assert code == 0, err
         assert [r.patch_id for r in history(url)] == ids, f"trial {trial}"

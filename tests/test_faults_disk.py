@@ -139,14 +139,15 @@ def test_disk_full_during_tail(tmp_path: Path, mnt: Path, kind: str) -> None:
     spec = _spec(kind, mnt)
     d = start_tail(str(log), "--target", spec)
     try:
-        wait_for(lambda: _applied(spec, log) == 100, what="the first patches")
+        _wait_applied(spec, log, 100)
         ballast = fill(mnt)
         rest = _big_log(tmp_path, 1, 600)
         # Append patches 101..600 of the same log: bytes after patch 100's frame.
         ends = frame_ends(rest)
         with open(log, "ab") as f:
             f.write(rest[ends[99] :])
-        _, err = d.communicate(timeout=60)
+        # It stops by itself at its next write; only a hang reaches this bound.
+        _, err = d.communicate(timeout=600)
     finally:
         if d.poll() is None:
             d.kill()
@@ -168,6 +169,17 @@ def _applied(spec: str, log: Path) -> int:
     except Exception:
         return -1
     return cp.patches if cp is not None else 0
+
+
+def _wait_applied(spec: str, log: Path, patches: int) -> None:
+    """Until the daemon applied ``patches``, for as long as it still applies more."""
+    wait_for(
+        lambda: _applied(spec, log) == patches,
+        120,
+        f"the first {patches} patches",
+        progress=lambda: _applied(spec, log),
+        interval=0.2,
+    )
 
 
 # -- read-only ---------------------------------------------------------------------------
@@ -206,10 +218,11 @@ def test_read_only_target_directory_under_a_live_tail(tmp_path: Path, mnt: Path)
     spec = _spec("file", mnt)
     d = start_tail(str(log), "--target", spec, "--state-dir", str(tmp_path / "state"))
     try:
-        wait_for(lambda: _applied(spec, log) == 50, what="the first patches")
-        remount(mnt, "ro")
+        _wait_applied(spec, log, 50)
+        remount(mnt, "ro")  # waits for the daemon to be through writing the target
         write_patches(log, 51, 120)
-        _, err = d.communicate(timeout=60)
+        # It stops by itself at its next write; only a hang reaches this bound.
+        _, err = d.communicate(timeout=600)
         assert d.returncode == 1, err
         line = one_error_line(err)
         assert any(m in line for m in READ_ONLY_MESSAGES), line

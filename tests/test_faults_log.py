@@ -31,7 +31,7 @@ from .fault_helpers import (
     sql_state,
     start_tail,
 )
-from .process_helpers import wait_for
+from .process_helpers import wait_for_value
 from .test_tail import log_bytes, write_patches
 
 
@@ -41,9 +41,9 @@ def _run_until_stopped(log: Path, url: str, change: Any) -> tuple[str, bytes]:
     original = log.read_bytes()
     d = start_tail(str(log), "--target", url)
     try:
-        wait_for(lambda: patches_applied(url, log) == 20, what="20 patches")
+        wait_for_value(lambda: patches_applied(url, log), 20, "20 patches")
         change(log)
-        _, err = d.communicate(timeout=30)
+        _, err = d.communicate(timeout=120)
     finally:
         if d.poll() is None:
             d.kill()

@@ -91,27 +91,32 @@ def test_daemon_reconnects_after_its_backend_is_killed_repeatedly(tmp_path: Path
     more(PATCHES)
     d = start_tail(str(log), "--target", pg_url, "--retry-max-delay", "0.5", "--state-dir", str(tmp_path / "st"))
     rng = random.Random(5)
-    kills = rounds = 0
+    rounds = 0
+
+    def applied() -> int:
+        return _patches(pg_url, log)
+
     try:
-        # Kill at random moments while the backlog drains: mid-unit, mid-commit, idle. More
-        # patches follow every kill, so each killed connection is needed again however fast
-        # the daemon drained what it had.
-        deadline = time.monotonic() + 120
-        while rounds < 4 and time.monotonic() < deadline:
+        # Each round kills the daemon's connection at a random moment of a drain (mid-unit,
+        # mid-commit, or idle once it is through), then appends more so that the connection
+        # is needed again, and waits until the whole backlog is applied, which takes a
+        # reconnect, before the next round: no kill lands on a reconnect still under way,
+        # however slow the machine. Waits follow the patches applied, not the clock.
+        for _ in range(4):
+            more(PATCHES // 8)
             time.sleep(rng.uniform(0.3, 1.2))
-            killed = _terminate_others(pg_url)
-            kills += killed
-            rounds += killed > 0
-            more(PATCHES // 4)
-        wait_for(lambda: _patches(pg_url, log) == total, timeout=120, what="the backlog to drain")
+            wait_for(lambda: _terminate_others(pg_url) > 0, 300, "a connection of the daemon to kill", interval=0.1)
+            rounds += 1
+            more(PATCHES // 8)
+            wait_for(lambda: applied() == total, what="the backlog to be applied again", progress=applied, interval=0.2)
     finally:
         if d.poll() is None:
             err = _finish(d)
         else:
             _, err = d.communicate()
     assert d.returncode == 0, err
-    reconnects = err.count("event=reconnected")
-    assert rounds >= 3 and reconnects >= 3, err
+    # The last round's reconnect may be logged after SIGTERM, which drops the line.
+    assert rounds == 4 and err.count("event=reconnected") >= rounds - 1, err
     assert "event=target_unavailable" in err and "Traceback" not in err
     assert_exactly_once(pg_url, log, total)
 
@@ -125,7 +130,7 @@ def test_daemon_survives_a_server_restart(tmp_path: Path, pg_url: str) -> None:
     write_patches(log, 1, half)
     d = start_tail(str(log), "--target", pg_url, "--retry-max-delay", "1")
     try:
-        wait_for(lambda: _patches(pg_url, log) > 0, timeout=60, what="first commit")
+        wait_for(lambda: _patches(pg_url, log) > 0, timeout=300, what="first commit")
         restart = subprocess.run(
             ["pg_ctlcluster", "--skip-systemctl-redirect", clusters[-1], "main", "restart"],
             capture_output=True,
@@ -136,7 +141,12 @@ def test_daemon_survives_a_server_restart(tmp_path: Path, pg_url: str) -> None:
         # The rest arrives after the restart, so the daemon needs the server again even if
         # it had drained the first half before the restart began.
         write_patches(log, half + 1, PATCHES)
-        wait_for(lambda: _patches(pg_url, log) == PATCHES, timeout=120, what="the backlog to drain after restart")
+        wait_for(
+            lambda: _patches(pg_url, log) == PATCHES,
+            what="the backlog to drain after restart",
+            progress=lambda: _patches(pg_url, log),
+            interval=0.2,
+        )
     finally:
         # Always leave the server running, whatever happened above.
         subprocess.run(

@@ -15,7 +15,7 @@ from patchsync import Add, Header, PatchEnd, PatchOptions, StatementType, TxComm
 from patchsync.apply.targets.file import FileTarget
 from patchsync.logs.patch_logs import LogAppender
 
-from .process_helpers import stop, wait_for
+from .process_helpers import stop, wait_for_value
 
 REPO = Path(__file__).resolve().parent.parent
 OPTS = PatchOptions(statement_type=StatementType.TRIPLES)
@@ -88,7 +88,7 @@ def test_tail_daemon_and_manual_apply_on_one_file(tmp_path: Path) -> None:
         "tail", str(a), "--target", f"file:{out}", "--chain", "ignore", "--poll", "--poll-interval", "0.05"
     )
     try:
-        wait_for(lambda: tailed() == 20, 60, "the daemon's first units")
+        wait_for_value(lambda: tailed(), 20, "the daemon's first units")
         apply = patchsync("apply", str(b), "--target", f"file:{out}", "--chain", "ignore", "--no-progress")
         for step in range(1, 4):  # the daemon keeps applying while the manual apply runs
             write_log(a, "a", patches=20, first=20 * step)
@@ -96,7 +96,7 @@ def test_tail_daemon_and_manual_apply_on_one_file(tmp_path: Path) -> None:
         assert apply.returncode == 0, err
         # And after it: the daemon's next write starts from the file the apply left.
         write_log(a, "a", patches=20, first=80)
-        wait_for(lambda: tailed() == 100, 60, "the daemon's last units")
+        wait_for_value(lambda: tailed(), 100, "the daemon's last units")
     finally:
         code, err = stop(tail)
     assert code == 0, err

@@ -22,7 +22,7 @@ from patchsync._proto import grpc_pb2, grpc_pb2_grpc, patch_service_pb2, rdf_pb2
 from patchsync.codec.rdf_encoder import RdfEncoder
 from patchsync.events import RdfOptions
 from patchsync.streams.errors import StreamUnavailable
-from patchsync.streams.grpc_client import _translate
+from patchsync.streams.grpc_client import GrpcLog
 from patchsync.streams.payloads import NT_TERMS, read_patches, read_payload
 
 from .grpc_helpers import ROOT, ServeProcess, bearer, channel, cli, patch_stub, publish, subscribe
@@ -278,9 +278,9 @@ def test_catch_up_equals_a_local_apply_and_survives_kill_9(tmp_path: Path) -> No
         server_log = tmp_path / "served" / "patch-0000000001.jellyp"
         from .process_helpers import wait_for
 
-        wait_for(lambda: server_log.exists() and server_log.stat().st_size > 1000, 60, "the first patches")
+        wait_for(lambda: server_log.exists() and server_log.stat().st_size > 1000, 300, "the first patches")
         server.kill()  # during the publish
-        publisher.wait(60)
+        publisher.wait(120)
         server.start()
         url = server.url("t")
         cli("publish", str(log), url, cwd=tmp_path)
@@ -324,10 +324,11 @@ def test_limits_and_listeners(tmp_path: Path) -> None:
                 return code_of(exc) == grpc.StatusCode.RESOURCE_EXHAUSTED
             return False
 
-        wait_for(refused_busy, 30, "RESOURCE_EXHAUSTED for a second stream")
+        wait_for(refused_busy, 120, "RESOURCE_EXHAUSTED for a second stream")
         # Busy is worth retrying (a tail backs off), unlike a message over the size limit.
         assert ("patchsync-retryable", "1") in tuple(busy[-1].trailing_metadata() or ())  # type: ignore[attr-defined]
-        assert isinstance(_translate(busy[-1], "t"), StreamUnavailable)
+        with GrpcLog(server.url("t")) as client:
+            assert isinstance(client.error(busy[-1]), StreamUnavailable)
         # SIGTERM: the live subscription ends cleanly, the server exits 0.
         code, _, err = server.stop()
         assert code == 0, err

@@ -10,9 +10,9 @@ https://afs.github.io/rdf-delta/rdf-patch-logs.html ("Identifying Patches").
 from __future__ import annotations
 
 import shutil
-import subprocess
 import threading
 import urllib.request
+from contextlib import closing
 from pathlib import Path
 
 import grpc
@@ -24,12 +24,13 @@ from patchsync._proto import patch_service_pb2, patch_service_pb2_grpc
 from patchsync.apply.snapshot_file import read_position
 from patchsync.capture import record
 from patchsync.errors import ChainError
+from patchsync.sources import resolve_source
 from patchsync.streams.grpc_client import GrpcWriter
 from patchsync.streams.payloads import read_patches
 
 from .grpc_helpers import ServeProcess, cli, patch_stub, publish, subscribe
-from .process_helpers import wait_for
-from .serve_helpers import chain_log, patch_id, payload
+from .process_helpers import wait_for_value
+from .serve_helpers import chain_log, patch_id, payload, self_signed
 
 EX = Namespace("http://example.org/")
 
@@ -97,6 +98,31 @@ def test_a_base_whose_head_the_topic_lacks_is_refused(tmp_path: Path) -> None:
         )
         assert done.returncode != 0
         assert f"holds no patch {patch_id(5)}" in done.stderr and "Traceback" not in done.stderr
+    finally:
+        server.close()
+
+
+def test_both_doors_give_one_checkpoint_after_a_patch(tmp_path: Path) -> None:
+    """Where a replica of a served log stands after a patch is one rule whichever door it
+    reads: the checkpoint just past a base's head holds the patch's version, a position past
+    every event of that patch, its id, and the log's name as fingerprint (as the replica's
+    own checkpoints do), and both clients find the patch at a version alike."""
+    log = chain_log(tmp_path / "log.jellyp", 12)
+    server = ServeProcess(["--http", "127.0.0.1:0", "--topic", "t=t"], tmp_path).start()
+    try:
+        cli("publish", str(log), server.url("t"), cwd=tmp_path)
+        seen = []
+        for url in (server.url("t"), f"http://127.0.0.1:{server.http_port}/t"):
+            source = resolve_source(url)
+            after = source.role("checkpoint_after")
+            checkpoint = after(url, patch_id(7))
+            assert checkpoint is not None and checkpoint.fingerprint == url
+            seen.append((checkpoint.offset, checkpoint.frame, checkpoint.row, checkpoint.patches, checkpoint.last_id))
+            assert after(url, "urn:test:elsewhere") is None
+            with closing(source.role("client")(source.address)) as client:
+                assert [client.patch_id_at(v) for v in (1, 7, 12, 13)] == [patch_id(1), patch_id(7), patch_id(12), None]
+        assert seen[0] == seen[1]
+        assert seen[0][0] == 7 and seen[0][-1] == patch_id(7)
     finally:
         server.close()
 
@@ -171,62 +197,10 @@ def test_batched_subscription_equals_one_patch_per_message(tmp_path: Path) -> No
         server.close()
 
 
-def _self_signed(folder: Path) -> tuple[Path, Path]:
-    """A certificate for 127.0.0.1 and localhost, and its key (made here, never shipped)."""
-    cert, key = folder / "cert.pem", folder / "key.pem"
-    try:
-        import datetime
-
-        from cryptography import x509
-        from cryptography.hazmat.primitives import hashes, serialization
-        from cryptography.hazmat.primitives.asymmetric import ec
-        from cryptography.x509.oid import NameOID
-    except ImportError:
-        if shutil.which("openssl") is None:
-            pytest.skip("neither the cryptography package nor the openssl command is available")
-        subprocess.run(
-            [
-                *("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"),
-                *("-keyout", str(key), "-out", str(cert), "-days", "2", "-subj", "/CN=localhost"),
-                *("-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"),
-            ],
-            check=True,
-            capture_output=True,
-        )
-        return cert, key
-    import ipaddress
-
-    private = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
-    now = datetime.datetime.now(datetime.UTC)
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(private.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=2))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(private, hashes.SHA256())
-    )
-    cert.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    key.write_bytes(
-        private.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
-    )
-    return cert, key
-
-
 def test_tls_end_to_end(tmp_path: Path) -> None:
     """``--tls-cert/--tls-key`` on the server, ``--tls-ca`` on the clients: publish, tail and
     a base over TLS; a client that does not trust the certificate, or speaks plaintext, gets nothing."""
-    cert, key = _self_signed(tmp_path)
+    cert, key = self_signed(tmp_path)
     (tmp_path / "tokens").write_text("write w-token\n")
     (tmp_path / "token").write_text("w-token\n")
     log = chain_log(tmp_path / "log.jellyp", 20)
@@ -251,12 +225,20 @@ def test_tls_end_to_end(tmp_path: Path) -> None:
             describe(grpc.insecure_channel(server.address))
         assert plaintext.value.code() == grpc.StatusCode.UNAVAILABLE
         (tmp_path / "other").mkdir()
-        other, _ = _self_signed(tmp_path / "other")
+        other, _ = self_signed(tmp_path / "other")
         with pytest.raises(grpc.RpcError) as untrusted:
             describe(grpc.secure_channel(server.address, grpc.ssl_channel_credentials(other.read_bytes())))
         assert untrusted.value.code() == grpc.StatusCode.UNAVAILABLE
     finally:
         server.close()
+
+
+def _version(port: int) -> int:
+    """Topic ``t``'s version through the server at ``port`` (-1 while it does not answer)."""
+    try:
+        return int(patch_stub(port).Describe(_describe("t"), timeout=5).version)
+    except grpc.RpcError:
+        return -1
 
 
 def test_a_nats_stream_served_by_two_processes_is_never_forked(nats_stream: str, tmp_path: Path) -> None:
@@ -267,7 +249,7 @@ def test_a_nats_stream_served_by_two_processes_is_never_forked(nats_stream: str,
     two = ServeProcess(["--topic", f"t={nats_stream}"], tmp_path).start()
     try:
         publish(patch_stub(one.port), "t", [payload(1, None), payload(2, 1)])
-        wait_for(lambda: patch_stub(two.port).Describe(_describe("t"), timeout=5).version == 2, 30, "server two")
+        wait_for_value(lambda: _version(two.port), 2, "the head through server two")
         outcomes: list[str] = []
 
         def race(port: int, n: int) -> None:
@@ -287,7 +269,7 @@ def test_a_nats_stream_served_by_two_processes_is_never_forked(nats_stream: str,
         winner = int(next(o for o in outcomes if o.startswith("appended")).split()[1])
         # Both servers now serve the same three patches, in the same order.
         for server in (one, two):
-            wait_for(lambda s=server: patch_stub(s.port).Describe(_describe("t"), timeout=5).version == 3, 30, "head")
+            wait_for_value(lambda s=server: _version(s.port), 3, "the head")
             got = [(m.version, m.patch_id) for m in subscribe(patch_stub(server.port), "t")]
             assert got == [(1, patch_id(1)), (2, patch_id(2)), (3, patch_id(winner))]
         # A replica tailing either server gets the stream's state.

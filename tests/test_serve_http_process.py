@@ -79,7 +79,7 @@ def test_kill_9_during_appends_keeps_every_acknowledged_patch_once(
     ids = _feed_ids(url)
     assert ids == [f"uuid:{uuid_id('k', n)}" for n in range(1, last + 3)]
     proc.send_signal(signal.SIGTERM)
-    assert proc.wait(30) == 0
+    assert proc.wait(120) == 0
 
 
 def test_tls_and_the_https_source_kind(tmp_path: Path, daemons: list[subprocess.Popen[str]]) -> None:
@@ -246,4 +246,4 @@ def test_rdf_delta_lock_operations_over_http_with_tokens(tmp_path: Path, daemons
     assert missing.status_code == 404 and missing.headers["Content-Type"].startswith("text/plain")
     assert rpc("lock-grab", {"datasource": ds}).status_code == 400
     proc.send_signal(signal.SIGTERM)
-    assert proc.wait(30) == 0
+    assert proc.wait(120) == 0

@@ -154,7 +154,7 @@ def test_a_load_killed_midway_leaves_the_indexes_and_an_empty_table(tmp_path: Pa
         time.sleep(0.01)
     assert child.poll() is None, "the load ended before it could be killed: make the base larger"
     child.send_signal(signal.SIGKILL)
-    child.wait(timeout=30)
+    child.wait(timeout=120)
     assert indexes(url) == before
     with SqlTarget(url) as replica:
         assert quads_of(replica) == []

@@ -22,11 +22,11 @@ import pytest
 
 from patchsync.apply import MemoryTarget, apply_file
 from patchsync.apply.targets.sql import SqlTarget
-from patchsync.streams import NatsLog, log_patches, publish_logs
+from patchsync.streams import NatsLog, StreamUnavailable, log_patches, publish_logs
 
 from .apply_helpers import state
-from .nats_helpers import NatsCluster, NatsServer, patch_id, write_chain
-from .process_helpers import stop, wait_for
+from .nats_helpers import NatsCluster, NatsServer, patch_id, retrying, write_chain
+from .process_helpers import read_until, stop, wait_for, wait_for_value
 
 # -- helpers -----------------------------------------------------------------------------
 
@@ -175,7 +175,7 @@ def test_two_replicas_follow_one_stream_independently(tmp_path: Path, nats_strea
     live = f"sqlite:///{tmp_path / 'live.db'}"
     daemon = start_tail(nats_stream, live)
     daemons.append(daemon)
-    wait_for(lambda: applied(live, nats_stream) == 40, what="the live replica")
+    wait_for_value(lambda: applied(live, nats_stream), 40, "the live replica")
     # The second replica starts later, catches up with --once and exits 0.
     late = f"sqlite:///{tmp_path / 'late.db'}"
     once = cli("tail", nats_stream, "--target", late, "--once")
@@ -185,12 +185,12 @@ def test_two_replicas_follow_one_stream_independently(tmp_path: Path, nats_strea
     more = tmp_path / "b.rdfp"
     write_chain(more, "r", 80, size=3)
     publish_logs([more], nats_stream)
-    wait_for(lambda: applied(live, nats_stream) == 80, what="new patches")
+    wait_for_value(lambda: applied(live, nats_stream), 80, "new patches")
     code, err = stop(daemon)
     assert code == 0, err
     assert "lag_messages=" in err and "applied_seq=80" in err
     # Waiting on an idle stream is not losing the server.
-    assert "event=target_unavailable" not in err
+    assert "_unavailable" not in err
     assert sql_state(live) == reference(more) != sql_state(late)
     assert cli("tail", nats_stream, "--target", late, "--once").returncode == 0
     assert sql_state(late) == reference(more)
@@ -291,27 +291,30 @@ def test_the_daemon_rides_out_a_server_restart(tmp_path: Path, nats_server_binar
         target = f"sqlite:///{tmp_path / 'r.db'}"
         daemon = start_tail(url, target, "--retry-max-delay", "1")
         daemons.append(daemon)
-        wait_for(lambda: applied(target, url) == 30, what="the first patches")
+        wait_for_value(lambda: applied(target, url), 30, "the first patches")
         server.stop()
         # status still answers, and says it could not ask the server.
         status = cli("status", "--target", target)
         assert "lag unknown" in status.stdout and "sequence 30" in status.stdout
-        time.sleep(1.5)
+        # The daemon noticed, however long a loaded machine took.
+        noticed = read_until(daemon, "event=source_unavailable")
         server.start()
         more = tmp_path / "b.jellyp"
         write_chain(more, "s", 60, size=2)
-        deadline = time.monotonic() + 30
-        while True:
+
+        def published() -> bool:
             try:
                 publish_logs([more], url)
-                break
-            except Exception:
-                assert time.monotonic() < deadline
-                time.sleep(0.3)
-        wait_for(lambda: applied(target, url) == 60, timeout=60, what="patches after the restart")
+            except StreamUnavailable:
+                return False  # JetStream still recovering its streams
+            return True
+
+        wait_for(published, 120, "the restarted server to take patches", interval=0.3)
+        wait_for_value(lambda: applied(target, url), 60, "patches after the restart")
         code, err = stop(daemon)
+        err = noticed + err
         assert code == 0, err
-        assert "event=target_unavailable" in err and "event=reconnected" in err
+        assert "event=reconnected" in err
         assert sql_state(target) == reference(more)
     finally:
         server.stop()
@@ -321,9 +324,6 @@ def test_the_daemon_rides_out_a_server_restart(tmp_path: Path, nats_server_binar
 def test_a_replica_follows_a_replicated_stream_while_a_node_dies(
     tmp_path: Path, nats_server_binary: str, daemons: list[Any]
 ) -> None:
-    from .test_streams_cluster import retrying
-
-    deadline = time.monotonic() + 120
     cluster = NatsCluster(tmp_path).start()
     try:
         stream = "r3tail"
@@ -332,7 +332,7 @@ def test_a_replica_follows_a_replicated_stream_while_a_node_dies(
             with NatsLog(url) as log:
                 return log.ensure_stream(replicas=3).replicas
 
-        assert retrying(cluster, stream, create, deadline) == 3
+        assert retrying(cluster, stream, create) == 3
         log = tmp_path / "a.jellyp"
         write_chain(log, "c", 150, size=3)
         # The replica reads through n1; the node killed is another one (the leader when
@@ -345,8 +345,10 @@ def test_a_replica_follows_a_replicated_stream_while_a_node_dies(
         daemon = start_tail(url, target, "--retry-max-delay", "1")
         daemons.append(daemon)
         killed: list[str] = []
+        published: list[int] = []
 
         def kill_midway(message: Any, result: Any) -> None:
+            published.append(result.seq)
             if result.seq == 50 and not killed:
                 cluster.node(victim).kill()
                 killed.append(victim)
@@ -354,9 +356,9 @@ def test_a_replica_follows_a_replicated_stream_while_a_node_dies(
         def publish(u: str) -> Any:
             return publish_logs([log], u, on_published=kill_midway)
 
-        retrying(cluster, stream, publish, deadline)
+        retrying(cluster, stream, publish, progress=lambda: len(published))
         assert killed == [victim]
-        wait_for(lambda: applied(target, url) == 150, timeout=90, what="the replica to catch up")
+        wait_for_value(lambda: applied(target, url), 150, "the replica to catch up", timeout=90)
         code, err = stop(daemon)
         assert code == 0, err
         assert sql_state(target) == reference(log)
@@ -450,6 +452,6 @@ def test_an_unreachable_server_is_not_reported_as_reconnected(tmp_path: Path) ->
     url = f"nats://127.0.0.1:{free_port()}/gone"
     run = cli("tail", url, "--target", f"sqlite:///{tmp_path / 'r.db'}", "--retry-timeout", "2")
     assert run.returncode != 0
-    assert "the target stayed unavailable" in one_line(run.stderr)
-    assert run.stderr.count("event=target_unavailable") >= 2, run.stderr
+    assert "the source stayed unavailable" in one_line(run.stderr)
+    assert run.stderr.count("event=source_unavailable") >= 2, run.stderr
     assert "event=reconnected" not in run.stderr, run.stderr

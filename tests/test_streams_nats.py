@@ -32,6 +32,7 @@ from patchsync.terms.ntriples import NTriplesTerms
 
 from .helpers import patches
 from .nats_helpers import NatsServer, patch_events, patch_id, write_chain
+from .process_helpers import wait_for
 
 
 def stream_ids(url: str) -> list[str]:
@@ -228,9 +229,12 @@ def test_messages_read_ahead_are_handed_out_without_a_round_trip_through_the_loo
         seen = [m.seq for m in first]
         reader = log._reader
         assert reader is not None
-        deadline = time.monotonic() + 10
-        while len(seen) + len(reader._queue) < 300 and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_for(
+            lambda: len(seen) + len(reader._queue) >= 300,
+            what="the reader to read the rest ahead",
+            progress=lambda: len(reader._queue),
+            interval=0.01,
+        )
         calls = []
         run = log._loop.run
         log._loop.run = lambda coro, timeout: calls.append(coro) or run(coro, timeout)  # type: ignore[method-assign]
@@ -293,7 +297,7 @@ def test_publishing_resumes_after_kill_9(tmp_path: Path, nats_stream: str) -> No
             if int(line) >= kill_after:
                 proc.send_signal(signal.SIGKILL)
                 break
-        proc.wait(30)
+        proc.wait(120)
         assert proc.returncode == -signal.SIGKILL
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

@@ -24,7 +24,7 @@ from patchsync.tail import Tailer, TailOptions
 from patchsync.tail.metrics import MetricsServer, parse_listen
 
 from .nats_helpers import free_port, write_chain
-from .process_helpers import stop, wait_for
+from .process_helpers import stop, wait_for_value
 
 
 def _get(url: str) -> tuple[int, str]:
@@ -125,7 +125,7 @@ def test_cli_daemon_serves_metrics_while_tailing(tmp_path: Path, daemons: list[s
             return -1
         return sum(v for (n, _), v in _samples(text).items() if n == "patchsync_tail_patches_total")
 
-    wait_for(lambda: patches() == 10, timeout=30, what="10 patches in the daemon's metrics")
+    wait_for_value(lambda: patches(), 10, "10 patches in the daemon's metrics")
     assert _get(base + "/$/ready")[0] == 200
     code, _ = stop(proc, signal.SIGTERM)
     assert code == 0

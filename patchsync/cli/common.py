@@ -68,6 +68,7 @@ TARGET_HELP = (
 #: (``PatchsyncError.params``): the flag that sets it, given the value.
 FLAGS: dict[str, Callable[[object], str]] = {
     "reset": lambda _value: "--reset",
+    "once": lambda _value: "--once",
     "chain": lambda value: f"--chain {value}",
     "graph": lambda value: f"--graph {value!r}",
     "retry_timeout": lambda value: f"--retry-timeout {value:g}" if isinstance(value, float) else "--retry-timeout",

@@ -9,7 +9,8 @@ Each kind is registered once, with what it can do (:data:`READ_AT`, :data:`FOLLO
 parts that serve each role (``"follow"``: the tail daemon's reader, ``"writer"``: a log
 writer, ``"publish"``: the bulk publisher, ``"lag"``: how far a checkpoint is behind, for
 ``status``, ``"snapshot"``: fetch a served target's snapshot file, for ``--base`` and
-``snapshot``, ``"checkpoint_after"``: a replica's checkpoint just past a base's head).
+``snapshot``, ``"checkpoint_after"``: a replica's checkpoint just past a base's head,
+``"client"``: a served log's client, which ``checkpoint_after`` asks).
 Commands ask a resolved :class:`Source` for a
 capability or a role instead of testing schemes, so a new transport plugs in by one call
 to :func:`register_source`.
@@ -153,7 +154,8 @@ _SCHEMES: dict[str, SourceKind] = {
             "publish": "patchsync.streams.grpc_client:publish_logs",
             "lag": "patchsync.tail.grpc_source:grpc_lag",
             "snapshot": "patchsync.streams.grpc_client:fetch_snapshot",
-            "checkpoint_after": "patchsync.tail.grpc_source:checkpoint_after",
+            "checkpoint_after": "patchsync.tail.network_source:checkpoint_after",
+            "client": "patchsync.streams.grpc_client:GrpcLog",
         },
     ),
 }
@@ -170,7 +172,8 @@ for _scheme in ("http", "https"):
             "lag": "patchsync.streams.http_client:http_lag",
             "writer": "patchsync.streams.http_client:HttpWriter",
             "snapshot": "patchsync.streams.http_client:fetch_snapshot",
-            "checkpoint_after": "patchsync.tail.http_source:checkpoint_after",
+            "checkpoint_after": "patchsync.tail.network_source:checkpoint_after",
+            "client": "patchsync.streams.http_client:HttpLog",
         },
     )
 

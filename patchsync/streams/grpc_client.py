@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import queue
+import re
 import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from urllib.parse import urlsplit
 
 from patchsync.errors import ChainError, PatchsyncError, UsageError
 from patchsync.options import Limits, PatchOptions
+from patchsync.streams import remote_errors as remote
 from patchsync.streams.errors import StreamUnavailable
 from patchsync.streams.publish import PublishReport, StreamSettings, patches_after_head
 from patchsync.streams.writer import PatchWriter
@@ -96,27 +98,42 @@ def client_token() -> str | None:
 #: RESOURCE_EXHAUSTED alone cannot tell "too many streams now" from "this message is too large".
 RETRYABLE_KEY = "patchsync-retryable"
 
+#: How the gRPC core reports a connection that failed (not a request the server refused):
+#: the last address's error, after the address.
+_CONNECT_FAILED = re.compile(r"failed to connect to all addresses; last error: \w+: (?:ipv[46]:\S+?: )?(.*)$", re.S)
+#: The connection was taken and closed again by the server, as a TLS server does with plaintext.
+_CLOSED = re.compile(r"Socket closed|reset by peer|Connection reset", re.IGNORECASE)
+_UNTRUSTED = re.compile(r"CERTIFICATE_VERIFY_FAILED:?\s*([^:]*)")
 
-def _translate(exc: Any, where: str) -> PatchsyncError:
+
+def client_ca() -> bytes | None:
+    """The PEM certificates of the CA named by ``PATCHSYNC_TLS_CA`` (``None``: no TLS asked for)."""
+    path = os.environ.get(TLS_CA_ENV)
+    if not path:
+        return None
+    try:
+        pem = Path(path).read_bytes()
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read the CA certificate ({exc.strerror or exc})") from None
+    if b"-----BEGIN CERTIFICATE-----" not in pem:
+        raise UsageError(f"{path}: not a PEM certificate ({remote.CA_NAMES} names the CA's certificate file)")
+    return pem
+
+
+def _grpc() -> Any:
+    """The grpc module, its core told to log errors only: a failed TLS handshake is otherwise
+    logged on stderr beside the one line this client reports for it."""
+    os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
     import grpc
 
-    code = exc.code() if hasattr(exc, "code") else None
-    text = f"{where}: {exc.details() if hasattr(exc, 'details') else exc}"
-    if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED):
-        return StreamUnavailable(text)
-    trailing = exc.trailing_metadata() if hasattr(exc, "trailing_metadata") else None
-    if any(key == RETRYABLE_KEY for key, _ in trailing or ()):
-        return StreamUnavailable(text)
-    if code == grpc.StatusCode.FAILED_PRECONDITION:
-        return ChainError(text)
-    return UsageError(text)
+    return grpc
 
 
 class GrpcLog:
     """A connection to one topic of a ``patchsync serve`` process (synchronous)."""
 
     def __init__(self, url: GrpcURL | str, *, timeout: float = 10.0) -> None:
-        import grpc
+        grpc = _grpc()
 
         from patchsync._proto import grpc_pb2_grpc, patch_service_pb2_grpc
 
@@ -128,14 +145,58 @@ class GrpcLog:
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
         ]
-        ca = os.environ.get(TLS_CA_ENV)
-        if ca:
-            credentials = grpc.ssl_channel_credentials(root_certificates=Path(ca).read_bytes())
+        ca = client_ca()
+        self.tls = ca is not None
+        if ca is not None:
+            credentials = grpc.ssl_channel_credentials(root_certificates=ca)
             self.channel = grpc.secure_channel(self.url.target, credentials, options=options)
         else:
             self.channel = grpc.insecure_channel(self.url.target, options=options)
         self.patches = patch_service_pb2_grpc.PatchServiceStub(self.channel)
         self.rdf = grpc_pb2_grpc.RdfStreamServiceStub(self.channel)
+
+    def error(self, exc: BaseException) -> PatchsyncError:
+        """The patchsync error for an exception of a call to this topic's server."""
+        grpc = _grpc()
+        where = str(self.url)
+        code = exc.code() if isinstance(exc, grpc.Call) else None
+        details = exc.details() if isinstance(exc, grpc.Call) else str(exc)
+        failed = _CONNECT_FAILED.search(details or "")
+        if failed is not None:
+            return self._connect_error(failed.group(1).strip())
+        text = f"{where}: {details}"
+        if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED):
+            return StreamUnavailable(text)
+        trailing = exc.trailing_metadata() if isinstance(exc, grpc.Call) else None
+        if any(key == RETRYABLE_KEY for key, _ in trailing or ()):
+            return StreamUnavailable(text)
+        if code == grpc.StatusCode.UNAUTHENTICATED:
+            return UsageError(f"{text}; {remote.credential_hint(token_sent=bool(self.metadata))}")
+        if code == grpc.StatusCode.FAILED_PRECONDITION:
+            return ChainError(text)
+        return UsageError(text)
+
+    def _connect_error(self, why: str) -> PatchsyncError:
+        """What a connection that failed (``why``: the core's words for it) means."""
+        where, address = str(self.url), self.url.target
+        untrusted_why = _UNTRUSTED.search(why)
+        if untrusted_why is not None:
+            return remote.untrusted(where, untrusted_why.group(1).strip() or "verification failed")
+        if "http1.x server" in why:
+            return remote.wrong_protocol(
+                where,
+                address,
+                expected="gRPC",
+                answered="in HTTP/1.1",
+                fix=f"read an HTTP door as http://{address}/{self.url.topic}, or name the gRPC port (serve --listen)",
+            )
+        if self.tls and "WRONG_VERSION_NUMBER" in why:
+            return remote.tls_mismatch(where, address, server_tls=False, fix=f"reach it without {remote.CA_NAMES}")
+        if not self.tls and _CLOSED.search(why) and remote.speaks_tls(self.url.host, self.url.port):
+            return remote.tls_mismatch(
+                where, address, server_tls=True, fix=f"give {remote.CA_SETTING} with the CA that signed its certificate"
+            )
+        return remote.unreachable(where, address, why.removeprefix("Failed to connect to remote host: "))
 
     def describe(self) -> Any:
         """The topic's ``TopicDescription`` (kind, head, version)."""
@@ -146,7 +207,7 @@ class GrpcLog:
                 patch_service_pb2.DescribeRequest(topic=self.url.topic), timeout=self.timeout, metadata=self.metadata
             )
         except Exception as exc:
-            raise _translate(exc, str(self.url)) from None
+            raise self.error(exc) from None
 
     def subscribe_call(self, after_version: int, *, follow: bool, batch: int = 1) -> Any:
         """The ``SubscribePatch`` call (iterate it; ``cancel()`` ends it from any thread).
@@ -170,7 +231,7 @@ class GrpcLog:
             for response in call:
                 yield from response.batch
         except Exception as exc:
-            raise _translate(exc, str(self.url)) from None
+            raise self.error(exc) from None
         finally:
             call.cancel()
 
@@ -189,7 +250,7 @@ class GrpcLog:
         except PatchsyncError:
             raise
         except Exception as exc:
-            raise _translate(exc, str(self.url)) from None
+            raise self.error(exc) from None
 
     def snapshot_frames(self) -> Iterator[bytes]:
         """A target topic's snapshot: its serialized Jelly-RDF frames (``SubscribeRdf``)."""
@@ -200,9 +261,20 @@ class GrpcLog:
             for frame in call:
                 yield frame.SerializeToString()
         except Exception as exc:
-            raise _translate(exc, str(self.url)) from None
+            raise self.error(exc) from None
         finally:
             call.cancel()
+
+    def patch_id_at(self, version: int) -> str | None:
+        """The id of the patch at ``version`` (``None`` if there is none)."""
+        call = self.subscribe_call(version - 1, follow=False)
+        try:
+            first = next(iter(call), None)
+        except Exception as exc:
+            raise self.error(exc) from None
+        finally:
+            call.cancel()
+        return str(first.patch_id) if first is not None and first.version == version else None
 
     def version_of(self, patch_id: str) -> int | None:
         """The version of patch ``patch_id`` in the topic's log, or ``None`` if it holds no such patch."""
@@ -218,11 +290,10 @@ class GrpcLog:
         try:
             following = next(iter(call), None)
         except Exception as exc:
-            import grpc
-
-            if getattr(exc, "code", None) and exc.code() == grpc.StatusCode.INVALID_ARGUMENT:  # type: ignore[attr-defined]
+            grpc = _grpc()
+            if isinstance(exc, grpc.Call) and exc.code() == grpc.StatusCode.INVALID_ARGUMENT:
                 return None  # the service's answer to an unknown id
-            raise _translate(exc, str(self.url)) from None
+            raise self.error(exc) from None
         finally:
             call.cancel()
         return None if following is None else int(following.version) - 1
@@ -269,7 +340,7 @@ class Subscription:
         # Each item is one response: a list of patches, so the buffer holds batches.
         self._queue: queue.Queue[Any] = queue.Queue(buffer)
         self._call = log.subscribe_call(after_version, follow=follow, batch=BATCH)
-        self._where = str(log.url)
+        self._log = log
         self.error: BaseException | None = None
         self.ended = False
         self._thread = threading.Thread(target=self._run, name=f"subscribe {log.url}", daemon=True)
@@ -291,7 +362,7 @@ class Subscription:
         except Exception as exc:  # handed to the reader
             if self._closed:
                 return
-            self.error = _translate(exc, self._where)
+            self.error = self._log.error(exc)
         self._queue.put(self._END)
 
     def take(self, limit: int, wait: float) -> list[Any]:

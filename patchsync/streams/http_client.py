@@ -28,8 +28,9 @@ from urllib.parse import quote, urlsplit
 
 from patchsync.errors import ChainError, PatchsyncError, UsageError
 from patchsync.options import Limits, PatchOptions
+from patchsync.streams import remote_errors as remote
 from patchsync.streams.errors import StreamUnavailable
-from patchsync.streams.grpc_client import TLS_CA_ENV, client_token
+from patchsync.streams.grpc_client import client_ca, client_token
 from patchsync.streams.publish import PublishReport, StreamSettings, patches_after_head
 from patchsync.streams.writer import PatchWriter
 from patchsync.terms import TermAdapter
@@ -58,9 +59,14 @@ class HttpURL:
     def tls(self) -> bool:
         return self.scheme == "https"
 
-    def __str__(self) -> str:
+    @property
+    def address(self) -> str:
+        """``HOST:PORT``."""
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{self.scheme}://{host}:{self.port}/{self.name}"
+        return f"{host}:{self.port}"
+
+    def __str__(self) -> str:
+        return f"{self.scheme}://{self.address}/{self.name}"
 
 
 def parse_http_url(text: str) -> HttpURL:
@@ -102,8 +108,8 @@ class HttpLog:
     def _connection(self, timeout: float) -> http.client.HTTPConnection:
         if self._conn is None:
             if self.url.tls:
-                ca = os.environ.get(TLS_CA_ENV)
-                context = ssl.create_default_context(cafile=ca) if ca else ssl.create_default_context()
+                ca = client_ca()
+                context = ssl.create_default_context(cadata=ca.decode("ascii", "replace") if ca else None)
                 self._conn = http.client.HTTPSConnection(self.url.host, self.url.port, timeout=timeout, context=context)
             else:
                 self._conn = http.client.HTTPConnection(self.url.host, self.url.port, timeout=timeout)
@@ -127,17 +133,10 @@ class HttpLog:
             except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError) as exc:
                 self.close()
                 if attempt == 2 or method != "GET":
-                    raise StreamUnavailable(f"{self.url}: {exc}") from None
-            except ssl.SSLCertVerificationError as exc:
-                # Retrying cannot make the certificate trusted: a setting is wrong.
-                self.close()
-                raise UsageError(
-                    f"{self.url}: the server's TLS certificate is not trusted ({exc.verify_message}); "
-                    "give --tls-ca FILE (or PATCHSYNC_TLS_CA) with the CA that signed it"
-                ) from None
+                    raise self._failure(exc) from None
             except (OSError, http.client.HTTPException) as exc:
                 self.close()
-                raise StreamUnavailable(f"{self.url}: {exc}") from None
+                raise self._failure(exc) from None
         raise AssertionError("unreachable")
 
     def download(self, what: str, out: Path, accept: str) -> None:
@@ -155,12 +154,42 @@ class HttpLog:
         except (OSError, http.client.HTTPException) as exc:
             self.close()
             out.unlink(missing_ok=True)
-            raise StreamUnavailable(f"{self.url}: {exc}") from None
+            raise self._failure(exc) from None
+
+    def _failure(self, exc: BaseException) -> PatchsyncError:
+        """What a request that got no answer means: a setting to change, or a server out of reach."""
+        where, address = str(self.url), self.url.address
+        if isinstance(exc, ssl.SSLCertVerificationError):
+            return remote.untrusted(where, exc.verify_message or exc.reason or "verification failed")
+        if isinstance(exc, ssl.SSLError) and exc.reason == "WRONG_VERSION_NUMBER":
+            plain = f"http://{address}/{self.url.name}"
+            return remote.tls_mismatch(where, address, server_tls=False, fix=f"use {plain}")
+        if isinstance(exc, http.client.BadStatusLine) and str(getattr(exc, "line", ""))[3:4] == "\x04":
+            # An HTTP/2 server's first frame is its SETTINGS (RFC 9113, section 3.4).
+            return remote.wrong_protocol(
+                where,
+                address,
+                expected="HTTP/1.1",
+                answered="in HTTP/2",
+                fix=f"read a gRPC door as grpc://{address}/{self.url.name}, or name the HTTP port (serve --http)",
+            )
+        closed = isinstance(exc, (http.client.RemoteDisconnected, ConnectionResetError))
+        if closed and not self.url.tls and remote.speaks_tls(self.url.host, self.url.port):
+            secure = f"https://{address}/{self.url.name}"
+            return remote.tls_mismatch(
+                where,
+                address,
+                server_tls=True,
+                fix=f"use {secure}, with {remote.CA_SETTING} if the system does not trust its CA",
+            )
+        return remote.unreachable(where, address, str(exc) or type(exc).__name__)
 
     def _refusal(self, status: int, data: bytes) -> PatchsyncError:
         text = f"{self.url}: HTTP {status}: {data.decode('utf-8', 'replace').strip()}"
         if status >= 500:
             return StreamUnavailable(text)
+        if status == 401:
+            return UsageError(f"{text}; {remote.credential_hint(token_sent='Authorization' in self.headers)}")
         return UsageError(text)
 
     def feed(self, after: int, limit: int, wait: float = 0.0) -> Feed:

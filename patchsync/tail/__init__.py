@@ -50,7 +50,9 @@ target is out of reach for now (:func:`is_transient`: the backend raised
 :class:`TargetUnavailable`, e.g. for a PostgreSQL connection dropped or refused, the
 server restarting, SQLite locked beyond its busy timeout) does not stop the daemon. It
 discards the target (the open database transaction is lost together with the checkpoint
-written in it), logs ``target_unavailable``, waits with exponential backoff and jitter
+written in it), logs ``target_unavailable`` (``source_unavailable`` when it is a source's
+server that is out of reach, :func:`~patchsync.tail.retry.lost_part`; a one-shot run
+does not wait for one), waits with exponential backoff and jitter
 (0.2 s doubling up to ``retry_max_delay``), reopens the target, and every source resumes
 from the reopened target's checkpoint exactly as after a restart: nothing is applied twice
 and nothing is lost. After ``retry_timeout`` seconds of failures it gives up with

@@ -13,7 +13,6 @@ daemon's reconnect path with its backoff; ``--once`` subscribes up to the head a
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from patchsync.apply.target import Checkpoint
@@ -21,11 +20,8 @@ from patchsync.errors import PatchsyncError
 from patchsync.streams.grpc_client import GrpcLog, Subscription, parse_grpc_url
 from patchsync.streams.nats_log import MSG_ID
 from patchsync.streams.pull import StreamMessage
-from patchsync.tail.network_source import NetworkSource, StreamHost
+from patchsync.tail.network_source import NetworkSource, StreamHost, resume_version
 from patchsync.tail.stream_source import BATCH
-
-#: A frame and row past any of a message's events.
-PAST = 1 << 62
 
 
 class GrpcSource(NetworkSource):
@@ -44,13 +40,7 @@ class GrpcSource(NetworkSource):
         try:
             info = log.describe()
             applier, stored = self._applier(self.name)
-            start = 1
-            if stored is not None:
-                start = stored.offset + 1
-                if stored.last_id is not None and stored.offset >= 1:
-                    first = next(iter(log.subscribe(stored.offset - 1, follow=False)), None)
-                    if first is not None and first.patch_id != stored.last_id:
-                        start = stored.offset  # that patch was not applied whole: read it again
+            start = resume_version(log, stored)
             follow = self.host.stream_wait > 0
             subscription = Subscription(log, start - 1, follow=follow)
         except BaseException:
@@ -98,18 +88,6 @@ class GrpcSource(NetworkSource):
             log.close()
 
 
-def checkpoint_after(source: str, patch_id: str) -> Checkpoint | None:
-    """The checkpoint of a replica that holds the topic's patches up to ``patch_id`` (a base's
-    head): the tail resumes at the next version. ``None`` when the topic holds no such patch."""
-    url = parse_grpc_url(source)
-    with GrpcLog(url) as log:
-        version = log.version_of(patch_id)
-    if version is None:
-        return None
-    # Every event of that version counts as applied: resuming starts at the next one.
-    return Checkpoint(version, PAST, PAST, version, patch_id, str(url), time.time())
-
-
 def grpc_lag(source: str, checkpoint: Checkpoint) -> dict[str, Any]:
     """How many patches a replica at ``checkpoint`` is behind the topic, for ``patchsync status``.
 
@@ -124,4 +102,4 @@ def grpc_lag(source: str, checkpoint: Checkpoint) -> dict[str, Any]:
     return {"lag_messages": max(0, version - checkpoint.offset), "lag_seconds": 0.0}
 
 
-__all__ = ["GrpcSource", "checkpoint_after", "grpc_lag"]
+__all__ = ["GrpcSource", "grpc_lag"]

@@ -18,10 +18,9 @@ import queue
 import threading
 from typing import Any
 
-from patchsync.apply.target import Checkpoint
 from patchsync.streams.http_client import Feed, HttpLog, parse_http_url
 from patchsync.streams.pull import StreamMessage
-from patchsync.tail.network_source import NetworkSource, StreamHost
+from patchsync.tail.network_source import NetworkSource, StreamHost, resume_version
 
 #: Patches asked for per request.
 BATCH = 1000
@@ -98,15 +97,7 @@ class HttpSource(NetworkSource):
         try:
             head, _ = log.head()
             applier, stored = self._applier(self.name)
-            start = 1
-            if stored is not None:
-                start = stored.offset + 1
-                if (
-                    stored.last_id is not None
-                    and stored.offset >= 1
-                    and log.patch_id_at(stored.offset) != stored.last_id
-                ):
-                    start = stored.offset  # that patch was not applied whole: read it again
+            start = resume_version(log, stored)
         except BaseException:
             log.close()
             raise
@@ -143,13 +134,4 @@ class HttpSource(NetworkSource):
             log.close()
 
 
-def checkpoint_after(address: str, head: str) -> Checkpoint | None:
-    """A replica's checkpoint of the served log ``address`` just past patch ``head`` (the
-    version the log holds it at), or ``None`` when the log does not hold it (``--base`` of a
-    snapshot taken elsewhere, :func:`patchsync.apply.base.address_checkpoints`)."""
-    with HttpLog(address) as log:
-        version = log.version_of(head)
-    return None if version is None else Checkpoint(version, 0, 0, version, head, None)
-
-
-__all__ = ["HttpSource", "checkpoint_after"]
+__all__ = ["HttpSource"]

@@ -36,11 +36,11 @@ class Observed(Protocol):
 
     @property
     def retries(self) -> int:
-        """Attempts to reopen a lost target so far."""
+        """Attempts to reconnect after losing the target or a source, so far."""
 
     @property
-    def target_lost(self) -> bool:
-        """Whether the target is being reopened now."""
+    def reconnecting(self) -> str | None:
+        """What is being reconnected now: ``"target"``, ``"source"``, or ``None``."""
 
     def reports(self) -> list[SourceReport]:
         """The state of every source."""
@@ -123,7 +123,9 @@ class TailCollector:
                 live.add_metric(src, 1 if report.state in ("live", "finished") else 0)
                 if report.error:
                     error.add_metric(src, {"error": report.error})
-        retries = CounterMetricFamily("patchsync_tail_retries", "Attempts to reopen a lost target")
+        retries = CounterMetricFamily(
+            "patchsync_tail_retries", "Attempts to reconnect after losing the target or a source"
+        )
         retries.add_metric([], self.daemon.retries)
         yield from (position, lag_patches, lag_bytes, lag_seconds, units_rate, rows_rate)
         yield from (units, rows, patches, live, error, retries)
@@ -131,8 +133,8 @@ class TailCollector:
 
 def readiness(daemon: Observed) -> str | None:
     """Why the daemon is not ready (one line), or ``None`` when it is."""
-    if daemon.target_lost:
-        return "the target is out of reach; reopening it"
+    if daemon.reconnecting is not None:
+        return f"the {daemon.reconnecting} is out of reach; reconnecting"
     for report in daemon.reports():
         if report.state == "failed":
             return f"{report.source}: failed: {report.error}"

@@ -9,18 +9,25 @@ alike for the three: the resume bookkeeping, decoding each message whole before 
 reaches the applier, pausing the applier (committing) at most every ``PAUSE_SECONDS`` while
 a backlog is worked through, and losing, failing and closing. A subclass says how it
 connects and resumes (``open``), reads (``_pump``), reports lag and disconnects.
+
+A served log (gRPC or HTTP door) numbers its patches by version, one patch each, and never
+removes one. What follows from that is written once here for both clients
+(:class:`ServedLog`): where a replica resumes (:func:`resume_version`) and the checkpoint of
+a replica that holds the log up to a patch (:func:`checkpoint_at`, :func:`checkpoint_after`).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterable
+from contextlib import closing
 from typing import Any, Protocol
 
 from patchsync.apply.applier import Applier
 from patchsync.apply.target import Checkpoint
 from patchsync.errors import DecodeError
 from patchsync.events import Event
+from patchsync.sources import resolve_source
 from patchsync.streams.payloads import MessageDecoder
 from patchsync.streams.pull import StreamMessage
 from patchsync.tail.source import SourceHost, TailedSource
@@ -33,6 +40,54 @@ PAUSE_SECONDS = 1.0
 FEED_EVENTS = 8192
 #: Seconds between two lag queries to the server (each is one or two requests).
 LAG_SECONDS = 1.0
+#: A frame and row past any event of a message: a checkpoint there counts the whole
+#: message (patch) applied.
+PAST = 1 << 62
+
+
+class ServedLog(Protocol):
+    """What the daemon asks of a served log's client (``GrpcLog``, ``HttpLog``: the
+    ``client`` role of their source kinds), beyond reading and appending."""
+
+    def patch_id_at(self, version: int) -> str | None:
+        """The id of the patch at ``version`` (``None`` if there is none)."""
+
+    def version_of(self, patch_id: str) -> int | None:
+        """The version of patch ``patch_id`` (``None`` if the log holds no such patch)."""
+
+    def close(self) -> None:
+        """Disconnect."""
+
+
+def checkpoint_at(name: str, version: int, patch_id: str | None) -> Checkpoint:
+    """The checkpoint of a replica of the served log ``name`` that applied every patch up to
+    ``version`` whole, the last one ``patch_id``: the same whether the replica applied them
+    or loaded a base holding them. Its fingerprint is the log's name, as the replica's own
+    checkpoints have it."""
+    return Checkpoint(version, PAST, PAST, version, patch_id, name, time.time())
+
+
+def resume_version(log: ServedLog, stored: Checkpoint | None) -> int:
+    """The version a replica at ``stored`` goes on from: the one after the checkpoint's when
+    its patch was applied whole (the checkpoint's ``last_id`` is that patch's id), else the
+    checkpoint's own (the applier passes over the units of it already applied)."""
+    if stored is None:
+        return 1
+    if stored.last_id is not None and stored.offset >= 1 and log.patch_id_at(stored.offset) != stored.last_id:
+        return stored.offset
+    return stored.offset + 1
+
+
+def checkpoint_after(source: str, patch_id: str) -> Checkpoint | None:
+    """The checkpoint of a replica of the served log ``source`` that holds its patches up to
+    ``patch_id`` (a base's head), so that it resumes at the next version; ``None`` when the
+    log holds no such patch (the ``checkpoint_after`` role,
+    :func:`patchsync.apply.base.address_checkpoints`)."""
+    resolved = resolve_source(source)
+    log: ServedLog = resolved.role("client")(resolved.address)
+    with closing(log):
+        version = log.version_of(patch_id)
+    return None if version is None else checkpoint_at(str(resolved.address), version, patch_id)
 
 
 class StreamHost(SourceHost, Protocol):
@@ -182,4 +237,15 @@ class NetworkSource(TailedSource):
         self.report.state = "starting"
 
 
-__all__ = ["FEED_EVENTS", "LAG_SECONDS", "PAUSE_SECONDS", "NetworkSource", "StreamHost"]
+__all__ = [
+    "FEED_EVENTS",
+    "LAG_SECONDS",
+    "PAST",
+    "PAUSE_SECONDS",
+    "NetworkSource",
+    "ServedLog",
+    "StreamHost",
+    "checkpoint_after",
+    "checkpoint_at",
+    "resume_version",
+]

@@ -1,5 +1,6 @@
-"""Waiting out a target that is unavailable for now: backoff (which errors say so is
-:func:`patchsync.errors.is_transient`, re-exported here)."""
+"""Waiting out a target or a source that is unavailable for now: backoff (which errors say
+so is :func:`patchsync.errors.is_transient`, re-exported here; which of the two was lost,
+:func:`lost_part`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import time
 from collections.abc import Callable
 
 from patchsync.apply.target import Target
-from patchsync.errors import PatchsyncError, UsageError, is_transient
+from patchsync.errors import PatchsyncError, UsageError, causes, is_transient
+from patchsync.streams.errors import StreamUnavailable
 from patchsync.tail.options import RETRY_INITIAL_SECONDS, RETRY_MAX_DELAY, RETRY_TIMEOUT, Log, no_log
 
 
@@ -64,6 +66,12 @@ class Backoff:
         return min(left, cap * self.rng.uniform(0.5, 1.0))
 
 
+def lost_part(exc: BaseException) -> str:
+    """What a transient error (:func:`is_transient`) lost: ``"source"`` when the server a
+    source reads from is out of reach (a stream's, a served log's), else ``"target"``."""
+    return "source" if any(isinstance(current, StreamUnavailable) for current in causes(exc)) else "target"
+
+
 def open_retrying(
     opener: Callable[[], Target],
     *,
@@ -89,4 +97,4 @@ def open_retrying(
             time.sleep(delay)
 
 
-__all__ = ["Backoff", "is_transient", "open_retrying"]
+__all__ = ["Backoff", "is_transient", "lost_part", "open_retrying"]

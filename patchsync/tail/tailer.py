@@ -18,6 +18,7 @@ from patchsync.apply.target import Target, discard_target
 from patchsync.errors import PatchsyncError, TargetUnavailable, UsageError, param
 from patchsync.options import Limits
 from patchsync.sources import directory_logs, resolve_source
+from patchsync.streams.errors import StreamUnavailable
 from patchsync.tail.network_source import NetworkSource
 from patchsync.tail.observer import DirectoryWatch, Waker
 from patchsync.tail.options import (
@@ -30,7 +31,7 @@ from patchsync.tail.options import (
     no_log,
     split_paths,
 )
-from patchsync.tail.retry import Backoff, is_transient
+from patchsync.tail.retry import Backoff, is_transient, lost_part
 from patchsync.tail.source import Source, SourceReport
 from patchsync.tail.state import write_status
 
@@ -39,7 +40,8 @@ STATUS_SECONDS = 1.0
 
 
 class _TargetLost(Exception):
-    """Internal: the target became unavailable during a pass (unwinds to the main loop)."""
+    """Internal: the target, or a source's server, became unavailable during a pass (unwinds
+    to the main loop, which discards the target and reconnects everything)."""
 
     def __init__(self, error: PatchsyncError) -> None:
         super().__init__(str(error))
@@ -51,10 +53,13 @@ class Tailer:
 
     ``paths`` are log files, directories or stream addresses (``nats://HOST:PORT/STREAM``,
     :mod:`patchsync.tail.stream_source`); ``options`` say how (:class:`TailOptions`).
-    With ``options.reopen``, a target that becomes unavailable (:func:`is_transient`) is
-    discarded and reopened after a backoff, and every source resumes from the reopened
-    target's checkpoint; after ``options.retry_timeout`` seconds without success
-    :class:`TargetUnavailable` is raised. Without it such errors stop the daemon.
+    With ``options.reopen``, a target, or a source's server, that becomes unavailable
+    (:func:`is_transient`) is waited out: the target is discarded and reopened after a
+    backoff, and every source reconnects and resumes from the reopened target's
+    checkpoint; after ``options.retry_timeout`` seconds without success
+    :class:`TargetUnavailable` is raised. Without it such errors stop the daemon. A
+    one-shot run (:meth:`run_once`) waits out the target but not a source: a source out of
+    reach fails (the next run resumes from its checkpoint).
     """
 
     def __init__(
@@ -68,6 +73,8 @@ class Tailer:
         if options.state_dir is not None:
             options.state_dir.mkdir(parents=True, exist_ok=True)
         self.stopping = False
+        #: A one-shot run (:meth:`run_once`): a source out of reach is not waited for.
+        self.once = False
         self.sources: dict[Path | str, Source | NetworkSource] = {}
         self._order: list[Source | NetworkSource] = []
         #: Seconds a stream source's fetch may wait for new messages (0 with ``run_once``).
@@ -79,9 +86,10 @@ class Tailer:
         self._backoff = Backoff(max_delay=options.retry_max_delay, timeout=options.retry_timeout)
         self._logged: set[tuple[str, str]] = set()
         self.reconnects = 0
-        #: Attempts to reopen a lost target, and whether one is under way (for metrics).
+        #: Attempts to reconnect after losing the target or a source, and which of the two
+        #: is being reconnected now (``"target"``, ``"source"``, ``None``: neither), for metrics.
         self.retries = 0
-        self.target_lost = False
+        self.reconnecting: str | None = None
         #: The backoff attempt that reopened the target, until a pass confirms the sources
         #: reconnected too (a stream's server may still be out of reach).
         self._reopened_at: int | None = None
@@ -146,6 +154,7 @@ class Tailer:
     def run_once(self) -> list[SourceReport]:
         """Apply what the logs hold now and return (the ``--once`` mode); raises on a failed source."""
         self.stream_wait = 0.0
+        self.once = True
         self._backoff.keep_clock = True  # a one-shot run gives up retry_timeout after its first failure
         with self._signals():
             while not self.stopping:
@@ -230,16 +239,33 @@ class Tailer:
                 if now - src.last_snapshot >= self.options.snapshot_seconds:
                     src.save_snapshot(now)
             except PatchsyncError as exc:
-                if self.options.reopen is not None and is_transient(exc):
+                error = self._failure(exc)
+                if error is None:
                     raise _TargetLost(exc) from exc
-                src.fail(exc)
-                self.log("failed", src.report.as_dict())
+                src.fail(error)
+                # A source out of reach that a one-shot run does not wait for is named as
+                # the daemon names one it waits for.
+                self.log("failed" if error is exc else "source_unavailable", src.report.as_dict())
                 self._write_status(now)
                 if not self.options.keep_going:
-                    raise
+                    if error is exc:
+                        raise
+                    raise error from exc
         if now - self._status_at >= STATUS_SECONDS:
             self._write_status(now)
         return more
+
+    def _failure(self, exc: PatchsyncError) -> PatchsyncError | None:
+        """The error a source fails with for ``exc``, or ``None`` when it is waited out."""
+        if self.once and is_transient(exc) and lost_part(exc) == "source":
+            # A cron job must not hang on a server that is down: publish does not wait either.
+            return StreamUnavailable(
+                f"{exc}; a one-shot run ({param('once', True)}) does not wait for a source out of reach "
+                "(the next run resumes from the checkpoint)"
+            ).naming(("once", True))
+        if self.options.reopen is not None and is_transient(exc):
+            return None
+        return exc
 
     def _finish(self) -> None:
         now = time.monotonic()
@@ -274,7 +300,7 @@ class Tailer:
             src.reset()
 
     def _reconnect(self, error: BaseException) -> None:
-        """Discard the target, wait with backoff, reopen it; every source then resumes.
+        """Discard the target, wait with backoff, reopen it; every source then reconnects and resumes.
 
         The reconnect is logged by the next pass that completes: only then have the
         sources' own connections (a stream's server) come back as well.
@@ -282,22 +308,22 @@ class Tailer:
         reopen = self.options.reopen
         assert reopen is not None
         self._drop_target()
-        self.target_lost = True
         try:
             self._reopen(reopen, error)
         finally:
-            self.target_lost = False
+            self.reconnecting = None
 
     def _reopen(self, reopen: Callable[[], Target], error: BaseException) -> None:
         while True:
+            part = self.reconnecting = lost_part(error)
             delay = self._backoff.next_delay(time.monotonic())
             if delay is None:
                 raise TargetUnavailable(
-                    f"the target stayed unavailable for {self._backoff.elapsed(time.monotonic()):.1f}s "
+                    f"the {part} stayed unavailable for {self._backoff.elapsed(time.monotonic()):.1f}s "
                     f"({param('retry_timeout', self._backoff.timeout)}); giving up. Last error: {error}"
                 ).naming(("retry_timeout", self._backoff.timeout)) from error
             self.log(
-                "target_unavailable",
+                f"{part}_unavailable",
                 {"error": str(error), "attempt": self._backoff.attempt, "retry_in": round(delay, 3)},
             )
             deadline = time.monotonic() + delay
