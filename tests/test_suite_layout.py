@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -79,6 +80,13 @@ def test_a_test_starting_the_command_line_is_e2e_not_unit(request: pytest.Fixtur
     _calls_a_helper_that_runs_the_cli()
     marks = {m.name for m in request.node.iter_markers()}
     assert "e2e" in marks and "unit" not in marks
+
+
+def test_a_sparql_store_test_is_sparql_integration_and_e2e(
+    request: pytest.FixtureRequest, oxigraph_server: Any
+) -> None:
+    marks = {m.name for m in request.node.iter_markers()}
+    assert {"sparql", "integration", "e2e"} <= marks and "unit" not in marks
 
 
 def test_a_wait_on_progress_outlasts_its_stall_while_progress_goes_on() -> None:
