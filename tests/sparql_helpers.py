@@ -29,6 +29,7 @@ import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .nats_helpers import free_port, reachable
 from .process_helpers import wait_progressing
@@ -126,7 +127,7 @@ def update(ep: Endpoints, text: str, *, timeout: float = 600.0) -> None:
     http("POST", ep.update, text.encode(), content_type="application/sparql-update", timeout=timeout)
 
 
-def select(ep: Endpoints, text: str, *, timeout: float = 600.0) -> list[dict[str, dict[str, str]]]:
+def select(ep: Endpoints, text: str, *, timeout: float = 600.0) -> list[dict[str, dict[str, Any]]]:
     """The bindings of one SELECT query (SPARQL 1.1 Protocol §2.1.2, results as JSON)."""
     _, body = http(
         "POST",
@@ -157,13 +158,16 @@ def gsp(ep: Endpoints, method: str, graph: str | None, data: bytes, content_type
     return status
 
 
-def term(binding: dict[str, str]) -> str:
+def term(binding: dict[str, Any]) -> str:
     """One JSON result term (SPARQL 1.1 Query Results JSON Format §3.2.2) as N-Triples text.
 
     Blank node labels are the store's own (Virtuoso writes ``nodeID://b10000``), kept as they are
-    after ``_:``: tests compare their structure, not their labels.
+    after ``_:``: tests compare their structure, not their labels. A triple term (RDF 1.2, which
+    Oxigraph 0.5 answers as ``{"type": "triple", "value": {"subject": …}}``) is ``<<( s p o )>>``.
     """
     kind, value = binding["type"], binding["value"]
+    if kind == "triple":
+        return f"<<( {term(value['subject'])} {term(value['predicate'])} {term(value['object'])} )>>"
     if kind == "uri":
         return f"<{value}>"
     if kind == "bnode":

@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 
-from .sparql_helpers import SparqlHttpError, count, gsp, quads, select, update
+from .sparql_helpers import SparqlHttpError, count, gsp, http, quads, select, update
 
 EX = "http://example.org/"
 XSD = "http://www.w3.org/2001/XMLSchema#"
+RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
 
 
 def test_update_then_query_round_trips_every_term_kind(sparql_server: Any) -> None:
@@ -87,3 +88,47 @@ def test_virtuoso_refuses_blank_nodes_in_insert_data(virtuoso_server: Any) -> No
     for _ in range(2):
         update(ep, f'INSERT {{ GRAPH <{g}> {{ _:b1 <{EX}p> "x" }} }} WHERE {{}}')
     assert len(select(ep, f"SELECT DISTINCT ?s WHERE {{ GRAPH <{g}> {{ ?s <{EX}p> ?o }} }}")) == 2
+
+
+def test_oxigraph_reads_a_quoted_subject_as_a_fresh_rdf12_reifier(oxigraph_server: Any) -> None:
+    """Oxigraph 0.5 speaks RDF 1.2: ``<< s p o >> :p :o`` is sugar for a new blank reifier
+    (https://www.w3.org/TR/rdf12-turtle/#reifying-triples), so the same INSERT DATA twice makes
+    two; a quoted triple as the subject of an N-Quads line is refused (400)."""
+    ep = oxigraph_server.endpoints
+    g = f"{EX}star"
+    for _ in range(2):
+        update(ep, f'INSERT DATA {{ GRAPH <{g}> {{ << <{EX}a> <{EX}b> <{EX}c> >> <{EX}p> "said" }} }}')
+    reifiers = select(ep, f'SELECT ?r ?t WHERE {{ GRAPH <{g}> {{ ?r <{EX}p> "said" ; <{RDF}reifies> ?t }} }}')
+    assert len({r["r"]["value"] for r in reifiers}) == 2
+    assert {r["t"]["type"] for r in reifiers} == {"triple"}
+    with pytest.raises(SparqlHttpError) as refused:
+        http(
+            "POST",
+            ep.store,
+            f'<< <{EX}a> <{EX}b> <{EX}c> >> <{EX}p> "x" <{g}> .\n'.encode(),
+            content_type="application/n-quads",
+        )
+    assert refused.value.status == 400
+
+
+def test_virtuoso_refuses_quoted_triples(virtuoso_server: Any) -> None:
+    """Virtuoso 7.2 has no RDF-star: a quoted triple is a syntax error (400), nothing applied."""
+    ep = virtuoso_server.endpoints
+    with pytest.raises(SparqlHttpError) as refused:
+        update(ep, f'INSERT DATA {{ GRAPH <{EX}star> {{ << <{EX}a> <{EX}b> <{EX}c> >> <{EX}p> "said" }} }}')
+    assert refused.value.status == 400 and "syntax error" in refused.value.body
+
+
+@pytest.mark.parametrize("store", ["oxigraph", "virtuoso"])
+def test_blank_nodes_are_refused_in_delete_data(store: str, request: pytest.FixtureRequest) -> None:
+    """SPARQL 1.1 Update §3.1.2: blank nodes are not allowed in DELETE DATA; both stores refuse
+    the request with 400 before applying any of it."""
+    ep = request.getfixturevalue(f"{store}_server").endpoints
+    update(ep, f'INSERT DATA {{ GRAPH <{EX}b> {{ <{EX}s> <{EX}p> "kept" }} }}')
+    with pytest.raises(SparqlHttpError) as refused:
+        update(
+            ep,
+            f'DELETE DATA {{ GRAPH <{EX}b> {{ <{EX}s> <{EX}p> "kept" }} }} ; DELETE DATA {{ GRAPH <{EX}b> {{ _:x <{EX}p> "1" }} }}',
+        )
+    assert refused.value.status == 400
+    assert count(ep, f"{EX}b") == 1
