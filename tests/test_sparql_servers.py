@@ -8,6 +8,7 @@ patchsync's.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -132,3 +133,57 @@ def test_blank_nodes_are_refused_in_delete_data(store: str, request: pytest.Fixt
         )
     assert refused.value.status == 400
     assert count(ep, f"{EX}b") == 1
+
+
+def test_virtuoso_serializes_writers_guarded_by_the_checkpoint_graph(virtuoso_server: Any) -> None:
+    """Writers racing to move one checkpoint, each request guarded by ``DROP GRAPH`` of the
+    graph named by the checkpoint it read (SPARQL 1.1 Update §3.2.2: an error unless SILENT
+    when the graph does not exist): on Virtuoso the guard is serialized, so each position is
+    taken by exactly one writer and no loser's data lands (docs/decisions/0019-sparql-stores.md)."""
+    ep = virtuoso_server.endpoints
+    cp, positions = "urn:x-test:checkpoint/", 15
+    update(ep, f"CREATE GRAPH <{cp}0> ; INSERT DATA {{ GRAPH <{cp}0> {{ <{EX}log> <{EX}at> 0 }} }}")
+    won: list[int] = []
+
+    def current() -> int:
+        rows = select(
+            ep, f"SELECT ?n WHERE {{ GRAPH ?g {{ <{EX}log> <{EX}at> ?n }} FILTER STRSTARTS(STR(?g), '{cp}') }}"
+        )
+        assert len(rows) == 1, rows
+        return int(rows[0]["n"]["value"])
+
+    failures: list[BaseException] = []
+
+    def writer(me: int) -> None:
+        try:
+            write(me)
+        except BaseException as exc:  # a thread's failure fails the test
+            failures.append(exc)
+
+    def write(me: int) -> None:
+        while (at := current()) < positions:
+            new = at + 1
+            data = " ".join(f'<{EX}d{new}_{i}> <{EX}by> "{me}" .' for i in range(50))
+            try:
+                update(
+                    ep,
+                    f"DROP GRAPH <{cp}{at}> ;\n"
+                    f"INSERT DATA {{ GRAPH <{EX}data> {{ {data} }} }} ;\n"
+                    f"CREATE GRAPH <{cp}{new}> ;\n"
+                    f"INSERT DATA {{ GRAPH <{cp}{new}> {{ <{EX}log> <{EX}at> {new} }} }}",
+                )
+                won.append(new)
+            except SparqlHttpError as exc:  # the guard failed (another writer moved on), or a deadlock
+                assert exc.status == 500 and ("not been explicitly created" in exc.body or "40001" in exc.body)
+
+    threads = [threading.Thread(target=writer, args=(me,)) for me in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []
+    assert sorted(won) == list(range(1, positions + 1))
+    rows = select(
+        ep, f"SELECT ?s (COUNT(DISTINCT ?by) AS ?n) WHERE {{ GRAPH <{EX}data> {{ ?s <{EX}by> ?by }} }} GROUP BY ?s"
+    )
+    assert len(rows) == positions * 50 and {r["n"]["value"] for r in rows} == {"1"}
