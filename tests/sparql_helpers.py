@@ -140,18 +140,6 @@ def select(ep: Endpoints, text: str, *, timeout: float = 600.0) -> list[dict[str
     return list(json.loads(body)["results"]["bindings"])
 
 
-def ask(ep: Endpoints, text: str) -> bool:
-    """The answer of one ASK query."""
-    _, body = http(
-        "POST",
-        ep.query,
-        urllib.parse.urlencode({"query": text}).encode(),
-        content_type="application/x-www-form-urlencoded",
-        accept="application/sparql-results+json",
-    )
-    return bool(json.loads(body)["boolean"])
-
-
 def gsp(ep: Endpoints, method: str, graph: str | None, data: bytes, content_type: str) -> int:
     """PUT or POST RDF to one graph through the Graph Store HTTP Protocol (§5.3, §5.5); the status."""
     status, _ = http(method, ep.graph_url(graph), data, content_type=content_type)
