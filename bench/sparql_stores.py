@@ -18,10 +18,10 @@ first request to the last answer, then checked by a count of what the store hold
   N-Quads nor TriG).
 - ``update N``: SPARQL Update ``INSERT DATA``, requests of N triples one after another, each of
   operations of at most 4,000 triples (Virtuoso's parser refuses ~4,990 in one operation).
-- ``guarded N``: the shape a target sends: ``DROP GRAPH`` of the graph named by the current
-  checkpoint first (it fails, and so stops the request, unless the checkpoint is still the one
-  read), the same ``INSERT DATA`` operations, then ``CREATE GRAPH`` and ``INSERT DATA`` of the
-  next checkpoint's graph last, and a query reading the checkpoint back after each request.
+- ``guarded N``: the shape a target sends (decision 0019): ``DROP GRAPH`` of the guard named by
+  the current checkpoint first (it fails, and so stops the request, unless the checkpoint is
+  still the one read), the same ``INSERT DATA`` operations, the state graph's checkpoint
+  replaced, the next guard made last, and a query reading both back after each request.
 
 A case a store refuses (Virtuoso aborts a transaction whose log passes 50 MB, its
 ``TransactionAfterImageLimit``) is listed with the store's message. Findings and the figures of
@@ -104,19 +104,24 @@ def insert_data(request: list[tuple[str, list[Triple]]]) -> list[str]:
 
 
 def guarded(request: list[tuple[str, list[Triple]]], position: int) -> list[str]:
-    """The request's operations between a guard on checkpoint ``position`` and the next checkpoint."""
+    """The request's operations between the guard of checkpoint ``position`` and the next checkpoint."""
     new = position + 1
     return [
-        f"DROP GRAPH <{STATE}{position}>",
+        f"DROP GRAPH <{STATE}at/{position}>",
         *insert_data(request),
-        f"CREATE GRAPH <{STATE}{new}>",
-        f"INSERT DATA {{ GRAPH <{STATE}{new}> {{ <{CP}> <{POS}> {new} }} }}",
+        f"DELETE {{ GRAPH <{STATE}> {{ <{CP}> <{POS}> ?n }} }} INSERT {{ GRAPH <{STATE}> {{ <{CP}> <{POS}> {new} }} }} "
+        f"WHERE {{ GRAPH <{STATE}> {{ <{CP}> <{POS}> ?n }} }}",
+        f"CREATE GRAPH <{STATE}at/{new}>",
+        f"INSERT DATA {{ GRAPH <{STATE}at/{new}> {{ <{CP}> <{POS}> {new} }} }}",
     ]
 
 
-def checkpoints(ep: Endpoints) -> list[int]:
-    rows = select(ep, f"SELECT ?n WHERE {{ GRAPH ?g {{ <{CP}> <{POS}> ?n }} FILTER (STRSTARTS(STR(?g), '{STATE}')) }}")
-    return [int(r["n"]["value"]) for r in rows]
+def checkpoint(ep: Endpoints) -> list[int]:
+    """The position the state graph holds, and the positions of the guards there are."""
+    rows = select(
+        ep, f"SELECT ?g ?n WHERE {{ GRAPH ?g {{ <{CP}> <{POS}> ?n }} FILTER (STRSTARTS(STR(?g), '{STATE}')) }}"
+    )
+    return sorted(int(r["n"]["value"]) for r in rows)
 
 
 def stored(ep: Endpoints, graphs: list[str]) -> int:
@@ -182,7 +187,11 @@ def updates(size: int, *, checked: bool) -> Callable[[SparqlServer, dict[str, li
         server.start()
         ep = server.endpoints
         if checked:
-            update(ep, f"CREATE GRAPH <{STATE}0> ; INSERT DATA {{ GRAPH <{STATE}0> {{ <{CP}> <{POS}> 0 }} }}")
+            update(
+                ep,
+                f"INSERT DATA {{ GRAPH <{STATE}> {{ <{CP}> <{POS}> 0 }} }} ; CREATE GRAPH <{STATE}at/0> ; "
+                f"INSERT DATA {{ GRAPH <{STATE}at/0> {{ <{CP}> <{POS}> 0 }} }}",
+            )
         requests = [
             " ;\n".join(guarded(request, n) if checked else insert_data(request))
             for n, request in enumerate(chunks(data, size))
@@ -190,8 +199,8 @@ def updates(size: int, *, checked: bool) -> Callable[[SparqlServer, dict[str, li
         start = time.monotonic()
         for n, text in enumerate(requests):
             update(ep, text)
-            if checked and checkpoints(ep) != [n + 1]:
-                raise AssertionError(f"checkpoint {checkpoints(ep)} after request {n + 1}")
+            if checked and checkpoint(ep) != [n + 1, n + 1]:
+                raise AssertionError(f"checkpoint and guard {checkpoint(ep)} after request {n + 1}")
         return time.monotonic() - start
 
     return case
