@@ -202,6 +202,17 @@ BENCHES: tuple[Bench, ...] = (
         needs=("postgresql",),
     ),
     Bench(
+        "sparql-stores",
+        "bench.sparql_stores",
+        "SPARQL stores: bulk load, Graph Store Protocol, SPARQL Update",
+        "each store's own bulk loader (`oxigraph load`; Virtuoso's `ld_dir` and `rdf_loader_run`)",
+        quick=("--triples", "20000", "--sizes", "1000,10000"),
+        notes=(
+            "Each store runs as a child process on free loopback ports; a store whose program is not installed is "
+            "listed as not run in its table.",
+        ),
+    ),
+    Bench(
         "memory",
         "bench.memory_bench",
         "Decoder memory",

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from . import sparql_helpers
 from .helpers import worker_tag
 from .markers import kinds
 
@@ -214,3 +215,68 @@ def spark() -> Iterator[Any]:
     session = ps.session("local[2]", app_name="patchsync-tests", quiet=True, **{"spark.sql.shuffle.partitions": "2"})
     yield session
     session.stop()
+
+
+# -- SPARQL stores (tests/sparql_helpers.py) ---------------------------------------------
+# The Oxigraph server and Virtuoso, started by the tests on free loopback ports: skipped when
+# their programs are not installed, unless PATCHSYNC_REQUIRE_SPARQL=1 (CI), which turns that
+# into a failure.
+
+
+def _sparql_missing(reason: str) -> None:
+    if os.environ.get("PATCHSYNC_REQUIRE_SPARQL") == "1":
+        pytest.fail(f"PATCHSYNC_REQUIRE_SPARQL=1 but {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def oxigraph_binary() -> str:
+    """The ``oxigraph`` executable (PyPI ``oxigraph``), for tests that start servers of their own."""
+    reason = sparql_helpers.missing_binaries(sparql_helpers.OXIGRAPH)
+    if reason is not None:
+        _sparql_missing(reason)
+    return sparql_helpers.OXIGRAPH
+
+
+@pytest.fixture(scope="session")
+def virtuoso_binary() -> str:
+    """The ``virtuoso-t`` executable (Debian ``virtuoso-opensource``; ``isql-vt`` beside it)."""
+    reason = sparql_helpers.missing_binaries(sparql_helpers.VIRTUOSO, sparql_helpers.ISQL)
+    if reason is not None:
+        _sparql_missing(reason)
+    return sparql_helpers.VIRTUOSO
+
+
+@pytest.fixture
+def oxigraph_server(oxigraph_binary: str, tmp_path: Any) -> Iterator[Any]:
+    """A fresh Oxigraph server of this test's own (it starts in a fraction of a second)."""
+    with sparql_helpers.OxigraphServer(tmp_path / "oxigraph") as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def _virtuoso_of_this_worker(virtuoso_binary: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    with sparql_helpers.VirtuosoServer(tmp_path_factory.mktemp("virtuoso")) as server:
+        yield server
+
+
+@pytest.fixture
+def virtuoso_server(_virtuoso_of_this_worker: Any) -> Any:
+    """The Virtuoso server of this pytest process, emptied of every graph but its own.
+
+    Creating a Virtuoso database takes seconds, so each worker starts one and each test gets
+    it wiped; a test that stops, kills or reconfigures a server starts its own
+    ``VirtuosoServer(tmp_path)`` (with the ``virtuoso_binary`` fixture).
+    """
+    server = _virtuoso_of_this_worker
+    server.wipe()
+    return server
+
+
+_STORE = (pytest.mark.sparql, pytest.mark.e2e)
+
+
+@pytest.fixture(params=[pytest.param("oxigraph", marks=_STORE), pytest.param("virtuoso", marks=_STORE)])
+def sparql_server(request: pytest.FixtureRequest) -> Any:
+    """Each SPARQL store in turn: ``oxigraph_server``, then ``virtuoso_server``."""
+    return request.getfixturevalue(f"{request.param}_server")

@@ -2,7 +2,7 @@
 
 ``conftest.py`` calls :func:`kinds` for every collected test and adds the markers it
 returns, so a new test is marked without anyone remembering to: a test asking for a
-PostgreSQL, NATS or Spark fixture needs that service (``integration``); a test whose code,
+PostgreSQL, NATS, Spark or SPARQL store fixture needs that service (``integration``); a test whose code,
 or a helper from ``tests/`` it calls, starts a child process is end to end (``e2e``);
 everything else runs inside the pytest process alone (``unit``). Markers written on a test
 by hand (``postgres``, ``serial``, ``slow``) are kept and count the same.
@@ -23,6 +23,7 @@ SERVICE_FIXTURES: dict[str, frozenset[str]] = {
     "postgres": frozenset({"pg_database", "pg_url"}),
     "nats": frozenset({"nats_server", "nats_stream", "nats_server_binary"}),
     "spark": frozenset({"spark"}),
+    "sparql": frozenset({"oxigraph_server", "oxigraph_binary", "virtuoso_server", "virtuoso_binary", "sparql_server"}),
 }
 
 #: ``os`` functions that start a process (``subprocess`` and ``multiprocessing`` count whole).
@@ -74,7 +75,8 @@ def _spawns(obj: Any, seen: set[int]) -> bool:
         return False
     seen.add(id(obj))
     if isinstance(obj, type):
-        return any(_spawns(_unwrap(v), seen) for v in vars(obj).values() if callable(v) and _ours(_unwrap(v)))
+        methods = [v for klass in obj.__mro__ if _ours(klass) for v in vars(klass).values()]
+        return any(_spawns(_unwrap(v), seen) for v in methods if callable(v) and _ours(_unwrap(v)))
     func = _unwrap(obj)
     code = getattr(func, "__code__", None)
     if code is None:

@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 import ast
+import itertools
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -32,6 +34,14 @@ def _starts_a_server() -> None:
     _Server().start()
 
 
+class _NamedServer(_Server):
+    name = "inherits start() from its base class"
+
+
+def _starts_a_server_whose_start_is_inherited() -> None:
+    _NamedServer().start()
+
+
 def _pure() -> int:
     return sum(range(10))
 
@@ -50,6 +60,7 @@ def _uses_os_but_starts_nothing() -> str:
         (_runs_the_cli, True),
         (_calls_a_helper_that_runs_the_cli, True),
         (_starts_a_server, True),
+        (_starts_a_server_whose_start_is_inherited, True),
         (lambda: _runs_the_cli(), True),
         (_pure, False),
         (_waits, False),
@@ -69,6 +80,30 @@ def test_a_test_starting_the_command_line_is_e2e_not_unit(request: pytest.Fixtur
     _calls_a_helper_that_runs_the_cli()
     marks = {m.name for m in request.node.iter_markers()}
     assert "e2e" in marks and "unit" not in marks
+
+
+def test_a_sparql_store_test_is_sparql_integration_and_e2e(
+    request: pytest.FixtureRequest, oxigraph_server: Any
+) -> None:
+    marks = {m.name for m in request.node.iter_markers()}
+    assert {"sparql", "integration", "e2e"} <= marks and "unit" not in marks
+
+
+def test_a_wait_on_progress_outlasts_its_stall_while_progress_goes_on() -> None:
+    ticks = itertools.count()
+    seen = []
+
+    def cond() -> bool:
+        seen.append(1)
+        return len(seen) > 20  # ~1 s of polls: far more than the stall of 0.2 s
+
+    process_helpers.wait_for(cond, 0.2, "a growing log", progress=lambda: next(ticks))
+    assert len(seen) == 21
+
+
+def test_a_wait_on_progress_fails_once_progress_stops() -> None:
+    with pytest.raises(AssertionError, match=r"waiting for a stuck server \(no progress for 0.2 s"):
+        process_helpers.wait_for(lambda: False, 0.2, "a stuck server", progress=lambda: 0)
 
 
 def test_only_the_postgres_case_of_sql_url_needs_postgres(request: pytest.FixtureRequest, sql_url: str) -> None:
