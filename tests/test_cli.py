@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -108,3 +109,37 @@ def test_inspect_json_reports_counts(tmp_path: Path) -> None:
     assert summary["options"]["stream_type"] == "PUNCTUATED" and summary["options"]["rdf_star"] is True
     assert summary["frames"] >= 4
     assert summary["lookups"]["names"]["entries"] > 0
+
+
+# -- a closed pipe ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["dump", "--target", "sqlite:///{db}"],
+        ["inspect", str(EXAMPLE)],
+        ["status", "--json", "--target", "sqlite:///{db}"],
+        ["convert", str(EXAMPLE), "-", "--to", "jellyp"],
+    ],
+    ids=["dump", "inspect", "status --json", "convert to stdout"],
+)
+def test_a_closed_pipe_stops_a_command_quietly(tmp_path: Path, command: list[str]) -> None:
+    # As `patchsync dump | head -1` once head has gone: every write to the pipe fails (EPIPE).
+    # A Unix tool stops without a word, and the shell reports 128 + SIGPIPE (README, "Commands").
+    db = tmp_path / "r.db"
+    assert run("apply", str(EXAMPLE), "--target", f"sqlite:///{db}").returncode == 0
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the command writes anything
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "patchsync", *(arg.format(db=db) for arg in command)],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            cwd=ROOT,
+            timeout=120,
+        )
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr.decode()) == (141, "")
+
