@@ -158,13 +158,20 @@ def output(path: str) -> Iterator[IO[bytes]]:
         sys.stdout.buffer.flush()
         return
     target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or Path("."))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or Path("."))
+    except OSError as exc:
+        # The temporary file is ours, not the user's: name the path they gave.
+        raise OSError(exc.errno, f"cannot write: {exc.strerror}", path) from None
     try:
         with os.fdopen(fd, "wb") as f:
             yield f
         # mkstemp made the file 0600; renamed as it is, the output would keep that mode.
         os.chmod(tmp, plain_mode(target))
-        os.replace(tmp, target)
+        try:
+            os.replace(tmp, target)
+        except OSError as exc:
+            raise OSError(exc.errno, f"cannot write: {exc.strerror}", path) from None
     except BaseException:
         os.unlink(tmp)
         raise
