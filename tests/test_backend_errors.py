@@ -177,7 +177,7 @@ def test_a_refused_postgresql_connection_is_transient() -> None:
 
 def test_a_locked_sqlite_database_is_transient(tmp_path: Path) -> None:
     db = tmp_path / "t.db"
-    url = f"sqlite:///{db}?timeout=0"
+    url = f"sqlite:///{db}?timeout=0.001"
     target = SqlTarget(url)
     holder = sqlite3.connect(db, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")

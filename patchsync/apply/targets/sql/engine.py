@@ -15,10 +15,10 @@ from patchsync.errors import UsageError
 def create_sql_engine(url: str) -> Engine:
     """A SQLAlchemy engine for ``url`` with the per-dialect settings patchsync relies on.
 
-    SQLite waits up to 30 s for another process's lock; ``?timeout=SECONDS`` in the URL
-    (the sqlite3 driver's own parameter) sets another wait. The settings of
-    :data:`SQLITE_SETTINGS` (``?cache_mb=N``, ``?checkpoint_pages=N``) are read by patchsync
-    and applied to every connection; the driver never sees them. The dialect
+    A SQLite URL's parameters are :data:`SQLITE_SETTINGS` (``?timeout=SECONDS``, by default 30,
+    the wait for another process's lock; ``?cache_mb=N``, ``?checkpoint_pages=N``), read by
+    patchsync and applied to every connection; the driver never sees them, and any other
+    parameter is refused. The dialect
     (:mod:`.dialects`) is chosen here from the URL, before any driver is loaded.
     """
     try:
