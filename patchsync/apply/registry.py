@@ -33,8 +33,16 @@ def _sqlite_file(spec: str) -> Path | None:
     )
 
 
-def _path_after_scheme(spec: str) -> Path | None:
-    return Path(spec.partition(":")[2]) if spec.partition(":")[2] else None
+def _path_after_scheme(form: str) -> Callable[[str], Path | None]:
+    """A ``locate`` for specs spelled ``form`` (``scheme:PATH``): the path, which may not be empty."""
+
+    def locate(spec: str) -> Path | None:
+        rest = spec.partition(":")[2]
+        if not rest:
+            raise UsageError(f"target {spec!r} names no path: write {form}")
+        return Path(rest)
+
+    return locate
 
 
 def _nowhere(_spec: str) -> Path | None:
@@ -67,8 +75,10 @@ _TARGETS: dict[str, TargetEntry] = {
     "sqlite+pysqlite": TargetEntry(_SQL, whole_spec=True, locate=_sqlite_file),
     "postgresql": TargetEntry(_SQL, whole_spec=True),
     "postgresql+psycopg": TargetEntry(_SQL, whole_spec=True),
-    "file": TargetEntry("patchsync.apply.targets.file:FileTarget", locate=_path_after_scheme),
-    "oxigraph": TargetEntry("patchsync.apply.targets.oxigraph:OxigraphTarget", locate=_path_after_scheme),
+    "file": TargetEntry("patchsync.apply.targets.file:FileTarget", locate=_path_after_scheme("file:PATH.trig")),
+    "oxigraph": TargetEntry(
+        "patchsync.apply.targets.oxigraph:OxigraphTarget", locate=_path_after_scheme("oxigraph:DIR")
+    ),
     "memory": TargetEntry("patchsync.apply.targets.memory:open_memory_target"),
 }
 
