@@ -9,12 +9,12 @@ except for SQL targets, which take the whole URL (SQLAlchemy parses it).
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+from patchsync._lazy import load
 from patchsync.apply.target import Target
 from patchsync.errors import UsageError
 
@@ -62,11 +62,11 @@ class TargetEntry:
     whole_spec: bool = False
     locate: Callable[[str], Path | None] = _nowhere
 
-    def load(self) -> Callable[..., Target]:
-        """Import and return the target class (the first call imports its module)."""
-        module_name, _, attr = self.loader.partition(":")
-        module = importlib.import_module(module_name)
-        return cast("Callable[..., Target]", getattr(module, attr))
+    def load(self, spec: str | None = None) -> Callable[..., Target]:
+        """Import and return the target class (the first call imports its module); a missing
+        optional dependency is one line naming the target ``spec`` and the extra that installs it."""
+        what = f"target {spec!r}" if spec is not None else self.loader
+        return cast("Callable[..., Target]", load(self.loader, what))
 
 
 _SQL = "patchsync.apply.targets.sql.target:SqlTarget"
@@ -114,7 +114,7 @@ def open_target(spec: str, *, existing: bool = False, **options: Any) -> Target:
     where = entry.locate(spec)
     if existing and where is not None and not where.exists():
         raise UsageError(f"target {spec!r}: {where} does not exist (only apply and tail create a target)")
-    cls = entry.load()
+    cls = entry.load(spec)
     return cls(spec if entry.whole_spec else spec.partition(":")[2], **options)
 
 

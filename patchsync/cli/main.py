@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 from patchsync import __version__
 from patchsync.cli.common import EXIT_ERROR, EXIT_USAGE, error_line, fail, paced_collector
-from patchsync.errors import PatchsyncError, UsageError
+from patchsync.errors import PatchsyncError, UsageError, missing_extra
 
 #: The exit status of a command whose output was closed before it finished: 128 + SIGPIPE,
 #: what a shell reports for a Unix tool a closed pipe stopped (``set -o pipefail`` sees it).
@@ -93,6 +93,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         fail(os_error_line(exc))
         return EXIT_ERROR
+    except ImportError as exc:
+        # Commands import what they use when they run: an extra that is not installed.
+        missing = missing_extra(exc, f"patchsync {args.command}")
+        if missing is None:
+            raise
+        fail(str(missing))
+        return EXIT_USAGE
     except KeyboardInterrupt:
         fail("interrupted")
         return 130

@@ -9,10 +9,10 @@ is one :func:`register_door` call (or one entry below) and a module of its own.
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from patchsync._lazy import load
 from patchsync.serve.settings import Address
 
 
@@ -37,9 +37,12 @@ class DoorKind:
     factory: str
     help: str
 
+    def load(self) -> Any:
+        """The door's factory, its module imported on first use (a missing extra is one line)."""
+        return load(self.factory, f"patchsync serve {self.flag}")
+
     def create(self, context: Any, address: Address) -> FrontDoor:
-        module, _, attr = self.factory.partition(":")
-        door: FrontDoor = getattr(importlib.import_module(module), attr)(context, address)
+        door: FrontDoor = self.load()(context, address)
         return door
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from patchsync._lazy import load, optional_dependency
 from patchsync.errors import UsageError
 
 #: The source can be read from a stored position (a checkpoint) instead of its start.
@@ -49,7 +50,9 @@ class SourceKind:
     ``"module:function"`` that turns an address into its parsed form, raising
     :class:`UsageError` for a malformed one, and whose ``stream`` attribute names the log at
     the server (the same log may be reached through several host names); ``roles`` maps a role
-    name to the ``"module:attr"`` that serves it.
+    name to the ``"module:attr"`` that serves it. ``requires`` names the optional modules the
+    roles import when they first connect: they are imported with the first role asked for, so
+    a missing one is named, with its extra, before anything is opened or created.
     """
 
     name: str
@@ -57,15 +60,22 @@ class SourceKind:
     scheme: str | None = None
     parse: str | None = None
     roles: Mapping[str, str] = field(default_factory=dict)
+    requires: tuple[str, ...] = ()
 
     def can(self, capability: str) -> bool:
         """Whether sources of this kind have ``capability``."""
         return capability in self.capabilities
 
 
-def _load(loader: str) -> Any:
-    module_name, _, attr = loader.partition(":")
-    return getattr(importlib.import_module(module_name), attr)
+def _role(kind: SourceKind, name: str, role: str) -> Any:
+    """What serves ``role`` for ``kind`` (the source ``name``), with the modules it requires."""
+    loader = kind.roles.get(role)
+    if loader is None:
+        raise UsageError(f"{name}: a {kind.name} source has no {role}")
+    with optional_dependency(name):
+        for module in kind.requires:
+            importlib.import_module(module)
+    return load(loader, name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,10 +110,7 @@ class Source:
 
     def role(self, name: str) -> Any:
         """The object that serves role ``name`` for this kind (imported on first use)."""
-        loader = self.kind.roles.get(name)
-        if loader is None:
-            raise UsageError(f"{self.name}: a {self.kind.name} source has no {name}")
-        return _load(loader)
+        return _role(self.kind, self.name, name)
 
     def log_files(self) -> list[Path]:
         """The log files this source stands for, in log order (none for an address).
@@ -140,6 +147,7 @@ _SCHEMES: dict[str, SourceKind] = {
             "publish": "patchsync.streams.publish:publish_logs",
             "lag": "patchsync.tail.stream_source:stream_lag",
         },
+        requires=("nats",),
     ),
     # A topic of `patchsync serve` (its gRPC door): read, followed and appended to there.
     "grpc": SourceKind(
@@ -155,6 +163,7 @@ _SCHEMES: dict[str, SourceKind] = {
             "snapshot": "patchsync.streams.grpc_client:fetch_snapshot",
             "checkpoint_after": "patchsync.tail.grpc_source:checkpoint_after",
         },
+        requires=("grpc",),
     ),
 }
 # A log of `patchsync serve` through its HTTP door (the change feed, RDF Delta's append).
@@ -214,7 +223,7 @@ def resolve_source(name: str | os.PathLike[str]) -> Source:
     if kind is None:
         known = ", ".join(f"{s}://" for s in source_schemes())
         raise UsageError(f"{text}: unknown source scheme {scheme}:// (known: {known}, or a file or directory)")
-    parse: Callable[[str], Any] = _load(kind.parse) if kind.parse else str
+    parse: Callable[[str], Any] = load(kind.parse, text) if kind.parse else str
     return Source(kind, text, parse(text))
 
 
@@ -226,10 +235,7 @@ def address_role(name: str, role: str) -> Any:
     kind = _SCHEMES.get(scheme) if scheme is not None else None
     if kind is None:
         raise UsageError(f"{name}: not an address of a known source kind (known: {', '.join(source_schemes())})")
-    loader = kind.roles.get(role)
-    if loader is None:
-        raise UsageError(f"{name}: a {kind.name} source has no {role}")
-    return _load(loader)
+    return _role(kind, name, role)
 
 
 def resolve_sources(names: Iterable[str | os.PathLike[str]]) -> list[Source]:

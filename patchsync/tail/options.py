@@ -101,6 +101,9 @@ def split_paths(paths: Sequence[str | os.PathLike[str]]) -> tuple[list[str], lis
     # An address is no path (Path() would fold its "//"): kept as text.
     sources = [source.require(FOLLOW, "tail") for source in resolve_sources(paths)]
     streams = [source.name for source in sources if not source.is_path]
+    for source in sources:
+        if not source.is_path:
+            source.role("follow")  # loaded now: a client that is not installed is named before a target exists
     logs = [source.path for source in sources if source.is_path]
     for p in logs:
         if p.is_dir():
