@@ -122,8 +122,9 @@ def run(args: argparse.Namespace) -> int:
     from patchsync.tail import Tailer, TailOptions, default_state_dir, open_retrying
     from patchsync.tail.options import split_paths
 
-    # Inputs first: a wrong path or base must not leave a new, empty target behind.
-    split_paths(args.paths)
+    # Inputs first: a wrong path or base must not leave a new, empty target behind. The
+    # daemon waits for a directory that does not exist yet; --once has nothing to wait for.
+    split_paths(args.paths, missing_dirs=not args.once)
     listen = None
     if args.metrics_listen:
         from patchsync.tail.metrics import parse_listen

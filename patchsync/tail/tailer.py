@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from patchsync import formats
 from patchsync.apply.target import Target, discard_target
 from patchsync.errors import PatchsyncError, TargetUnavailable, UsageError, param
 from patchsync.options import Limits
@@ -122,13 +123,17 @@ class Tailer:
         """Find the log files; in a directory, every file before the newest is finished."""
         for p in self.paths:
             if p.is_dir():
+                self._watch.add(str(p))  # watched from now on if it appeared after the start
                 files = directory_logs(p)
                 for i, f in enumerate(files):
                     src = self._source(f)
                     if i < len(files) - 1:
                         src.finished = True
+            elif formats.by_suffix(p) is not None:
+                self._source(p)  # a log file (split_paths let only .jellyp ones through)
             else:
-                self._source(p)
+                # A directory that does not exist yet (a fresh volume): looked for every pass.
+                self.log_once("waiting", {"source": str(p), "reason": "no such directory yet; tailed once it appears"})
         for url in self.streams:
             if url not in self.sources:
                 follower = resolve_source(url).role("follow")
