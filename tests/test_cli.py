@@ -144,7 +144,6 @@ def test_a_closed_pipe_stops_a_command_quietly(tmp_path: Path, command: list[str
     assert (done.returncode, done.stderr.decode()) == (141, "")
 
 
-
 # -- errors name what the user named ----------------------------------------------------------
 
 

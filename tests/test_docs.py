@@ -34,7 +34,10 @@ from pathlib import Path
 import pytest
 
 from patchsync.cli.main import build_parser
-from patchsync.serve.settings import parse_address
+from patchsync.errors import UsageError
+from patchsync.serve.doors import DOORS
+from patchsync.serve.settings import ServeSettings, parse_address
+from patchsync.sources import APPEND, FOLLOW, SourceKind, address_forms, registry
 
 from .nats_helpers import free_port
 
@@ -220,6 +223,64 @@ def test_each_command_has_help(command: str, capsys: pytest.CaptureFixture[str])
         build_parser().parse_args([command, "--help"])
     assert done.value.code == 0
     assert f"usage: patchsync {command}" in " ".join(capsys.readouterr().out.split())
+
+
+def command_parsers() -> dict[str, argparse.ArgumentParser]:
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    return dict(sub.choices)
+
+
+def test_every_option_with_a_default_says_it() -> None:
+    # A default the help does not show is a default the user has to guess (or read the code for).
+    silent = [
+        f"{name} {action.option_strings[0]} (default {action.default!r})"
+        for name, parser in command_parsers().items()
+        for action in parser._actions
+        if action.option_strings
+        and action.default not in (None, False, [], argparse.SUPPRESS)
+        and "default" not in (action.help or "")
+    ]
+    assert not silent, silent
+
+
+def shown_help(command: str) -> str:
+    return " ".join(command_parsers()[command].format_help().split())
+
+
+@pytest.mark.parametrize(("command", "capability"), [("tail", FOLLOW), ("publish", APPEND), ("ingest", APPEND)])
+def test_help_lists_the_source_kinds_the_registry_holds(
+    command: str, capability: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    forms = address_forms(capability)
+    assert {"grpc://HOST:PORT/TOPIC", "http://HOST:PORT/NAME", "nats://HOST:PORT/STREAM"} <= set(forms)
+    assert all(form in shown_help(command) for form in forms), shown_help(command)
+    # Not written by hand: a kind registered is a kind the help names.
+    extra = SourceKind("demo", frozenset({FOLLOW, APPEND}), scheme="demo", form="demo://HOST/LOG")
+    monkeypatch.setitem(registry._SCHEMES, "demo", extra)
+    assert "demo://HOST/LOG" in shown_help(command)
+
+
+def test_serve_without_a_listener_names_every_door() -> None:
+    with pytest.raises(UsageError) as refused:
+        ServeSettings(listeners={}, topics=("a=x",)).check()
+    assert all(f"{kind.flag} HOST:PORT" in str(refused.value) for kind in DOORS.values())
+    assert "--http HOST:PORT" in str(refused.value)
+
+
+def test_every_environment_variable_is_documented() -> None:
+    # The variables patchsync reads, as string literals in its code, each named in the guides
+    # or the README, and the client ones in the help of the flags that set them.
+    read = {
+        name
+        for path in (ROOT / "patchsync").rglob("*.py")
+        for name in re.findall(r"[\"'](PATCHSYNC_[A-Z_]+)[\"']", path.read_text())
+    }
+    assert {"PATCHSYNC_PURE", "PATCHSYNC_TOKEN", "PATCHSYNC_TLS_CA"} <= read
+    docs = "\n".join(page.read_text() for page in pages())
+    assert not [name for name in sorted(read) if not re.search(rf"\b{name}\b", docs)]
+    for command in ("tail", "publish", "apply"):
+        assert "PATCHSYNC_TOKEN" in shown_help(command) and "PATCHSYNC_TLS_CA" in shown_help(command)
 
 
 # -- deploy/ ----------------------------------------------------------------------------------

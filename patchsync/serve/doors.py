@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from patchsync._lazy import load
-from patchsync.serve.settings import Address
 
 
 class FrontDoor(Protocol):
@@ -41,7 +40,8 @@ class DoorKind:
         """The door's factory, its module imported on first use (a missing extra is one line)."""
         return load(self.factory, f"patchsync serve {self.flag}")
 
-    def create(self, context: Any, address: Address) -> FrontDoor:
+    def create(self, context: Any, address: Any) -> FrontDoor:
+        """The door listening at ``address`` (a :class:`~patchsync.serve.settings.Address`)."""
         door: FrontDoor = self.load()(context, address)
         return door
 
@@ -62,9 +62,14 @@ DOORS: dict[str, DoorKind] = {
 }
 
 
+def door_flags() -> str:
+    """The flags that give a door its address, as messages list them."""
+    return " or ".join(f"{kind.flag} HOST:PORT ({kind.name})" for kind in sorted(DOORS.values(), key=lambda k: k.name))
+
+
 def register_door(kind: DoorKind) -> None:
     """Add a kind of front door (replacing one of the same name)."""
     DOORS[kind.name] = kind
 
 
-__all__ = ["DOORS", "DoorKind", "FrontDoor", "register_door"]
+__all__ = ["DOORS", "DoorKind", "FrontDoor", "door_flags", "register_door"]

@@ -52,7 +52,8 @@ class SourceKind:
     the server (the same log may be reached through several host names); ``roles`` maps a role
     name to the ``"module:attr"`` that serves it. ``requires`` names the optional modules the
     roles import when they first connect: they are imported with the first role asked for, so
-    a missing one is named, with its extra, before anything is opened or created.
+    a missing one is named, with its extra, before anything is opened or created. ``form`` is
+    how an address is written, for help texts (``nats://HOST:PORT/STREAM``).
     """
 
     name: str
@@ -61,6 +62,7 @@ class SourceKind:
     parse: str | None = None
     roles: Mapping[str, str] = field(default_factory=dict)
     requires: tuple[str, ...] = ()
+    form: str = ""
 
     def can(self, capability: str) -> bool:
         """Whether sources of this kind have ``capability``."""
@@ -148,6 +150,7 @@ _SCHEMES: dict[str, SourceKind] = {
             "lag": "patchsync.tail.stream_source:stream_lag",
         },
         requires=("nats",),
+        form="nats://HOST:PORT/STREAM",
     ),
     # A topic of `patchsync serve` (its gRPC door): read, followed and appended to there.
     "grpc": SourceKind(
@@ -164,6 +167,7 @@ _SCHEMES: dict[str, SourceKind] = {
             "checkpoint_after": "patchsync.tail.grpc_source:checkpoint_after",
         },
         requires=("grpc",),
+        form="grpc://HOST:PORT/TOPIC",
     ),
 }
 # A log of `patchsync serve` through its HTTP door (the change feed, RDF Delta's append).
@@ -181,6 +185,7 @@ for _scheme in ("http", "https"):
             "snapshot": "patchsync.streams.http_client:fetch_snapshot",
             "checkpoint_after": "patchsync.tail.http_source:checkpoint_after",
         },
+        form=f"{_scheme}://HOST:PORT/NAME",
     )
 
 
@@ -197,6 +202,12 @@ def register_source(kind: SourceKind) -> None:
 def source_schemes() -> list[str]:
     """The registered address schemes, sorted."""
     return sorted(_SCHEMES)
+
+
+def address_forms(capability: str) -> list[str]:
+    """How the registered address kinds that have ``capability`` are written, by scheme: what
+    help texts list, so that a kind registered here is named there."""
+    return [kind.form or f"{scheme}://…" for scheme, kind in sorted(_SCHEMES.items()) if kind.can(capability)]
 
 
 def scheme_of(name: str) -> str | None:
@@ -262,6 +273,7 @@ __all__ = [
     "READ_AT",
     "Source",
     "SourceKind",
+    "address_forms",
     "address_role",
     "directory_logs",
     "is_address",
