@@ -126,12 +126,16 @@ class TailLog:
 
 def run(args: argparse.Namespace) -> int:
     use_client_flags(args)
+    from patchsync.sources import resolve_sources
     from patchsync.tail import Tailer, TailOptions, default_state_dir, open_retrying
     from patchsync.tail.options import split_paths
 
     # Inputs first: a wrong path or base must not leave a new, empty target behind. The
     # daemon waits for a directory that does not exist yet; --once has nothing to wait for.
     split_paths(args.paths, missing_dirs=not args.once)
+    for source in resolve_sources(args.paths):
+        if "check" in source.kind.roles:  # a stream that does not exist: refused before a replica is made
+            source.role("check")(source.name)
     listen = None
     if args.metrics_listen:
         from patchsync.tail.metrics import parse_listen

@@ -9,7 +9,8 @@ Each kind is registered once, with what it can do (:data:`READ_AT`, :data:`FOLLO
 parts that serve each role (``"follow"``: the tail daemon's reader, ``"writer"``: a log
 writer, ``"publish"``: the bulk publisher, ``"lag"``: how far a checkpoint is behind, for
 ``status``, ``"snapshot"``: fetch a served target's snapshot file, for ``--base`` and
-``snapshot``, ``"checkpoint_after"``: a replica's checkpoint just past a base's head).
+``snapshot``, ``"checkpoint_after"``: a replica's checkpoint just past a base's head,
+``"check"``: refuse a log that does not exist at the server, before a replica is created).
 Commands ask a resolved :class:`Source` for a
 capability or a role instead of testing schemes, so a new transport plugs in by one call
 to :func:`register_source`.
@@ -148,6 +149,7 @@ _SCHEMES: dict[str, SourceKind] = {
             "writer": "patchsync.streams.publish:StreamWriter",
             "publish": "patchsync.streams.publish:publish_logs",
             "lag": "patchsync.tail.stream_source:stream_lag",
+            "check": "patchsync.tail.stream_source:check_stream",
         },
         requires=("nats",),
         form="nats://HOST:PORT/STREAM",
