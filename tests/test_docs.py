@@ -192,6 +192,13 @@ def test_relative_links_resolve(page: Path) -> None:
     assert not broken, f"{page.relative_to(ROOT)}: " + "; ".join(broken)
 
 
+def test_the_benchmarks_page_names_no_path_of_the_machine_that_made_it() -> None:
+    # bench/__main__.py writes a path in the repository relative to it, a scratch file by name.
+    page = (ROOT / "docs" / "benchmarks.md").read_text()
+    absolute = re.findall(r"(?<![\w.:/~$-])/(?:[\w.+-]+/)+[\w.+-]*", page)
+    assert not absolute, absolute
+
+
 # -- the command summary ----------------------------------------------------------------------
 
 
