@@ -58,3 +58,13 @@ def make_run(folder: Path) -> None:
         cwd=folder, capture_output=True, text=True, timeout=300, env=env,
     )  # fmt: skip
     assert done.returncode == 0 and "replica equals the log" in done.stdout, done.stdout + done.stderr
+
+
+def produce(log: Path, *args: str) -> str:
+    """Run ``examples/producer.py LOG ARGS`` (``--count N --rate R --rotate K``) as a reader of
+    the README would; the last patch id it prints."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "producer.py"), str(log), *args],
+        check=True, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    return done.stdout.strip()

@@ -13,6 +13,7 @@ import pytest
 from patchsync.apply import MemoryTarget, apply_file
 
 from .apply_helpers import state
+from .process_helpers import produce
 
 ROOT = Path(__file__).resolve().parents[1]
 LOGS = [ROOT / "examples" / "library.rdfp", ROOT / "examples" / "library-more.rdfp"]
@@ -124,12 +125,7 @@ def test_a_directory_is_its_segments_in_file_name_order(tmp_path: Path) -> None:
     # The README's sources: a directory of .jellyp segments, read in file-name order, by
     # apply as by tail; their checkpoints are the same, so a tail after it applies nothing.
     logs = tmp_path / "logs"
-    subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "producer.py"), str(logs), "--count", "25", "--rate", "0", "--rotate", "10"],
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )  # fmt: skip
+    assert produce(logs, "--count", "25", "--rate", "0", "--rotate", "10") == "urn:patch:25"
     segments = sorted(str(p) for p in logs.glob("*.jellyp"))
     assert len(segments) == 3
     by_dir, by_files = f"sqlite:///{tmp_path / 'dir.db'}", f"sqlite:///{tmp_path / 'files.db'}"

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from .process_helpers import stop, wait_for
+from .process_helpers import produce, stop, wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
 DEPLOY = ROOT / "deploy"
@@ -61,8 +61,7 @@ def test_the_tail_recipe_waits_for_its_logs_on_a_fresh_volume(tmp_path: Path, re
     wait_for(lambda: "event=waiting" in err.read_text() or daemon.poll() is not None, what="the waiting line")
     assert daemon.poll() is None, err.read_text()
     assert re.search(rf"event=waiting source={re.escape(str(logs))} reason=\"no such directory yet", err.read_text())
-    producer = [sys.executable, str(ROOT / "examples" / "producer.py"), str(logs), "--rate", "0", "--rotate", "20"]
-    subprocess.run([*producer, "--count", "30"], check=True, capture_output=True, timeout=120)
+    produce(logs, "--count", "30", "--rate", "0", "--rotate", "20")
     wait_for(lambda: last_id(target) == "urn:patch:30", what="the first 30 patches applied")
     code, _ = stop(daemon)
     assert code == 0, err.read_text()

@@ -14,9 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .process_helpers import stop, wait_for
-
-ROOT = Path(__file__).resolve().parents[1]
+from .process_helpers import produce, stop, wait_for
 
 
 def patchsync(*args: str) -> subprocess.CompletedProcess[str]:
@@ -27,14 +25,20 @@ def patchsync(*args: str) -> subprocess.CompletedProcess[str]:
 
 def logs(folder: Path) -> Path:
     """Two segments of chained patches, as the README's producer writes them."""
-    out = folder / "logs"
-    subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "producer.py"), str(out), "--count", "30", "--rate", "0", "--rotate", "20"],
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )  # fmt: skip
-    return out
+    produce(folder / "logs", "--count", "30", "--rate", "0", "--rotate", "20")
+    return folder / "logs"
+
+
+def start_daemon(folder: Path, daemons: list[Any]) -> subprocess.Popen[str]:
+    """A tail daemon of ``logs(folder)`` into ``folder/r.db``, once it wrote its first status."""
+    daemon = subprocess.Popen(
+        [sys.executable, "-m", "patchsync", "tail", str(logs(folder)), "--target", f"sqlite:///{folder / 'r.db'}"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    daemons.append(daemon)
+    wait_for(lambda: (folder / "r.db.tail" / "status.json").exists(), what="the daemon's first status")
+    return daemon
 
 
 def tail_records(target: str) -> list[dict[str, Any] | None]:
@@ -57,13 +61,7 @@ def test_after_once_no_daemon_runs(tmp_path: Path) -> None:
 
 def test_a_daemon_is_live_while_it_runs_and_not_after_sigterm(tmp_path: Path, daemons: list[Any]) -> None:
     target = f"sqlite:///{tmp_path / 'r.db'}"
-    daemon = subprocess.Popen(
-        [sys.executable, "-m", "patchsync", "tail", str(logs(tmp_path)), "--target", target],
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    daemons.append(daemon)
-    wait_for(lambda: (tmp_path / "r.db.tail" / "status.json").exists(), what="the daemon's first status")
+    daemon = start_daemon(tmp_path, daemons)
     records = tail_records(target)
     assert records and all(rec is not None and rec["running"] and rec["pid"] == daemon.pid for rec in records)
     assert "; tail live" in patchsync("status", "--target", target).stdout
@@ -76,13 +74,7 @@ def test_a_daemon_is_live_while_it_runs_and_not_after_sigterm(tmp_path: Path, da
 
 def test_after_kill_9_the_dead_pid_is_not_live(tmp_path: Path, daemons: list[Any]) -> None:
     target = f"sqlite:///{tmp_path / 'r.db'}"
-    daemon = subprocess.Popen(
-        [sys.executable, "-m", "patchsync", "tail", str(logs(tmp_path)), "--target", target],
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    daemons.append(daemon)
-    wait_for(lambda: (tmp_path / "r.db.tail" / "status.json").exists(), what="the daemon's first status")
+    daemon = start_daemon(tmp_path, daemons)
     stop(daemon, signal.SIGKILL)
     assert status_json(tmp_path / "r.db")["pid"] == daemon.pid  # nothing could clear it
     assert all(rec is not None and not rec["running"] and rec["pid"] is None for rec in tail_records(target))
