@@ -357,13 +357,14 @@ class SqliteDialect(Dialect):
             # Take transaction control from the sqlite3 module so BEGIN IMMEDIATE is ours to send.
             dbapi_connection.isolation_level = None
             cursor = dbapi_connection.cursor()
-            for key, value in settings.items():
-                cursor.execute(SQLITE_SETTINGS[key].pragma(value))
             try:
+                # The settings first: the busy timeout is the wait of every statement after it.
+                for key, value in settings.items():
+                    cursor.execute(SQLITE_SETTINGS[key].pragma(value))
                 cursor.execute("PRAGMA journal_mode=WAL")
             except sqlite3.OperationalError as exc:
-                # SQLite says "unable to open database file" when WAL cannot create its -shm
-                # and -wal files next to the database: name the reason it cannot know.
+                # SQLite says "unable to open database file" when it cannot create the file or,
+                # in WAL mode, its -shm and -wal files beside it: name the reason it cannot know.
                 raise sqlite3.OperationalError(f"{exc}{_unwritable(path)}") from exc
             # WAL + NORMAL: a committed transaction survives a process crash; only power loss
             # can drop the last commits, and then checkpoint and data go back together.
