@@ -10,7 +10,8 @@ it is run by hand; its standard output is the record. The page keeps every Markd
 bench prints (``| ... |`` lines) and its verdict lines (``PASS``/``FAIL``/``info``); a bench that
 prints aligned text instead has that text kept verbatim. Nothing on the page is typed by hand:
 the commit, the date, the machine, the load average before and after each bench, and the
-exact command are written next to the figures. Every bench measures its baseline in the
+exact command are written next to the figures. The build machine's absolute paths are not:
+a path in the repository is written relative to it, a bench's scratch file by its name. Every bench measures its baseline in the
 same process run (a ceiling, rdflib's parser, a local file, pyjelly, an older checkout), so
 a figure is always read against the baseline beside it, never against another day's run.
 
@@ -24,6 +25,7 @@ import argparse
 import datetime
 import os
 import platform
+import re
 import shlex
 import shutil
 import socket
@@ -36,6 +38,9 @@ from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "benchmarks.md"
+#: An absolute path in a bench's output: a slash that starts no URL, option or relative path,
+#: then at least one directory.
+ABSOLUTE_PATH = re.compile(r"(?<![\w.:/~$-])/(?:[\w.+-]+/)+[\w.+-]*")
 
 
 @dataclass(frozen=True)
@@ -422,7 +427,19 @@ def render(results: list[Result], quick: bool, started: str, load_start: str, lo
             text = [line.rstrip() for line in r.stdout.splitlines() if line.strip() and not line.startswith("[bench]")]
             if text:
                 out += ["", "```text", *text[-60:], "```"]
-    return "\n".join(out) + "\n"
+    return relative_paths("\n".join(out) + "\n")
+
+
+def relative_paths(text: str, root: Path = ROOT) -> str:
+    """``text`` without the build machine's absolute paths: one in the repository ``root`` is
+    written relative to it, any other (a bench's scratch folder) as its file name alone."""
+    inside = f"{root}/"
+
+    def rewrite(match: re.Match[str]) -> str:
+        path = match.group(0)
+        return path.removeprefix(inside) if path.startswith(inside) else path.rstrip("/").rpartition("/")[2]
+
+    return ABSOLUTE_PATH.sub(rewrite, text)
 
 
 def anchor(title: str) -> str:

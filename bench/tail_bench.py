@@ -71,8 +71,7 @@ def latency(rate: int, seconds: float, work: Path) -> dict[str, Any]:
     )
     try:
         _wait_patches(db, 1)
-        count = 1 + int(rate * seconds)
-        producer.produce(log, count=count, rate=rate, stamp=True)
+        count = producer.produce(log, count=int(rate * seconds), rate=rate, stamp=True)  # the last patch number
         _wait_patches(db, count)
     finally:
         daemon.send_signal(signal.SIGTERM)

@@ -6,7 +6,10 @@ Run it next to the tail daemon, from the repository root::
     patchsync tail logs/ --target sqlite:///replica.db
 
 ``LOG`` is a ``.jellyp`` file, or a directory (created if needed) into which the producer writes numbered
-segments (``00000001.jellyp``, ...), starting a new one every ``--rotate`` patches. Each
+segments (``00000001.jellyp``, ...), starting a new one every ``--rotate`` patches. It writes
+``--count`` patches after those the log holds already: a second run continues the chain where
+the first ended (in a directory, from a new segment after the newest), and prints the id of
+the last patch written on standard output. Each
 patch is a chained transaction (``H id``, ``H prev``) that adds a few triples about one
 resource and deletes some added earlier, so replaying the log exercises both operations.
 Patches are written with :class:`patchsync.logs.patch_logs.LogAppender`, which writes every frame
@@ -59,14 +62,20 @@ def patch_events(n: int, seed: int = 1, *, rows: int = 5, stamp: bool = False) -
 
 
 def segments(log: Path, rotate: int, start: int) -> Iterator[tuple[Path, int]]:
-    """(file, first patch number) for each segment, from the one holding patch ``start``."""
+    """(file, patches it takes) for each file patches from ``start`` on go to, in order.
+
+    A file log takes them all. In a directory, a new segment is started after the newest one
+    (never appending to an old one, whose rotation may have been another), then one every
+    ``rotate`` patches, so that file-name order stays log order.
+    """
     if not log.is_dir():
-        yield log, start
+        yield log, sys.maxsize
         return
-    index = (start - 1) // rotate
+    names = [int(p.stem) for p in log.glob("*.jellyp") if p.stem.isdigit()]
+    number = max(names, default=0) + 1
     while True:
-        yield log / f"{index + 1:08d}.jellyp", index * rotate + 1
-        index += 1
+        yield log / f"{number:08d}.jellyp", rotate
+        number += 1
 
 
 def produce(
@@ -80,7 +89,7 @@ def produce(
     stamp: bool = False,
     fsync: bool = False,
 ) -> int:
-    """Append patches ``1..count`` (continuing after those already written); returns the last number.
+    """Append ``count`` patches after those ``log`` holds; returns the number of the last one.
 
     The producer finds where it left off from the chain head of the log (or its newest
     segment), so it can be stopped and restarted.
@@ -89,13 +98,15 @@ def produce(
     if log.suffix.lower() != ".jellyp":
         log.mkdir(parents=True, exist_ok=True)  # a directory of rotated segments
     start = _next_patch(log)
+    last = start + count - 1
     interval = 1.0 / rate if rate > 0 else 0.0
     next_at = time.monotonic()
     n = start
-    for path, first in segments(log, rotate, start):
-        last = first + rotate - 1 if log.is_dir() else count
+    for path, room in segments(log, rotate, start):
+        if n > last:
+            break
         with LogAppender(path, OPTIONS, adapter, fsync=fsync) as out:
-            while n <= min(last, count):
+            for _ in range(min(room, last - n + 1)):
                 if interval:
                     delay = next_at - time.monotonic()
                     if delay > 0:
@@ -103,8 +114,6 @@ def produce(
                     next_at += interval
                 out.write(patch_events(n, seed, rows=rows, stamp=stamp))
                 n += 1
-        if n > count:
-            break
     return n - 1
 
 
@@ -122,7 +131,9 @@ def _next_patch(log: Path) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Append chained patches to a growing .jellyp log.")
     parser.add_argument("log", type=Path, help="a .jellyp file, or a directory for rotated segments")
-    parser.add_argument("--count", type=int, default=1000, help="patch number to stop at (default 1000)")
+    parser.add_argument(
+        "--count", type=int, default=1000, help="patches to write after those the log holds (default 1000)"
+    )
     parser.add_argument("--rate", type=float, default=10.0, help="patches per second (0: as fast as possible)")
     parser.add_argument("--rotate", type=int, default=1000, help="patches per segment in a directory")
     parser.add_argument("--rows", type=int, default=5, help="triples added per patch")
@@ -140,7 +151,8 @@ def main(argv: list[str] | None = None) -> int:
         stamp=args.stamp,
         fsync=args.fsync,
     )
-    print(f"{args.log}: wrote up to patch {last}", file=sys.stderr)
+    print(f"{args.log}: wrote {args.count} patches, up to patch {last}", file=sys.stderr)
+    print(f"urn:patch:{last}")  # the last id, for a script to wait on (the README's tour does)
     return 0
 
 

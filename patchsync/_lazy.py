@@ -1,8 +1,15 @@
-"""What is imported on first use: lazy package attributes and the optional compiled extensions.
+"""What is imported on first use: lazy package attributes, registered loaders, optional
+dependencies and the optional compiled extensions.
 
 ``patchsync``, ``patchsync.apply`` and ``patchsync.tail`` export names whose modules are
 costly to import (rdflib, SQLAlchemy, the applier); commands that need none of them start
 faster when those load on first use (pinned by ``tests/test_cli_startup.py``).
+
+A registry's ``"module:attr"`` loader (targets, source kinds) is imported by :func:`load`;
+there and in :func:`optional_dependency` blocks, an import that fails for want of an
+optional dependency becomes the one line naming the extra that installs it
+(:func:`patchsync.errors.missing_extra`, which the command line also applies to any import
+that fails so).
 
 The compiled extensions (the codec core, ``codec/_native.pyx``; the SQL target's speed-ups,
 ``apply/targets/sql/_native.pyx``) are built only where a C compiler was present, and the
@@ -15,8 +22,12 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from types import ModuleType
+from typing import Any
+
+from patchsync.errors import missing_extra
 
 
 def lazy_attributes(package: str, modules: Mapping[str, str]) -> Callable[[str], object]:
@@ -29,6 +40,28 @@ def lazy_attributes(package: str, modules: Mapping[str, str]) -> Callable[[str],
         return getattr(importlib.import_module(module), name)
 
     return __getattr__
+
+
+@contextmanager
+def optional_dependency(what: str) -> Iterator[None]:
+    """Run the block; an import in it that fails for want of an optional dependency raises the
+    :class:`~patchsync.errors.UsageError` saying that ``what`` needs it and which extra installs it."""
+    try:
+        yield
+    except ImportError as exc:
+        error = missing_extra(exc, what)
+        if error is None:
+            raise
+        raise error from exc
+
+
+def load(loader: str, what: str) -> Any:
+    """The attribute a ``"module:attr"`` loader names, its module imported on first use (a
+    missing optional dependency: see :func:`optional_dependency`; ``what`` is who needs it)."""
+    module_name, _, attr = loader.partition(":")
+    with optional_dependency(what):
+        module = importlib.import_module(module_name)
+    return getattr(module, attr)
 
 
 def pure_forced() -> bool:

@@ -204,6 +204,36 @@ def is_transient(exc: BaseException) -> bool:
     return any(isinstance(current, TargetUnavailable) for current in causes(exc))
 
 
+#: The optional dependencies, by top-level module: the distribution that provides it and the
+#: extra of ``pyproject.toml`` that installs it (``tests/test_extras.py`` holds the two together).
+OPTIONAL_MODULES: dict[str, tuple[str, str]] = {
+    "sqlalchemy": ("SQLAlchemy", "sql"),
+    "alembic": ("Alembic", "sql"),
+    "psycopg": ("psycopg", "postgres"),
+    "pyoxigraph": ("pyoxigraph", "oxigraph"),
+    "watchdog": ("watchdog", "watch"),
+    "nats": ("nats-py", "nats"),
+    "pyspark": ("pyspark", "spark"),
+    "pyarrow": ("pyarrow", "spark"),
+    "yaml": ("PyYAML", "yaml"),
+    "grpc": ("grpcio", "serve"),
+    "grpc_health": ("grpcio-health-checking", "serve"),
+    "aiohttp": ("aiohttp", "serve"),
+    "prometheus_client": ("prometheus-client", "serve"),
+}
+
+
+def missing_extra(exc: ImportError, what: str) -> UsageError | None:
+    """``exc``, an import that failed for want of an optional dependency, as the one line saying
+    that ``what`` needs it and which extra installs it; ``None`` when the missing module is no
+    optional dependency (then it is a broken installation, not a choice of extras)."""
+    known = OPTIONAL_MODULES.get((exc.name or "").partition(".")[0])
+    if known is None:
+        return None
+    distribution, extra = known
+    return UsageError(f"{what} needs {distribution}, which is not installed: pip install 'patchsync[{extra}]'")
+
+
 #: errno values of a disk no retry can fix until someone acts: full, or over its quota.
 DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
 #: errno values of a file system this process may not write: read-only, or no permission.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 from patchsync.apply import MemoryTarget, apply_file
 
 from .apply_helpers import state
+from .process_helpers import produce
 
 ROOT = Path(__file__).resolve().parents[1]
 LOGS = [ROOT / "examples" / "library.rdfp", ROOT / "examples" / "library-more.rdfp"]
@@ -117,3 +119,34 @@ def test_status_of_a_file_target_reads_only_its_sidecar(tmp_path: Path) -> None:
     err = dump.stderr.decode().strip()
     assert "state.nq: cannot read the target: line 1, column 24" in err
     assert len(err.splitlines()) == 1 and "Traceback" not in err
+
+
+def test_a_directory_is_its_segments_in_file_name_order(tmp_path: Path) -> None:
+    # The README's sources: a directory of .jellyp segments, read in file-name order, by
+    # apply as by tail; their checkpoints are the same, so a tail after it applies nothing.
+    logs = tmp_path / "logs"
+    assert produce(logs, "--count", "25", "--rate", "0", "--rotate", "10") == "urn:patch:25"
+    segments = sorted(str(p) for p in logs.glob("*.jellyp"))
+    assert len(segments) == 3
+    by_dir, by_files = f"sqlite:///{tmp_path / 'dir.db'}", f"sqlite:///{tmp_path / 'files.db'}"
+    done = run("apply", str(logs), "--target", by_dir)
+    assert done.returncode == 0, done.stderr.decode()
+    assert [line.split(":")[0] for line in done.stdout.decode().splitlines()[:-1]] == segments
+    assert run("apply", *segments, "--target", by_files).returncode == 0
+    dumps = [sorted(run("dump", "--target", t).stdout.decode().splitlines()) for t in (by_dir, by_files)]
+    assert dumps[0] and dumps[0] == dumps[1]
+    again = run("tail", str(logs), "--target", by_dir, "--once")
+    assert again.returncode == 0 and not re.search(r"event=applied .*units=[1-9]", again.stderr.decode())
+    status = json.loads(run("status", "--json", "--target", by_dir).stdout)
+    assert [row["patches"] for row in status["sources"]] == [10, 10, 5]
+
+
+def test_a_directory_without_segments_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    done = run("apply", str(tmp_path / "empty"), "--target", f"sqlite:///{tmp_path / 'x.db'}")
+    assert done.returncode == 2
+    assert (
+        done.stderr.decode().strip()
+        == f"patchsync: {tmp_path / 'empty'}: a directory without .jellyp segments; a directory stands for its segments"
+    )
+    assert not (tmp_path / "x.db").exists()

@@ -177,7 +177,7 @@ def test_a_refused_postgresql_connection_is_transient() -> None:
 
 def test_a_locked_sqlite_database_is_transient(tmp_path: Path) -> None:
     db = tmp_path / "t.db"
-    url = f"sqlite:///{db}?timeout=0"
+    url = f"sqlite:///{db}?timeout=0.001"
     target = SqlTarget(url)
     holder = sqlite3.connect(db, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
@@ -203,14 +203,23 @@ def test_a_held_oxigraph_store_is_transient(tmp_path: Path) -> None:
 
 
 def test_an_unwritable_file_target_names_its_path(tmp_path: Path) -> None:
-    path = tmp_path / "missing-dir" / "t.nq"
+    path = tmp_path / "gone-dir" / "t.nq"
+    path.parent.mkdir()
     target = FileTarget(path)
+    path.parent.rmdir()
     # The first write takes the lock beside the data, so that is what fails first.
     with pytest.raises(ApplyError, match=f"{path}.lock: cannot lock the target") as err:
         apply_text(f"A {iri('s')} {iri('p')} {iri('o')} .\n", target)
     assert not isinstance(err.value, TargetUnavailable)
     assert "No such file or directory" in str(err.value)
     assert isinstance(_innermost(err.value), OSError)
+
+
+def test_a_file_target_in_a_missing_directory_is_refused_when_opened(tmp_path: Path) -> None:
+    path = tmp_path / "missing-dir" / "t.nq"
+    with pytest.raises(ApplyError, match=f"{path}: cannot open the target: no such directory {path.parent}"):
+        FileTarget(path)
+    assert not path.parent.exists()
 
 
 def _innermost(exc: BaseException) -> BaseException:

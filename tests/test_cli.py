@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -108,3 +109,60 @@ def test_inspect_json_reports_counts(tmp_path: Path) -> None:
     assert summary["options"]["stream_type"] == "PUNCTUATED" and summary["options"]["rdf_star"] is True
     assert summary["frames"] >= 4
     assert summary["lookups"]["names"]["entries"] > 0
+
+
+# -- a closed pipe ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["dump", "--target", "sqlite:///{db}"],
+        ["inspect", str(EXAMPLE)],
+        ["status", "--json", "--target", "sqlite:///{db}"],
+        ["convert", str(EXAMPLE), "-", "--to", "jellyp"],
+    ],
+    ids=["dump", "inspect", "status --json", "convert to stdout"],
+)
+def test_a_closed_pipe_stops_a_command_quietly(tmp_path: Path, command: list[str]) -> None:
+    # As `patchsync dump | head -1` once head has gone: every write to the pipe fails (EPIPE).
+    # A Unix tool stops without a word, and the shell reports 128 + SIGPIPE (README, "Commands").
+    db = tmp_path / "r.db"
+    assert run("apply", str(EXAMPLE), "--target", f"sqlite:///{db}").returncode == 0
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the command writes anything
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "patchsync", *(arg.format(db=db) for arg in command)],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            cwd=ROOT,
+            timeout=120,
+        )
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr.decode()) == (141, "")
+
+
+# -- errors name what the user named ----------------------------------------------------------
+
+
+def test_an_output_in_a_missing_directory_is_named_as_given(tmp_path: Path) -> None:
+    # The output is written to a temporary file beside it first: that name is no business
+    # of the user's.
+    out = tmp_path / "nodir" / "x.jellyp"
+    proc = run("convert", str(EXAMPLE), str(out))
+    assert_one_line_error(proc, f"{out}: cannot write: No such file or directory")
+    assert ".tmp" not in proc.stderr.decode()
+    db = tmp_path / "r.db"
+    assert run("apply", str(EXAMPLE), "--target", f"sqlite:///{db}").returncode == 0
+    proc = run("dump", "--target", f"sqlite:///{db}", "-o", str(out.with_suffix(".nq")))
+    assert_one_line_error(proc, f"{out.with_suffix('.nq')}: cannot write: No such file or directory")
+
+
+def test_a_file_target_in_a_missing_directory_is_the_targets_fault(tmp_path: Path) -> None:
+    target = tmp_path / "nodir" / "x.nq"
+    proc = run("apply", str(EXAMPLE), "--target", f"file:{target}")
+    assert_one_line_error(proc, f"{target}: cannot open the target: no such directory {target.parent}")
+    assert str(EXAMPLE) not in proc.stderr.decode()  # the log is not to blame
+    assert not target.parent.exists()

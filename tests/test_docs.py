@@ -1,7 +1,8 @@
 """The documentation is checked like code.
 
 - Every command of the README's tour runs as written: the fenced blocks marked ``sh tour`` run in
-  order, in one shell, in a scratch folder, with ``patchsync`` and ``python`` this checkout's.
+  order, in one shell, with ``patchsync`` and ``python`` this checkout's, in a fresh folder and
+  in one where ``make run``'s recipe ran first (the README says to take the tour after it).
   Blocks marked ``sh tour nats`` need NATS JetStream: skipped when it is unreachable, unless
   ``PATCHSYNC_REQUIRE_NATS=1`` (the ``nats_stream`` fixture decides, and gives the tour a
   stream of its own in place of ``demo``). The ``patchsync serve`` block's fixed ports are
@@ -34,9 +35,13 @@ from pathlib import Path
 import pytest
 
 from patchsync.cli.main import build_parser
-from patchsync.serve.settings import parse_address
+from patchsync.errors import UsageError
+from patchsync.serve.doors import DOORS
+from patchsync.serve.settings import ServeSettings, parse_address
+from patchsync.sources import APPEND, FOLLOW, SourceKind, address_forms, registry
 
 from .nats_helpers import free_port
+from .process_helpers import make_run, programs
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -44,9 +49,6 @@ DEPLOY = ROOT / "deploy"
 
 # -- the tour ---------------------------------------------------------------------------------
 
-# `patchsync` and `python` as the reader has them: programs on PATH (a shell function would
-# put a subshell between `$!` and the daemon the tour stops with `kill`).
-WRAPPER = '#!/bin/sh\nexec "$PY" {args} "$@"\n'
 DEMO_STREAM = "nats://127.0.0.1:4222/demo"
 # The serve block's ports, as the README prints them; the test runs it on free ones.
 TOUR_PORTS = ("127.0.0.1:8710", "127.0.0.1:8711")
@@ -61,18 +63,7 @@ def tour_blocks() -> list[tuple[str, str]]:
 
 
 def run_shell(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    bin_dir = cwd / ".bin"
-    if not bin_dir.exists():
-        bin_dir.mkdir()
-        for name, args in (("patchsync", "-m patchsync"), ("python", "")):
-            (bin_dir / name).write_text(WRAPPER.format(args=args))
-            (bin_dir / name).chmod(0o755)
-    env = {
-        **os.environ,
-        "PY": sys.executable,
-        "PYTHONPATH": str(ROOT),
-        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-    }
+    env = programs(cwd)
     # A session of its own: a server or daemon a failing block left running is stopped with it.
     shell = subprocess.Popen(
         ["bash", "-ec", code], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
@@ -89,16 +80,24 @@ def run_shell(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return done
 
 
-@pytest.fixture(scope="module")
-def toured(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    """A folder where the tour's blocks without NATS ran, and what they printed."""
+#: The states a reader starts the tour from: a fresh clone, and what ``make run`` left (the
+#: README says to run it after ``make run``): 500 patches in out/logs, a replica of them.
+TOUR_STATES = ("fresh", "after make run")
+
+
+@pytest.fixture(scope="module", params=TOUR_STATES)
+def toured(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
+    """A folder where the tour's blocks without NATS ran, what they printed, and the state they
+    started from."""
     folder = tmp_path_factory.mktemp("tour")
     (folder / "examples").symlink_to(ROOT / "examples")
+    if request.param == "after make run":
+        make_run(folder)
     code = "\n".join(block for tags, block in tour_blocks() if "nats" not in tags.split())
     for port in TOUR_PORTS:
         assert port in code
         code = code.replace(port, f"127.0.0.1:{free_port()}")
-    return folder, run_shell(code, folder).stdout
+    return folder, run_shell(code, folder).stdout, request.param
 
 
 def test_the_tour_has_apply_tail_and_a_stream_replica() -> None:
@@ -111,16 +110,27 @@ def test_the_tour_has_apply_tail_and_a_stream_replica() -> None:
 
 
 @pytest.mark.slow
-def test_the_tour_runs(toured: tuple[Path, str]) -> None:
-    folder, out = toured
+def test_the_tour_runs(toured: tuple[Path, str, str]) -> None:
+    folder, out, state = toured
     assert "the replica equals the log" in out and "the served replicas equal the log" in out
     assert (folder / "out" / "library.db").exists() and (folder / "out" / "replica.db").exists()
     assert (folder / "out" / "serve.txt").read_text().splitlines()[-1] == "stopped"  # SIGTERM: a clean stop
+    # The producer wrote 300 then 100 patches after those there were: none, or make run's 500.
+    before = 500 if state == "after make run" else 0
+    assert f"urn:patch:{before + 400}" in out.splitlines()  # the second run's last id
+    status = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "patchsync", "status", "--json", "--target", "sqlite:///out/replica.db"],
+            cwd=folder, capture_output=True, text=True, check=True,
+        ).stdout
+    )  # fmt: skip
+    assert sum(row["patches"] for row in status["sources"]) == before + 400
+    assert all(row["tail"]["running"] is False for row in status["sources"])  # no daemon left behind
 
 
 @pytest.mark.slow
-def test_the_tour_over_nats_runs(toured: tuple[Path, str], nats_stream: str) -> None:
-    folder, _ = toured
+def test_the_tour_over_nats_runs(toured: tuple[Path, str, str], nats_stream: str) -> None:
+    folder, _, _ = toured
     code = "\n".join(block for tags, block in tour_blocks() if "nats" in tags.split())
     assert DEMO_STREAM in code
     run_shell(code.replace(DEMO_STREAM, nats_stream), folder)
@@ -189,6 +199,13 @@ def test_relative_links_resolve(page: Path) -> None:
     assert not broken, f"{page.relative_to(ROOT)}: " + "; ".join(broken)
 
 
+def test_the_benchmarks_page_names_no_path_of_the_machine_that_made_it() -> None:
+    # bench/__main__.py writes a path in the repository relative to it, a scratch file by name.
+    page = (ROOT / "docs" / "benchmarks.md").read_text()
+    absolute = re.findall(r"(?<![\w.:/~$-])/(?:[\w.+-]+/)+[\w.+-]*", page)
+    assert not absolute, absolute
+
+
 # -- the command summary ----------------------------------------------------------------------
 
 
@@ -220,6 +237,64 @@ def test_each_command_has_help(command: str, capsys: pytest.CaptureFixture[str])
         build_parser().parse_args([command, "--help"])
     assert done.value.code == 0
     assert f"usage: patchsync {command}" in " ".join(capsys.readouterr().out.split())
+
+
+def command_parsers() -> dict[str, argparse.ArgumentParser]:
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    return dict(sub.choices)
+
+
+def test_every_option_with_a_default_says_it() -> None:
+    # A default the help does not show is a default the user has to guess (or read the code for).
+    silent = [
+        f"{name} {action.option_strings[0]} (default {action.default!r})"
+        for name, parser in command_parsers().items()
+        for action in parser._actions
+        if action.option_strings
+        and action.default not in (None, False, [], argparse.SUPPRESS)
+        and "default" not in (action.help or "")
+    ]
+    assert not silent, silent
+
+
+def shown_help(command: str) -> str:
+    return " ".join(command_parsers()[command].format_help().split())
+
+
+@pytest.mark.parametrize(("command", "capability"), [("tail", FOLLOW), ("publish", APPEND), ("ingest", APPEND)])
+def test_help_lists_the_source_kinds_the_registry_holds(
+    command: str, capability: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    forms = address_forms(capability)
+    assert {"grpc://HOST:PORT/TOPIC", "http://HOST:PORT/NAME", "nats://HOST:PORT/STREAM"} <= set(forms)
+    assert all(form in shown_help(command) for form in forms), shown_help(command)
+    # Not written by hand: a kind registered is a kind the help names.
+    extra = SourceKind("demo", frozenset({FOLLOW, APPEND}), scheme="demo", form="demo://HOST/LOG")
+    monkeypatch.setitem(registry._SCHEMES, "demo", extra)
+    assert "demo://HOST/LOG" in shown_help(command)
+
+
+def test_serve_without_a_listener_names_every_door() -> None:
+    with pytest.raises(UsageError) as refused:
+        ServeSettings(listeners={}, topics=("a=x",)).check()
+    assert all(f"{kind.flag} HOST:PORT" in str(refused.value) for kind in DOORS.values())
+    assert "--http HOST:PORT" in str(refused.value)
+
+
+def test_every_environment_variable_is_documented() -> None:
+    # The variables patchsync reads, as string literals in its code, each named in the guides
+    # or the README, and the client ones in the help of the flags that set them.
+    read = {
+        name
+        for path in (ROOT / "patchsync").rglob("*.py")
+        for name in re.findall(r"[\"'](PATCHSYNC_[A-Z_]+)[\"']", path.read_text())
+    }
+    assert {"PATCHSYNC_PURE", "PATCHSYNC_TOKEN", "PATCHSYNC_TLS_CA"} <= read
+    docs = "\n".join(page.read_text() for page in pages())
+    assert not [name for name in sorted(read) if not re.search(rf"\b{name}\b", docs)]
+    for command in ("tail", "publish", "apply"):
+        assert "PATCHSYNC_TOKEN" in shown_help(command) and "PATCHSYNC_TLS_CA" in shown_help(command)
 
 
 # -- deploy/ ----------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "patchsync"
 LAYERS: dict[str, int] = {
     "_proto": 0,
     "errors": 0,
-    "_lazy": 0,
+    "_lazy": 1,
     "options": 1,
     "events": 2,
     "units": 3,

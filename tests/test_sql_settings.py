@@ -1,12 +1,15 @@
-"""Settings in a SQL target's URL that patchsync reads itself (``?cache_mb=``, ``?checkpoint_pages=``).
+"""Settings in a SQL target's URL that patchsync reads itself (``?timeout=``, ``?cache_mb=``,
+``?checkpoint_pages=``).
 
-SQLAlchemy's SQLite driver ignores query parameters it does not know (with a warning), so a
-misspelt or unreadable size would silently run with the default: patchsync takes the setting
-out of the URL before the driver sees it and refuses what it cannot use, in one line.
+SQLAlchemy's SQLite driver ignores query parameters it does not know (with a warning) and
+fails on an unreadable ``timeout`` with a traceback, so a misspelt or unreadable setting would
+silently run with the default or crash: patchsync takes the settings out of the URL before the
+driver sees them and refuses, in one line, a value it cannot use and any other parameter.
 """
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import warnings
@@ -54,12 +57,44 @@ def test_checkpoint_pages_sets_the_wal_autocheckpoint(tmp_path: Path) -> None:
     assert pragma(f"{url}?checkpoint_pages=25000&cache_mb=8", "wal_autocheckpoint") == 25000
 
 
-@pytest.mark.parametrize("setting", sorted(SQLITE_SETTINGS))
-@pytest.mark.parametrize("value", ["0", "-5", "big", "1.5"])
+def test_timeout_sets_the_busy_timeout_and_never_reaches_the_driver(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    assert pragma(url, "busy_timeout") == SQLITE_SETTINGS["timeout"].default * 1000 == 30_000
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert pragma(f"{url}?timeout=2.5", "busy_timeout") == 2500
+
+
+UNUSABLE = {
+    "timeout": ["0", "-5", "abc", "nan", "inf"],
+    "cache_mb": ["0", "-5", "big", "1.5"],
+    "checkpoint_pages": ["0", "-5", "big", "1.5"],
+}
+
+
+def test_every_setting_has_unusable_values_here() -> None:
+    assert UNUSABLE.keys() == SQLITE_SETTINGS.keys()
+
+
+@pytest.mark.parametrize(("setting", "value"), [(s, v) for s, values in UNUSABLE.items() for v in values])
 def test_unusable_values_are_refused(tmp_path: Path, setting: str, value: str) -> None:
-    unit = SQLITE_SETTINGS[setting].unit
-    with pytest.raises(UsageError, match=rf"{setting} must be a whole number of {unit}"):
+    rule = SQLITE_SETTINGS[setting].rule
+    with pytest.raises(UsageError, match=rf"{setting} must be {re.escape(rule)} \(got '{re.escape(value)}'\)"):
         create_sql_engine(f"sqlite:///{tmp_path / 'a.db'}?{setting}={value}")
+
+
+@pytest.mark.parametrize("query", ["bogus=1", "timeout=2&mode=ro", "isolation_level=SERIALIZABLE"])
+def test_other_parameters_are_refused_naming_the_ones_taken(tmp_path: Path, query: str) -> None:
+    unknown = next(part.partition("=")[0] for part in query.split("&") if part.partition("=")[0] not in SQLITE_SETTINGS)
+    with pytest.raises(UsageError) as err:
+        create_sql_engine(f"sqlite:///{tmp_path / 'a.db'}?{query}")
+    assert f"unknown parameter {unknown!r}" in str(err.value)
+    assert all(f"?{name}=" in str(err.value) for name in SQLITE_SETTINGS)
+
+
+def test_a_setting_given_twice_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="timeout is given 2 times"):
+        create_sql_engine(f"sqlite:///{tmp_path / 'a.db'}?timeout=1&timeout=2")
 
 
 @pytest.mark.parametrize("setting", sorted(SQLITE_SETTINGS))
@@ -69,17 +104,26 @@ def test_sqlite_settings_are_refused_on_postgresql(setting: str) -> None:
         create_sql_engine(f"postgresql+psycopg://postgres@127.0.0.1:5432/test?{setting}=64")
 
 
-def test_the_command_line_says_one_line(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("query", "says"),
+    [
+        ("cache_mb=lots", "cache_mb must be a whole number"),
+        ("timeout=abc", "timeout must be a number of seconds above 0"),
+        ("timeout=0", "timeout must be a number of seconds above 0"),
+        ("bogus=1", "unknown parameter 'bogus'"),
+    ],
+)
+def test_the_command_line_says_one_line(tmp_path: Path, query: str, says: str) -> None:
     log = tmp_path / "one.rdfp"
     log.write_text("A <http://e/s> <http://e/p> <http://e/o> .\n")
     db = tmp_path / "r.db"
     done = subprocess.run(
-        [sys.executable, "-m", "patchsync", "apply", str(log), "--target", f"sqlite:///{db}?cache_mb=lots"],
+        [sys.executable, "-m", "patchsync", "apply", str(log), "--target", f"sqlite:///{db}?{query}"],
         capture_output=True,
         text=True,
         timeout=120,
     )
-    assert done.returncode != 0
+    assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and "cache_mb must be a whole number" in lines[0], done.stderr
+    assert len(lines) == 1 and says in lines[0], done.stderr
     assert not db.exists()  # refused before anything was opened

@@ -388,10 +388,12 @@ def test_a_recreated_stream_is_not_taken_for_the_old_one(tmp_path: Path, nats_st
     assert cp is not None and (cp.offset, cp.last_id) == (3, patch_id("x", 3))
 
 
-def test_tailing_a_missing_stream_is_one_line(tmp_path: Path, nats_stream: str) -> None:
-    missing = cli("tail", nats_stream, "--target", f"sqlite:///{tmp_path / 'r.db'}", "--once")
+@pytest.mark.parametrize("once", [["--once"], []], ids=["once", "daemon"])
+def test_tailing_a_missing_stream_is_one_line(tmp_path: Path, nats_stream: str, once: list[str]) -> None:
+    missing = cli("tail", nats_stream, "--target", f"sqlite:///{tmp_path / 'r.db'}", *once)
     assert missing.returncode == 2
     assert f"{stream_name(nats_stream)}: no such stream on the server" in one_line(missing.stderr)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # no replica made for a stream that is not there
     bad = cli("tail", "nats://127.0.0.1:4222/no.dots", "--target", f"sqlite:///{tmp_path / 'r.db'}", "--once")
     assert bad.returncode == 2 and "is not allowed" in one_line(bad.stderr)
 

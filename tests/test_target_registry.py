@@ -67,6 +67,15 @@ def test_file_targets_get_the_path_after_the_scheme(tmp_path: Path) -> None:
     target.close()
 
 
+@pytest.mark.parametrize(
+    ("spec", "form"), [("oxigraph:", "oxigraph:DIR"), ("file:", "file:PATH.trig"), ("OXIGRAPH:", "oxigraph:DIR")]
+)
+@pytest.mark.parametrize("existing", [False, True])
+def test_a_local_target_without_a_path_is_one_line(spec: str, form: str, existing: bool) -> None:
+    with pytest.raises(UsageError, match=f"target '{spec}' names no path: write {form}"):
+        open_target(spec, existing=existing)
+
+
 def test_third_party_schemes_load_lazily(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "ps_probe_target.py").write_text(
         "from patchsync.apply.targets.memory import MemoryTarget\n"

@@ -9,12 +9,12 @@ except for SQL targets, which take the whole URL (SQLAlchemy parses it).
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+from patchsync._lazy import load
 from patchsync.apply.target import Target
 from patchsync.errors import UsageError
 
@@ -33,8 +33,16 @@ def _sqlite_file(spec: str) -> Path | None:
     )
 
 
-def _path_after_scheme(spec: str) -> Path | None:
-    return Path(spec.partition(":")[2]) if spec.partition(":")[2] else None
+def _path_after_scheme(form: str) -> Callable[[str], Path | None]:
+    """A ``locate`` for specs spelled ``form`` (``scheme:PATH``): the path, which may not be empty."""
+
+    def locate(spec: str) -> Path | None:
+        rest = spec.partition(":")[2]
+        if not rest:
+            raise UsageError(f"target {spec!r} names no path: write {form}")
+        return Path(rest)
+
+    return locate
 
 
 def _nowhere(_spec: str) -> Path | None:
@@ -54,11 +62,11 @@ class TargetEntry:
     whole_spec: bool = False
     locate: Callable[[str], Path | None] = _nowhere
 
-    def load(self) -> Callable[..., Target]:
-        """Import and return the target class (the first call imports its module)."""
-        module_name, _, attr = self.loader.partition(":")
-        module = importlib.import_module(module_name)
-        return cast("Callable[..., Target]", getattr(module, attr))
+    def load(self, spec: str | None = None) -> Callable[..., Target]:
+        """Import and return the target class (the first call imports its module); a missing
+        optional dependency is one line naming the target ``spec`` and the extra that installs it."""
+        what = f"target {spec!r}" if spec is not None else self.loader
+        return cast("Callable[..., Target]", load(self.loader, what))
 
 
 _SQL = "patchsync.apply.targets.sql.target:SqlTarget"
@@ -67,8 +75,10 @@ _TARGETS: dict[str, TargetEntry] = {
     "sqlite+pysqlite": TargetEntry(_SQL, whole_spec=True, locate=_sqlite_file),
     "postgresql": TargetEntry(_SQL, whole_spec=True),
     "postgresql+psycopg": TargetEntry(_SQL, whole_spec=True),
-    "file": TargetEntry("patchsync.apply.targets.file:FileTarget", locate=_path_after_scheme),
-    "oxigraph": TargetEntry("patchsync.apply.targets.oxigraph:OxigraphTarget", locate=_path_after_scheme),
+    "file": TargetEntry("patchsync.apply.targets.file:FileTarget", locate=_path_after_scheme("file:PATH.trig")),
+    "oxigraph": TargetEntry(
+        "patchsync.apply.targets.oxigraph:OxigraphTarget", locate=_path_after_scheme("oxigraph:DIR")
+    ),
     "memory": TargetEntry("patchsync.apply.targets.memory:open_memory_target"),
 }
 
@@ -104,7 +114,7 @@ def open_target(spec: str, *, existing: bool = False, **options: Any) -> Target:
     where = entry.locate(spec)
     if existing and where is not None and not where.exists():
         raise UsageError(f"target {spec!r}: {where} does not exist (only apply and tail create a target)")
-    cls = entry.load()
+    cls = entry.load(spec)
     return cls(spec if entry.whole_spec else spec.partition(":")[2], **options)
 
 

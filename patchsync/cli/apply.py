@@ -19,6 +19,7 @@ from patchsync.cli.common import (
     close_target,
     limits,
     load_base,
+    log_files_of,
     open_target,
     result_line,
     use_client_flags,
@@ -32,7 +33,13 @@ def register(sub: Subcommands) -> None:
         description="Apply .jellyp/.rdfp patch logs to a target. Each unit (transaction) is applied atomically "
         "with the log's checkpoint, so re-running resumes where the last run stopped and applies nothing twice.",
     )
-    apply.add_argument("logs", nargs="+", metavar="LOG", help="patch logs, applied in the order given")
+    apply.add_argument(
+        "logs",
+        nargs="+",
+        metavar="LOG",
+        help="patch logs, applied in the order given; a directory stands for its .jellyp segments in file-name "
+        "order, as tail reads it",
+    )
     add_target_flag(apply)
     add_chain_flag(apply)
     add_base_flag(apply)
@@ -84,14 +91,15 @@ def run(args: argparse.Namespace) -> int:
     from patchsync.apply.resume import default_snapshot_dir
 
     use_client_flags(args)
-    check_logs(args, args.logs)
+    logs = log_files_of(args.logs)
+    check_logs(args, logs)
     target = open_target(args.target)
     total = ApplyResult(source="total")
     progress = Progress(not args.no_progress)
     started = time.monotonic()
     try:
-        load_base(target, args, args.logs)
-        for log in args.logs:
+        load_base(target, args, logs)
+        for log in logs:
             progress.begin(log, Path(log).stat().st_size)
             try:
                 result = apply_file(

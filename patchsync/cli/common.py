@@ -115,6 +115,25 @@ def patch_format(path: str, given: str | None, *, writing: bool = False) -> str:
     return format_of(path, given)
 
 
+def log_files_of(names: list[str]) -> list[str]:
+    """The log files ``names`` stand for, in order, for the commands that read logs whole
+    (``apply``, ``publish``): a directory its ``.jellyp`` segments by file name (the source
+    registry's rule, as ``tail`` reads it); one without any is refused."""
+    from patchsync.sources import DIRECTORY, resolve_source
+
+    files: list[str] = []
+    for name in names:
+        source = resolve_source(name)
+        if source.kind is DIRECTORY:
+            segments = source.log_files()
+            if not segments:
+                raise UsageError(f"{name}: a directory without .jellyp segments; a directory stands for its segments")
+            files += [str(path) for path in segments]
+        else:
+            files.append(name)
+    return files
+
+
 def check_logs(args: argparse.Namespace, logs: list[str]) -> None:
     """Refuse, before anything is opened, logs ``apply`` cannot read and a ``--base`` that
     is missing or no RDF file; RDF data given as a log is pointed to ``--base``."""
@@ -159,13 +178,20 @@ def output(path: str) -> Iterator[IO[bytes]]:
         sys.stdout.buffer.flush()
         return
     target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or Path("."))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or Path("."))
+    except OSError as exc:
+        # The temporary file is ours, not the user's: name the path they gave.
+        raise OSError(exc.errno, f"cannot write: {exc.strerror}", path) from None
     try:
         with os.fdopen(fd, "wb") as f:
             yield f
         # mkstemp made the file 0600; renamed as it is, the output would keep that mode.
         os.chmod(tmp, plain_mode(target))
-        os.replace(tmp, target)
+        try:
+            os.replace(tmp, target)
+        except OSError as exc:
+            raise OSError(exc.errno, f"cannot write: {exc.strerror}", path) from None
     except BaseException:
         os.unlink(tmp)
         raise
@@ -282,7 +308,9 @@ def add_client_flags(parser: argparse.ArgumentParser) -> None:
         help="a file holding the token for a grpc:// or http(s):// source (or set PATCHSYNC_TOKEN)",
     )
     parser.add_argument(
-        "--tls-ca", metavar="FILE", help="PEM CA certificate: reach a grpc:// or https:// source over TLS"
+        "--tls-ca",
+        metavar="FILE",
+        help="PEM CA certificate: reach a grpc:// or https:// source over TLS (or set PATCHSYNC_TLS_CA to the file)",
     )
 
 

@@ -11,6 +11,8 @@ from patchsync.logs.ingest_modes import ADD, MODES
 
 def register(sub: Subcommands) -> None:
     """Add the ``ingest`` parser."""
+    from patchsync.sources import APPEND, address_forms
+
     parser = sub.add_parser(
         "ingest",
         help="turn RDF Messages into patches, one patch per message",
@@ -24,7 +26,7 @@ def register(sub: Subcommands) -> None:
         "--output",
         required=True,
         metavar="DEST",
-        help="a .jellyp or .rdfp log, or a stream address (nats://HOST:PORT/STREAM, any source with a writer)",
+        help="a .jellyp or .rdfp log, or an address: " + ", ".join(address_forms(APPEND)),
     )
     parser.add_argument(
         "--mode",

@@ -5,6 +5,9 @@ Each command lives in a module of this package (``register(sub)`` adds its parse
 line on stderr and an exit code, never a traceback. The command modules are imported when
 the parser is built, and each imports its heavy stacks (rdflib, SQLAlchemy, Spark) only when
 it runs, so ``patchsync --version`` and commands that need none of them start quickly.
+
+A command whose output is a pipe closed early (``patchsync dump | head``) stops quietly with
+:data:`EXIT_CLOSED_PIPE`, as a Unix tool the closed pipe stops does.
 """
 
 from __future__ import annotations
@@ -12,11 +15,19 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
+import select
+import signal
+import sys
 from collections.abc import Sequence
 
 from patchsync import __version__
 from patchsync.cli.common import EXIT_ERROR, EXIT_USAGE, error_line, fail, paced_collector
-from patchsync.errors import PatchsyncError, UsageError
+from patchsync.errors import PatchsyncError, UsageError, missing_extra
+
+#: The exit status of a command whose output was closed before it finished: 128 + SIGPIPE,
+#: what a shell reports for a Unix tool a closed pipe stopped (``set -o pipefail`` sees it).
+EXIT_CLOSED_PIPE = 128 + signal.SIGPIPE
 
 #: The command modules, in the order ``--help`` lists their commands.
 COMMANDS = (
@@ -63,7 +74,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with paced_collector():
             code: int = args.func(args)
+        # What is still buffered goes now: a closed pipe shows here, not at interpreter exit.
+        sys.stdout.flush()
         return code
+    except BrokenPipeError as exc:
+        if not output_closed():
+            fail(os_error_line(exc))
+            return EXIT_ERROR
+        # The interpreter flushes stdout once more at exit: let that go nowhere, silently.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_CLOSED_PIPE
     except UsageError as exc:
         fail(error_line(exc))
         return EXIT_USAGE
@@ -71,9 +91,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         fail(error_line(exc))
         return EXIT_ERROR
     except OSError as exc:
-        where = f"{exc.filename}: " if exc.filename else ""
-        fail(f"{where}{exc.strerror or exc}")
+        fail(os_error_line(exc))
         return EXIT_ERROR
+    except ImportError as exc:
+        # Commands import what they use when they run: an extra that is not installed.
+        missing = missing_extra(exc, f"patchsync {args.command}")
+        if missing is None:
+            raise
+        fail(str(missing))
+        return EXIT_USAGE
     except KeyboardInterrupt:
         fail("interrupted")
         return 130
+
+
+def os_error_line(exc: OSError) -> str:
+    """An operating system error as one line, naming the file it concerns."""
+    where = f"{exc.filename}: " if exc.filename else ""
+    return f"{where}{exc.strerror or exc}"
+
+
+def output_closed() -> bool:
+    """Whether standard output or error is a pipe whose reader has gone (poll says POLLERR)."""
+    poller = select.poll()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            poller.register(stream.fileno(), select.POLLOUT)
+        except (OSError, ValueError):  # closed, or replaced by an object without a descriptor
+            continue
+    return any(events & select.POLLERR for _fd, events in poller.poll(0))

@@ -1,12 +1,26 @@
-"""``patchsync publish LOG... nats://HOST:PORT/STREAM``: a log's patches into a NATS stream."""
+"""``patchsync publish LOG... DEST``: a log's patches into a NATS stream or a served topic."""
 
 from __future__ import annotations
 
 import argparse
 import time
 
-from patchsync.cli.common import Subcommands, add_client_flags, add_relative_iris_flag, limits, use_client_flags
+from patchsync.cli.common import (
+    Subcommands,
+    add_client_flags,
+    add_relative_iris_flag,
+    limits,
+    log_files_of,
+    use_client_flags,
+)
 from patchsync.errors import UsageError
+
+
+def destinations() -> str:
+    """Where publish can append, as the source registry writes the kinds that can."""
+    from patchsync.sources import APPEND, address_forms
+
+    return ", ".join(address_forms(APPEND))
 
 
 def register(sub: Subcommands) -> None:
@@ -14,16 +28,25 @@ def register(sub: Subcommands) -> None:
         "publish",
         help="publish patch logs to a NATS stream or a served topic (grpc://, http://)",
         description="Publish every complete patch of the logs (.jellyp or .rdfp), in order, one patch per message, "
-        "to the stream (created when missing). Each message carries the patch id as Nats-Msg-Id and is appended only "
-        "if its prev is the stream's last patch: a rerun (or a run after kill -9) continues where the stream ends and "
-        "publishes nothing twice; a patch that does not follow the stream's head is refused (exit 1). A patch is never "
-        "split: one larger than the server's message limit is refused (exit 2), the patches before it stay published.",
+        "to the destination (a NATS stream is created when missing). Each patch is appended only if its prev is the "
+        "destination's last patch (on NATS it carries its id as Nats-Msg-Id): a rerun (or a run after kill -9) "
+        "continues where the destination ends and publishes nothing twice; a patch that does not follow its head is "
+        "refused (exit 1). A patch is never split: one larger than the server's message limit is refused (exit 2), "
+        "the patches before it stay published.",
     )
     publish.add_argument(
-        "args", nargs="+", metavar="LOG... STREAM", help="patch logs, then the stream: nats://HOST:PORT/STREAM"
+        "args",
+        nargs="+",
+        metavar="LOG... DEST",
+        help=f"patch logs (a directory: its .jellyp segments in file-name order), then where to publish: "
+        f"{destinations()}",
     )
     publish.add_argument(
-        "--replicas", type=int, default=1, metavar="N", help="servers holding a new stream (1-5; >1 needs a cluster)"
+        "--replicas",
+        type=int,
+        default=1,
+        metavar="N",
+        help="servers holding a new stream (1-5, default 1; >1 needs a cluster)",
     )
     publish.add_argument("--max-age", type=float, metavar="S", help="a new stream drops patches older than S seconds")
     publish.add_argument("--max-bytes", type=int, metavar="B", help="a new stream keeps at most B bytes (oldest go)")
@@ -47,12 +70,14 @@ def run(args: argparse.Namespace) -> int:
     from patchsync.sources import APPEND, is_address, resolve_source
     from patchsync.streams import StreamSettings
 
-    *logs, address = args.args
-    if not logs or not is_address(address):
-        raise UsageError("publish needs LOG... then the stream: patchsync publish LOG... nats://HOST:PORT/STREAM")
+    *names, address = args.args
+    if not names or not is_address(address):
+        raise UsageError(f"publish needs LOG... then where to publish: {destinations()}")
+    for name in names:
+        if is_address(name):
+            raise UsageError(f"{name}: publish takes one destination, the last argument")
+    logs = log_files_of(names)
     for log in logs:
-        if is_address(log):
-            raise UsageError(f"{log}: publish takes one stream, the last argument")
         if not Path(log).is_file():
             raise UsageError(f"{log}: no such file")
     if args.replicas < 1 or args.replicas > 5:

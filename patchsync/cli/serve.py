@@ -38,20 +38,33 @@ def register(sub: Subcommands) -> None:
     parser.add_argument("--tls-key", metavar="FILE", help="PEM private key of --tls-cert")
     parser.add_argument("--allow-anonymous", action="store_true", help="serve a non-loopback address without --tokens")
     parser.add_argument(
-        "--max-message-bytes", type=int, default=DEFAULT_MAX_MESSAGE_BYTES, metavar="B", help="largest message"
+        "--max-message-bytes",
+        type=int,
+        default=DEFAULT_MAX_MESSAGE_BYTES,
+        metavar="B",
+        help=f"largest message, in bytes (default {DEFAULT_MAX_MESSAGE_BYTES}: {DEFAULT_MAX_MESSAGE_BYTES >> 20} MiB)",
     )
     parser.add_argument(
-        "--max-streams", type=int, default=DEFAULT_MAX_STREAMS, metavar="N", help="concurrent streams, all doors"
+        "--max-streams",
+        type=int,
+        default=DEFAULT_MAX_STREAMS,
+        metavar="N",
+        help=f"concurrent streams, all doors (default {DEFAULT_MAX_STREAMS})",
     )
     parser.add_argument(
         "--subscriber-buffer",
         type=int,
         default=DEFAULT_SUBSCRIBER_BUFFER,
         metavar="N",
-        help="patches queued per live subscriber (a slower one reads the log again instead)",
+        help=f"patches queued per live subscriber (a slower one reads the log again instead; default "
+        f"{DEFAULT_SUBSCRIBER_BUFFER})",
     )
     parser.add_argument(
-        "--grace", type=float, default=DEFAULT_GRACE, metavar="S", help="seconds requests in flight get at SIGTERM"
+        "--grace",
+        type=float,
+        default=DEFAULT_GRACE,
+        metavar="S",
+        help=f"seconds requests in flight get at SIGTERM (default {DEFAULT_GRACE:g})",
     )
     parser.add_argument("--metrics", metavar="HOST:PORT", help="serve Prometheus metrics at /metrics there")
     parser.add_argument("--fsync", action="store_true", help="fsync a log topic after every append")

@@ -28,7 +28,9 @@ def register(sub: Subcommands) -> None:
     )
     replay.add_argument("--out", required=True, metavar="DIR", help="output directory (replaced)")
     replay.add_argument("--master", default="local[2]", help="Spark master URL (default local[2])")
-    replay.add_argument("--format", default="parquet", choices=["parquet", "nq"], help="output format")
+    replay.add_argument(
+        "--format", default="parquet", choices=["parquet", "nq"], help="output format (default parquet)"
+    )
     replay.set_defaults(func=run)
 
 

@@ -106,9 +106,13 @@ def _stream_line(r: dict[str, Any]) -> str:
 
 
 def _tail_state(rec: dict[str, Any] | None) -> str:
+    """What the daemon's status says of a source: its state while a daemon runs; once none
+    runs, that it does not, and the error it stopped on."""
     if not rec:
         return ""
-    text = f"; tail {rec.get('state')}"
-    if rec.get("error"):
-        text += f": {rec['error']}"
-    return text
+    if rec.get("running"):
+        text = f"; tail {rec.get('state')}"
+        return text + (f": {rec['error']}" if rec.get("error") else "")
+    if rec.get("state") == "failed":
+        return f"; tail failed: {rec.get('error')}; not running"
+    return "; tail not running"

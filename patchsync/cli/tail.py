@@ -27,18 +27,21 @@ from patchsync.cli.common import (
 
 
 def register(sub: Subcommands) -> None:
+    from patchsync.sources import FOLLOW, address_forms
+
     tail = sub.add_parser(
         "tail",
         help="keep a target in step with growing patch logs",
-        description="Tail .jellyp logs (files, or directories read in file-name order) into a target: each unit "
-        "is applied as soon as it is complete, with the log's checkpoint; a restart resumes every log from its "
-        "checkpoint. SIGTERM/SIGINT finish the current unit and exit 0. Log lines go to stderr.",
+        description="Tail patch sources into a target: .jellyp logs (files, or directories read in file-name order, "
+        "waited for until they appear), NATS streams and the topics of patchsync serve. Each unit is applied as soon "
+        "as it is complete, with the source's checkpoint; a restart resumes every source from its checkpoint. "
+        "SIGTERM/SIGINT finish the current unit and exit 0. Log lines go to stderr.",
     )
     tail.add_argument(
         "paths",
         nargs="+",
-        metavar="PATH",
-        help="a .jellyp log, a directory of them, or a stream nats://HOST:PORT/STREAM (see patchsync publish)",
+        metavar="SOURCE",
+        help="a .jellyp log, a directory of them, or an address: " + ", ".join(address_forms(FOLLOW)),
     )
     add_target_flag(tail)
     add_chain_flag(tail)
@@ -64,7 +67,11 @@ def register(sub: Subcommands) -> None:
         "as TARGET.tail)",
     )
     tail.add_argument(
-        "--log-interval", type=float, default=1.0, metavar="S", help="at most one progress line per log per S seconds"
+        "--log-interval",
+        type=float,
+        default=1.0,
+        metavar="S",
+        help="at most one progress line per log per S seconds (default 1)",
     )
     tail.add_argument(
         "--retry-max-delay",
@@ -119,11 +126,16 @@ class TailLog:
 
 def run(args: argparse.Namespace) -> int:
     use_client_flags(args)
+    from patchsync.sources import resolve_sources
     from patchsync.tail import Tailer, TailOptions, default_state_dir, open_retrying
     from patchsync.tail.options import split_paths
 
-    # Inputs first: a wrong path or base must not leave a new, empty target behind.
-    split_paths(args.paths)
+    # Inputs first: a wrong path or base must not leave a new, empty target behind. The
+    # daemon waits for a directory that does not exist yet; --once has nothing to wait for.
+    split_paths(args.paths, missing_dirs=not args.once)
+    for source in resolve_sources(args.paths):
+        if "check" in source.kind.roles:  # a stream that does not exist: refused before a replica is made
+            source.role("check")(source.name)
     listen = None
     if args.metrics_listen:
         from patchsync.tail.metrics import parse_listen

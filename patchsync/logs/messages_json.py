@@ -11,6 +11,7 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from patchsync._lazy import optional_dependency
 from patchsync.errors import DecodeError, UsageError
 from patchsync.logs.rdf_files import nt_quads
 from patchsync.terms import BNODE, IRI, LITERAL
@@ -26,10 +27,8 @@ _TOO_DEEP = "nested too deeply"
 
 
 def _yaml() -> Any:
-    try:
+    with optional_dependency("YAML-LD"):
         import yaml
-    except ImportError:
-        raise UsageError("YAML-LD needs PyYAML: pip install 'patchsync[yaml]'") from None
     return yaml
 
 

@@ -120,6 +120,9 @@ class Server:
     def __init__(self, settings: ServeSettings, *, announce: Callable[[str], None] | None = None) -> None:
         self.settings = settings.check()
         self.announce = announce or (lambda line: print(line, flush=True))
+        for name in settings.listeners:
+            if name in DOORS:
+                DOORS[name].load()  # before a topic's directory is made: a missing extra is refused first
         specs = list(settings.topics)
         if settings.log_root is not None:
             given = {t.partition("=")[0] for t in specs}

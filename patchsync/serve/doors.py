@@ -9,11 +9,10 @@ is one :func:`register_door` call (or one entry below) and a module of its own.
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from patchsync.serve.settings import Address
+from patchsync._lazy import load
 
 
 class FrontDoor(Protocol):
@@ -37,9 +36,13 @@ class DoorKind:
     factory: str
     help: str
 
-    def create(self, context: Any, address: Address) -> FrontDoor:
-        module, _, attr = self.factory.partition(":")
-        door: FrontDoor = getattr(importlib.import_module(module), attr)(context, address)
+    def load(self) -> Any:
+        """The door's factory, its module imported on first use (a missing extra is one line)."""
+        return load(self.factory, f"patchsync serve {self.flag}")
+
+    def create(self, context: Any, address: Any) -> FrontDoor:
+        """The door listening at ``address`` (a :class:`~patchsync.serve.settings.Address`)."""
+        door: FrontDoor = self.load()(context, address)
         return door
 
 
@@ -59,9 +62,14 @@ DOORS: dict[str, DoorKind] = {
 }
 
 
+def door_flags() -> str:
+    """The flags that give a door its address, as messages list them."""
+    return " or ".join(f"{kind.flag} HOST:PORT ({kind.name})" for kind in sorted(DOORS.values(), key=lambda k: k.name))
+
+
 def register_door(kind: DoorKind) -> None:
     """Add a kind of front door (replacing one of the same name)."""
     DOORS[kind.name] = kind
 
 
-__all__ = ["DOORS", "DoorKind", "FrontDoor", "register_door"]
+__all__ = ["DOORS", "DoorKind", "FrontDoor", "door_flags", "register_door"]

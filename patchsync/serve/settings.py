@@ -19,6 +19,7 @@ from pathlib import Path
 
 from patchsync.errors import UsageError
 from patchsync.serve.auth import Tokens
+from patchsync.serve.doors import door_flags
 
 #: Largest message (one patch, one frame) a door accepts or sends, in bytes.
 DEFAULT_MAX_MESSAGE_BYTES = 16 << 20
@@ -92,7 +93,7 @@ class ServeSettings:
     def check(self) -> ServeSettings:
         """Refuse settings that cannot work, or would expose the topics without tokens."""
         if not self.listeners:
-            raise UsageError("serve needs a listener: --listen HOST:PORT (gRPC) or another front door's flag")
+            raise UsageError(f"serve needs a listener: {door_flags()}")
         if not self.topics and self.log_root is None:
             raise UsageError("serve needs at least one --topic NAME=SPEC, or --log-root DIR")
         if (self.tls_cert is None) != (self.tls_key is None):

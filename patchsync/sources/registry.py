@@ -10,7 +10,8 @@ parts that serve each role (``"follow"``: the tail daemon's reader, ``"writer"``
 writer, ``"publish"``: the bulk publisher, ``"lag"``: how far a checkpoint is behind, for
 ``status``, ``"snapshot"``: fetch a served target's snapshot file, for ``--base`` and
 ``snapshot``, ``"checkpoint_after"``: a replica's checkpoint just past a base's head,
-``"client"``: a served log's client, which ``checkpoint_after`` asks).
+``"client"``: a served log's client, which ``checkpoint_after`` asks, ``"check"``: refuse a
+log that does not exist at the server, before a replica is created).
 Commands ask a resolved :class:`Source` for a
 capability or a role instead of testing schemes, so a new transport plugs in by one call
 to :func:`register_source`.
@@ -25,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from patchsync._lazy import load, optional_dependency
 from patchsync.errors import UsageError
 
 #: The source can be read from a stored position (a checkpoint) instead of its start.
@@ -50,7 +52,10 @@ class SourceKind:
     ``"module:function"`` that turns an address into its parsed form, raising
     :class:`UsageError` for a malformed one, and whose ``stream`` attribute names the log at
     the server (the same log may be reached through several host names); ``roles`` maps a role
-    name to the ``"module:attr"`` that serves it.
+    name to the ``"module:attr"`` that serves it. ``requires`` names the optional modules the
+    roles import when they first connect: they are imported with the first role asked for, so
+    a missing one is named, with its extra, before anything is opened or created. ``form`` is
+    how an address is written, for help texts (``nats://HOST:PORT/STREAM``).
     """
 
     name: str
@@ -58,15 +63,23 @@ class SourceKind:
     scheme: str | None = None
     parse: str | None = None
     roles: Mapping[str, str] = field(default_factory=dict)
+    requires: tuple[str, ...] = ()
+    form: str = ""
 
     def can(self, capability: str) -> bool:
         """Whether sources of this kind have ``capability``."""
         return capability in self.capabilities
 
 
-def _load(loader: str) -> Any:
-    module_name, _, attr = loader.partition(":")
-    return getattr(importlib.import_module(module_name), attr)
+def _role(kind: SourceKind, name: str, role: str) -> Any:
+    """What serves ``role`` for ``kind`` (the source ``name``), with the modules it requires."""
+    loader = kind.roles.get(role)
+    if loader is None:
+        raise UsageError(f"{name}: a {kind.name} source has no {role}")
+    with optional_dependency(name):
+        for module in kind.requires:
+            importlib.import_module(module)
+    return load(loader, name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,10 +114,7 @@ class Source:
 
     def role(self, name: str) -> Any:
         """The object that serves role ``name`` for this kind (imported on first use)."""
-        loader = self.kind.roles.get(name)
-        if loader is None:
-            raise UsageError(f"{self.name}: a {self.kind.name} source has no {name}")
-        return _load(loader)
+        return _role(self.kind, self.name, name)
 
     def log_files(self) -> list[Path]:
         """The log files this source stands for, in log order (none for an address).
@@ -140,7 +150,10 @@ _SCHEMES: dict[str, SourceKind] = {
             "writer": "patchsync.streams.publish:StreamWriter",
             "publish": "patchsync.streams.publish:publish_logs",
             "lag": "patchsync.tail.stream_source:stream_lag",
+            "check": "patchsync.tail.stream_source:check_stream",
         },
+        requires=("nats",),
+        form="nats://HOST:PORT/STREAM",
     ),
     # A topic of `patchsync serve` (its gRPC door): read, followed and appended to there.
     "grpc": SourceKind(
@@ -157,6 +170,8 @@ _SCHEMES: dict[str, SourceKind] = {
             "checkpoint_after": "patchsync.tail.network_source:checkpoint_after",
             "client": "patchsync.streams.grpc_client:GrpcLog",
         },
+        requires=("grpc",),
+        form="grpc://HOST:PORT/TOPIC",
     ),
 }
 # A log of `patchsync serve` through its HTTP door (the change feed, RDF Delta's append).
@@ -175,6 +190,7 @@ for _scheme in ("http", "https"):
             "checkpoint_after": "patchsync.tail.network_source:checkpoint_after",
             "client": "patchsync.streams.http_client:HttpLog",
         },
+        form=f"{_scheme}://HOST:PORT/NAME",
     )
 
 
@@ -191,6 +207,12 @@ def register_source(kind: SourceKind) -> None:
 def source_schemes() -> list[str]:
     """The registered address schemes, sorted."""
     return sorted(_SCHEMES)
+
+
+def address_forms(capability: str) -> list[str]:
+    """How the registered address kinds that have ``capability`` are written, by scheme: what
+    help texts list, so that a kind registered here is named there."""
+    return [kind.form or f"{scheme}://…" for scheme, kind in sorted(_SCHEMES.items()) if kind.can(capability)]
 
 
 def scheme_of(name: str) -> str | None:
@@ -217,7 +239,7 @@ def resolve_source(name: str | os.PathLike[str]) -> Source:
     if kind is None:
         known = ", ".join(f"{s}://" for s in source_schemes())
         raise UsageError(f"{text}: unknown source scheme {scheme}:// (known: {known}, or a file or directory)")
-    parse: Callable[[str], Any] = _load(kind.parse) if kind.parse else str
+    parse: Callable[[str], Any] = load(kind.parse, text) if kind.parse else str
     return Source(kind, text, parse(text))
 
 
@@ -229,10 +251,7 @@ def address_role(name: str, role: str) -> Any:
     kind = _SCHEMES.get(scheme) if scheme is not None else None
     if kind is None:
         raise UsageError(f"{name}: not an address of a known source kind (known: {', '.join(source_schemes())})")
-    loader = kind.roles.get(role)
-    if loader is None:
-        raise UsageError(f"{name}: a {kind.name} source has no {role}")
-    return _load(loader)
+    return _role(kind, name, role)
 
 
 def resolve_sources(names: Iterable[str | os.PathLike[str]]) -> list[Source]:
@@ -259,6 +278,7 @@ __all__ = [
     "READ_AT",
     "Source",
     "SourceKind",
+    "address_forms",
     "address_role",
     "directory_logs",
     "is_address",

@@ -22,6 +22,11 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 
+# Imported with the module, which `tail` imports before it opens anything: without the serve
+# extra, --metrics-listen is refused before a target is created.
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily
+
 from patchsync.errors import UsageError
 from patchsync.tail.source import SourceReport
 
@@ -84,8 +89,6 @@ class TailCollector:
         self._lock = threading.Lock()
 
     def collect(self) -> Iterator[Any]:
-        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily
-
         def gauge(name: str, doc: str, unit: str = "") -> GaugeMetricFamily:
             return GaugeMetricFamily(f"patchsync_tail_{name}", doc, labels=["source"], unit=unit)
 
@@ -147,8 +150,6 @@ class MetricsServer:
     """``/$/metrics``, ``/$/healthz`` and ``/$/ready`` of one daemon on ``host:port``."""
 
     def __init__(self, daemon: Observed, host: str, port: int) -> None:
-        from prometheus_client import CollectorRegistry, generate_latest
-
         registry = CollectorRegistry(auto_describe=False)
         registry.register(TailCollector(daemon))
 

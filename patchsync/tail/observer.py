@@ -56,6 +56,7 @@ class DirectoryWatch:
         self.poll = poll
         self.interval = interval
         self._observer: Any = None
+        self._handler: Any = None
 
     @property
     def kind(self) -> str:
@@ -75,17 +76,29 @@ class DirectoryWatch:
             def on_any_event(self, event: FileSystemEvent) -> None:
                 on_change()
 
+        # A directory that does not exist yet is watched once it appears (add).
+        existing = [d for d in self.dirs if os.path.isdir(d)]
+        handler = self._handler = _Wake()
         observer: Any = PollingObserver(timeout=self.interval) if self.poll else Observer()
         try:
-            for d in self.dirs:
-                observer.schedule(_Wake(), d, recursive=False)
+            for d in existing:
+                observer.schedule(handler, d, recursive=False)
             observer.start()
         except OSError:
             observer = PollingObserver(timeout=self.interval)
-            for d in self.dirs:
-                observer.schedule(_Wake(), d, recursive=False)
+            for d in existing:
+                observer.schedule(handler, d, recursive=False)
             observer.start()
         self._observer = observer
+
+    def add(self, directory: str) -> None:
+        """Watch ``directory`` too (one that appeared after the start); once is enough."""
+        if directory in self.dirs:
+            return
+        self.dirs.append(directory)
+        if self._observer is not None:
+            with contextlib.suppress(OSError):  # gone again: the poll interval still wakes the loop
+                self._observer.schedule(self._handler, directory, recursive=False)
 
     def stop(self) -> None:
         if self._observer is not None:

@@ -93,14 +93,19 @@ class TailOptions:
             raise UsageError("log and reopen must be callables")
 
 
-def split_paths(paths: Sequence[str | os.PathLike[str]]) -> tuple[list[str], list[Path]]:
+def split_paths(paths: Sequence[str | os.PathLike[str]], *, missing_dirs: bool = True) -> tuple[list[str], list[Path]]:
     """The stream addresses and the log paths among ``paths``, each checked: a malformed
     address, or a path that is neither a directory nor a ``.jellyp`` log (which may appear
     later, in a directory that exists), is refused with :class:`UsageError` before anything
-    is opened or created."""
+    is opened or created. A path that does not exist and has no file suffix is a directory
+    that may appear later (a daemon on a fresh volume waits for it); without
+    ``missing_dirs`` (``tail --once``, which has nothing to wait for) it is refused too."""
     # An address is no path (Path() would fold its "//"): kept as text.
     sources = [source.require(FOLLOW, "tail") for source in resolve_sources(paths)]
     streams = [source.name for source in sources if not source.is_path]
+    for source in sources:
+        if not source.is_path:
+            source.role("follow")  # loaded now: a client that is not installed is named before a target exists
     logs = [source.path for source in sources if source.is_path]
     for p in logs:
         if p.is_dir():
@@ -110,9 +115,14 @@ def split_paths(paths: Sequence[str | os.PathLike[str]]) -> tuple[list[str], lis
             raise UsageError(
                 f"{p}: {p.suffix} is RDF data (a snapshot or starting state), not a patch log; load it with --base {p}"
             )
+        if known is None and missing_dirs and not p.exists():
+            continue  # a directory to come: the daemon waits for it
+        if known is None and not p.exists():
+            raise UsageError(f"{p}: no such directory (tail without --once waits for it to appear)")
         if known is None or known.name != "jellyp":
-            what = "no such directory" if not p.exists() else "neither a directory nor a .jellyp log"
-            raise UsageError(f"{p}: {what}; tail reads Jelly-Patch logs (.jellyp) or directories of them")
+            raise UsageError(
+                f"{p}: neither a directory nor a .jellyp log; tail reads Jelly-Patch logs or directories of them"
+            )
         if not p.exists() and not p.parent.is_dir():
             raise UsageError(f"{p}: no such file, and its directory {p.parent} does not exist")
     return streams, logs

@@ -4,6 +4,12 @@ The state directory belongs to one target. Each source (a log, by its resolved p
 a lock file, so two daemons cannot both apply it, and a snapshot file, both named by a
 hash of the source's name; ``status.json`` records where every source stands for
 ``patchsync status``.
+
+Whether a daemon runs is told by a lock, not by the PID ``status.json`` records (a PID
+outlives ``kill -9`` and may name another process by then): each daemon holds a shared
+``flock`` on ``daemon.lock`` for as long as it runs, which the kernel releases however the
+process ends, and :func:`daemon_running` asks whether anyone holds it. A daemon that stops
+cleanly also writes its last ``status.json`` without a PID.
 """
 
 from __future__ import annotations
@@ -23,6 +29,8 @@ from patchsync.codec.framing import read_varint
 from patchsync.errors import ApplyError, UsageError
 
 STATUS_FILE = "status.json"
+#: Held (shared) by every daemon using the state directory while it runs.
+DAEMON_LOCK = "daemon.lock"
 
 
 def _key(source: str) -> str:
@@ -52,24 +60,56 @@ def lock_source(state_dir: Path, source: str) -> int:
     return fd
 
 
-def write_status(state_dir: Path, sources: Iterable[dict[str, Any]]) -> None:
-    """Replace ``status.json`` atomically with the records of ``sources``; raises ``OSError``."""
-    data = {"updated_at": time.time(), "pid": os.getpid(), "sources": list(sources)}
+def hold_daemon_lock(state_dir: Path) -> int | None:
+    """Hold the state directory's daemon lock while this daemon runs; the descriptor to close
+    when it stops (``None`` when the lock file cannot be made: status then says not running)."""
+    try:
+        fd = os.open(state_dir / DAEMON_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:
+        return None
+    # Shared, so daemons of other sources may share the directory; waits only while a
+    # daemon_running probe holds it, for a moment.
+    fcntl.flock(fd, fcntl.LOCK_SH)
+    return fd
+
+
+def daemon_running(state_dir: str | os.PathLike[str]) -> bool:
+    """Whether a daemon using ``state_dir`` runs now: one holds its daemon lock."""
+    try:
+        fd = os.open(Path(state_dir) / DAEMON_LOCK, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # the probe's own lock, if it got one, goes with it
+    return False
+
+
+def write_status(state_dir: Path, sources: Iterable[dict[str, Any]], *, running: bool = True) -> None:
+    """Replace ``status.json`` atomically with the records of ``sources``, with this process's
+    PID while it runs (``running=False``: its last write, without one); raises ``OSError``."""
+    data = {"updated_at": time.time(), "pid": os.getpid() if running else None, "sources": list(sources)}
     tmp = state_dir / (STATUS_FILE + ".tmp")
     tmp.write_text(json.dumps(data, indent=1))
     os.replace(tmp, state_dir / STATUS_FILE)
 
 
 def read_status(state_dir: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
-    """The per-source records of the last daemon that used ``state_dir`` (empty if none)."""
+    """The per-source records of the last daemon that used ``state_dir`` (empty if none),
+    each with ``running`` (:func:`daemon_running`) and the daemon's ``pid`` while it runs."""
     try:
         data = json.loads((Path(state_dir) / STATUS_FILE).read_text())
     except (OSError, ValueError):
         return {}
+    running = daemon_running(state_dir)
     out: dict[str, dict[str, Any]] = {}
     for rec in data.get("sources", []) if isinstance(data, dict) else []:
         if isinstance(rec, dict) and "source" in rec:
-            rec["pid"] = data.get("pid")
+            rec["running"] = running
+            rec["pid"] = data.get("pid") if running else None
             rec["updated_at"] = data.get("updated_at")
             out[str(rec["source"])] = rec
     return out
@@ -108,4 +148,14 @@ def lag_bytes(path: str | os.PathLike[str], checkpoint: Checkpoint) -> int | Non
     return max(0, size - end)
 
 
-__all__ = ["default_state_dir", "lag_bytes", "lock_source", "read_status", "snapshot_path", "write_status"]
+__all__ = [
+    "DAEMON_LOCK",
+    "daemon_running",
+    "default_state_dir",
+    "hold_daemon_lock",
+    "lag_bytes",
+    "lock_source",
+    "read_status",
+    "snapshot_path",
+    "write_status",
+]

@@ -145,4 +145,16 @@ def stream_lag(source: str, checkpoint: Checkpoint) -> dict[str, Any]:
     return {"lag_messages": lag.messages, "lag_seconds": round(lag.seconds, 3)}
 
 
-__all__ = ["BATCH", "StreamHost", "StreamSource", "applied_seq", "open_stream", "stream_lag"]
+def check_stream(source: str) -> None:
+    """Refuse a stream ``source`` that does not exist (:class:`StreamNotFound`), before a replica
+    of it is created; a server out of reach tells nothing yet (the daemon waits for it)."""
+    from patchsync.streams.errors import StreamUnavailable
+
+    try:
+        with NatsLog(source, connect_timeout=1.0, request_timeout=2.0, reconnect_attempts=1) as log:
+            log.ensure_stream(create=False)
+    except StreamUnavailable:
+        return
+
+
+__all__ = ["BATCH", "StreamHost", "StreamSource", "applied_seq", "check_stream", "open_stream", "stream_lag"]

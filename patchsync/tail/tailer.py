@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from patchsync import formats
 from patchsync.apply.target import Target, discard_target
 from patchsync.errors import PatchsyncError, TargetUnavailable, UsageError, param
 from patchsync.options import Limits
@@ -33,7 +34,7 @@ from patchsync.tail.options import (
 )
 from patchsync.tail.retry import Backoff, is_transient, lost_part
 from patchsync.tail.source import Source, SourceReport
-from patchsync.tail.state import write_status
+from patchsync.tail.state import hold_daemon_lock, write_status
 
 #: Seconds between rewrites of the state directory's status.json while running.
 STATUS_SECONDS = 1.0
@@ -70,8 +71,10 @@ class Tailer:
         self.streams, self.paths = split_paths(paths)
         self.options = options = options if options is not None else TailOptions()
         self.target = target
+        self._daemon_lock: int | None = None
         if options.state_dir is not None:
             options.state_dir.mkdir(parents=True, exist_ok=True)
+            self._daemon_lock = hold_daemon_lock(options.state_dir)
         self.stopping = False
         #: A one-shot run (:meth:`run_once`): a source out of reach is not waited for.
         self.once = False
@@ -128,13 +131,17 @@ class Tailer:
         """Find the log files; in a directory, every file before the newest is finished."""
         for p in self.paths:
             if p.is_dir():
+                self._watch.add(str(p))  # watched from now on if it appeared after the start
                 files = directory_logs(p)
                 for i, f in enumerate(files):
                     src = self._source(f)
                     if i < len(files) - 1:
                         src.finished = True
+            elif formats.by_suffix(p) is not None:
+                self._source(p)  # a log file (split_paths let only .jellyp ones through)
             else:
-                self._source(p)
+                # A directory that does not exist yet (a fresh volume): looked for every pass.
+                self.log_once("waiting", {"source": str(p), "reason": "no such directory yet; tailed once it appears"})
         for url in self.streams:
             if url not in self.sources:
                 follower = resolve_source(url).role("follow")
@@ -348,23 +355,29 @@ class Tailer:
         """The state of every source."""
         return [s.report for s in self._order]
 
-    def _write_status(self, now: float) -> None:
+    def _write_status(self, now: float, *, running: bool = True) -> None:
         self._status_at = now
         state_dir = self.options.state_dir
         if state_dir is None:
             return
         try:
-            write_status(state_dir, (s.report.as_dict() for s in self._order))
+            write_status(state_dir, (s.report.as_dict() for s in self._order), running=running)
         except OSError as exc:
             # Status is for `patchsync status`; a full or read-only state directory must
             # not stop the daemon (the target's own errors do, with their own message).
             self.log_once("status_failed", {"error": exc.strerror or str(exc)})
 
     def close(self) -> None:
-        """Release files and locks (the target is the caller's)."""
+        """Release files and locks (the target is the caller's); ``status.json`` is written a
+        last time, without a PID: no daemon runs any more."""
         for src in self._order:
             src.close()
         self._waker.close()
+        if self._daemon_lock is not None:
+            if self._order:  # a daemon that found no source leaves the last one's status be
+                self._write_status(time.monotonic(), running=False)
+            os.close(self._daemon_lock)
+            self._daemon_lock = None
 
     def __enter__(self) -> Tailer:
         return self

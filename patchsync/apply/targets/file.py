@@ -81,6 +81,9 @@ class FileTarget(MemoryTarget):
         suffix = self.path.suffix.lower()
         if suffix not in FILE_FORMATS:
             raise FormatError(f"{self.path}: file targets are {', '.join(FILE_FORMATS)} files")
+        if not self.path.parent.is_dir():
+            # Found here, not at the first unit's lock, where it would read as the log's fault.
+            raise ApplyError(f"{self.path}: cannot open the target: no such directory {self.path.parent}")
         self.suffix = suffix
         self.is_dataset = suffix in DATASET_SUFFIXES
         self.sidecar = self.path.with_name(self.path.name + SIDECAR_SUFFIX)

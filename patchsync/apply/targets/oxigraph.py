@@ -35,6 +35,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar
 
+from patchsync._lazy import optional_dependency
 from patchsync.apply.target import CAN_DUMP, Checkpoint, PatchRecord, Quad, SourceStatus
 from patchsync.errors import (
     DISK_FULL,
@@ -44,7 +45,6 @@ from patchsync.errors import (
     ErrorRule,
     ErrorTable,
     TargetUnavailable,
-    UsageError,
     errno_in,
 )
 from patchsync.terms import BNODE, DEFAULT_GRAPH, IRI, LITERAL, TRIPLE, Unpacked
@@ -79,10 +79,8 @@ ERRORS = ErrorTable(
 
 
 def _ox() -> Any:
-    try:
+    with optional_dependency("an oxigraph: target"):
         import pyoxigraph
-    except ImportError as exc:
-        raise UsageError("oxigraph targets need pyoxigraph: pip install 'patchsync[oxigraph]'") from exc
     return pyoxigraph
 
 

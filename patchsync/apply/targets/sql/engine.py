@@ -5,6 +5,7 @@ from __future__ import annotations
 from sqlalchemy import Engine, create_engine, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
+from patchsync._lazy import optional_dependency
 from patchsync.apply.targets.sql.dialects import dialect_for_url, setting_names, url_settings
 from patchsync.apply.targets.sql.dialects.sqlite import SQLITE_SETTINGS, SqliteSetting
 from patchsync.apply.targets.sql.errors import translate
@@ -15,10 +16,10 @@ from patchsync.errors import UsageError
 def create_sql_engine(url: str) -> Engine:
     """A SQLAlchemy engine for ``url`` with the per-dialect settings patchsync relies on.
 
-    SQLite waits up to 30 s for another process's lock; ``?timeout=SECONDS`` in the URL
-    (the sqlite3 driver's own parameter) sets another wait. The settings of
-    :data:`SQLITE_SETTINGS` (``?cache_mb=N``, ``?checkpoint_pages=N``) are read by patchsync
-    and applied to every connection; the driver never sees them. The dialect
+    A SQLite URL's parameters are :data:`SQLITE_SETTINGS` (``?timeout=SECONDS``, by default 30,
+    the wait for another process's lock; ``?cache_mb=N``, ``?checkpoint_pages=N``), read by
+    patchsync and applied to every connection; the driver never sees them, and any other
+    parameter is refused. The dialect
     (:mod:`.dialects`) is chosen here from the URL, before any driver is loaded.
     """
     try:
@@ -28,7 +29,8 @@ def create_sql_engine(url: str) -> Engine:
     dialect = dialect_for_url(parsed)
     settings = url_settings(parsed, dialect)
     try:
-        engine = create_engine(parsed.difference_update_query(setting_names()))
+        with optional_dependency(f"target {parsed.render_as_string(hide_password=True)!r}"):
+            engine = create_engine(parsed.difference_update_query(setting_names()))
     except (ArgumentError, ImportError) as exc:
         raise UsageError(f"cannot open target {url!r}: {exc}") from exc
     except SQLAlchemyError as exc:

@@ -38,7 +38,7 @@ def dialect_of(bind: Engine | Connection) -> Dialect:
     return dialect_for_url(bind.engine.url)
 
 
-def url_settings(url: URL, dialect: Dialect) -> dict[str, int]:
+def url_settings(url: URL, dialect: Dialect) -> dict[str, float]:
     """The patchsync settings ``url`` gives ``dialect``; a setting of another dialect is refused."""
     for other in DIALECTS.values():
         for key in other.url_settings:

@@ -39,11 +39,11 @@ class Dialect:
     #: that makes it), see :mod:`..bulk`.
     secondary_indexes: ClassVar[str]
 
-    def read_settings(self, url: URL) -> dict[str, int]:
+    def read_settings(self, url: URL) -> dict[str, float]:
         """The values of :attr:`url_settings` in ``url`` (refused when unusable)."""
         return {}
 
-    def setup_engine(self, engine: Engine, settings: dict[str, int]) -> None:
+    def setup_engine(self, engine: Engine, settings: dict[str, float]) -> None:
         """Set up every connection ``engine`` makes the way patchsync relies on."""
         raise NotImplementedError
 

@@ -241,7 +241,7 @@ class PostgresDialect(Dialect):
         " WHERE x.indrelid = to_regclass('ps_quads') AND NOT x.indisunique ORDER BY 1"
     )
 
-    def setup_engine(self, engine: Engine, settings: dict[str, int]) -> None:
+    def setup_engine(self, engine: Engine, settings: dict[str, float]) -> None:
         @event.listens_for(engine, "connect")
         def _connect(dbapi_connection: Any, _record: Any) -> None:
             # The write path sends its batches as prebuilt binary arrays (pg_arrays).

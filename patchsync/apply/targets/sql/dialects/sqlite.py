@@ -13,6 +13,7 @@ rows, not per row.
 
 from __future__ import annotations
 
+import math
 import os
 import sqlite3
 from collections.abc import Callable, Iterable, Sequence
@@ -32,24 +33,54 @@ from patchsync.apply.targets.sql.terms import TermDictionary
 from patchsync.errors import UsageError
 
 
+def _whole(text: str) -> int | None:
+    """A whole number of at least 1, or ``None``."""
+    try:
+        value = int(text)
+    except ValueError:
+        return None
+    return value if value >= 1 else None
+
+
+def _seconds(text: str) -> float | None:
+    """A finite number of seconds above 0, or ``None``."""
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if 0 < value < math.inf else None
+
+
 @dataclass(frozen=True)
 class SqliteSetting:
-    """A setting of a SQLite target URL that patchsync reads itself (``?name=N``)."""
+    """A setting of a SQLite target URL that patchsync reads itself (``?name=VALUE``)."""
 
-    default: int
-    unit: str  # how messages name the value
-    pragma: Callable[[int], str]  # the statement that applies it to each connection
+    default: float
+    rule: str  # what a value must be, as messages say it
+    parse: Callable[[str], float | None]  # the value, or None when it breaks the rule
+    pragma: Callable[[float], str]  # the statement that applies it to each connection
 
 
-#: patchsync's own SQLite URL settings: taken out of the URL before the driver sees it
-#: (SQLAlchemy's driver would ignore them with a warning) and applied per connection.
+#: The parameters a SQLite target URL takes, all read by patchsync itself: taken out of the
+#: URL before the driver sees it and applied to each connection, in this order. Any other
+#: parameter is refused (SQLAlchemy's driver would fail on some with a traceback and ignore
+#: others with a warning, running on its defaults).
 SQLITE_SETTINGS: dict[str, SqliteSetting] = {
+    # How long a connection waits for another process's lock (the sqlite3 module's own
+    # ``timeout``, as the busy timeout); first, so every later statement waits as long.
+    "timeout": SqliteSetting(
+        30.0, "a number of seconds above 0", _seconds, lambda v: f"PRAGMA busy_timeout={max(1, round(v * 1000))}"
+    ),
     # Inserts land all over the term and quad indexes; a 64 MiB page cache (SQLite's default
     # is 2 MiB) doubles the insert rate once the database outgrows the default.
-    "cache_mb": SqliteSetting(64, "MiB", lambda v: f"PRAGMA cache_size=-{v * 1024}"),
+    "cache_mb": SqliteSetting(
+        64, "a whole number of MiB, at least 1", _whole, lambda v: f"PRAGMA cache_size=-{int(v) * 1024}"
+    ),
     # SQLite checkpoints the WAL into the database once it holds this many pages; each
     # checkpoint writes every page dirtied since the last one.
-    "checkpoint_pages": SqliteSetting(1000, "pages", lambda v: f"PRAGMA wal_autocheckpoint={v}"),
+    "checkpoint_pages": SqliteSetting(
+        1000, "a whole number of pages, at least 1", _whole, lambda v: f"PRAGMA wal_autocheckpoint={int(v)}"
+    ),
 }
 
 
@@ -296,29 +327,29 @@ class SqliteDialect(Dialect):
         " AND tbl_name = 'ps_quads' AND sql IS NOT NULL AND upper(sql) NOT LIKE 'CREATE UNIQUE%' ORDER BY name"
     )
 
-    def read_settings(self, url: URL) -> dict[str, int]:
+    def read_settings(self, url: URL) -> dict[str, float]:
         name = url.render_as_string(hide_password=True)
-        values = {}
+        for key in url.query:
+            if key not in SQLITE_SETTINGS:
+                raise UsageError(
+                    f"{name}: unknown parameter {key!r}; a SQLite target takes "
+                    + ", ".join(f"?{k}=" for k in SQLITE_SETTINGS)
+                )
+        values: dict[str, float] = {}
         for key, setting in SQLITE_SETTINGS.items():
             raw = url.query.get(key)
             if raw is None:
                 values[key] = setting.default
                 continue
-            try:
-                value = int(str(raw))
-            except ValueError:
-                value = 0
-            if value < 1:
-                raise UsageError(f"{name}: {key} must be a whole number of {setting.unit}, at least 1 (got {raw!r})")
+            if not isinstance(raw, str):  # given more than once: which one was meant?
+                raise UsageError(f"{name}: {key} is given {len(raw)} times; give it once")
+            value = setting.parse(raw)
+            if value is None:
+                raise UsageError(f"{name}: {key} must be {setting.rule} (got {raw!r})")
             values[key] = value
         return values
 
-    def setup_engine(self, engine: Engine, settings: dict[str, int]) -> None:
-        try:
-            busy_ms = int(float(str(engine.url.query.get("timeout", "30"))) * 1000)
-        except ValueError:
-            raise UsageError(f"{engine.url}: timeout must be a number of seconds") from None
-
+    def setup_engine(self, engine: Engine, settings: dict[str, float]) -> None:
         path = engine.url.database
 
         @event.listens_for(engine, "connect")
@@ -327,17 +358,17 @@ class SqliteDialect(Dialect):
             dbapi_connection.isolation_level = None
             cursor = dbapi_connection.cursor()
             try:
+                # The settings first: the busy timeout is the wait of every statement after it.
+                for key, value in settings.items():
+                    cursor.execute(SQLITE_SETTINGS[key].pragma(value))
                 cursor.execute("PRAGMA journal_mode=WAL")
             except sqlite3.OperationalError as exc:
-                # SQLite says "unable to open database file" when WAL cannot create its -shm
-                # and -wal files next to the database: name the reason it cannot know.
+                # SQLite says "unable to open database file" when it cannot create the file or,
+                # in WAL mode, its -shm and -wal files beside it: name the reason it cannot know.
                 raise sqlite3.OperationalError(f"{exc}{_unwritable(path)}") from exc
             # WAL + NORMAL: a committed transaction survives a process crash; only power loss
             # can drop the last commits, and then checkpoint and data go back together.
             cursor.execute("PRAGMA synchronous=NORMAL")
-            cursor.execute(f"PRAGMA busy_timeout={max(0, busy_ms)}")
-            for key, value in settings.items():
-                cursor.execute(SQLITE_SETTINGS[key].pragma(value))
             cursor.close()
 
         @event.listens_for(engine, "begin")
