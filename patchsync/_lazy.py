@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Callable, Iterator, Mapping
+import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from importlib.util import find_spec
 from types import ModuleType
 from typing import Any
 
@@ -53,6 +55,20 @@ def optional_dependency(what: str) -> Iterator[None]:
         if error is None:
             raise
         raise error from exc
+
+
+def require(modules: Iterable[str], what: str) -> None:
+    """Check that the optional ``modules`` ``what`` needs are installed, without importing
+    them (an import may have side effects the caller must set up first: gRPC's core reads
+    its logging settings once, when it is imported)."""
+    for module in modules:
+        try:
+            found = sys.modules[module] is not None if module in sys.modules else find_spec(module) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            error = missing_extra(ImportError(name=module), what)
+            raise error if error is not None else ImportError(f"No module named {module!r}", name=module)
 
 
 def load(loader: str, what: str) -> Any:

@@ -19,14 +19,13 @@ to :func:`register_source`.
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from patchsync._lazy import load, optional_dependency
+from patchsync._lazy import load, require
 from patchsync.errors import UsageError
 
 #: The source can be read from a stored position (a checkpoint) instead of its start.
@@ -76,9 +75,7 @@ def _role(kind: SourceKind, name: str, role: str) -> Any:
     loader = kind.roles.get(role)
     if loader is None:
         raise UsageError(f"{name}: a {kind.name} source has no {role}")
-    with optional_dependency(name):
-        for module in kind.requires:
-            importlib.import_module(module)
+    require(kind.requires, name)
     return load(loader, name)
 
 
