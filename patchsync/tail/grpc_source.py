@@ -16,16 +16,13 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from patchsync.apply.target import Checkpoint
+from patchsync.apply.target import PAST, Checkpoint
 from patchsync.errors import PatchsyncError
 from patchsync.streams.grpc_client import GrpcLog, Subscription, parse_grpc_url
 from patchsync.streams.nats_log import MSG_ID
 from patchsync.streams.pull import StreamMessage
 from patchsync.tail.network_source import NetworkSource, StreamHost
 from patchsync.tail.stream_source import BATCH
-
-#: A frame and row past any of a message's events.
-PAST = 1 << 62
 
 
 class GrpcSource(NetworkSource):
