@@ -16,6 +16,7 @@ from patchsync.apply.registry import open_target
 from patchsync.apply.target import Target
 from patchsync.errors import UsageError, param
 from patchsync.events import Event
+from patchsync.logs.files import LogFile, file_errors
 from patchsync.logs.fingerprint import FINGERPRINT_BYTES as FINGERPRINT_BYTES
 from patchsync.logs.fingerprint import fingerprint as fingerprint
 from patchsync.logs.patch_logs import format_of, iter_stream_events
@@ -113,8 +114,9 @@ def apply_file(
     if snapshot_dir is not None and fmt == "jellyp":
         from patchsync.apply.resume import LogReader
 
-        with open(path, "rb") as f:
-            reader = LogReader(f, target, source=name, limits=limits, snapshot_dir=snapshot_dir, reset=reset)
+        with LogFile(path) as f:
+            with file_errors(path, "read"):  # the reader's own reads of the log (pread)
+                reader = LogReader(f, target, source=name, limits=limits, snapshot_dir=snapshot_dir, reset=reset)
             result = apply_events(
                 reader.events(),
                 target,
@@ -126,9 +128,10 @@ def apply_file(
                 progress=progress,
                 graph=graph,
             )
-            reader.save()
+            with file_errors(path, "read"):
+                reader.save()
             return result
-    with open(path, "rb") as f:
+    with LogFile(path) as f:
         return apply_stream(
             f,
             target,

@@ -47,33 +47,53 @@ def file_errors(path: str | os.PathLike[str], doing: str) -> Iterator[None]:
 
 
 class LogFile(io.FileIO):
-    """A file opened for reading (unbuffered) whose opening and reads raise patchsync errors
-    naming it instead of ``OSError``."""
+    """A log file, unbuffered, whose opening, reads and writes raise patchsync errors naming
+    it instead of ``OSError``.
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = os.fspath(path)
+    ``file`` is a path, or a descriptor already open (its path given as ``name``), which the
+    object then owns.
+    """
+
+    def __init__(
+        self, file: str | os.PathLike[str] | int, mode: str = "rb", *, name: str | os.PathLike[str] | None = None
+    ) -> None:
+        where = name if name is not None else file
+        self.path = str(where) if isinstance(where, int) else os.fspath(where)
         try:
-            super().__init__(path, "rb")
+            super().__init__(file, mode)
         except OSError as exc:
-            raise file_error(exc, path, "open") from None
+            raise file_error(exc, self.path, "open") from None
+        self.name = self.path
 
     def read(self, size: int | None = -1, /) -> bytes:
-        try:
+        with file_errors(self.path, "read"):
             return super().read(size) or b""
-        except OSError as exc:
-            raise file_error(exc, self.path, "read") from None
 
     def readall(self) -> bytes:
-        try:
+        with file_errors(self.path, "read"):
             return super().readall()
-        except OSError as exc:
-            raise file_error(exc, self.path, "read") from None
 
     def readinto(self, buffer: bytearray | memoryview, /) -> int:  # type: ignore[override]
-        try:
+        with file_errors(self.path, "read"):
             return super().readinto(buffer) or 0
-        except OSError as exc:
-            raise file_error(exc, self.path, "read") from None
+
+    def pread(self, size: int, offset: int) -> bytes:
+        """``size`` bytes at ``offset``, the file position unchanged."""
+        with file_errors(self.path, "read"):
+            return os.pread(self.fileno(), size, offset)
+
+    def write(self, data: bytes | bytearray | memoryview, /) -> int:  # type: ignore[override]
+        with file_errors(self.path, "write"):
+            return super().write(data) or 0
+
+    def truncate(self, size: int | None = None, /) -> int:
+        with file_errors(self.path, "write"):
+            return super().truncate(size)
+
+    def sync(self) -> None:
+        """``fsync`` what was written."""
+        with file_errors(self.path, "write"):
+            os.fsync(self.fileno())
 
 
 __all__ = ["FILE_ERRORS", "PATH_ERRORS", "LogFile", "file_error", "file_errors"]

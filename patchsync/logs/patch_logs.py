@@ -160,12 +160,13 @@ def _still_at(fd: int, path: Path) -> bool:
     return (here.st_ino, here.st_dev) == (st.st_ino, st.st_dev)
 
 
-def lock_log(path: Path, wait: float = 0.0) -> IO[bytes]:
+def lock_log(path: Path, wait: float = 0.0) -> LogFile:
     """``path`` opened for reading and writing (created if missing) under its exclusive
     ``flock`` (:func:`exclusive_lock`, waiting up to ``wait`` seconds for another writer).
-    A path that cannot be opened so raises a patchsync error naming it (:mod:`.files`)."""
+    Opening, reads and writes raise patchsync errors naming the path (:mod:`.files`)."""
     with file_errors(path, "open"):
-        return os.fdopen(exclusive_lock(path, wait), "r+b", buffering=0)
+        fd = exclusive_lock(path, wait)
+    return LogFile(fd, "r+b", name=path)
 
 
 class LogAppender:
@@ -219,8 +220,7 @@ class LogAppender:
                 )
             self.options = existing or options or PatchOptions()
             if os.fstat(self._file.fileno()).st_size != end:
-                with file_errors(self.path, "write"):
-                    self._file.truncate(end)
+                self._file.truncate(end)
             self._file.seek(end)
             self.encoder: PatchEncoder[Any] = PatchEncoder(
                 self.options,
@@ -249,8 +249,7 @@ class LogAppender:
         self._file.seek(0)
         end = 0
         while True:
-            with file_errors(self.path, "read"):
-                chunk = self._file.read(CHUNK_SIZE)
+            chunk = self._file.read(CHUNK_SIZE)
             if not chunk:
                 break
             decoder.feed(chunk)
@@ -338,11 +337,10 @@ class LogAppender:
         """Write the frames completed so far."""
         data = self.encoder.take()
         if data:
-            with file_errors(self.path, "write"):
-                self._written = True
-                self._file.write(data)
-                if self.fsync:
-                    os.fsync(self._file.fileno())
+            self._written = True
+            self._file.write(data)
+            if self.fsync:
+                self._file.sync()
 
     def close(self) -> None:
         """Finish the stream, flush and release the lock (the log stays as it was if no
