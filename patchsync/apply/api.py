@@ -110,7 +110,7 @@ def apply_file(
     it (:mod:`patchsync.apply.resume`).
     """
     fmt = format_of(path, fmt)
-    name = source or str(Path(path).resolve())
+    name = source or log_source(path)
     if snapshot_dir is not None and fmt == "jellyp":
         from patchsync.apply.resume import LogReader
 
@@ -146,6 +146,11 @@ def apply_file(
         )
 
 
+def log_source(path: str | os.PathLike[str]) -> str:
+    """The name :func:`apply_file` gives a log file's checkpoint: its absolute path."""
+    return str(Path(path).resolve())
+
+
 def _graph_term(target: Target, graph: str) -> Any:
     if not graph or any(c in graph for c in ' <>"{}|\\^`') or ":" not in graph:
         raise UsageError(f"{param('graph', graph)} is not an absolute IRI").naming(("graph", graph))
@@ -177,4 +182,12 @@ class _Prepended(io.RawIOBase):
         return self._rest.read(size)
 
 
-__all__ = ["FINGERPRINT_BYTES", "apply_events", "apply_file", "apply_stream", "fingerprint", "open_target"]
+__all__ = [
+    "FINGERPRINT_BYTES",
+    "apply_events",
+    "apply_file",
+    "apply_stream",
+    "fingerprint",
+    "log_source",
+    "open_target",
+]
