@@ -156,7 +156,12 @@ class Target(Protocol):
     capabilities: ClassVar[frozenset[str]]
 
     def checkpoint(self, source: str) -> Checkpoint | None:
-        """The stored checkpoint of ``source``, or ``None`` if it was never applied."""
+        """The stored checkpoint of ``source``, or ``None`` if it was never applied.
+
+        This is an applier's read: a target that lets one applier at a time apply a source
+        takes the source's lock here, and raises :class:`~patchsync.errors.SourceBusy` while
+        another holds it (an observer reads :meth:`sources`, which takes no lock).
+        """
         ...
 
     def head(self) -> str | None:
