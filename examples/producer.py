@@ -14,7 +14,8 @@ patch is a chained transaction (``H id``, ``H prev``) that adds a few triples ab
 resource and deletes some added earlier, so replaying the log exercises both operations.
 Patches are written with :class:`patchsync.logs.patch_logs.LogAppender`, which writes every frame
 with a single ``write`` (a reader never sees half of a frame it can mistake for a whole
-one). ``--seed`` makes the log reproducible. With ``--stamp`` each patch carries the wall
+one). A producer with nothing left to write (``--count`` reached) opens no segment, so a
+log a replica has caught up with stays as it is. ``--seed`` makes the log reproducible. With ``--stamp`` each patch carries the wall
 clock time of its write in a ``ts`` header (used by the latency benchmark).
 """
 
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from patchsync.events import Add, Delete, Header, PatchEnd, TxCommit, TxStart
+from patchsync.logs.append import log_head
 from patchsync.logs.patch_logs import LogAppender
 from patchsync.options import PatchOptions, StatementType, StreamType
 from patchsync.terms.ntriples import NTriplesTerms
@@ -121,8 +123,7 @@ def _next_patch(log: Path) -> int:
     files = sorted(log.glob("*.jellyp")) if log.is_dir() else [log]
     for path in reversed(files):
         if path.exists() and path.stat().st_size:
-            with LogAppender(path, OPTIONS, NTriplesTerms()) as existing:
-                head = existing.head
+            head = log_head(path)  # read only: a log another reader follows stays as it is
             if head:
                 return int(head.rsplit(":", 1)[1]) + 1
     return 1

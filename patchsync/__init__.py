@@ -163,3 +163,8 @@ if TYPE_CHECKING:
 
 
 __getattr__ = lazy_attributes(__name__, _LAZY)
+
+
+def __dir__() -> list[str]:
+    """The public API (``__all__``), not the names this module builds it with."""
+    return sorted(__all__)

@@ -14,6 +14,7 @@ translates the same way::
     └── ApplyError         a patch could not be applied to a target (nothing half-applied)
         ├── ChainError         a patch's ``prev`` does not follow the target's last patch
         ├── CheckpointError    a target's checkpoint does not match the log (replaced log)
+        ├── SourceBusy         another applier is applying the source (wait for its turn)
         └── TargetUnavailable  the target is out of reach for now (retrying may help)
 """
 
@@ -133,6 +134,19 @@ class ChainError(ApplyError):
 
 class CheckpointError(ApplyError):
     """A target's checkpoint for a source does not match the log (the log was replaced)."""
+
+
+class SourceBusy(ApplyError):
+    """Another applier holds the source: one applier applies a source to a target at a time.
+
+    ``progress`` changes each time that applier commits (the source's checkpoint version as
+    it left it), so a caller waiting for its turn
+    (:func:`patchsync.apply.turns.wait_for_turn`) tells an applier at work from a stalled one.
+    """
+
+    def __init__(self, message: str, *, progress: object = None) -> None:
+        super().__init__(message)
+        self.progress = progress
 
 
 class TargetUnavailable(ApplyError):

@@ -51,7 +51,7 @@ def test_joining_two_separately_written_logs_decodes(tmp_path: Path) -> None:
     a = patch_log(tmp_path / "a.jellyp", patch(1))
     b = patch_log(tmp_path / "b.jellyp", patch(2, 1, "http://other.org/y#"), patch(3, 2, "http://other.org/y#"))
     dest = tmp_path / "j.jellyp"
-    assert append_logs(dest, [a, b]) == 3
+    assert append_logs(dest, [a, b]).appended == 3
     assert patches(read_events(dest)) == [
         patch(1),
         patch(2, 1, "http://other.org/y#"),
@@ -65,7 +65,7 @@ def test_joining_two_separately_written_logs_decodes(tmp_path: Path) -> None:
 def test_appending_to_an_existing_log_continues_its_chain(tmp_path: Path) -> None:
     dest = patch_log(tmp_path / "log.jellyp", patch(1), patch(2, 1))
     rdfp = patch_log(tmp_path / "more.rdfp", patch(3, 2, "http://z/"))
-    assert append_logs(dest, [rdfp]) == 1
+    assert append_logs(dest, [rdfp]).appended == 1
     assert patches(read_events(dest)) == [patch(1), patch(2, 1), patch(3, 2, "http://z/")]
 
 
@@ -83,7 +83,9 @@ def test_a_broken_chain_names_both_ids_and_writes_nothing(tmp_path: Path) -> Non
     dest = patch_log(tmp_path / "log.jellyp", patch(1))
     before = dest.read_bytes()
     fork = patch_log(tmp_path / "fork.jellyp", patch(5, 4))
-    with pytest.raises(ChainError, match=r"prev <uuid:4> but the head of .*log.jellyp is <uuid:1>"):
+    with pytest.raises(
+        ChainError, match=r"fork.jellyp: patch <uuid:5> has prev <uuid:4> but the head of .*log.jellyp is <uuid:1>"
+    ):
         append_logs(dest, [fork])
     assert dest.read_bytes() == before
 
@@ -97,7 +99,7 @@ def test_the_chain_runs_through_the_sources(tmp_path: Path) -> None:
     assert not dest.exists()
     # Patches without ids or prev chain to anything (the check needs both).
     loose = patch_log(tmp_path / "loose.jellyp", patch(7)[1:])
-    assert append_logs(dest, [a, loose, patch_log(tmp_path / "c.jellyp", patch(8, 1))]) == 3
+    assert append_logs(dest, [a, loose, patch_log(tmp_path / "c.jellyp", patch(8, 1))]).appended == 3
 
 
 def test_a_bad_source_appends_nothing(tmp_path: Path) -> None:
@@ -124,7 +126,7 @@ def test_the_command_appends_and_refuses_a_fork_in_one_line(tmp_path: Path) -> N
     run = [sys.executable, "-m", "patchsync", "append"]
     done = subprocess.run([*run, str(a), str(b), "-o", str(dest)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert "2 patches appended" in done.stdout
+    assert "appended 2, skipped 0 already present" in done.stdout
     assert patches(read_events(dest)) == [patch(1), patch(2, 1, "http://other.org/")]
     fork = patch_log(tmp_path / "fork.jellyp", patch(3, 1))
     before = dest.read_bytes()
@@ -133,3 +135,80 @@ def test_the_command_appends_and_refuses_a_fork_in_one_line(tmp_path: Path) -> N
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "<uuid:1>" in lines[0] and "<uuid:2>" in lines[0], done.stderr
     assert dest.read_bytes() == before
+
+
+def test_appending_the_same_logs_again_appends_nothing(tmp_path: Path) -> None:
+    a = patch_log(tmp_path / "a.jellyp", patch(1), patch(2, 1))
+    b = patch_log(tmp_path / "b.jellyp", patch(3, 2, "http://other.org/"))
+    dest = tmp_path / "j.jellyp"
+    first = append_logs(dest, [a, b])
+    assert (first.appended, first.skipped, first.head) == (3, 0, "uuid:3")
+    before = dest.read_bytes()
+    again = append_logs(dest, [a, b])
+    assert (again.appended, again.skipped, again.head) == (0, 3, "uuid:3")
+    assert dest.read_bytes() == before
+    # A source that grew: the patches held are skipped, the new ones continue the head.
+    c = patch_log(tmp_path / "c.jellyp", patch(3, 2, "http://other.org/"), patch(4, 3))
+    more = append_logs(dest, [a, c])
+    assert (more.appended, more.skipped, more.head) == (1, 3, "uuid:4")
+    assert patches(read_events(dest)) == [patch(1), patch(2, 1), patch(3, 2, "http://other.org/"), patch(4, 3)]
+
+
+def test_a_first_patch_onto_a_log_that_is_not_empty_is_refused(tmp_path: Path) -> None:
+    dest = patch_log(tmp_path / "log.jellyp", patch(1))
+    before = dest.read_bytes()
+    other = patch_log(tmp_path / "other.jellyp", patch(9), patch(10, 9))
+    with pytest.raises(
+        ChainError,
+        match=r"other.jellyp: patch <uuid:9> has no prev \(a first patch\) but .*log.jellyp is not empty: "
+        r"its head is <uuid:1>; nothing was appended \(use chain='ignore'",
+    ):
+        append_logs(dest, [other])
+    assert dest.read_bytes() == before
+    report = append_logs(dest, [other], chain="ignore")
+    assert (report.appended, report.skipped) == (2, 0)
+    assert patches(read_events(dest)) == [patch(1), patch(9), patch(10, 9)]
+
+
+def test_the_library_appender_follows_the_same_rule(tmp_path: Path) -> None:
+    dest = patch_log(tmp_path / "log.jellyp", patch(1), patch(2, 1))
+    before = dest.read_bytes()
+    with LogAppender(dest) as out:
+        out.write([*patch(2, 1), PatchEnd()])  # the head again: already there
+        assert out.skipped == 1
+        with pytest.raises(
+            ChainError, match=r"patch <uuid:7> has prev <uuid:6> but the head of .*log.jellyp is <uuid:2>"
+        ):
+            out.write([*patch(7, 6), PatchEnd()])
+        with pytest.raises(ChainError, match="has no prev"):
+            out.write([*patch(8), PatchEnd()])
+    assert dest.read_bytes() == before
+    with LogAppender(dest) as out:
+        out.write([*patch(3, 2), PatchEnd(), *patch(4, 3), PatchEnd()])
+        assert out.head == "uuid:4"
+    assert patches(read_events(dest))[2:] == [patch(3, 2), patch(4, 3)]
+    with LogAppender(dest, chain="ignore") as out:
+        out.write([*patch(4, 3), PatchEnd()])
+    assert patches(read_events(dest))[-2:] == [patch(4, 3), patch(4, 3)]
+
+
+def test_the_command_twice_does_not_double_the_log(tmp_path: Path) -> None:
+    a = patch_log(tmp_path / "a.jellyp", patch(1), patch(2, 1))
+    b = patch_log(tmp_path / "b.jellyp", patch(3, 2))
+    dest = tmp_path / "j.jellyp"
+    run = [sys.executable, "-m", "patchsync", "append", str(a), str(b), "-o", str(dest)]
+    done = subprocess.run(run, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "appended 3, skipped 0 already present" in done.stdout, done.stderr
+    done = subprocess.run(run, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "appended 0, skipped 3 already present" in done.stdout, done.stderr
+    assert [p[0] for p in patches(read_events(dest))] == [Header("id", URIRef(f"uuid:{i}")) for i in (1, 2, 3)]
+    other = patch_log(tmp_path / "other.jellyp", patch(9))
+    done = subprocess.run([*run[:4], str(other), "-o", str(dest)], capture_output=True, text=True, timeout=120)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 1 and len(lines) == 1, done.stderr
+    assert (
+        "other.jellyp" in lines[0]
+        and "<uuid:9>" in lines[0]
+        and "<uuid:3>" in lines[0]
+        and "--chain ignore" in lines[0]
+    )

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from sqlalchemy import create_engine, inspect
 
 from patchsync.apply import apply_events
 from patchsync.apply.targets.sql import SqlTarget, current_revision, head_revision, upgrade_database
 from patchsync.apply.targets.sql.migrate import upgrade
-from patchsync.errors import ApplyError
+from patchsync.errors import ApplyError, SourceBusy
 
 from .apply_helpers import apply_text, iri, reference, state
 
@@ -63,31 +65,33 @@ def test_history_keeps_headers_and_counts(sql_url: str) -> None:
     assert ("creator", '"ann"') in h[0].headers
 
 
-def test_second_applier_of_a_source_is_locked_out_on_postgres(pg_url: str) -> None:
-    first = SqlTarget(pg_url)
-    second = SqlTarget(pg_url)
+def test_second_applier_of_a_source_is_locked_out(sql_url: str) -> None:
+    first = SqlTarget(sql_url)
+    second = SqlTarget(sql_url)
     try:
         apply_text(f"A {S} {P} {iri('1')} .\n", first)
-        with pytest.raises(ApplyError, match="another applier is applying log"):
+        with pytest.raises(SourceBusy, match="another applier is applying log"):
             apply_text(f"A {S} {P} {iri('2')} .\n", second)
         # Another source is not blocked.
         apply_text(f"A {S} {P} {iri('3')} .\n", second, source="other")
     finally:
         first.close()
         second.close()
-    with SqlTarget(pg_url) as t:
+    with SqlTarget(sql_url) as t:
         assert state(t)[0] == {(S, P, iri("1"), ""), (S, P, iri("3"), "")}
 
 
-def test_stale_checkpoint_is_detected_on_sqlite(sqlite_url: str) -> None:
+def test_stale_checkpoint_is_detected_on_sqlite(tmp_path: Path) -> None:
     import io
 
     from patchsync.apply import Applier
     from patchsync.logs.patch_logs import iter_stream_events
 
+    # A database named by a URI takes no source lock: the checkpoint's version check guards alone.
+    url = f"sqlite:///file:{tmp_path / 'state.db'}?uri=true"
     text = f"A {S} {P} {iri('a')} .\n"
-    a = SqlTarget(sqlite_url)
-    b = SqlTarget(sqlite_url)
+    a = SqlTarget(url)
+    b = SqlTarget(url)
     try:
         late = Applier(b, source="log")  # reads "no checkpoint yet"
         apply_text(text, a)  # meanwhile another applier applies the source
@@ -96,7 +100,7 @@ def test_stale_checkpoint_is_detected_on_sqlite(sqlite_url: str) -> None:
     finally:
         a.close()
         b.discard()
-    with SqlTarget(sqlite_url) as t:
+    with SqlTarget(url) as t:
         assert state(t)[0] == {(S, P, iri("a"), "")}
         assert t.checkpoint("log") is not None
 

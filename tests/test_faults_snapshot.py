@@ -188,7 +188,8 @@ def _rich_log(tmp_path: Path) -> bytes:
     )
     path = tmp_path / "rich.jellyp"
     ex = "http://example.org/"
-    with LogAppender(path, options, NTriplesTerms()) as out:
+    # Patches with ids and no prev, written as given: the decoder's state is what is tested.
+    with LogAppender(path, options, NTriplesTerms(), chain="ignore") as out:
         for n in range(12):
             g = f"<{ex}g{n % 2}>" if n % 3 else ""
             quoted = f"<< <{ex}s{n}> <{ex}p> <{ex}o> >>"

@@ -31,6 +31,7 @@ LAYERS: dict[str, int] = {
     "events": 2,
     "units": 3,
     "formats": 3,
+    "chains": 3,
     "terms": 4,
     "codec": 5,
     "logs": 6,

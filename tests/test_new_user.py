@@ -193,7 +193,7 @@ def test_diff_of_rdf_star_data_applies_to_give_the_new_state(folder: Path, suffi
 
 def test_append_into_a_new_log_declares_what_the_sources_use(folder: Path) -> None:
     out = ok(folder, "append", "library.rdfp", "library-more.rdfp", "-o", "new.jellyp")
-    assert "5 patches appended" in out
+    assert "appended 5, skipped 0 already present" in out
     assert "rdf_star=True" in ok(folder, "inspect", "new.jellyp")
     ok(folder, "apply", "--no-progress", "--target", "sqlite:///r.db", "new.jellyp")
     ok(folder, "dump", "--target", "sqlite:///r.db", "-o", "replica.nq")

@@ -135,7 +135,7 @@ def test_a_stream_sequence_checkpoint_travels_with_the_snapshot(tmp_path: Path) 
     snap = tmp_path / "snap.jelly"
     write_snapshot(source, snap)
     replica = MemoryTarget()
-    load_base(replica, snap)
+    load_base(replica, snap, [stream])
     copied = replica.checkpoint(stream)
     assert copied is not None
     assert (copied.offset, copied.row, copied.patches, copied.last_id) == (cp.offset, cp.row, 1, patch_id("s", 1))
@@ -148,6 +148,10 @@ def test_a_stream_sequence_checkpoint_travels_with_the_snapshot(tmp_path: Path) 
     assert moved is not None and (moved.offset, moved.fingerprint) == (cp.offset, cp.fingerprint)
     assert elsewhere.checkpoint("nats://nats.internal:4222/other") is None
     assert elsewhere.checkpoint(stream) is None  # moved, not copied: status shows one entry
+    # A replica that does not follow the stream does not take its checkpoint.
+    other = MemoryTarget()
+    load_base(other, snap)
+    assert other.checkpoint(stream) is None and other.head() == patch_id("s", 1)
 
 
 @pytest.mark.parametrize("kind", ["memory", "sqlite"])

@@ -91,9 +91,11 @@ def applied(target: str, stream: str) -> int:
     """Patches of ``stream`` the target holds (-1 while the database is not there yet)."""
     try:
         with SqlTarget(target) as t:
-            cp = t.checkpoint(stream_name(stream))
+            # An observer's read: checkpoint() would take the source's turn from the daemon.
+            cps = {s.source: s.checkpoint for s in t.sources()}
     except Exception:
         return -1
+    cp = cps.get(stream_name(stream))
     return cp.patches if cp is not None else 0
 
 

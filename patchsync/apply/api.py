@@ -16,6 +16,7 @@ from patchsync.apply.registry import open_target
 from patchsync.apply.target import Target
 from patchsync.errors import UsageError, param
 from patchsync.events import Event
+from patchsync.logs.files import LogFile, file_errors
 from patchsync.logs.fingerprint import FINGERPRINT_BYTES as FINGERPRINT_BYTES
 from patchsync.logs.fingerprint import fingerprint as fingerprint
 from patchsync.logs.patch_logs import format_of, iter_stream_events
@@ -109,12 +110,13 @@ def apply_file(
     it (:mod:`patchsync.apply.resume`).
     """
     fmt = format_of(path, fmt)
-    name = source or str(Path(path).resolve())
+    name = source or log_source(path)
     if snapshot_dir is not None and fmt == "jellyp":
         from patchsync.apply.resume import LogReader
 
-        with open(path, "rb") as f:
-            reader = LogReader(f, target, source=name, limits=limits, snapshot_dir=snapshot_dir, reset=reset)
+        with LogFile(path) as f:
+            with file_errors(path, "read"):  # the reader's own reads of the log (pread)
+                reader = LogReader(f, target, source=name, limits=limits, snapshot_dir=snapshot_dir, reset=reset)
             result = apply_events(
                 reader.events(),
                 target,
@@ -126,9 +128,10 @@ def apply_file(
                 progress=progress,
                 graph=graph,
             )
-            reader.save()
+            with file_errors(path, "read"):
+                reader.save()
             return result
-    with open(path, "rb") as f:
+    with LogFile(path) as f:
         return apply_stream(
             f,
             target,
@@ -141,6 +144,11 @@ def apply_file(
             progress=progress,
             graph=graph,
         )
+
+
+def log_source(path: str | os.PathLike[str]) -> str:
+    """The name :func:`apply_file` gives a log file's checkpoint: its absolute path."""
+    return str(Path(path).resolve())
 
 
 def _graph_term(target: Target, graph: str) -> Any:
@@ -174,4 +182,12 @@ class _Prepended(io.RawIOBase):
         return self._rest.read(size)
 
 
-__all__ = ["FINGERPRINT_BYTES", "apply_events", "apply_file", "apply_stream", "fingerprint", "open_target"]
+__all__ = [
+    "FINGERPRINT_BYTES",
+    "apply_events",
+    "apply_file",
+    "apply_stream",
+    "fingerprint",
+    "log_source",
+    "open_target",
+]

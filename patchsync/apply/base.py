@@ -6,10 +6,13 @@ gets, in the same target transaction as the quads (docs/design.md §10):
 
 - a patch record of the snapshot's last patch id, so that the target's head is that id and
   the next patch must follow it (the chain check of docs/design.md §4);
-- the snapshot's checkpoints, copied as they are: a stream source resumes after its
-  stored sequence (also when given under another address of the same stream, see
-  :func:`stream_checkpoints`), a file log at the same path with the same fingerprint after
-  its unit;
+- the snapshot's checkpoints of the sources given (``logs``), copied as they are: a stream
+  source resumes after its stored sequence (also when given under another address of the
+  same stream, see :func:`stream_checkpoints`), a file log at the same path with the same
+  fingerprint after its unit. The snapshot's checkpoints of other sources are not copied:
+  the replica does not follow them, and ``status`` would list them and ask their servers
+  for a lag (the snapshot file keeps them; a replica that is to follow one is started with
+  it given);
 - for each served topic given (``grpc://…``), a checkpoint just past the snapshot's last
   patch, asked of the server (:func:`address_checkpoints`);
 - for each log given (``logs``: files, or directories of ``.jellyp`` files in file-name
@@ -42,7 +45,7 @@ from patchsync.logs.fingerprint import FINGERPRINT_BYTES, fingerprint
 from patchsync.logs.patch_logs import format_of, iter_stream_events
 from patchsync.logs.rdf_files import read_rdf_bytes
 from patchsync.options import Limits
-from patchsync.sources import log_files, resolve_source
+from patchsync.sources import log_files, resolve_source, resolve_sources
 from patchsync.terms.ntriples import NTriplesTerms, header_text, scan_term
 
 #: Quads handed to the target per ``add`` call.
@@ -122,14 +125,12 @@ def log_checkpoints(
     )
 
 
-def stream_checkpoints(
-    paths: Iterable[str | os.PathLike[str]], position: Position
-) -> tuple[dict[str, Checkpoint], set[str]]:
+def stream_checkpoints(paths: Iterable[str | os.PathLike[str]], position: Position) -> dict[str, Checkpoint]:
     """The snapshot's stream checkpoints moved to the addresses given for the same streams.
 
     A stream source is named by its address (``nats://HOST:PORT/STREAM``); a replica on
     another machine may reach the same stream through another host name. Returns the
-    checkpoints under their new names and the old names they replace. The checkpoint keeps
+    checkpoints under their new names (the old ones are not followed). The checkpoint keeps
     the stream's fingerprint (its name and creation time), so the applier still refuses a
     different stream of the same name.
     """
@@ -139,7 +140,6 @@ def stream_checkpoints(
         if not old.is_path:
             by_stream.setdefault((old.kind.name, old.address.stream), []).append(name)
     moved: dict[str, Checkpoint] = {}
-    replaced: set[str] = set()
     for source in map(resolve_source, paths):
         if source.is_path:
             continue
@@ -147,8 +147,7 @@ def stream_checkpoints(
         candidates = by_stream.get((source.kind.name, address.stream), [])
         if str(address) not in position.sources and len(candidates) == 1:
             moved[str(address)] = position.sources[candidates[0]]
-            replaced.add(candidates[0])
-    return moved, replaced
+    return moved
 
 
 def address_checkpoints(
@@ -173,6 +172,28 @@ def address_checkpoints(
             )
         found[name] = checkpoint
     return found
+
+
+def _followed(logs: Iterable[str | os.PathLike[str]]) -> Callable[[str], bool]:
+    """Whether a source name (a checkpoint's) is one of the sources given, which the replica
+    follows: a log file given or in a directory given (also one written there later), or an
+    address given. Only their checkpoints are taken from a snapshot (module docstring)."""
+    names: set[str] = set()
+    directories: set[str] = set()
+    for source in resolve_sources(logs):
+        if source.is_path:
+            path = Path(source.address).resolve()
+            (directories if path.is_dir() else names).add(str(path))
+        else:
+            names |= {source.name, str(source.address)}
+
+    def followed(name: str) -> bool:
+        if name in names:
+            return True
+        source = resolve_source(name)
+        return source.is_path and str(Path(source.address).parent) in directories
+
+    return followed
 
 
 def _require_empty(target: Target, base: Path) -> None:
@@ -277,14 +298,14 @@ def load_base(
     position = read_position(base) if fmt == "jelly" else None
     statements, namespaces, total = _read_base(base, fmt, limits)
     _require_empty(target, base)
-    checkpoints: dict[str, Checkpoint] = dict(position.sources) if position is not None else {}
+    logs = list(logs)
+    followed = _followed(logs)
+    checkpoints = {n: cp for n, cp in position.sources.items() if followed(n)} if position is not None else {}
     from_logs: dict[str, Checkpoint] = {}
     if position is not None and position.head is not None:
-        logs = list(logs)
-        streams, replaced = stream_checkpoints(logs, position)
-        from_logs = log_checkpoints(logs, position.head, limits=limits) | streams
-        from_logs |= address_checkpoints(logs, position.head, [*position.sources, *from_logs])
-        checkpoints = {n: cp for n, cp in checkpoints.items() if n not in replaced} | from_logs
+        from_logs = log_checkpoints(logs, position.head, limits=limits) | stream_checkpoints(logs, position)
+        from_logs |= address_checkpoints(logs, position.head, [*checkpoints, *from_logs])
+        checkpoints |= from_logs
     own = BASE_SOURCE_PREFIX + (name or str(base.resolve()))
     size = base.stat().st_size
     with open(base, "rb") as f:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from patchsync.apply.group import CommitGroup, Decision, HeldUnit
 from patchsync.apply.result import ApplyResult
 from patchsync.apply.target import PrefixOp, Quad, Target
+from patchsync.chains import follows
 from patchsync.errors import ChainError, param
 from patchsync.events import Event
 
@@ -77,7 +78,7 @@ class ChainChecks:
 
     def _decide(self, patch_id: str) -> bool:
         """Apply the patch (True) or skip it (True, ``_skipping``) on the expected head; False: the chain breaks."""
-        if self._prev == self._head and patch_id != self._head:
+        if follows(patch_id, self._prev, self._head):
             # The chain moves on by one. An id applied before would sit at or before the
             # head, so its prev could not be the head without a cycle: no lookup needed.
             return True
@@ -118,7 +119,7 @@ class ChainChecks:
         for i, d in decisions:
             if id(d) not in seen:
                 seen.add(id(d))
-                if not d.skip and not (d.prev == expected and d.patch_id != expected):
+                if not d.skip and not follows(d.patch_id, d.prev, expected):
                     if not self.target.has_patch(d.patch_id):
                         units = units[:i]
                         error: ChainError | None = self._fork(d, expected)

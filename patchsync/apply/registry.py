@@ -111,11 +111,16 @@ def open_target(spec: str, *, existing: bool = False, **options: Any) -> Target:
     readers: ``dump``, ``status``, ``snapshot``).
     """
     entry = _entry(spec)
-    where = entry.locate(spec)
-    if existing and where is not None and not where.exists():
-        raise UsageError(f"target {spec!r}: {where} does not exist (only apply and tail create a target)")
-    cls = entry.load(spec)
-    return cls(spec if entry.whole_spec else spec.partition(":")[2], **options)
+    try:
+        where = entry.locate(spec)
+        if existing and where is not None and not where.exists():
+            raise UsageError(f"target {spec!r}: {where} does not exist (only apply and tail create a target)")
+        cls = entry.load(spec)
+        return cls(spec if entry.whole_spec else spec.partition(":")[2], **options)
+    except ValueError as exc:
+        # A value in the spec its backend or driver cannot parse (a URL option, a path):
+        # the caller's, whichever library found it (backends translate the rest).
+        raise UsageError(f"target {spec!r}: {exc}") from None
 
 
 def target_path(spec: str) -> Path | None:

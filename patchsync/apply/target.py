@@ -24,6 +24,9 @@ from patchsync.terms import TermAdapter
 Quad = tuple[Any, Any, Any, Any]
 #: One prefix row: ``(bind, graph, name, iri)``, ``bind`` False (and ``iri`` None) for ``PD``.
 PrefixOp = tuple[bool, Any, str, Any]
+#: A checkpoint's ``frame`` and ``row`` past every event at its offset: the whole message (one
+#: patch of a stream or a served topic) there was applied, and resuming starts at the next.
+PAST = 1 << 62
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +47,12 @@ class Checkpoint:
     last_id: str | None = None
     fingerprint: str | None = None
     updated_at: float | None = None
+
+    @property
+    def row_at(self) -> int | None:
+        """The row of the last applied event at ``offset``; ``None`` when every event there
+        was (:data:`PAST`), which is how positions are shown."""
+        return None if self.row >= PAST else self.row
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +156,12 @@ class Target(Protocol):
     capabilities: ClassVar[frozenset[str]]
 
     def checkpoint(self, source: str) -> Checkpoint | None:
-        """The stored checkpoint of ``source``, or ``None`` if it was never applied."""
+        """The stored checkpoint of ``source``, or ``None`` if it was never applied.
+
+        This is an applier's read: a target that lets one applier at a time apply a source
+        takes the source's lock here, and raises :class:`~patchsync.errors.SourceBusy` while
+        another holds it (an observer reads :meth:`sources`, which takes no lock).
+        """
         ...
 
     def head(self) -> str | None:

@@ -41,6 +41,7 @@ from patchsync.events import (
     TxCommit,
     TxStart,
 )
+from patchsync.logs.files import file_errors
 from patchsync.logs.patch_logs import LogAppender, format_of, lock_log
 from patchsync.options import PatchOptions, StreamType
 from patchsync.sources import APPEND, is_address, resolve_source
@@ -165,7 +166,8 @@ class LogWriter:
             path = Path(target)
             rotating = max_segment_bytes is not None or max_segment_patches is not None
             if rotating and not path.exists() and not path.suffix:
-                path.mkdir(parents=True)  # a new segmented log
+                with file_errors(path, "create the directory"):
+                    path.mkdir(parents=True)  # a new segmented log
             if path.is_dir():
                 self._dir = path
                 self.fmt = format_of("x", fmt) if fmt else "jellyp"

@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+from patchsync.apply.turns import DEFAULT_WAIT
 from patchsync.cli.common import (
     Subcommands,
     add_base_flag,
@@ -31,7 +33,9 @@ def register(sub: Subcommands) -> None:
         "apply",
         help="apply patch logs to a target",
         description="Apply .jellyp/.rdfp patch logs to a target. Each unit (transaction) is applied atomically "
-        "with the log's checkpoint, so re-running resumes where the last run stopped and applies nothing twice.",
+        "with the log's checkpoint, so re-running resumes where the last run stopped and applies nothing twice. "
+        "Overlapping runs take turns: one applies a log to a target at a time, the others wait (see --wait), then "
+        "apply what is left.",
     )
     apply.add_argument(
         "logs",
@@ -45,6 +49,15 @@ def register(sub: Subcommands) -> None:
     add_base_flag(apply)
     add_client_flags(apply)
     apply.add_argument("--reset", action="store_true", help="start a log over when its checkpoint no longer matches it")
+    apply.add_argument(
+        "--wait",
+        type=float,
+        default=DEFAULT_WAIT,
+        metavar="SECONDS",
+        help="when another applier is applying a log to the target (an overlapping run), wait for its turn as long "
+        f"as that applier makes progress, and give up after SECONDS without any (default {DEFAULT_WAIT:g}; 0: at once); "
+        "then apply what is left",
+    )
     apply.add_argument("--from", dest="from_format", choices=["jellyp", "rdfp"], help="log format")
     apply.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
     add_relative_iris_flag(apply)
@@ -55,6 +68,14 @@ def register(sub: Subcommands) -> None:
         "instead of the default graph",
     )
     apply.set_defaults(func=run)
+
+
+def _waiting(log: str, wait: float, busy: Exception) -> None:
+    print(
+        f"{log}: waiting for its turn: {busy}; waiting while it makes progress (--wait {wait:g})",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 class Progress:
@@ -86,9 +107,10 @@ class Progress:
 
 
 def run(args: argparse.Namespace) -> int:
-    from patchsync.apply.api import apply_file
+    from patchsync.apply.api import apply_file, log_source
     from patchsync.apply.applier import ApplyResult
     from patchsync.apply.resume import default_snapshot_dir
+    from patchsync.apply.turns import wait_for_turn
 
     use_client_flags(args)
     logs = log_files_of(args.logs)
@@ -100,6 +122,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         load_base(target, args, logs)
         for log in logs:
+            wait_for_turn(target, log_source(log), args.wait, waiting=partial(_waiting, log, args.wait))
             progress.begin(log, Path(log).stat().st_size)
             try:
                 result = apply_file(

@@ -73,6 +73,7 @@ FLAGS: dict[str, Callable[[object], str]] = {
     "graph": lambda value: f"--graph {value!r}",
     "retry_timeout": lambda value: f"--retry-timeout {value:g}" if isinstance(value, float) else "--retry-timeout",
     "require_absolute_iris": lambda _value: "--allow-relative-iris",
+    "wait": lambda value: f"--wait {value:g}" if isinstance(value, float) else "--wait",
 }
 
 

@@ -84,7 +84,7 @@ def _stream_row(source: str, cp: Any, when: str | None, tail: dict[str, Any] | N
     return {
         "source": source,
         "stream": True,
-        "position": {"seq": cp.offset, "row": cp.row},
+        "position": {"seq": cp.offset, "row": cp.row_at},
         "patches": cp.patches,
         "last_id": cp.last_id,
         "updated_at": when,

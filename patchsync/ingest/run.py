@@ -34,6 +34,7 @@ from patchsync.apply.registry import open_target
 from patchsync.apply.target import CAN_DUMP, Target, capabilities_of, discard_target
 from patchsync.capture import PatchLog
 from patchsync.capture._log import open_patch_log
+from patchsync.chains import held_prefix
 from patchsync.errors import UsageError
 from patchsync.events import Add, Delete, Event, Header, PatchEnd, TxCommit, TxStart
 from patchsync.ingest.terms import TermConverter
@@ -189,9 +190,8 @@ def _ingest(
     scan.require(log.options, destination.name, "ingested")
     number = {m.patch_id: i for i, m in enumerate(todo, start=1)}
     known = logged_ids(files) if destination.is_path else set()
-    if log.head is not None:
-        known.add(log.head)
-    done = max((number[i] for i in known if i in number), default=0)
+    # The chain rule of every writer: the messages up to the last one the destination holds.
+    done, _rest = held_prefix(lambda: iter(todo), _ids, log.head, known)
     index: DatasetIndex | None = None
     caught_up = 0
     if held is not None:
@@ -213,6 +213,10 @@ def _ingest(
         if index is not None:
             index.apply(deletes, adds)
     return IngestResult(appended, done, caught_up)
+
+
+def _ids(message: IngestMessage) -> tuple[str | None, str | None]:
+    return message.patch_id, None  # its prev is the destination's head when it is written
 
 
 def _catch_up(

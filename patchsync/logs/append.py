@@ -7,26 +7,32 @@ decodes each source (``.jellyp`` or ``.rdfp``) and re-encodes its patches onto t
 destination through :class:`~patchsync.logs.patch_logs.LogAppender`, which locks the
 destination, repeats its options and cuts a trailing partial frame.
 
-The chain is checked first (docs/design.md §6): each appended patch whose ``H prev`` is present
-must name the current head (the ``H id`` of the destination's last patch, then of each
-appended patch in turn). The head is the one read under the destination's lock, held from
-the check to the last byte written, so of two concurrent appends that follow one head
-exactly one appends; the other waits for the lock (up to :data:`LOCK_WAIT` seconds), then
-finds the head moved. A broken chain raises :class:`ChainError` naming both ids before
-anything is written; any later failure truncates the destination back to where it was.
+The chain rule is every writer's (:mod:`patchsync.chains`, docs/design.md §6): the patches
+the destination already holds (by ``H id``) are skipped and counted, so appending the same
+logs again appends nothing; the others must continue the destination's head, the first one
+the head itself, each next the patch before it. The rule is applied to the destination as
+read under its lock, held from that read to the last byte written, so of two concurrent
+appends that follow one head exactly one appends; the other waits for the lock (up to
+:data:`LOCK_WAIT` seconds), then finds its patches held or the head moved. A broken chain
+raises :class:`ChainError` naming the source, the patch, the destination and its head
+before anything is written; any later failure truncates the destination back to where it
+was. ``chain="ignore"`` appends every patch as given.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from patchsync.chains import ChainCheck, held_prefix
 from patchsync.codec.patch_decoder import PatchDecoder
-from patchsync.errors import ChainError, FormatError, UsageError
+from patchsync.errors import FormatError, UsageError, param
 from patchsync.events import Event, Header, Options, PatchEnd
 from patchsync.logs.convert import FeatureScan
+from patchsync.logs.files import LogFile
 from patchsync.logs.patch_logs import CHUNK_SIZE, LogAppender, format_of, read_events
 from patchsync.options import Limits, PatchOptions
 from patchsync.terms import IRI, TermAdapter
@@ -36,6 +42,26 @@ from patchsync.terms.ntriples import NTriplesTerms
 LOCK_WAIT = 10.0
 
 
+@dataclass(frozen=True, slots=True)
+class AppendReport:
+    """What one :func:`append_logs` run did."""
+
+    #: Patches written to the destination.
+    appended: int
+    #: Patches of the sources the destination already held (not written again).
+    skipped: int
+    #: The destination's last patch id after the run.
+    head: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Patch:
+    source: str
+    number: int
+    patch_id: str | None
+    prev: str | None
+
+
 def append_logs(
     dest: str | os.PathLike[str],
     sources: Sequence[str | os.PathLike[str]],
@@ -43,14 +69,18 @@ def append_logs(
     options: PatchOptions | None = None,
     limits: Limits | None = None,
     fsync: bool = False,
-) -> int:
+    chain: str = "strict",
+) -> AppendReport:
     """Append the patches of ``sources`` (in order) to the ``.jellyp`` log ``dest``.
 
-    ``dest`` is created when missing, with ``options`` or else the first Jelly-Patch
-    source's options. Returns the number of patches appended. Raises :class:`ChainError`
-    for a broken chain, :class:`UsageError` for a source that is the destination, and the
-    decoders' :class:`DecodeError` for a malformed source (naming file and byte).
+    ``dest`` is created when missing, with ``options`` or else the features the sources
+    use. Patches ``dest`` already holds are skipped (see the module docstring). Raises
+    :class:`ChainError` for a broken chain, :class:`UsageError` for a source that is the
+    destination, and the decoders' :class:`DecodeError` for a malformed source (naming file
+    and byte); nothing is appended then.
     """
+    if chain not in ("strict", "ignore"):
+        raise UsageError(f"{param('chain', chain)}: expected 'strict' or 'ignore'").naming(("chain", chain))
     dest_path = Path(dest)
     if format_of(dest_path) != "jellyp":
         raise FormatError(f"{dest}: logs are appended to a .jellyp file (RDF Patch text is one patch per file)")
@@ -61,36 +91,40 @@ def append_logs(
         if dest_path.exists() and Path(src).resolve() == dest_path.resolve():
             raise UsageError(f"{src}: a log cannot be appended to itself")
     adapter = NTriplesTerms()
-    # One pass over the sources before the lock: the features a new destination declares,
-    # and the chain against the head as it was. Under the lock the head is read again, and
-    # the chain checked again if another writer moved it in between.
-    head = log_head(dest_path, adapter) if dest_path.exists() else None
+    # One pass over the sources before the lock: their chain headers, and the features a
+    # new destination declares (as convert does). A log that exists keeps its own options.
     scan = FeatureScan()
-    first_options = _check_chain(dest_path, head, sources, adapter, limits, scan)
+    first_options, patches = _read_sources(sources, adapter, limits, scan)
     created = not dest_path.exists()
-    # A log that exists keeps its own options (the appender reads them); a new one declares
-    # every feature the sources use (as convert does).
     new_options = (options or scan.options(first_options)) if created else None
-    appender = LogAppender(dest_path, new_options, adapter, fsync=fsync, wait=LOCK_WAIT)
-    start = appender.size  # after the appender cut any partial frame
-    patches = [0]
+    strict = chain == "strict"
+    appender = LogAppender(
+        dest_path, new_options, adapter, fsync=fsync, wait=LOCK_WAIT, chain=chain, collect_ids=strict
+    )
+    start = appender.size
     try:
         scan.require(appender.options, dest, "appended")
-        if appender.head != head:
-            _check_chain(dest_path, appender.head, sources, adapter, limits, FeatureScan())
-        for src in sources:
-            appender.write(_content(src, adapter, limits, patches))
+        skipped = 0
+        if strict:
+            skipped, rest = held_prefix(
+                lambda: iter(patches), lambda p: (p.patch_id, p.prev), appender.head, appender.ids
+            )
+            check = ChainCheck(appender.head, str(dest), refused="nothing was appended")
+            for p in rest:
+                check.check(p.patch_id, p.prev, p.source)
+        appender.write(_content(sources, adapter, limits, skipped))
         appender.close()
     except BaseException:
         # Nothing half-appended: back to the log as it was (the lock is still held). A log
         # this call created is removed only while still empty: another writer may have
         # created it too and appended first.
-        os.truncate(dest_path, start)
+        if appender.touched:
+            os.truncate(dest_path, start)
         if created and start == 0:
             dest_path.unlink(missing_ok=True)
         appender.abandon()
         raise
-    return patches[0]
+    return AppendReport(len(patches) - skipped - appender.skipped, skipped + appender.skipped, appender.head)
 
 
 def log_head(path: str | os.PathLike[str], adapter: TermAdapter[Any] | None = None) -> str | None:
@@ -101,7 +135,7 @@ def log_head(path: str | os.PathLike[str], adapter: TermAdapter[Any] | None = No
     decoder: PatchDecoder[Any] = PatchDecoder(adapter or NTriplesTerms(), source=str(path))
     head: str | None = None
     current: str | None = None
-    with open(path, "rb") as f:
+    with LogFile(path) as f:
         while chunk := f.read(CHUNK_SIZE):
             decoder.feed(chunk)
             for event in decoder:
@@ -112,19 +146,20 @@ def log_head(path: str | os.PathLike[str], adapter: TermAdapter[Any] | None = No
     return head
 
 
-def _check_chain(
-    dest: Path,
-    head: str | None,
+def _read_sources(
     sources: Sequence[str | os.PathLike[str]],
     adapter: TermAdapter[Any],
     limits: Limits | None,
     scan: FeatureScan,
-) -> PatchOptions | None:
-    """Decode every source once, checking ``prev`` against the running head and noting the
-    features used in ``scan``; returns the options of the first Jelly-Patch source."""
+) -> tuple[PatchOptions | None, list[_Patch]]:
+    """Decode every source once: the options of the first Jelly-Patch source, and each
+    patch's id and prev; the features used are noted in ``scan``."""
     first: PatchOptions | None = None
+    patches: list[_Patch] = []
     for src in sources:
         patch_id: str | None = None
+        prev: str | None = None
+        number = 0
         for event in read_events(src, adapter=adapter, limits=limits):
             scan.see(event, str(src))
             kind = type(event)
@@ -134,25 +169,25 @@ def _check_chain(
                 patch_id = _iri(adapter, event.value)  # type: ignore[union-attr]
             elif kind is Header and event.key == "prev":  # type: ignore[union-attr]
                 prev = _iri(adapter, event.value)  # type: ignore[union-attr]
-                if prev is not None and head is not None and prev != head:
-                    raise ChainError(
-                        f"{src}: patch {'<' + patch_id + '>' if patch_id else '(no id)'} has prev <{prev}> but the head of {dest} "
-                        f"is <{head}> (a gap or a fork); nothing was appended"
-                    )
             elif kind is PatchEnd:
-                head, patch_id = patch_id or head, None
-    return first
+                number += 1
+                patches.append(_Patch(str(src), number, patch_id, prev))
+                patch_id = prev = None
+    return first, patches
 
 
 def _content(
-    src: str | os.PathLike[str], adapter: TermAdapter[Any], limits: Limits | None, patches: list[int]
+    sources: Sequence[str | os.PathLike[str]], adapter: TermAdapter[Any], limits: Limits | None, skip: int
 ) -> Iterator[Event]:
-    # The options row belongs to the destination stream; the appender writes its own.
-    for event in read_events(src, adapter=adapter, limits=limits):
-        kind = type(event)
-        if kind is not Options:
-            patches[0] += kind is PatchEnd
-            yield event
+    """The events of the sources' patches after the first ``skip`` (the options row belongs
+    to the destination stream; the appender writes its own)."""
+    ended = 0
+    for src in sources:
+        for event in read_events(src, adapter=adapter, limits=limits):
+            kind = type(event)
+            if ended >= skip and kind is not Options:
+                yield event
+            ended += kind is PatchEnd
 
 
 def _iri(adapter: TermAdapter[Any], term: Any) -> str | None:
@@ -160,4 +195,4 @@ def _iri(adapter: TermAdapter[Any], term: Any) -> str | None:
     return u[1] if u[0] == IRI else None
 
 
-__all__ = ["append_logs", "log_head"]
+__all__ = ["LOCK_WAIT", "AppendReport", "append_logs", "log_head"]

@@ -15,10 +15,12 @@ from pathlib import Path
 from typing import IO, Any
 
 from patchsync import formats
+from patchsync.chains import ChainCheck
 from patchsync.codec.patch_decoder import PatchDecoder
 from patchsync.codec.patch_encoder import DEFAULT_FRAME_ROWS, PatchEncoder
-from patchsync.errors import DecodeError, UsageError
+from patchsync.errors import ChainError, DecodeError, UsageError, param
 from patchsync.events import Event, Header, Options, PatchEnd
+from patchsync.logs.files import LogFile, file_errors
 from patchsync.options import Limits, PatchOptions
 from patchsync.terms import IRI, TermAdapter
 
@@ -71,7 +73,7 @@ def read_events(
 ) -> Iterator[Event]:
     """All events of a patch file (``.jellyp`` or ``.rdfp``), decoded lazily."""
     fmt = format_of(path, fmt)
-    with open(path, "rb") as f:
+    with LogFile(path) as f:
         yield from iter_stream_events(f, fmt, adapter=adapter, source=str(path), limits=limits)
 
 
@@ -158,10 +160,13 @@ def _still_at(fd: int, path: Path) -> bool:
     return (here.st_ino, here.st_dev) == (st.st_ino, st.st_dev)
 
 
-def lock_log(path: Path, wait: float = 0.0) -> IO[bytes]:
+def lock_log(path: Path, wait: float = 0.0) -> LogFile:
     """``path`` opened for reading and writing (created if missing) under its exclusive
-    ``flock`` (:func:`exclusive_lock`, waiting up to ``wait`` seconds for another writer)."""
-    return os.fdopen(exclusive_lock(path, wait), "r+b", buffering=0)
+    ``flock`` (:func:`exclusive_lock`, waiting up to ``wait`` seconds for another writer).
+    Opening, reads and writes raise patchsync errors naming the path (:mod:`.files`)."""
+    with file_errors(path, "open"):
+        fd = exclusive_lock(path, wait)
+    return LogFile(fd, "r+b", name=path)
 
 
 class LogAppender:
@@ -169,12 +174,20 @@ class LogAppender:
 
     Holds an exclusive ``flock`` on the file while open, so two writers cannot interleave.
     An existing log is read once, under the lock, to learn its options (the appended stream
-    must repeat them identically) and its chain head (the ``id`` header of its last patch,
-    for the next patch's ``prev``): a writer checks its chain against this head, which no
-    other writer can move while the lock is held. The encoder then starts fresh in append
-    mode, so the concatenated file still decodes from the start. A trailing partial frame
-    (a writer that crashed mid-write) is cut off before appending, so it cannot corrupt the
-    log. ``wait`` is how many seconds to wait for another writer's lock before refusing.
+    must repeat them identically) and its chain head (the ``id`` header of its last patch;
+    with ``collect_ids`` also every id it holds, :attr:`ids`). The encoder then starts fresh
+    in append mode, so the concatenated file still decodes from the start. ``wait`` is how
+    many seconds to wait for another writer's lock before refusing.
+
+    Opening writes nothing (a file that did not exist is created empty) but for cutting off
+    a trailing partial frame (a writer that crashed mid-write), which no reader takes for a
+    patch and which would corrupt the log if appended after. Closing an appender that was
+    given no patch leaves the log as it was: no options row without a patch.
+
+    :meth:`write` follows the chain rule of every writer (:mod:`patchsync.chains`): a patch
+    that does not continue :attr:`head` raises :class:`ChainError` (nothing of it written,
+    the patches before it are), the head itself given again is skipped (counted in
+    :attr:`skipped`); ``chain="ignore"`` writes every patch as given.
     """
 
     def __init__(
@@ -186,20 +199,29 @@ class LogAppender:
         fsync: bool = False,
         max_frame_rows: int | None = None,
         wait: float = 0.0,
+        chain: str = "strict",
+        collect_ids: bool = False,
     ) -> None:
+        if chain not in ("strict", "ignore"):
+            raise UsageError(f"{param('chain', chain)}: expected 'strict' or 'ignore'").naming(("chain", chain))
         self.path = Path(path)
         self.fsync = fsync
+        #: Every patch id the log held when opened (with ``collect_ids``; else empty).
+        self.ids: set[str] = set()
+        #: Patches :meth:`write` skipped as already in the log.
+        self.skipped = 0
         self._file = lock_log(self.path, wait)
         try:
-            existing, self.head, valid_end = self._scan(adapter)
+            existing, self.head, end = self._scan(adapter, self.ids if collect_ids else None)
             if existing is not None and options is not None and existing != options:
                 raise UsageError(
                     f"{self.path}: the log was written with different options ({existing}); "
                     "an appended stream must repeat them identically"
                 )
             self.options = existing or options or PatchOptions()
-            self._file.truncate(valid_end)
-            self._file.seek(valid_end)
+            if os.fstat(self._file.fileno()).st_size != end:
+                self._file.truncate(end)
+            self._file.seek(end)
             self.encoder: PatchEncoder[Any] = PatchEncoder(
                 self.options,
                 adapter,
@@ -209,8 +231,16 @@ class LogAppender:
         except BaseException:
             self._file.close()
             raise
+        self._written = False
+        self._check = ChainCheck(self.head, str(self.path)) if chain == "strict" else None
+        # The patch being written: its headers, held until its first other event decides it;
+        # then "write" or "skip" until its end.
+        self._held: list[Event] = []
+        self._mode = "start"
 
-    def _scan(self, adapter: TermAdapter[Any] | None) -> tuple[PatchOptions | None, str | None, int]:
+    def _scan(
+        self, adapter: TermAdapter[Any] | None, ids: set[str] | None
+    ) -> tuple[PatchOptions | None, str | None, int]:
         """Options, last patch id and the offset after the last complete frame."""
         options: PatchOptions | None = None
         head: str | None = None
@@ -232,6 +262,8 @@ class LogAppender:
                     current = u[1] if u[0] == IRI else None
                 elif kind is PatchEnd:
                     head, current = current or head, None
+                    if ids is not None and head is not None:
+                        ids.add(head)
             end = decoder.offset
         if decoder.in_transaction:
             raise DecodeError(
@@ -242,30 +274,88 @@ class LogAppender:
         return options, head, end
 
     @property
+    def touched(self) -> bool:
+        """Whether anything was written to the log since it was opened."""
+        return self._written
+
+    @property
     def size(self) -> int:
         """The log's size now (after the cut of a partial frame, and what was written since)."""
         return os.fstat(self._file.fileno()).st_size
 
     def write(self, events: Iterable[Event]) -> None:
-        """Encode events and write every completed frame (one ``write`` per batch)."""
+        """Encode events and write every completed frame (one ``write`` per batch).
+
+        A patch's headers are held until its first other event, which decides the patch
+        (the chain rule, see the class docstring).
+        """
+        send = self.encoder.send
+        check = self._check
         for event in events:
-            self.encoder.send(event)
+            kind = type(event)
+            if check is None or kind is Options:  # the encoder writes its own options row
+                send(event)
+                continue
+            mode = self._mode
+            if mode == "start":
+                if kind is Header:
+                    self._held.append(event)
+                    continue
+                try:
+                    mode = self._decide(check)
+                except ChainError:
+                    self.flush()  # the patches before it, each whole
+                    raise
+            if mode == "write":
+                send(event)
+            if kind is PatchEnd:
+                self.skipped += mode == "skip"
+                mode = "start"
+            self._mode = mode
         self.flush()
 
+    def _decide(self, check: ChainCheck) -> str:
+        """Write or skip the patch whose headers are held (or raise :class:`ChainError`)."""
+        patch_id = prev = None
+        for header in self._held:
+            u = self.encoder.adapter.unpack(header.value)  # type: ignore[union-attr]
+            value = u[1] if u[0] == IRI else None
+            if header.key == "id":  # type: ignore[union-attr]
+                patch_id = value
+            elif header.key == "prev":  # type: ignore[union-attr]
+                prev = value
+        held, self._held = self._held, []
+        if patch_id is not None and patch_id == check.head:
+            return "skip"  # the log's last patch already
+        check.check(patch_id, prev)
+        self.head = check.head
+        for header in held:
+            self.encoder.send(header)
+        return "write"
+
     def flush(self) -> None:
+        """Write the frames completed so far."""
         data = self.encoder.take()
         if data:
+            self._written = True
             self._file.write(data)
             if self.fsync:
-                os.fsync(self._file.fileno())
+                self._file.sync()
 
     def close(self) -> None:
-        """Finish the stream, flush and release the lock."""
+        """Finish the stream, flush and release the lock (the log stays as it was if no
+        patch was given)."""
         if self._file.closed:
             return
         try:
-            self.encoder.finish()
-            self.flush()
+            if self._held:
+                # Headers alone, with no end: the encoder refuses the unfinished patch.
+                for header in self._held:
+                    self.encoder.send(header)
+                self._held = []
+            if self._written or self.encoder.rows_written > 1:
+                self.encoder.finish()
+                self.flush()
         finally:
             self._file.close()
 

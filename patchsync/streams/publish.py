@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from itertools import chain
 from typing import Any
 
+from patchsync.chains import held_prefix
 from patchsync.options import Limits, PatchOptions
 from patchsync.streams.errors import MessageTooLarge
 from patchsync.streams.nats_log import (
@@ -144,33 +145,23 @@ def publish_logs(
 
 
 def patches_after_head(logs: list[str], head: str | None, limits: Limits | None) -> tuple[Iterator[LogPatch], int]:
-    """The patches of ``logs`` to publish after the log's ``head``; how many came before.
+    """The patches of ``logs`` to publish after the log's ``head``; how many it holds already.
 
-    Patches are encoded only when sent: a rerun skips the published ones unencoded. When
-    nothing in the logs follows the head, every patch: sending the first one makes the
-    server refuse it (a :class:`ChainError` naming both ids), unless another writer moved
-    the head onto this chain meanwhile.
+    The chain rule of every writer (:func:`patchsync.chains.held_prefix`): the patches up to
+    and including the head are held, the rest are sent and the server appends each only if
+    it follows the head (a :class:`ChainError` naming both ids otherwise). Patches are
+    encoded only when sent: a rerun skips the published ones unencoded.
     """
 
     def patches() -> Iterator[LogPatch]:
         return chain.from_iterable(read_patches(p, limits=limits) for p in logs)
 
-    pending, skipped, found = _after_head(patches(), head)
-    return (pending, skipped) if found else (patches(), 0)
+    skipped, pending = held_prefix(patches, _chain_ids, head)
+    return pending, skipped
 
 
-def _after_head(patches: Iterator[LogPatch], head: str | None) -> tuple[Iterator[LogPatch], int, bool]:
-    """The patches from the first one following ``head``; how many came before; whether found."""
-    if head is None:
-        return patches, 0, True
-    skipped = 0
-    for patch in patches:
-        if patch.prev == head:
-            return chain([patch], patches), skipped, True
-        skipped += 1
-        if patch.patch_id == head:
-            return patches, skipped, True  # the log ends at the head, or a prev is missing
-    return iter(()), skipped, False
+def _chain_ids(patch: LogPatch) -> tuple[str | None, str | None]:
+    return patch.patch_id, patch.prev
 
 
 class StreamWriter(PatchWriter):

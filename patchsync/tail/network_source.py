@@ -145,7 +145,9 @@ class NetworkSource(TailedSource):
         word = self.position_word
         fields: dict[str, Any] = {"source": self.name, f"from_{word}": start}
         if stored is not None:
-            fields |= {f"cp_{word}": stored.offset, "cp_row": stored.row, "cp_patches": stored.patches}
+            fields |= {f"cp_{word}": stored.offset, "cp_patches": stored.patches}
+            if stored.row_at is not None:  # inside a message; else the whole message was applied
+                fields["cp_row"] = stored.row_at
         self.host.log("resume", fields)
 
     # -- one pass ----------------------------------------------------------------------

@@ -149,6 +149,8 @@ class OxigraphTarget:
     capabilities: ClassVar[frozenset[str]] = frozenset({CAN_DUMP})
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
+        if not os.fspath(path):
+            raise UsageError("oxigraph: names no directory: use oxigraph:DIR")
         ox = _ox()
         self._ox = ox
         self.adapter = OxigraphTerms()

@@ -6,8 +6,10 @@ see :mod:`.target`); the head is then read once per transaction.
 
 Each source's checkpoint is written into the same database transaction as the units it
 covers, right before it commits, guarded by a version number so two appliers cannot
-interleave units of one source; where the dialect has a lock per source (PostgreSQL's
-advisory locks) the second applier also fails up front.
+interleave units of one source. Before that, the first read of a source's checkpoint takes
+the source's lock (:mod:`.source_locks`), held until the target closes: a second applier of
+the source gets :class:`SourceBusy` up front, with the source's version as the other
+applier left it (its progress, which a caller waiting for its turn watches).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from patchsync.apply.target import Checkpoint, PatchRecord, SourceStatus
 from patchsync.apply.targets.sql import schema
 from patchsync.apply.targets.sql.dialects.base import Dialect, Reading
 from patchsync.apply.targets.sql.link import Link
-from patchsync.errors import ApplyError
+from patchsync.errors import ApplyError, SourceBusy
 
 #: No head was read in the open transaction yet.
 UNREAD = object()
@@ -49,6 +51,7 @@ class Ledger:
         self._versions: dict[str, int | None] = {}
         self._pending: dict[str, Checkpoint] = {}
         self._locks: set[str] = set()
+        self._source_locks = dialect.source_locks(link, reading)
         self._in_tx = False
         # The target's head read in the open transaction, which holds the write lock: only
         # this target's own records can move it until the transaction ends.
@@ -72,8 +75,14 @@ class Ledger:
     def _lock(self, source: str) -> None:
         if source in self._locks:
             return
-        if not self.dialect.lock_source(self._reading, source):
-            raise ApplyError(f"{self.link.name}: another applier is applying {source} to this database")
+        if not self._source_locks.take(source):
+            with self._reading() as conn:
+                row = conn.execute(select(schema.sources).where(schema.sources.c.source == source)).first()
+            at = f" (at patch {row.patches})" if row is not None else ""
+            raise SourceBusy(
+                f"{self.link.name}: another applier is applying {source} to this database{at}",
+                progress=None if row is None else row.version,
+            )
         self._locks.add(source)
 
     def head(self) -> str | None:
@@ -193,9 +202,8 @@ class Ledger:
 
     def release_locks(self, conn: Connection | None) -> None:
         """Release the source locks (on ``conn``; ``None``: they went with the session)."""
-        locks, self._locks = self._locks, set()
-        if locks and conn is not None:
-            self.dialect.release_source_locks(conn)
+        self._locks = set()
+        self._source_locks.release(conn)
 
     def _write_checkpoint(self, conn: Connection, source: str, cp: Checkpoint) -> None:
         version = self._versions.get(source)

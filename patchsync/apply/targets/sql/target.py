@@ -409,29 +409,32 @@ class SqlTarget:
 
     def _dispose(self) -> None:
         conn = self._conn
-        cursor = self.link.cur
-        if cursor is not None:
-            with suppress(self._dbapi_error):
-                cursor.close()
-            self.link.cur = None
-        self.writes.close()
-        self.terms.close()
-        if conn is not None:
-            try:
-                if self._failed:
-                    # The hot path bypasses SQLAlchemy, which cannot know the connection
-                    # may be dead; do not hand it back to the pool (the server releases
-                    # its advisory locks when it goes).
-                    conn.invalidate()
-                elif not conn.closed:
-                    self.ledger.release_locks(conn)
-                conn.close()
-            except (SQLAlchemyError, self._dbapi_error):
-                pass
-            self._conn = None
-        self.ledger.release_locks(None)
-        if self._own_engine:
-            self.engine.dispose()
+        try:
+            cursor = self.link.cur
+            if cursor is not None:
+                with suppress(self._dbapi_error):
+                    cursor.close()
+                self.link.cur = None
+            self.writes.close()
+            self.terms.close()
+            if conn is not None:
+                try:
+                    if self._failed:
+                        # The hot path bypasses SQLAlchemy, which cannot know the connection
+                        # may be dead; do not hand it back to the pool (the server releases
+                        # its advisory locks when it goes).
+                        conn.invalidate()
+                    elif not conn.closed:
+                        self.ledger.release_locks(conn)
+                    conn.close()
+                except (SQLAlchemyError, self._dbapi_error):
+                    pass
+                self._conn = None
+        finally:
+            # Whatever failed above: a source lock kept would lock the next target out.
+            self.ledger.release_locks(None)
+            if self._own_engine:
+                self.engine.dispose()
 
     def __enter__(self) -> SqlTarget:
         return self

@@ -18,6 +18,7 @@ from sqlalchemy import URL, Connection, Engine
 
 from patchsync.apply.targets.sql.link import Link
 from patchsync.apply.targets.sql.quad_writes import QuadWrites
+from patchsync.apply.targets.sql.source_locks import SourceLocks
 from patchsync.apply.targets.sql.statements import Statements
 
 #: The target's way of reading: the connection, inside its open transaction or a short one.
@@ -57,13 +58,11 @@ class Dialect:
     def lock_schema(self, conn: Connection) -> None:
         """Wait until no other process changes the schema; held until the transaction ends."""
 
-    def lock_source(self, reading: Reading, source: str) -> bool:
-        """Take the lock that keeps a second applier off ``source`` up front; whether it was
-        free (the checkpoint's version check guards every dialect anyway)."""
-        return True
-
-    def release_source_locks(self, conn: Connection) -> None:
-        """Release every source lock :meth:`lock_source` took on ``conn``."""
+    def source_locks(self, link: Link, reading: Reading) -> SourceLocks:
+        """The locks that keep a second applier off a source while one applies it, for one
+        target (:mod:`..source_locks`; the checkpoint's version check guards every dialect
+        anyway)."""
+        return SourceLocks()
 
     def write_prefixes(self, cursor: Any, binds: list[tuple[str, str, Any]], unbinds: list[tuple[str, str]]) -> None:
         """Delete the ``(graph, prefix)`` pairs of ``unbinds``, then bind those of ``binds``."""

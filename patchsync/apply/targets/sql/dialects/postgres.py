@@ -26,6 +26,7 @@ from patchsync.apply.targets.sql.link import Link
 from patchsync.apply.targets.sql.pg_arrays import key_arrays
 from patchsync.apply.targets.sql.pg_arrays import register as register_arrays
 from patchsync.apply.targets.sql.quad_writes import QuadWrites
+from patchsync.apply.targets.sql.source_locks import SourceLocks
 from patchsync.apply.targets.sql.statements import PG_SESSION, POSTGRESQL, RECORDS_AT_ONCE, Statements
 
 #: Batches of lone quads at least this long are first written without returning rows,
@@ -262,13 +263,8 @@ class PostgresDialect(Dialect):
         # committed transaction takes a new snapshot).
         conn.exec_driver_sql(_SCHEMA_LOCK)
 
-    def lock_source(self, reading: Reading, source: str) -> bool:
-        with reading() as conn:
-            return bool(conn.exec_driver_sql(_SOURCE_LOCK, (source,)).scalar())
-
-    def release_source_locks(self, conn: Connection) -> None:
-        with conn.begin():
-            conn.exec_driver_sql("SELECT pg_advisory_unlock_all()")
+    def source_locks(self, link: Link, reading: Reading) -> SourceLocks:
+        return _AdvisorySourceLocks(reading)
 
     def write_prefixes(self, cursor: Any, binds: list[tuple[str, str, Any]], unbinds: list[tuple[str, str]]) -> None:
         # Columns as arrays: one statement each, however many pairs.
@@ -290,6 +286,26 @@ class PostgresDialect(Dialect):
     def quad_writes(self, link: Link, term_cache: int, term_cache_chars: int) -> PostgresQuads:
         terms = PostgresTerms(link, self.statements, term_cache, term_cache_chars)
         return PostgresQuads(link, self.statements, terms)
+
+
+class _AdvisorySourceLocks(SourceLocks):
+    """A session-level advisory lock per source, in the target's session."""
+
+    def __init__(self, reading: Reading) -> None:
+        self._reading = reading
+        self._held = False
+
+    def take(self, source: str) -> bool:
+        with self._reading() as conn:
+            free = bool(conn.exec_driver_sql(_SOURCE_LOCK, (source,)).scalar())
+        self._held = self._held or free
+        return free
+
+    def release(self, conn: Connection | None) -> None:
+        held, self._held = self._held, False
+        if held and conn is not None:  # else they went with the session
+            with conn.begin():
+                conn.exec_driver_sql("SELECT pg_advisory_unlock_all()")
 
 
 __all__ = ["PostgresDialect", "PostgresQuads"]

@@ -24,9 +24,10 @@ from typing import Any, ClassVar
 from sqlalchemy import URL, Connection, Engine, event
 
 from patchsync.apply.target import Quad
-from patchsync.apply.targets.sql.dialects.base import Dialect
+from patchsync.apply.targets.sql.dialects.base import Dialect, Reading
 from patchsync.apply.targets.sql.link import Link
 from patchsync.apply.targets.sql.quad_writes import QuadWrites
+from patchsync.apply.targets.sql.source_locks import FileSourceLocks, SourceLocks
 from patchsync.apply.targets.sql.statements import LOOKUP_CHUNK, SQLITE, Statements
 from patchsync.apply.targets.sql.term_keys import split_new, store_keys
 from patchsync.apply.targets.sql.terms import TermDictionary
@@ -387,6 +388,12 @@ class SqliteDialect(Dialect):
     def quad_writes(self, link: Link, term_cache: int, term_cache_chars: int) -> SqliteQuads:
         terms = SqliteTerms(link, self.statements, term_cache, term_cache_chars)
         return SqliteQuads(link, self.statements, terms)
+
+    def source_locks(self, link: Link, reading: Reading) -> SourceLocks:
+        path = link.engine.url.database
+        if not path or path == ":memory:" or path.startswith("file:"):
+            return SourceLocks()  # one connection's database, or a URI only SQLite reads
+        return FileSourceLocks(f"{path}-sources.lock", link.name)
 
 
 def _unwritable(path: str | None) -> str:

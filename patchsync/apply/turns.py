@@ -1,0 +1,70 @@
+"""Taking turns with the other appliers of a source (docs/guarantees.md, "Overlapping runs").
+
+One applier applies a source to a target at a time: the first read of the source's
+checkpoint takes the source's lock, which a SQL target holds until it closes, and a second
+applier gets :class:`SourceBusy` (other targets let writers take turns per transaction, or
+wait for their own lock). :func:`wait_for_turn` waits for the lock while the applier holding
+it makes progress, and returns the checkpoint as that applier left it, so that what it
+applied is not applied again.
+
+The wait is bounded by progress, not by the clock: it ends once the other applier commits
+nothing for ``wait`` seconds (a stalled or idle holder, such as a ``tail`` daemon waiting
+for input), however long a holder at work takes. A loaded machine slows both alike.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from patchsync.apply.target import Checkpoint, Target
+from patchsync.errors import SourceBusy, param
+
+#: Seconds :func:`wait_for_turn` waits for an applier that commits nothing, by default.
+DEFAULT_WAIT = 60.0
+#: Seconds between two attempts to take the turn.
+POLL = 0.2
+
+_UNSEEN = object()
+
+
+def wait_for_turn(
+    target: Target,
+    source: str,
+    wait: float = DEFAULT_WAIT,
+    *,
+    waiting: Callable[[SourceBusy], None] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Checkpoint | None:
+    """Take the turn to apply ``source`` to ``target``; the source's checkpoint then.
+
+    While another applier holds the source, try again every :data:`POLL` seconds as long as
+    it made progress in the last ``wait`` seconds; then raise its :class:`SourceBusy`,
+    saying how long it made none (``wait=0``: at once). ``waiting`` is called once, when the
+    first attempt finds the source held. ``clock`` and ``sleep`` measure and spend the time.
+    """
+    seen: object = _UNSEEN
+    since = clock()
+    told = False
+    while True:
+        try:
+            return target.checkpoint(source)
+        except SourceBusy as busy:
+            now = clock()
+            if busy.progress != seen:
+                seen, since = busy.progress, now
+            if now - since >= wait:
+                if not wait:
+                    raise
+                raise SourceBusy(
+                    f"{busy}; it made no progress in {wait:g} s of waiting ({param('wait', wait)} to wait longer)",
+                    progress=busy.progress,
+                ).naming(("wait", wait)) from None
+            if not told and waiting is not None:
+                waiting(busy)
+                told = True
+        sleep(POLL)
+
+
+__all__ = ["DEFAULT_WAIT", "POLL", "wait_for_turn"]
