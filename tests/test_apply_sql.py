@@ -81,14 +81,17 @@ def test_second_applier_of_a_source_is_locked_out(sql_url: str) -> None:
         assert state(t)[0] == {(S, P, iri("1"), ""), (S, P, iri("3"), "")}
 
 
-def test_stale_checkpoint_is_detected_on_sqlite(tmp_path: Path) -> None:
+def test_stale_checkpoint_is_detected_on_sqlite(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import io
 
     from patchsync.apply import Applier
+    from patchsync.apply.targets.sql import source_locks
     from patchsync.logs.patch_logs import iter_stream_events
 
-    # A database named by a URI takes no source lock: the checkpoint's version check guards alone.
-    url = f"sqlite:///file:{tmp_path / 'state.db'}?uri=true"
+    # Where the system has no open file description locks, no source lock is taken: the
+    # checkpoint's version check guards alone.
+    monkeypatch.setattr(source_locks, "_SETLK", None)
+    url = f"sqlite:///{tmp_path / 'state.db'}"
     text = f"A {S} {P} {iri('a')} .\n"
     a = SqlTarget(url)
     b = SqlTarget(url)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from patchsync.apply.target import PAST, Checkpoint
+from patchsync.apply.target import Checkpoint
 from patchsync.errors import PatchsyncError
 from patchsync.streams.grpc_client import GrpcLog, Subscription, parse_grpc_url
 from patchsync.streams.nats_log import MSG_ID

@@ -24,7 +24,7 @@ from contextlib import closing
 from typing import Any, Protocol
 
 from patchsync.apply.applier import Applier
-from patchsync.apply.target import Checkpoint
+from patchsync.apply.target import PAST, Checkpoint
 from patchsync.errors import DecodeError
 from patchsync.events import Event
 from patchsync.sources import resolve_source
@@ -40,9 +40,6 @@ PAUSE_SECONDS = 1.0
 FEED_EVENTS = 8192
 #: Seconds between two lag queries to the server (each is one or two requests).
 LAG_SECONDS = 1.0
-#: A frame and row past any event of a message: a checkpoint there counts the whole
-#: message (patch) applied.
-PAST = 1 << 62
 
 
 class ServedLog(Protocol):
@@ -242,7 +239,6 @@ class NetworkSource(TailedSource):
 __all__ = [
     "FEED_EVENTS",
     "LAG_SECONDS",
-    "PAST",
     "PAUSE_SECONDS",
     "NetworkSource",
     "ServedLog",

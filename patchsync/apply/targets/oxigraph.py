@@ -45,6 +45,7 @@ from patchsync.errors import (
     ErrorRule,
     ErrorTable,
     TargetUnavailable,
+    UsageError,
     errno_in,
 )
 from patchsync.terms import BNODE, DEFAULT_GRAPH, IRI, LITERAL, TRIPLE, Unpacked
