@@ -164,3 +164,17 @@ def test_credential_errors_say_where_credentials_come_from(folder: Path, tmp_pat
             assert not_pem.startswith(f"patchsync: {log}: not a PEM certificate"), not_pem
     finally:
         server.close()
+
+
+def test_a_token_file_flag_wins_over_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A flag given on the command line beats a variable left in the shell."""
+    import argparse
+
+    from patchsync.cli.common import use_client_flags
+    from patchsync.streams.grpc_client import client_token
+
+    (tmp_path / "token").write_text("from-the-flag\n")
+    monkeypatch.setenv("PATCHSYNC_TOKEN", "from-the-shell")
+    monkeypatch.setenv("PATCHSYNC_TOKEN_FILE", "")
+    use_client_flags(argparse.Namespace(token_file=str(tmp_path / "token"), tls_ca=None))
+    assert client_token() == "from-the-flag"

@@ -316,10 +316,14 @@ def add_client_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def use_client_flags(args: argparse.Namespace) -> None:
-    """Hand ``--token-file`` / ``--tls-ca`` to the network clients (they read the environment)."""
+    """Hand ``--token-file`` / ``--tls-ca`` to the network clients (they read the environment).
+
+    A flag wins over the environment: with ``--token-file``, a ``PATCHSYNC_TOKEN`` set in the
+    shell is not used (the clients read the token itself first)."""
     import os
 
     if getattr(args, "token_file", None):
+        os.environ.pop("PATCHSYNC_TOKEN", None)
         os.environ["PATCHSYNC_TOKEN_FILE"] = args.token_file
     if getattr(args, "tls_ca", None):
         os.environ["PATCHSYNC_TLS_CA"] = args.tls_ca
