@@ -12,6 +12,7 @@ from patchsync.units.reader import (
     PatchHeaders,
     Unit,
     UnitReader,
+    chain_head,
     patch_ends,
     read_units,
 )
@@ -49,6 +50,7 @@ __all__ = [
     "Unit",
     "UnitReader",
     "UnitTracker",
+    "chain_head",
     "patch_ends",
     "read_units",
 ]

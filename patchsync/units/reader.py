@@ -33,6 +33,7 @@ __all__ = [
     "PatchHeaders",
     "Unit",
     "UnitReader",
+    "chain_head",
     "patch_ends",
     "read_units",
 ]
@@ -289,3 +290,18 @@ def patch_ends(
             raise DecodeError(exc.text(), source=source, offset=event.offset) from None
         if mark in ENDS_PATCH:
             yield EndOfPatch(reader.patch, event)
+
+
+def chain_head(
+    events: Iterable[Event], adapter: TermAdapter[Any] | None = None, *, head: str | None = None
+) -> tuple[str | None, int]:
+    """The chain head after ``events`` and the number of patches they end.
+
+    The head is the ``id`` of the last ended patch that has one; ``head`` (the head before
+    ``events``) when none has.
+    """
+    count = 0
+    for end in patch_ends(events, adapter):
+        head = end.patch.id or head
+        count += 1
+    return head, count
