@@ -33,6 +33,7 @@ from patchsync.errors import PatchsyncError, UsageError
 from patchsync.events import (
     Add,
     Delete,
+    Event,
     Header,
     PatchEnd,
     PrefixAdd,
@@ -65,6 +66,9 @@ class PatchSink(Protocol):
     def prefix_add(self, name: str, iri: Any, g: Any = None) -> None: ...
     def prefix_delete(self, name: str, iri: Any = None, g: Any = None) -> None: ...
     def end_patch(self) -> None: ...
+    def send(self, event: Event) -> None:
+        """Any of the above, as the event that stands for it."""
+        ...
 
 
 @runtime_checkable
@@ -92,7 +96,7 @@ class _TextSink:
 
     def __init__(self) -> None:
         self._writer: RdfPatchTextWriter[Any] = RdfPatchTextWriter(RdflibTerms(), segments=True)
-        self._send = self._writer.send
+        self._send = self.send = self._writer.send
 
     def header(self, key: str, value: Any) -> None:
         self._send(Header(key, value))
