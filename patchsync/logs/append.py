@@ -19,18 +19,19 @@ anything is written; any later failure truncates the destination back to where i
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from patchsync.codec.patch_decoder import PatchDecoder
 from patchsync.errors import ChainError, FormatError, UsageError
-from patchsync.events import Event, Header, Options, PatchEnd
+from patchsync.events import Event, Options, PatchEnd
 from patchsync.logs.convert import FeatureScan
 from patchsync.logs.patch_logs import CHUNK_SIZE, LogAppender, format_of, read_events
 from patchsync.options import Limits, PatchOptions
-from patchsync.terms import IRI, TermAdapter
+from patchsync.terms import TermAdapter
 from patchsync.terms.ntriples import NTriplesTerms
+from patchsync.units import chain_head, patch_ends
 
 #: Seconds an append waits for another writer of the destination before refusing.
 LOCK_WAIT = 10.0
@@ -99,17 +100,14 @@ def log_head(path: str | os.PathLike[str], adapter: TermAdapter[Any] | None = No
     A trailing partial frame is ignored, as :class:`LogAppender` cuts it.
     """
     decoder: PatchDecoder[Any] = PatchDecoder(adapter or NTriplesTerms(), source=str(path))
-    head: str | None = None
-    current: str | None = None
-    with open(path, "rb") as f:
-        while chunk := f.read(CHUNK_SIZE):
-            decoder.feed(chunk)
-            for event in decoder:
-                if type(event) is Header and event.key == "id":
-                    current = _iri(decoder.adapter, event.value)
-                elif type(event) is PatchEnd:
-                    head, current = current or head, None
-    return head
+
+    def events() -> Iterator[Event]:
+        with open(path, "rb") as f:
+            while chunk := f.read(CHUNK_SIZE):
+                decoder.feed(chunk)
+                yield from decoder
+
+    return chain_head(events(), decoder.adapter)[0]
 
 
 def _check_chain(
@@ -124,24 +122,27 @@ def _check_chain(
     features used in ``scan``; returns the options of the first Jelly-Patch source."""
     first: PatchOptions | None = None
     for src in sources:
-        patch_id: str | None = None
-        for event in read_events(src, adapter=adapter, limits=limits):
-            scan.see(event, str(src))
-            kind = type(event)
-            if kind is Options and first is None:
-                first = event.options  # type: ignore[union-attr]
-            elif kind is Header and event.key == "id":  # type: ignore[union-attr]
-                patch_id = _iri(adapter, event.value)  # type: ignore[union-attr]
-            elif kind is Header and event.key == "prev":  # type: ignore[union-attr]
-                prev = _iri(adapter, event.value)  # type: ignore[union-attr]
-                if prev is not None and head is not None and prev != head:
-                    raise ChainError(
-                        f"{src}: patch {'<' + patch_id + '>' if patch_id else '(no id)'} has prev <{prev}> but the head of {dest} "
-                        f"is <{head}> (a gap or a fork); nothing was appended"
-                    )
-            elif kind is PatchEnd:
-                head, patch_id = patch_id or head, None
+        found: list[PatchOptions] = []
+        events = _noted(read_events(src, adapter=adapter, limits=limits), scan, str(src), found)
+        for end in patch_ends(events, adapter, source=str(src)):
+            patch_id, prev = end.patch.id, end.patch.prev
+            if prev is not None and head is not None and prev != head:
+                raise ChainError(
+                    f"{src}: patch {'<' + patch_id + '>' if patch_id else '(no id)'} has prev <{prev}> but the head of {dest} "
+                    f"is <{head}> (a gap or a fork); nothing was appended"
+                )
+            head = patch_id or head
+        first = first or (found[0] if found else None)
     return first
+
+
+def _noted(events: Iterable[Event], scan: FeatureScan, source: str, options: list[PatchOptions]) -> Iterator[Event]:
+    """``events`` as they come, with the features they use noted in ``scan`` and their options in ``options``."""
+    for event in events:
+        scan.see(event, source)
+        if type(event) is Options:
+            options.append(event.options)
+        yield event
 
 
 def _content(
@@ -153,11 +154,6 @@ def _content(
         if kind is not Options:
             patches[0] += kind is PatchEnd
             yield event
-
-
-def _iri(adapter: TermAdapter[Any], term: Any) -> str | None:
-    u = adapter.unpack(term)
-    return u[1] if u[0] == IRI else None
 
 
 __all__ = ["append_logs", "log_head"]

@@ -18,9 +18,10 @@ from patchsync import formats
 from patchsync.codec.patch_decoder import PatchDecoder
 from patchsync.codec.patch_encoder import DEFAULT_FRAME_ROWS, PatchEncoder
 from patchsync.errors import DecodeError, UsageError
-from patchsync.events import Event, Header, Options, PatchEnd
+from patchsync.events import Event, Options, PatchEnd
 from patchsync.options import Limits, PatchOptions
-from patchsync.terms import IRI, TermAdapter
+from patchsync.terms import TermAdapter
+from patchsync.units import chain_head
 
 CHUNK_SIZE = 1 << 20
 
@@ -213,26 +214,21 @@ class LogAppender:
     def _scan(self, adapter: TermAdapter[Any] | None) -> tuple[PatchOptions | None, str | None, int]:
         """Options, last patch id and the offset after the last complete frame."""
         options: PatchOptions | None = None
-        head: str | None = None
-        current: str | None = None
         decoder: PatchDecoder[Any] = PatchDecoder(adapter, source=str(self.path))
         self._file.seek(0)
         end = 0
-        while True:
-            chunk = self._file.read(CHUNK_SIZE)
-            if not chunk:
-                break
-            decoder.feed(chunk)
-            for event in decoder:
-                kind = type(event)
-                if kind is Options:
-                    options = event.options  # type: ignore[union-attr]
-                elif kind is Header and event.key == "id":  # type: ignore[union-attr]
-                    u = decoder.adapter.unpack(event.value)  # type: ignore[union-attr]
-                    current = u[1] if u[0] == IRI else None
-                elif kind is PatchEnd:
-                    head, current = current or head, None
-            end = decoder.offset
+
+        def events() -> Iterator[Event]:
+            nonlocal options, end
+            while chunk := self._file.read(CHUNK_SIZE):
+                decoder.feed(chunk)
+                for event in decoder:
+                    if type(event) is Options:
+                        options = event.options
+                    yield event
+                end = decoder.offset
+
+        head, _ = chain_head(events(), decoder.adapter)
         if decoder.in_transaction:
             raise DecodeError(
                 "the log ends inside a transaction; refusing to append after an unfinished patch",
