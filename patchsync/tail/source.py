@@ -32,7 +32,7 @@ from patchsync.logs.fingerprint import FINGERPRINT_BYTES, fingerprint, jelly_hea
 from patchsync.logs.snapshot import ANCHOR_BYTES, MAX_SNAPSHOT_BYTES, SnapshotError, decode_snapshot, encode_snapshot
 from patchsync.tail.options import TailOptions
 from patchsync.tail.state import lock_source, snapshot_path
-from patchsync.units import CHANGE_TYPES, QUIET, Kind, UnitReader
+from patchsync.units import UnitReader
 
 #: Bytes read from one source per pass, so one busy log cannot starve the others or a signal.
 READ_BUDGET = 8 << 20
@@ -44,8 +44,6 @@ READ_ATTEMPTS = 5
 HEAD_SAMPLE = 4096
 #: Bytes before the read position compared on every pass to notice a log rewritten there.
 TAIL_SAMPLE = 64
-
-_CHANGE_QUIET = QUIET[Kind.CHANGE]
 
 
 class SourceHost(Protocol):
@@ -485,13 +483,10 @@ class Source(TailedSource):
         """Decode what the decoder holds and hand complete units on."""
         assert self.decoder is not None and self.applier is not None
         pending, units = self.pending, self.units
-        tracker = units.tracker
         before = len(pending)
         try:
             for event in self.decoder:
                 pending.append(event)
-                if type(event) in CHANGE_TYPES and tracker.state in _CHANGE_QUIET:
-                    continue  # a row inside an open unit (units.QUIET)
                 # The decoder has checked the rules already: this only follows them.
                 units.read(event)
                 if units.between_units:

@@ -87,6 +87,7 @@ _MARKS: dict[Kind, dict[Boundary, Mark]] = {
 CHANGE_TYPES = frozenset(t for t, k in KIND_OF.items() if k is Kind.CHANGE)
 
 _NT = NTriplesTerms()
+_CHANGE_QUIET = QUIET[Kind.CHANGE]
 _CUT = frozenset({State.BETWEEN_PATCHES, State.BETWEEN_UNITS})
 
 
@@ -147,11 +148,12 @@ class UnitReader:
     ``adapter`` is the term adapter of the events (N-Triples strings by default); only the
     chain ids are read through it. :meth:`read` answers the :class:`Mark` of each event;
     :attr:`patch` is the open patch's :class:`PatchHeaders`, and after a patch end it is
-    still the patch that ended until the next event is read. Rows inside an open unit
-    change nothing here: a hot loop may skip :meth:`read` for an ``A``/``D``/``PA``/``PD``
-    row while ``reader.tracker.state in QUIET[Kind.CHANGE]`` (its mark is then
-    :attr:`Mark.ROW`). Breaking a rule raises :class:`TransactionError` (decoders have
-    checked the rules already; hand-made events may break them).
+    still the patch that ended until the next event is read. A row inside an open unit
+    changes nothing (:data:`QUIET`) and is answered at once; a loop that cannot afford even
+    the call may skip :meth:`read` for an ``A``/``D``/``PA``/``PD`` row while
+    ``reader.tracker.state in QUIET[Kind.CHANGE]`` (its mark is then :attr:`Mark.ROW`).
+    Breaking a rule raises :class:`TransactionError` (decoders have checked the rules
+    already; hand-made events may break them).
     """
 
     __slots__ = ("_ended", "adapter", "patch", "patches", "tracker")
@@ -166,7 +168,10 @@ class UnitReader:
 
     def read(self, event: Event) -> Mark:
         """The mark of ``event``; moves the reader past it."""
-        kind = KIND_OF.get(type(event))
+        cls = type(event)
+        if cls in CHANGE_TYPES and self.tracker.state in _CHANGE_QUIET:
+            return Mark.ROW  # inside an open unit a row changes nothing (QUIET): the common case
+        kind = KIND_OF.get(cls)
         if kind is None:
             return Mark.OUTSIDE
         if self._ended:
@@ -280,10 +285,8 @@ def patch_ends(
     """The end of each patch of ``events`` with its headers (units are not collected); a
     broken transaction rule raises :class:`DecodeError` as in :func:`read_units`."""
     reader = UnitReader(adapter)
-    read, tracker, quiet = reader.read, reader.tracker, QUIET[Kind.CHANGE]
+    read = reader.read
     for event in events:
-        if type(event) in CHANGE_TYPES and tracker.state in quiet:
-            continue  # a row inside a unit: nothing to see
         try:
             mark = read(event)
         except TransactionError as exc:
