@@ -101,7 +101,7 @@ class PatchHeaders:
     patch's first unit began (the applier's strict chain policy refuses that).
     """
 
-    __slots__ = ("_id", "_prev", "adapter", "chain_after_changes", "number", "rows")
+    __slots__ = ("_id", "_id_text", "_prev", "_prev_text", "adapter", "chain_after_changes", "number", "rows")
 
     def __init__(self, adapter: TermAdapter[Any], number: int) -> None:
         self.adapter = adapter
@@ -110,16 +110,23 @@ class PatchHeaders:
         self.chain_after_changes = False
         self._id: Any = None
         self._prev: Any = None
+        # The texts, made when first asked for (the applier asks several times a patch).
+        self._id_text: str | None = None
+        self._prev_text: str | None = None
 
     @property
     def id(self) -> str | None:
         """The patch's ``id``, or ``None`` without one."""
-        return None if self._id is None else header_text(self._id, self.adapter)
+        if self._id_text is None and self._id is not None:
+            self._id_text = header_text(self._id, self.adapter)
+        return self._id_text
 
     @property
     def prev(self) -> str | None:
         """The patch's ``prev``, or ``None`` (a first patch)."""
-        return None if self._prev is None else header_text(self._prev, self.adapter)
+        if self._prev_text is None and self._prev is not None:
+            self._prev_text = header_text(self._prev, self.adapter)
+        return self._prev_text
 
     @property
     def id_term(self) -> Any:
@@ -130,9 +137,9 @@ class PatchHeaders:
         """Record ``header`` (``after_changes``: the patch's first unit has begun)."""
         self.rows.append(header)
         if header.key == "id":
-            self._id = header.value
+            self._id, self._id_text = header.value, None
         elif header.key == "prev":
-            self._prev = header.value
+            self._prev, self._prev_text = header.value, None
         else:
             return
         self.chain_after_changes = self.chain_after_changes or after_changes
