@@ -409,7 +409,6 @@ class Applier(GroupWrites):
     def _run_events(self, events: Iterable[Event]) -> None:
         reader = self._reader
         read = reader.read
-        tracker = reader.tracker
         resume = self._resume
         every = self.progress_every
         count = 0
@@ -428,7 +427,7 @@ class Applier(GroupWrites):
                 self._resumed()
             if kind is Add or kind is Delete:
                 # A row inside an open unit changes nothing in the reader (units.QUIET): not read.
-                if tracker.state not in _CHANGE_QUIET:
+                if reader.state not in _CHANGE_QUIET:
                     mark = read(event)
                     if self._held is not None:
                         self._release_held(mark)

@@ -250,7 +250,7 @@ def decode_change_batches(path: str, index: int, *, batch_rows: int = BATCH_ROWS
     decoder: PatchDecoder[str] = PatchDecoder(NTriplesTerms(), source=path)
     # Units as the applier sees them: the one unit reader (patchsync.units).
     reader = UnitReader()
-    read, tracker = reader.read, reader.tracker
+    read = reader.read
     patch = 0
     seq = 0
 
@@ -260,7 +260,7 @@ def decode_change_batches(path: str, index: int, *, batch_rows: int = BATCH_ROWS
         for event in decoder:
             kind = type(event)
             if kind is Add or kind is Delete:
-                if tracker.state not in _CHANGE_QUIET:  # a row inside a unit changes nothing there
+                if reader.state not in _CHANGE_QUIET:  # a row inside a unit changes nothing there
                     read(event)
                 s, p, o, g = event[0], event[1], event[2], event[3]
                 key = None

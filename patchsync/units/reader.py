@@ -22,7 +22,7 @@ from patchsync.errors import DecodeError
 from patchsync.events import Event, Header
 from patchsync.terms import TermAdapter
 from patchsync.terms.ntriples import NTriplesTerms, header_text
-from patchsync.units.rules import KIND_OF, QUIET, Boundary, Kind, State, TransactionError, UnitTracker
+from patchsync.units.rules import KIND_OF, TRANSITIONS, Boundary, Kind, Rule, State, TransactionError
 
 __all__ = [
     "CHANGE_TYPES",
@@ -86,9 +86,37 @@ _MARKS: dict[Kind, dict[Boundary, Mark]] = {
 #: The event types of a unit's rows: ``A``, ``D``, ``PA``, ``PD``.
 CHANGE_TYPES = frozenset(t for t, k in KIND_OF.items() if k is Kind.CHANGE)
 
+_HEADER, _PATCH_END, _PATCH_END_AFTER_IMPLICIT = Mark.HEADER, Mark.PATCH_END, Mark.PATCH_END_AFTER_IMPLICIT
+
 _NT = NTriplesTerms()
-_CHANGE_QUIET = QUIET[Kind.CHANGE]
 _CUT = frozenset({State.BETWEEN_PATCHES, State.BETWEEN_UNITS})
+_OPEN_UNIT = frozenset({State.IMPLICIT_UNIT, State.IN_TX})
+
+
+class _Entry(NamedTuple):
+    """What reading an event of one type does in one state: derived from :data:`TRANSITIONS`."""
+
+    #: The next state, or ``None`` when the row breaks ``rule``.
+    state: State | None
+    mark: Mark
+    kind: Kind
+    rule: Rule | None
+
+
+#: state -> event type -> entry: :data:`TRANSITIONS` and :data:`KIND_OF` joined once, so that
+#: reading an event is one lookup (the reader sits on the applier's path).
+_READ: dict[State, dict[type, _Entry]] = {
+    state: {
+        cls: (
+            _Entry(None, Mark.OUTSIDE, kind, step)
+            if isinstance(step, Rule)
+            else _Entry(step.state, _MARKS[kind][step.boundary], kind, None)
+        )
+        for cls, kind in KIND_OF.items()
+        for step in (row[kind],)
+    }
+    for state, row in TRANSITIONS.items()
+}
 
 
 class PatchHeaders:
@@ -117,16 +145,18 @@ class PatchHeaders:
     @property
     def id(self) -> str | None:
         """The patch's ``id``, or ``None`` without one."""
-        if self._id_text is None and self._id is not None:
-            self._id_text = header_text(self._id, self.adapter)
-        return self._id_text
+        text = self._id_text
+        if text is None and self._id is not None:
+            text = self._id_text = header_text(self._id, self.adapter)
+        return text
 
     @property
     def prev(self) -> str | None:
         """The patch's ``prev``, or ``None`` (a first patch)."""
-        if self._prev_text is None and self._prev is not None:
-            self._prev_text = header_text(self._prev, self.adapter)
-        return self._prev_text
+        text = self._prev_text
+        if text is None and self._prev is not None:
+            text = self._prev_text = header_text(self._prev, self.adapter)
+        return text
 
     @property
     def id_term(self) -> Any:
@@ -146,28 +176,39 @@ class PatchHeaders:
 
     def pairs(self) -> tuple[tuple[str, str], ...]:
         """Every header as ``(key, value text)``, in order."""
-        return tuple((h.key, header_text(h.value, self.adapter)) for h in self.rows)
+        text = self._text
+        return tuple([(h.key, text(h.value)) for h in self.rows])
+
+    def _text(self, value: Any) -> str:
+        # The chain ids' texts are made once; most patches hold no other header.
+        if value is self._id:
+            return self.id  # type: ignore[return-value]
+        if value is self._prev:
+            return self.prev  # type: ignore[return-value]
+        return header_text(value, self.adapter)
 
 
 class UnitReader:
     """Reads events as units and patches, one event at a time (see the module docstring).
 
     ``adapter`` is the term adapter of the events (N-Triples strings by default); only the
-    chain ids are read through it. :meth:`read` answers the :class:`Mark` of each event;
+    chain ids are read through it. :meth:`read` answers the :class:`Mark` of each event,
+    stepping through :data:`TRANSITIONS` (``state`` is where the stream stands);
     :attr:`patch` is the open patch's :class:`PatchHeaders`, and after a patch end it is
-    still the patch that ended until the next event is read. A row inside an open unit
-    changes nothing (:data:`QUIET`) and is answered at once; a loop that cannot afford even
+    still the patch that ended until the next event is read. A loop that cannot afford even
     the call may skip :meth:`read` for an ``A``/``D``/``PA``/``PD`` row while
-    ``reader.tracker.state in QUIET[Kind.CHANGE]`` (its mark is then :attr:`Mark.ROW`).
-    Breaking a rule raises :class:`TransactionError` (decoders have checked the rules
-    already; hand-made events may break them).
+    ``reader.state in QUIET[Kind.CHANGE]`` (inside an open unit: its mark is
+    :attr:`Mark.ROW` and nothing changes). Breaking a rule raises :class:`TransactionError`
+    and leaves the reader as it was (decoders have checked the rules already; hand-made
+    events may break them).
     """
 
-    __slots__ = ("_ended", "adapter", "patch", "patches", "tracker")
+    __slots__ = ("_ended", "_read", "adapter", "patch", "patches", "state")
 
     def __init__(self, adapter: TermAdapter[Any] | None = None) -> None:
         self.adapter: TermAdapter[Any] = adapter if adapter is not None else _NT
-        self.tracker = UnitTracker()
+        self.state = State.BETWEEN_PATCHES
+        self._read = _READ[self.state]
         #: Patches ended so far.
         self.patches = 0
         self.patch = PatchHeaders(self.adapter, 1)
@@ -175,47 +216,52 @@ class UnitReader:
 
     def read(self, event: Event) -> Mark:
         """The mark of ``event``; moves the reader past it."""
-        cls = type(event)
-        if cls in CHANGE_TYPES and self.tracker.state in _CHANGE_QUIET:
-            return Mark.ROW  # inside an open unit a row changes nothing (QUIET): the common case
-        kind = KIND_OF.get(cls)
-        if kind is None:
+        entry = self._read.get(type(event))
+        if entry is None:
             return Mark.OUTSIDE
+        state, mark = entry.state, entry.mark
+        if state is None:
+            assert entry.rule is not None
+            raise TransactionError(entry.rule, entry.kind, self.state)
+        if state is not self.state:
+            self.state = state
+            self._read = _READ[state]
         if self._ended:
             self._ended = False
             self.patch = PatchHeaders(self.adapter, self.patches + 1)
-        step = self.tracker.send(kind)
-        if kind is Kind.HEADER:
-            self.patch.take(event, after_changes=not self.tracker.in_headers)  # type: ignore[arg-type]
-        elif kind is Kind.PATCH_END:
+        if mark is _HEADER:
+            self.patch.take(event, after_changes=state is not State.IN_HEADERS)  # type: ignore[arg-type]
+        elif mark is _PATCH_END or mark is _PATCH_END_AFTER_IMPLICIT:
             self._ended = True
             self.patches += 1
-        return _MARKS[kind][step.boundary]
+        return mark
 
     @property
     def between_units(self) -> bool:
         """Every event read so far belongs to a complete unit (or to no unit): a cut point."""
-        return self.tracker.state in _CUT
+        return self.state in _CUT
 
     @property
     def between_patches(self) -> bool:
         """No patch is open: the last patch has ended (or none began)."""
-        return self.tracker.state is State.BETWEEN_PATCHES
+        return self.state is State.BETWEEN_PATCHES
 
     @property
     def in_unit(self) -> bool:
         """A unit is open and not yet complete."""
-        return self.tracker.in_unit
+        return self.state in _OPEN_UNIT
 
     def at_checkpoint(self) -> None:
         """The events read so far end at a checkpoint, which always sits at a unit's end:
         an implicit unit the reader still sees open was completed by the ``TX`` after it."""
-        if self.tracker.in_unit:
-            self.tracker.reset(State.BETWEEN_UNITS)
+        if self.state in _OPEN_UNIT:
+            self.state = State.BETWEEN_UNITS
+            self._read = _READ[self.state]
 
     def reset(self) -> None:
         """Start over, as for a new stream."""
-        self.tracker.reset()
+        self.state = State.BETWEEN_PATCHES
+        self._read = _READ[self.state]
         self.patches = 0
         self.patch = PatchHeaders(self.adapter, 1)
         self._ended = False
