@@ -43,7 +43,7 @@ from patchsync import formats
 from patchsync.codec.patch_decoder import PatchDecoder
 from patchsync.codec.rdf_decoder import RdfDecoder
 from patchsync.errors import DecodeError, PatchsyncError, UsageError
-from patchsync.events import ROW_CODES, Add, Delete, Statement
+from patchsync.events import ROW_CODES, Add, Delete, Header, PrefixAdd, PrefixDelete, Statement
 from patchsync.sources import directory_logs
 from patchsync.spark._errors import encode_decode_error
 from patchsync.terms.ntriples import NTriplesTerms
@@ -54,8 +54,8 @@ BATCH_ROWS = 65536
 #: Bytes read from a file per ``feed``.
 CHUNK_BYTES = 1 << 20
 
-_CHANGE_QUIET = QUIET[Kind.CHANGE]
-_ROW, _FIRST_ROW, _HEADER, _OUTSIDE, _ABORT = Mark.ROW, Mark.FIRST_ROW, Mark.HEADER, Mark.OUTSIDE, Mark.ABORT
+_HEADER_QUIET = QUIET[Kind.HEADER]
+_OUTSIDE, _ABORT = Mark.OUTSIDE, Mark.ABORT
 
 #: Suffixes of the RDF files ``patchsync-rdf`` reads: the formats with the ``convert`` role.
 RDF_SUFFIXES = tuple(formats.suffixes(formats.RDF_CONVERT))
@@ -253,26 +253,35 @@ def decode_change_batches(path: str, index: int, *, batch_rows: int = BATCH_ROWS
     read = reader.read
     patch = 0
     seq = 0
+    # Rows and headers are read only where they can change the reader's state (units.QUIET):
+    # the first row after a boundary (it may open an implicit unit; the rows after it are
+    # inside a unit), a header outside a patch. The chain ids the reader keeps are not used here.
+    fresh = True
 
     def drain() -> Iterator[pa.RecordBatch]:
-        nonlocal patch, seq
+        nonlocal patch, seq, fresh
         event: Any
         for event in decoder:
             kind = type(event)
             if kind is Add or kind is Delete:
-                if reader.state not in _CHANGE_QUIET:  # a row inside a unit changes nothing there
+                if fresh:
                     read(event)
+                    fresh = False
                 s, p, o, g = event[0], event[1], event[2], event[3]
                 key = None
+            elif kind is PrefixAdd or kind is PrefixDelete:
+                if fresh:
+                    read(event)
+                    fresh = False
+                key, s, p, o, g = event[0], None, None, event[1], event[2]
+            elif kind is Header:
+                if reader.state not in _HEADER_QUIET:
+                    read(event)
+                key, s, p, o, g = event[0], None, None, event[1], None
             else:
                 mark = read(event)
-                if mark is _ROW or mark is _FIRST_ROW:  # a prefix row
-                    key, s, p, o, g = event[0], None, None, event[1], event[2]
-                elif mark is _HEADER:
-                    key, s, p, o, g = event[0], None, None, event[1], None
-                elif mark is _OUTSIDE:
-                    continue
-                else:
+                fresh = True
+                if mark is not _OUTSIDE:
                     # TX, a unit's end or a patch end: the rows held so far (an implicit unit's,
                     # a transaction's, headers) count unless a TA ended them.
                     cols.end_unit(mark is not _ABORT)
@@ -280,7 +289,7 @@ def decode_change_batches(path: str, index: int, *, batch_rows: int = BATCH_ROWS
                         patch += 1
                         if cols.unit_start >= batch_rows:
                             yield cols.take()
-                    continue
+                continue
             patch_l.append(patch)
             row_l.append(seq)
             op_l.append(ROW_CODES[kind])
