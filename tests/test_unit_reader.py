@@ -21,7 +21,7 @@ from patchsync.events import Add, Delete, Event, Header, Options, PatchEnd, Pref
 from patchsync.options import PatchOptions
 from patchsync.terms.ntriples import NTriplesTerms
 from patchsync.terms.rdflib_adapter import RdflibTerms
-from patchsync.units import EndOfPatch, Mark, Unit, UnitReader, chain_head, patch_ends, read_units
+from patchsync.units import EndOfPatch, Mark, Unit, UnitReader, chain_head, patch_ends, patch_headers, read_units
 
 from .apply_helpers import rdfp_to_jellyp
 
@@ -123,6 +123,12 @@ def test_chain_ids_are_read_once_for_every_adapter() -> None:
     assert (second.patch.id, second.patch.prev) == ("urn:p:1", '"zero"')
     assert first.patch.pairs() == (("id", "urn:p:1"), ("prev", "urn:p:0"), ("id", "urn:p:2"))
     assert not first.patch.chain_after_changes
+
+
+def test_the_headers_of_one_whole_patch_read_the_same_ids() -> None:
+    events: list[Event] = [Header("id", "<urn:p:1>"), TxStart(), X, TxCommit(), Header("id", "<urn:p:2>"), PatchEnd()]
+    (end,) = patch_ends(events)
+    assert patch_headers(events).id == end.patch.id == "urn:p:2"
 
 
 def test_a_chain_header_after_the_changes_is_noted() -> None:

@@ -30,7 +30,7 @@ from patchsync.streams.nats_log import MSG_ID
 from patchsync.streams.pull import StreamMessage
 from patchsync.terms import BNODE, LITERAL, TRIPLE
 from patchsync.terms.ntriples import NTriplesTerms
-from patchsync.units import ENDS_PATCH, Mark, UnitReader, patch_ends
+from patchsync.units import ENDS_PATCH, Mark, UnitReader, patch_headers
 
 #: Terms as N-Triples strings: each is re-encoded exactly as it was read.
 NT_TERMS = NTriplesTerms()
@@ -234,7 +234,7 @@ class MessageDecoder:
         out: list[Event] = _restamp(list(decoder), seq)
         if decoder.patches != 1:
             raise DecodeError(f"a message must hold exactly one patch, this one holds {decoder.patches}", source=source)
-        patch_id = next(patch_ends(out, decoder.adapter)).patch.id
+        patch_id = patch_headers(out, decoder.adapter).id
         msg_id = message.headers.get(MSG_ID)
         if msg_id is not None and patch_id != msg_id:
             raise DecodeError(

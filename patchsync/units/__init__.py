@@ -14,6 +14,7 @@ from patchsync.units.reader import (
     UnitReader,
     chain_head,
     patch_ends,
+    patch_headers,
     read_units,
 )
 from patchsync.units.rules import (
@@ -52,5 +53,6 @@ __all__ = [
     "UnitTracker",
     "chain_head",
     "patch_ends",
+    "patch_headers",
     "read_units",
 ]

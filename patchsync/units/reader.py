@@ -35,6 +35,7 @@ __all__ = [
     "UnitReader",
     "chain_head",
     "patch_ends",
+    "patch_headers",
     "read_units",
 ]
 
@@ -339,13 +340,33 @@ def patch_ends(
     broken transaction rule raises :class:`DecodeError` as in :func:`read_units`."""
     reader = UnitReader(adapter)
     read = reader.read
+    fresh = True  # only the first row after another event can move the reader (QUIET)
     for event in events:
+        if type(event) in CHANGE_TYPES:
+            if not fresh:
+                continue
+            fresh = False
+        else:
+            fresh = True
         try:
             mark = read(event)
         except TransactionError as exc:
             raise DecodeError(exc.text(), source=source, offset=event.offset) from None
         if mark in ENDS_PATCH:
             yield EndOfPatch(reader.patch, event)
+
+
+def patch_headers(events: Iterable[Event], adapter: TermAdapter[Any] | None = None) -> PatchHeaders:
+    """The headers of one whole patch whose rules a decoder has checked (a stream message).
+
+    Its units are not followed, so :attr:`PatchHeaders.chain_after_changes` is not noted;
+    this is the cheap way to a message's ``id`` on the replica's path.
+    """
+    headers = PatchHeaders(adapter if adapter is not None else _NT, 1)
+    for event in events:
+        if type(event) is Header:
+            headers.take(event, after_changes=False)
+    return headers
 
 
 def chain_head(
