@@ -203,3 +203,19 @@ def test_an_inverse_that_cannot_be_written_names_the_file_and_byte(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "g.rdfp, byte 20: " in err and "graph" in err
     assert not out.exists()
+
+
+def test_the_documented_diff_then_reverse_round_trip(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # docs/capture-and-diff.md: the change applied to OLD, then its reverse, under the strict
+    # chain policy, give OLD back.
+    old = write(tmp_path / "old.nq", OLD_NQ)
+    new = write(tmp_path / "new.nq", NEW_NQ)
+    change, undo, dumped = tmp_path / "change.jellyp", tmp_path / "undo.jellyp", tmp_path / "out.nq"
+    target = f"sqlite:///{tmp_path / 't.db'}"
+    assert main(["diff", str(old), str(new), "-o", str(change)]) == 0
+    assert main(["reverse", str(change), "-o", str(undo)]) == 0
+    assert main(["apply", "--base", str(old), str(change), "--target", target, "--no-progress"]) == 0
+    assert main(["apply", str(undo), "--target", target, "--no-progress"]) == 0
+    assert main(["dump", "--target", target, "-o", str(dumped)]) == 0
+    capsys.readouterr()
+    assert sorted(dumped.read_text().splitlines()) == sorted(OLD_NQ.splitlines())
