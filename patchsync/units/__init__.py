@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from patchsync.units.reader import (
     CHANGE_TYPES,
-    COMPLETES_UNIT,
     ENDS_PATCH,
     EndOfPatch,
     Mark,
@@ -33,7 +32,6 @@ from patchsync.units.rules import (
 
 __all__ = [
     "CHANGE_TYPES",
-    "COMPLETES_UNIT",
     "ENDS_PATCH",
     "KIND_OF",
     "QUIET",

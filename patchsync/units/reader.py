@@ -1,15 +1,17 @@
 """The unit reader: events in, units and patch ends out (docs/design.md §2, §4).
 
-Every consumer of decoded events (the applier, the daemon, compact,
-reverse, Spark, the rdflib parser, ingest, capture, the server) reads units through
-:class:`UnitReader`, so none decides for itself where a unit ends, whether it counts, or
-what a patch's ``id`` and ``prev`` are. :meth:`UnitReader.read` takes one event and answers
-its :class:`Mark`, keeping the patch's headers in :class:`PatchHeaders` (the one place chain
-ids are extracted); :func:`read_units` yields whole :class:`Unit` and :class:`EndOfPatch`
-items, :func:`patch_ends` the patch ends alone. Input that stops inside a unit gives the
-complete units before it first, then the decoder's own error (a batch reader fails naming
-the byte) or :class:`~patchsync.errors.DecodeError` from :func:`read_units`; a reader fed
-as bytes arrive (the daemon) asks :attr:`UnitReader.between_units` and waits for the rest.
+Every consumer of decoded events (the applier, the daemon, compact, reverse, Spark, the
+rdflib parser, ingest, capture, the server) reads units through :class:`UnitReader`, so
+none decides for itself where a unit ends, whether it counts, or what a patch's ``id`` and
+``prev`` are. :meth:`UnitReader.read` takes one event and answers its :class:`Mark`,
+stepping through :data:`~patchsync.units.rules.TRANSITIONS` and keeping the patch's headers
+in :class:`PatchHeaders` (the one place chain ids are extracted); :func:`read_units` yields
+whole :class:`Unit` and :class:`EndOfPatch` items, :func:`patch_ends` the patch ends alone,
+:func:`chain_head` a log's head, :func:`patch_headers` the headers of one whole patch
+(a stream message). Input that stops inside a unit gives the complete units before it
+first, then the decoder's own error (a batch reader fails naming the byte) or
+:class:`~patchsync.errors.DecodeError` from :func:`read_units`; a reader fed as bytes
+arrive (the daemon) asks :attr:`UnitReader.between_units` and waits for the rest.
 """
 
 from __future__ import annotations
@@ -26,7 +28,6 @@ from patchsync.units.rules import KIND_OF, TRANSITIONS, Boundary, Kind, Rule, St
 
 __all__ = [
     "CHANGE_TYPES",
-    "COMPLETES_UNIT",
     "ENDS_PATCH",
     "EndOfPatch",
     "Mark",
@@ -69,8 +70,6 @@ class Mark(enum.Enum):
     __hash__ = object.__hash__
 
 
-#: The marks that complete a unit (committed, or aborted for :attr:`Mark.ABORT`).
-COMPLETES_UNIT = frozenset({Mark.TX_AFTER_IMPLICIT, Mark.COMMIT, Mark.ABORT, Mark.PATCH_END_AFTER_IMPLICIT})
 #: The marks that end a patch.
 ENDS_PATCH = frozenset({Mark.PATCH_END, Mark.PATCH_END_AFTER_IMPLICIT})
 
