@@ -276,7 +276,7 @@ class Unit(NamedTuple):
     committed: bool
     #: Rows outside a transaction (ended by ``TX`` or the patch end).
     implicit: bool
-    #: The patch it belongs to (its headers as read up to the unit's end).
+    #: The patch it belongs to (its headers so far; later headers of the patch join them).
     patch: PatchHeaders
     #: What completed it (``TC``, ``TA``, or the ``TX`` / patch end after an implicit unit).
     end: Event
