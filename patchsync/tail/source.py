@@ -205,6 +205,7 @@ class Source(TailedSource):
         self.head = data[: min(HEAD_SAMPLE, head.first_frame_end or len(data))]
         opts, target = self.options, self.host.target
         self._lock()
+        self.units = UnitReader(target.adapter)  # the decoder hands out the target's terms
         self.applier = Applier(
             target, source=self.name, fingerprint=self.fingerprint, chain=opts.chain, reset=opts.reset
         )
