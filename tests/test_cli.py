@@ -166,3 +166,46 @@ def test_a_file_target_in_a_missing_directory_is_the_targets_fault(tmp_path: Pat
     assert_one_line_error(proc, f"{target}: cannot open the target: no such directory {target.parent}")
     assert str(EXAMPLE) not in proc.stderr.decode()  # the log is not to blame
     assert not target.parent.exists()
+
+
+def test_convert_and_reverse_refuse_an_output_that_is_their_input(tmp_path: Path) -> None:
+    log = tmp_path / "same.rdfp"
+    log.write_bytes(EXAMPLE.read_bytes())
+    (tmp_path / "link.rdfp").symlink_to(log)
+    (tmp_path / "hard.rdfp").hardlink_to(log)
+    for command, name in [
+        (["convert", "same.rdfp"], "same.rdfp"),
+        (["convert", "same.rdfp"], "./same.rdfp"),
+        (["convert", "same.rdfp"], "link.rdfp"),
+        (["convert", "same.rdfp"], "hard.rdfp"),
+        (["reverse", "same.rdfp", "-o"], "link.rdfp"),
+    ]:
+        proc = subprocess.run(
+            [sys.executable, "-m", "patchsync", *command, name],
+            capture_output=True,
+            cwd=tmp_path,
+            timeout=120,
+        )
+        assert proc.returncode == 2, name
+        assert_one_line_error(proc, name, "is the input same.rdfp")
+        assert log.read_bytes() == EXAMPLE.read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hard.rdfp", "link.rdfp", "same.rdfp"]
+
+
+@pytest.mark.parametrize("to_file", [False, True])
+def test_dump_to_one_graph_decides_before_writing(tmp_path: Path, to_file: bool) -> None:
+    log = tmp_path / "g.rdfp"
+    # The default graph's quad comes first, so a dump that wrote as it went would write it.
+    log.write_text(
+        "H id <urn:p:1> .\nTX .\nA <http://e/s> <http://e/p> <http://e/o> .\n"
+        "A <http://e/s> <http://e/p> <http://e/o> <http://e/g> .\nTC .\n"
+    )
+    target = f"sqlite:///{tmp_path / 't.db'}"
+    assert run("apply", "--no-progress", str(log), "--target", target).returncode == 0
+    out = tmp_path / "out.nt"
+    out.write_text("kept\n")
+    args = ["-o", str(out)] if to_file else []
+    proc = run("dump", "--target", target, "--format", "nt", *args)
+    assert_one_line_error(proc, "named graph <http://e/g>")
+    assert proc.stdout == b""
+    assert out.read_text() == "kept\n"

@@ -9,12 +9,14 @@ from rdflib import BNode, Dataset, Graph, Literal, URIRef
 from rdflib.compare import isomorphic
 from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
 
-from patchsync import Add, Delete, UsageError
+from patchsync import Add, Delete, Header, UsageError
+from patchsync.apply import MemoryTarget, apply_file
 from patchsync.capture import Recorder
 from patchsync.capture.diff import diff, read_dataset, reverse
 from patchsync.cli.main import main
-from patchsync.events import PrefixDelete
+from patchsync.events import PatchEnd, PrefixDelete
 from patchsync.logs.patch_logs import read_events
+from patchsync.terms.ntriples import NTriplesTerms
 
 from .helpers import content
 from .test_capture import replay, state
@@ -122,7 +124,7 @@ def test_reverse_of_a_recorded_log_through_the_cli(tmp_path: Path) -> None:
 
 def test_reverse_needs_the_namespace_a_pd_removed() -> None:
     with pytest.raises(UsageError, match="cannot reverse PD"):
-        list(reverse([PrefixDelete("ex")]))
+        list(reverse([PrefixDelete("ex"), PatchEnd()]))
 
 
 def test_cli_errors_are_one_line_and_leave_no_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -164,3 +166,56 @@ def test_cli_apply_of_the_diff_on_old_gives_new(tmp_path: Path, capsys: pytest.C
     assert main(["dump", "--target", target, "-o", str(dumped)]) == 0
     capsys.readouterr()
     assert state(read_dataset(dumped))[0] == state(read_dataset(new))[0]
+
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+@pytest.mark.parametrize("ext", ["jellyp", "rdfp"])
+def test_the_reverse_of_a_log_chains_onto_its_head(
+    tmp_path: Path, ext: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The example log holds an RDF-star quoted triple: a Jelly-Patch output must declare it.
+    log = EXAMPLES / "library.rdfp"
+    out = tmp_path / f"rev.{ext}"
+    assert main(["reverse", str(log), "-o", str(out)]) == 0
+    ids = [e.value for e in read_events(log, adapter=NTriplesTerms()) if type(e) is Header and e.key == "id"]
+    first = next(e for e in read_events(out, adapter=NTriplesTerms()) if type(e) is Header and e.key == "prev")
+    assert first.value == ids[-1]
+    # The documented round trip: the log, then its reverse, under the strict chain policy.
+    target = MemoryTarget()
+    apply_file(log, target)
+    assert set(target.quads())
+    apply_file(out, target)
+    assert set(target.quads()) == set()
+    capsys.readouterr()
+
+
+def test_an_inverse_that_cannot_be_written_names_the_file_and_byte(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = write(
+        tmp_path / "g.rdfp",
+        "H id <urn:a> .\nTX .\nA <http://e/s> <http://e/p> <http://e/o> << <http://e/a> <http://e/b> <http://e/c> >> .\nTC .\n",
+    )
+    out = tmp_path / "rev.jellyp"
+    assert main(["reverse", str(log), "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "g.rdfp, byte 20: " in err and "graph" in err
+    assert not out.exists()
+
+
+def test_the_documented_diff_then_reverse_round_trip(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # docs/capture-and-diff.md: the change applied to OLD, then its reverse, under the strict
+    # chain policy, give OLD back.
+    old = write(tmp_path / "old.nq", OLD_NQ)
+    new = write(tmp_path / "new.nq", NEW_NQ)
+    change, undo, dumped = tmp_path / "change.jellyp", tmp_path / "undo.jellyp", tmp_path / "out.nq"
+    target = f"sqlite:///{tmp_path / 't.db'}"
+    assert main(["diff", str(old), str(new), "-o", str(change)]) == 0
+    assert main(["reverse", str(change), "-o", str(undo)]) == 0
+    assert main(["apply", "--base", str(old), str(change), "--target", target, "--no-progress"]) == 0
+    assert main(["apply", str(undo), "--target", target, "--no-progress"]) == 0
+    assert main(["dump", "--target", target, "-o", str(dumped)]) == 0
+    capsys.readouterr()
+    assert sorted(dumped.read_text().splitlines()) == sorted(OLD_NQ.splitlines())

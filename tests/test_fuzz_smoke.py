@@ -49,6 +49,15 @@ def test_seed_corpus_comes_from_the_conformance_suites(target: str) -> None:
         TARGETS[target](data)  # every seed obeys the contract already
 
 
+def test_the_units_target_runs_the_differential_property_on_its_seeds() -> None:
+    # The unit reader's property at fuzzing size (tests/test_units_differential.py is the
+    # quick one); its seeds are choice sequences, so any bytes draw a log.
+    found = seeds("units")
+    assert len(found) == 20
+    for data in found:
+        TARGETS["units"](data)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("target", ["patch", "rdf", "rdfp", "apply", "native"])
 def test_fuzz_target_finds_no_crash(target: str, tmp_path: Path) -> None:

@@ -3,7 +3,7 @@
 Every ``import`` inside ``patchsync`` is read from the source (also those inside functions,
 which still tie two modules together), and checked against the layer table: a module imports
 only its own package's modules and layers below its own. The codec in particular imports
-nothing above the term layer, so it stays pure (bytes in, events out). No module may take
+nothing above the unit layer, so it stays pure (bytes in, events out). No module may take
 part in an import cycle, and none may grow past 600 lines.
 
 A compiled extension is a module too: its ``.pyx`` and the ``.pxi`` files it includes
@@ -29,10 +29,10 @@ LAYERS: dict[str, int] = {
     "_lazy": 1,
     "options": 1,
     "events": 2,
-    "units": 3,
+    "units": 4,
     "formats": 3,
-    "chains": 3,
-    "terms": 4,
+    "chains": 4,
+    "terms": 3,
     "codec": 5,
     "logs": 6,
     "streams": 6,

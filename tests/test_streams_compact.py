@@ -8,13 +8,14 @@ import pytest
 
 from patchsync.apply.api import apply_file
 from patchsync.apply.targets.memory import MemoryTarget
-from patchsync.errors import ChainError, UsageError
+from patchsync.errors import ChainError, DecodeError, UsageError
 from patchsync.events import Add, Delete, PatchEnd, TxAbort, TxCommit, TxStart
 from patchsync.logs.patch_logs import read_events, write_events
 from patchsync.options import PatchOptions
 from patchsync.streams.compact import compact_logs
 from patchsync.terms.ntriples import NTriplesTerms
 
+from .apply_helpers import rdfp_to_jellyp
 from .nats_helpers import patch_events, patch_id, write_chain
 
 
@@ -85,3 +86,27 @@ def test_logs_that_do_not_chain_are_refused(tmp_path: Path) -> None:
     assert not (tmp_path / "net.jellyp").exists()
     with pytest.raises(UsageError, match="at least one log"):
         compact_logs([], tmp_path / "net.jellyp")
+
+
+@pytest.mark.parametrize("suffix", [".rdfp", ".jellyp"])
+def test_rows_before_an_aborted_transaction_are_kept(tmp_path: Path, suffix: str) -> None:
+    # The rows before TX are a committed implicit unit (docs/design.md §2), whatever the
+    # transaction after them does.
+    text = 'H id <urn:p:1> .\nA <http://e/x> <http://e/p> "x" .\nTX .\nA <http://e/y> <http://e/p> "y" .\nTA .\n'
+    log = tmp_path / f"a{suffix}"
+    if suffix == ".rdfp":
+        log.write_text(text)
+    else:
+        log.write_bytes(rdfp_to_jellyp(text))
+    net = tmp_path / "net.rdfp"
+    compact_logs([log], net)
+    assert state(net) == state(log) == {("<http://e/x>", "<http://e/p>", '"x"', "")}
+
+
+def test_a_log_cut_inside_a_unit_fails_naming_the_byte_and_writes_nothing(tmp_path: Path) -> None:
+    log = tmp_path / "a.rdfp"
+    log.write_text('H id <urn:p:1> .\nA <http://e/x> <http://e/p> "x" .\nTX .\nA <http://e/y> <http://e/p> "y" .\n')
+    net = tmp_path / "net.jellyp"
+    with pytest.raises(DecodeError, match=r"a\.rdfp.*line 5.*inside a transaction"):
+        compact_logs([log], net)
+    assert not net.exists()

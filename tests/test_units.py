@@ -27,12 +27,14 @@ from patchsync.units import (
     RULES,
     TRANSITIONS,
     Boundary,
+    EndOfPatch,
     Kind,
     Rule,
     State,
     Step,
     TransactionError,
     UnitTracker,
+    read_units,
 )
 
 B, H, I, T, U = (  # noqa: E741 (the states' initials)
@@ -253,6 +255,10 @@ def test_every_side_refuses_an_illegal_pair_naming_the_rule(state: State, kind: 
     with pytest.raises(ApplyError, match=expected):
         applier.apply(events)
 
+    # The unit reader every consumer reads through: DecodeError, the same way.
+    with pytest.raises(DecodeError, match=expected):
+        list(read_units(events, NT))
+
 
 @pytest.mark.parametrize(("state", "kind"), LEGAL, ids=[f"{s.name}-{k.name}" for s, k in LEGAL])
 def test_every_side_accepts_a_legal_pair(state: State, kind: Kind) -> None:
@@ -275,3 +281,4 @@ def test_every_side_accepts_a_legal_pair(state: State, kind: Kind) -> None:
     applier = Applier(MemoryTarget(), source="t", chain="ignore")
     result = applier.apply(whole)
     assert result.patches == 1 + sum(type(e) is PatchEnd for e in events)
+    assert sum(type(item) is EndOfPatch for item in read_units(whole, NT)) == result.patches

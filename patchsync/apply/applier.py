@@ -65,10 +65,8 @@ from patchsync.apply.target import (
     capabilities_of,
 )
 from patchsync.errors import ApplyError, ChainError, CheckpointError, DecodeError, PatchsyncError, param
-from patchsync.events import Add, Delete, Event, Header, PatchEnd, PrefixAdd, PrefixDelete, TxAbort, TxCommit, TxStart
-from patchsync.terms import IRI
-from patchsync.terms.ntriples import format_term
-from patchsync.units import QUIET, Boundary, Kind, State, UnitTracker
+from patchsync.events import Add, Delete, Event, PrefixAdd, PrefixDelete
+from patchsync.units import ENDS_PATCH, QUIET, Kind, Mark, UnitReader
 
 CHAIN_POLICIES = ("strict", "ignore")
 
@@ -76,9 +74,9 @@ CHAIN_POLICIES = ("strict", "ignore")
 DEFAULT_BATCH_ROWS = 5000
 
 
-_CHANGE = Kind.CHANGE
-_IMPLICIT_START = Boundary.IMPLICIT_START
 _CHANGE_QUIET = QUIET[Kind.CHANGE]
+_FIRST_ROW, _HEADER, _TX, _TX_AFTER_IMPLICIT = Mark.FIRST_ROW, Mark.HEADER, Mark.TX, Mark.TX_AFTER_IMPLICIT
+_COMMIT, _ABORT = Mark.COMMIT, Mark.ABORT
 
 
 class Applier(GroupWrites):
@@ -149,8 +147,9 @@ class Applier(GroupWrites):
         self._group: CommitGroup | None = None
         if CAN_CONTAINS in capabilities and self._announce_last:
             self._group = CommitGroup(rows=group_rows, units=group_units)
-        # Units and their boundaries follow the transaction rules of patchsync.units.
-        self._units = UnitTracker()
+        # Units, their boundaries and each patch's chain headers: the unit reader of
+        # patchsync.units, fed every event (rows inside a unit excepted, which change nothing).
+        self._reader = UnitReader(target.adapter)
         self._open = False  # a unit not skipped is open
         self._unit_open = False  # target.begin() was called for it (or for a group write)
         # The open unit's pending rows: quad -> its operations in order, as bits after a
@@ -170,31 +169,9 @@ class Applier(GroupWrites):
     # -- patch state -------------------------------------------------------------------
 
     def _new_patch(self) -> None:
-        self._headers: list[tuple[str, str]] = []
-        self._patch_id: str | None = None
-        self._prev: str | None = None
         self._checked = False
         self._skipping = False
         self._decision: Decision | None = None
-
-    def _term_text(self, term: Any) -> str:
-        adapter = self.target.adapter
-        u = adapter.unpack(term)
-        return str(u[1]) if u[0] == IRI else format_term(adapter, term)
-
-    def _header(self, event: Header) -> None:
-        value = self._term_text(event.value)
-        self._headers.append((event.key, value))
-        if event.key in ("id", "prev"):
-            if self._checked and self.strict:
-                raise ApplyError(
-                    f"{self.source}, byte {event.offset}: header {event.key!r} comes after the patch's changes; "
-                    "chain headers must precede them"
-                )
-            if event.key == "id":
-                self._patch_id = value
-            else:
-                self._prev = value
 
     # -- units ---------------------------------------------------------------------------
 
@@ -282,15 +259,16 @@ class Applier(GroupWrites):
 
     def _record(self, at: Event) -> PatchRecord:
         """The record of the patch ending at ``at``, with the counts of its units applied so far."""
+        patch = self._reader.patch
         position, counts = (at.offset, at.frame, at.row), (self._p_added, self._p_deleted, self._p_noop)
         return PatchRecord(
-            self._patch_id,
-            self._prev,
+            patch.id,
+            patch.prev,
             self.source,
             *position,
             *counts,
             time.time(),
-            tuple(self._headers),
+            patch.pairs(),
             self._decision is not None,
         )
 
@@ -302,10 +280,11 @@ class Applier(GroupWrites):
                 self.result.skipped += 1
             else:
                 self.result.patches += 1
-            if self._patch_id is not None:
-                self._last_id = self._patch_id
+            patch_id = self._reader.patch.id
+            if patch_id is not None:
+                self._last_id = patch_id
                 if not self._skipping:
-                    self._head = self._patch_id
+                    self._head = patch_id
         return Checkpoint(at.offset, at.frame, at.row, self._patches, self._last_id, self.fingerprint, time.time())
 
     def _mark_unit(self) -> None:
@@ -334,7 +313,7 @@ class Applier(GroupWrites):
             if self._held is not None:
                 self._release_held(None)
             self._write_group()
-            if self._units.in_unit:
+            if self._reader.in_unit:
                 # Unreachable with a decoder that validated the stream; guards hand-made event lists.
                 last = self._last
                 where = f", byte {last.offset}" if last is not None else ""
@@ -372,7 +351,7 @@ class Applier(GroupWrites):
             if self._held is not None:
                 self._release_held(None)
             self._write_group()  # held units wait for nothing but more input: not now
-            if self._units.in_unit:
+            if self._reader.in_unit:
                 return False
             self.target.flush()
         except BaseException as exc:
@@ -410,12 +389,13 @@ class Applier(GroupWrites):
         with contextlib.suppress(Exception):
             self.target.flush()
 
-    def _release_held(self, event: Event | None) -> bool:
-        """Commit a held ``TC``; folds a following patch end into it. Returns True if folded."""
+    def _release_held(self, mark: Mark | None) -> bool:
+        """Commit a held ``TC``; folds a patch end (``mark``) right after it into it. True if folded."""
         held, self._held = self._held, None
         assert held is not None
-        if event is not None and type(event) is PatchEnd:
-            self._commit(event, patch_end=True)
+        if mark in ENDS_PATCH:
+            assert self._at is not None
+            self._commit(self._at, patch_end=True)
             self._new_patch()
             return True
         self._commit(held, patch_end=False)
@@ -423,13 +403,12 @@ class Applier(GroupWrites):
 
     def _resumed(self) -> None:
         # A checkpoint always sits at the end of a unit, so no unit is open here, even
-        # where the replayed rows leave the tracker in the implicit unit that a TX ended.
-        if self._units.in_unit:
-            self._units.reset(State.BETWEEN_UNITS)
+        # where the replayed rows leave the reader in the implicit unit that a TX ended.
+        self._reader.at_checkpoint()
 
     def _run_events(self, events: Iterable[Event]) -> None:
-        units = self._units
-        units_send = units.send
+        reader = self._reader
+        read = reader.read
         resume = self._resume
         every = self.progress_every
         count = 0
@@ -442,17 +421,18 @@ class Applier(GroupWrites):
             if resume is not None:
                 if (event.offset, event.row) <= resume:
                     self.result.replayed += 1
-                    self._replay(event, kind)
+                    self._replay(event)
                     continue
                 resume = self._resume = None
                 self._resumed()
-            if self._held is not None and self._release_held(event):
-                units_send(Kind.PATCH_END)  # folded into the held TC's commit
-                continue
             if kind is Add or kind is Delete:
-                # A change after a change changes no state (units.QUIET): no send for it.
-                if units.state not in _CHANGE_QUIET and units_send(_CHANGE).boundary is _IMPLICIT_START:
-                    self._begin_unit(event)
+                # A row inside an open unit changes nothing in the reader (units.QUIET): not read.
+                if reader.state not in _CHANGE_QUIET:
+                    mark = read(event)
+                    if self._held is not None:
+                        self._release_held(mark)
+                    if mark is _FIRST_ROW:
+                        self._begin_unit(event)
                 if self._skipping:
                     continue
                 ops = self._ops
@@ -469,52 +449,58 @@ class Applier(GroupWrites):
                     self._go_direct()
                     self._flush_ops()
                 self._last = event
-            elif kind is Header:
-                units_send(Kind.HEADER)
-                self._header(event)  # type: ignore[arg-type]
-            elif kind is TxStart:
-                if units_send(Kind.TX).boundary is Boundary.IMPLICIT_END:
+                continue
+            mark = read(event)
+            if self._held is not None and self._release_held(mark):
+                continue  # the patch end was folded into the held TC's commit
+            if mark is _HEADER:
+                if self.strict and reader.patch.chain_after_changes:
+                    raise ApplyError(
+                        f"{self.source}, byte {event.offset}: header {reader.patch.rows[-1].key!r} comes after "
+                        "the patch's changes; "
+                        "chain headers must precede them"
+                    )
+            elif mark is _TX or mark is _TX_AFTER_IMPLICIT:
+                if mark is _TX_AFTER_IMPLICIT:
                     self._commit(self._last or event, patch_end=False)
                 self._begin_unit(event)
                 self._last = event
-            elif kind is TxCommit:
-                units_send(Kind.TC)
+            elif mark is _COMMIT:
                 self._last = event
                 self._held = event
-            elif kind is TxAbort:
-                units_send(Kind.TA)
+            elif mark is _ABORT:
                 self._abort()
-            elif kind is PatchEnd:
-                units_send(Kind.PATCH_END)  # raises inside a transaction
+            elif mark in ENDS_PATCH:
                 if not self._checked:
                     self._check_chain(event)
                 self._commit(event, patch_end=True)
                 self._new_patch()
-            elif kind is PrefixAdd or kind is PrefixDelete:
-                if units_send(_CHANGE).boundary is _IMPLICIT_START:
-                    self._begin_unit(event)
-                if self._skipping:
-                    continue
-                self._last = event
-                if kind is PrefixAdd:
-                    op: PrefixOp = (True, event.g, event.name, event.iri)  # type: ignore[union-attr]
-                else:
-                    op = (False, event.g, event.name, None)  # type: ignore[union-attr]
-                if not self._unit_open:
-                    # Held with the unit's rows and written with its group (or when it goes direct).
-                    self._prefixes.append(op)
-                elif kind is PrefixAdd:
-                    self.target.add_prefix(op[1], op[2], op[3])
-                else:
-                    self.target.delete_prefix(op[1], op[2])
-            # Options rows carry no change.
+            elif mark is not Mark.OUTSIDE:  # a prefix row
+                self._prefix(event, mark)
 
-    def _replay(self, event: Event, kind: type) -> None:
-        """Track patch state over events already applied (before the checkpoint)."""
-        self._units.send_event(event)
-        if kind is Header:
-            self._header(event)  # type: ignore[arg-type]
-        elif kind is PatchEnd:
+    def _prefix(self, event: Event, mark: Mark) -> None:
+        if mark is _FIRST_ROW:
+            self._begin_unit(event)
+        if self._skipping:
+            return
+        self._last = event
+        if isinstance(event, PrefixAdd):
+            op: PrefixOp = (True, event.g, event.name, event.iri)
+        elif isinstance(event, PrefixDelete):
+            op = (False, event.g, event.name, None)
+        else:
+            return
+        if not self._unit_open:
+            # Held with the unit's rows and written with its group (or when it goes direct).
+            self._prefixes.append(op)
+        elif op[0]:
+            self.target.add_prefix(op[1], op[2], op[3])
+        else:
+            self.target.delete_prefix(op[1], op[2])
+
+    def _replay(self, event: Event) -> None:
+        """Follow units and patches over events already applied (before the checkpoint)."""
+        if self._reader.read(event) in ENDS_PATCH:
             self._new_patch()
 
 

@@ -40,13 +40,14 @@ from patchsync.apply.snapshot_file import Position, read_position
 from patchsync.apply.target import CAN_BULK_LOAD, Checkpoint, PatchRecord, Target, capabilities_of, dumpable
 from patchsync.codec.rdf_decoder import RdfDecoder
 from patchsync.errors import ChainError, UsageError
-from patchsync.events import Header, Namespace, PatchEnd, Statement
+from patchsync.events import Event, Namespace, Statement
 from patchsync.logs.fingerprint import FINGERPRINT_BYTES, fingerprint
 from patchsync.logs.patch_logs import format_of, iter_stream_events
 from patchsync.logs.rdf_files import read_rdf_bytes
 from patchsync.options import Limits
 from patchsync.sources import log_files, resolve_source, resolve_sources
-from patchsync.terms.ntriples import NTriplesTerms, header_text, scan_term
+from patchsync.terms.ntriples import NTriplesTerms, scan_term
+from patchsync.units import patch_ends
 
 #: Quads handed to the target per ``add`` call.
 BATCH = 5000
@@ -68,20 +69,12 @@ class BaseReport:
     log_checkpoints: dict[str, Checkpoint]
 
 
-def _patch_ends(path: Path, limits: Limits | None) -> Iterator[tuple[PatchEnd, str | None, str | None]]:
+def _patch_ends(path: Path, limits: Limits | None) -> Iterator[tuple[Event, str | None, str | None]]:
     """Each complete patch of the log: its end event, id and prev."""
-    patch_id = prev = None
     with open(path, "rb") as f:
-        for event in iter_stream_events(f, format_of(path), adapter=_NT, source=str(path), limits=limits):
-            kind = type(event)
-            if kind is Header:
-                if event.key == "id":  # type: ignore[union-attr]
-                    patch_id = header_text(event.value)  # type: ignore[union-attr]
-                elif event.key == "prev":  # type: ignore[union-attr]
-                    prev = header_text(event.value)  # type: ignore[union-attr]
-            elif kind is PatchEnd:
-                yield event, patch_id, prev  # type: ignore[misc]
-                patch_id = prev = None
+        events = iter_stream_events(f, format_of(path), adapter=_NT, source=str(path), limits=limits)
+        for end in patch_ends(events, _NT, source=str(path)):
+            yield end.end, end.patch.id, end.patch.prev
 
 
 def log_checkpoints(
@@ -101,7 +94,7 @@ def log_checkpoints(
         with open(path, "rb") as f:
             fp = fingerprint(f.read(FINGERPRINT_BYTES), format_of(path))
         patches = 0
-        last_end: PatchEnd | None = None
+        last_end: Event | None = None
         last_id: str | None = None
         for end, patch_id, prev in _patch_ends(path, limits):
             if first is None:

@@ -19,6 +19,7 @@ from patchsync.apply.target import PrefixOp, Quad, Target
 from patchsync.chains import follows
 from patchsync.errors import ChainError, param
 from patchsync.events import Event
+from patchsync.units import UnitReader
 
 
 class ChainChecks:
@@ -34,8 +35,7 @@ class ChainChecks:
     _open: bool
     _ops: dict[Quad, int]
     _prefixes: list[PrefixOp]
-    _patch_id: str | None
-    _prev: str | None
+    _reader: UnitReader
     _checked: bool
     _skipping: bool
     _decision: Decision | None
@@ -49,7 +49,8 @@ class ChainChecks:
     def _check_chain(self, at: Event) -> None:
         """Decide, at a patch's first change, whether to apply it, skip it or stop."""
         self._checked = True
-        patch_id = self._patch_id
+        patch = self._reader.patch
+        patch_id = patch.id
         if not self.strict or patch_id is None:
             return
         if not self._decide(patch_id):
@@ -68,17 +69,18 @@ class ChainChecks:
                     self._unit_open = False
                     self.target.rollback()
             if not decided:
-                kind = "fork" if self._prev is None or self._head is None else "gap or fork"
+                kind = "fork" if patch.prev is None or self._head is None else "gap or fork"
                 raise ChainError(
                     f"{self.source}, byte {at.offset}: patch {patch_id} follows "
-                    f"{self._prev or '(no prev: a first patch)'} but the target's last applied patch is "
+                    f"{patch.prev or '(no prev: a first patch)'} but the target's last applied patch is "
                     f"{self._head or '(none)'} ({kind}); use {param('chain', 'ignore')} to apply anyway"
                 ).naming(("chain", "ignore"))
-        self._decision = Decision(patch_id, self._prev, at.offset, self._skipping)
+        self._decision = Decision(patch_id, patch.prev, at.offset, self._skipping)
 
     def _decide(self, patch_id: str) -> bool:
         """Apply the patch (True) or skip it (True, ``_skipping``) on the expected head; False: the chain breaks."""
-        if follows(patch_id, self._prev, self._head):
+        prev = self._reader.patch.prev
+        if follows(patch_id, prev, self._head):
             # The chain moves on by one. An id applied before would sit at or before the
             # head, so its prev could not be the head without a cycle: no lookup needed.
             return True
@@ -88,7 +90,7 @@ class ChainChecks:
         if held or self.target.has_patch(patch_id):
             self._skipping = True
             return True
-        return self._prev == self._head
+        return prev == self._head
 
     def _validate(self) -> None:
         """After ``target.begin()`` with no units held: the target's head (read where it cannot

@@ -19,13 +19,19 @@ def _declared(target: DumpableTarget) -> list[tuple[str, str]]:
     return [(prefix, nt.unpack(iri)[1]) for (graph, prefix), iri in sorted(target.namespaces().items()) if not graph]
 
 
+def _named_graph(g: str) -> FormatError:
+    return FormatError(f"the target has quads in the named graph {g}; dump it as nq or trig")
+
+
 def _lines(target: DumpableTarget, fmt: str, out: IO[bytes]) -> int:
     # Straight from the stored N-Triples text, so any term (RDF-star included) is written.
-    single_graph = not formats.get(fmt).graphs
+    if not formats.get(fmt).graphs:
+        # Decided before the first line: a refused dump writes nothing (on standard output too).
+        named = next((g for _, _, _, g in target.quads() if g), None)
+        if named is not None:
+            raise _named_graph(named)
     n = 0
     for s, p, o, g in target.quads():
-        if g and single_graph:
-            raise FormatError(f"the target has quads in the named graph {g}; dump it as nq or trig")
         out.write(f"{s} {p} {o} {g} .\n".encode() if g else f"{s} {p} {o} .\n".encode())
         n += 1
     return n
@@ -84,7 +90,7 @@ def _via_rdflib(target: DumpableTarget, fmt: str, out: IO[bytes]) -> int:
     n = 0
     for s, p, o, g in target.quads():
         if g and not found.graphs:
-            raise FormatError(f"the target has quads in the named graph {g}; dump it as nq or trig")
+            raise _named_graph(g)
         if s.startswith("<<") or o.startswith("<<"):
             raise FormatError(f"{fmt} output through rdflib cannot hold RDF-star quoted triples; dump as nq")
         terms: list[Any] = [scan_term(t, 0, rd)[0] for t in (s, p, o)]

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any, Protocol, runtime_checkable
 
@@ -33,6 +33,7 @@ from patchsync.errors import PatchsyncError, UsageError
 from patchsync.events import (
     Add,
     Delete,
+    Event,
     Header,
     PatchEnd,
     PrefixAdd,
@@ -45,8 +46,8 @@ from patchsync.logs.files import file_errors
 from patchsync.logs.patch_logs import LogAppender, format_of, lock_log
 from patchsync.options import PatchOptions, StreamType
 from patchsync.sources import APPEND, is_address, resolve_source
-from patchsync.terms import IRI
 from patchsync.terms.rdflib_adapter import RdflibTerms
+from patchsync.units import Unit, chain_head, read_units
 
 SEGMENT_PATTERN = re.compile(r"patch-(\d{10})\.(jellyp|rdfp)\Z")
 #: The lock file of a directory log (not a segment: readers skip it).
@@ -66,6 +67,9 @@ class PatchSink(Protocol):
     def prefix_add(self, name: str, iri: Any, g: Any = None) -> None: ...
     def prefix_delete(self, name: str, iri: Any = None, g: Any = None) -> None: ...
     def end_patch(self) -> None: ...
+    def send(self, event: Event) -> None:
+        """Any of the above, as the event that stands for it."""
+        ...
 
 
 @runtime_checkable
@@ -93,7 +97,7 @@ class _TextSink:
 
     def __init__(self) -> None:
         self._writer: RdfPatchTextWriter[Any] = RdfPatchTextWriter(RdflibTerms(), segments=True)
-        self._send = self._writer.send
+        self._send = self.send = self._writer.send
 
     def header(self, key: str, value: Any) -> None:
         self._send(Header(key, value))
@@ -360,32 +364,11 @@ def _segment_info(path: Path) -> tuple[str | None, int]:
     """The chain head of a segment and its number of patches."""
     from patchsync.logs.patch_logs import read_events
 
-    head: str | None = None
-    current: str | None = None
-    count = 0
-    for event in read_events(path, adapter=RdflibTerms()):
-        kind = type(event)
-        if kind is Header and event.key == "id":  # type: ignore[union-attr]
-            current = str(event.value)  # type: ignore[union-attr]
-        elif kind is PatchEnd:
-            head, current = current or head, None
-            count += 1
-    return head, count
+    adapter = RdflibTerms()
+    return chain_head(read_events(path, adapter=adapter), adapter)
 
 
 _PATCH_END_LINE = re.compile(rb"^[ \t]*Z[ \t]*\.[^\n]*\n", re.MULTILINE)
-
-
-def _text_head(events: Iterable[Any], adapter: RdflibTerms, head: str | None) -> str | None:
-    """The id of the last patch with an ``H id`` header in ``events`` (else ``head``)."""
-    current: str | None = None
-    for event in events:
-        if isinstance(event, Header) and event.key == "id":
-            u = adapter.unpack(event.value)
-            current = u[1] if u[0] == IRI else None
-        elif isinstance(event, PatchEnd):
-            head, current = current or head, None
-    return current or head
 
 
 def _is_whole_patch(tail: bytes, path: Path) -> bool:
@@ -394,18 +377,11 @@ def _is_whole_patch(tail: bytes, path: Path) -> bool:
     of those (this writer's patches are written whole, headers first)."""
     if not tail.endswith(b"\n"):
         return False
-    open_tx = False
-    body = False
     try:
-        for event in read_rdfp(tail, RdflibTerms(), source=str(path)):
-            if isinstance(event, TxStart):
-                open_tx = True
-            elif isinstance(event, (TxCommit, TxAbort)):
-                open_tx = False
-            body = body or not isinstance(event, (Header, PatchEnd))
+        items = list(read_units(read_rdfp(tail, RdflibTerms(), source=str(path)), source=str(path)))
     except PatchsyncError:
         return False
-    return body and not open_tx
+    return any(isinstance(item, Unit) for item in items)
 
 
 def _open_text_log(path: Path) -> tuple[IO[bytes], str | None]:
@@ -420,10 +396,10 @@ def _open_text_log(path: Path) -> tuple[IO[bytes], str | None]:
         for m in _PATCH_END_LINE.finditer(data):
             end = m.end()
         adapter = RdflibTerms()
-        head = _text_head(read_rdfp(data[:end], adapter, source=str(path)), adapter, None)
+        head, _ = chain_head(read_rdfp(data[:end], adapter, source=str(path)), adapter)
         tail = data[end:]
         if tail.strip() and _is_whole_patch(tail, path):
-            head = _text_head(read_rdfp(data, adapter, source=str(path)), adapter, head)
+            head, _ = chain_head(read_rdfp(tail, adapter, source=str(path)), adapter, head=head)
             f.seek(len(data))
             f.write(b"Z .\n")
             f.flush()

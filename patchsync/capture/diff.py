@@ -7,9 +7,9 @@ are first relabelled by rdflib's canonicalization, so isomorphic data gives an e
 and the patch names old blank nodes by their old labels so it applies to the old data.
 
 :func:`reverse` inverts a log whose changes are all real changes (what
-:class:`patchsync.capture.Recorder` writes): patches in reverse order, each committed
-transaction's rows reversed with ``A``/``D`` and ``PA``/``PD`` swapped; aborted
-transactions applied nothing, so they have no inverse.
+:class:`patchsync.capture.Recorder` writes): patches in reverse order, the rows of each
+committed unit reversed with ``A``/``D`` and ``PA``/``PD`` swapped; aborted transactions
+applied nothing, so they have no inverse. The inverse chains onto the log's head.
 """
 
 from __future__ import annotations
@@ -34,10 +34,12 @@ from patchsync.events import (
     PatchEnd,
     PrefixAdd,
     PrefixDelete,
-    TxAbort,
     TxCommit,
     TxStart,
 )
+from patchsync.terms import TermAdapter
+from patchsync.terms.rdflib_adapter import RdflibTerms
+from patchsync.units import EndOfPatch, read_units
 
 Quad = tuple[Any, Any, Any, Any]
 
@@ -178,50 +180,46 @@ def _sort_key(q: Quad) -> tuple[str, ...]:
     return tuple(f"{type(t).__name__}:{t}" for t in (q[3], q[0], q[1], q[2]))
 
 
-def reverse(events: Iterable[Event]) -> Iterator[Event]:
+def reverse(events: Iterable[Event], adapter: TermAdapter[Any] | None = None) -> Iterator[Event]:
     """The inverse of a log of real changes (see the module docstring).
 
-    Each output patch gets a fresh ``id``, a ``prev`` chained to the previous output
-    patch and a ``reverses`` header naming the patch it undoes. A ``PD`` without the
-    namespace IRI (RDF Patch text drops it) is inverted with the IRI the prefix had when
-    the log is read from its start; when that is unknown a :class:`UsageError` is raised.
+    ``events`` carry terms of ``adapter`` (rdflib's by default). Units are those the applier
+    sees (:func:`patchsync.units.read_units`). Each output patch gets a fresh ``id``, a
+    ``reverses`` header naming the patch it undoes and a ``prev``: the first one's is the
+    log's head (its last patch's ``id``), so the inverse applies right after the log, and
+    each later one's the output patch before it. A ``PD`` without the namespace IRI (RDF
+    Patch text drops it) is inverted with the IRI the prefix had when the log is read from
+    its start; when that is unknown a :class:`UsageError` is raised. Each inverted row keeps
+    the position of the row it undoes.
     """
+    adapter = adapter if adapter is not None else RdflibTerms()
     patches: list[tuple[Any, list[Event]]] = []
-    bound: dict[str, Any] = {}
-    patch_id: Any = None
+    bound: dict[tuple[str, Any], Any] = {}
     committed: list[Event] = []
-    unit: list[Event] = []
+    head: Any = None  # the id of the log's last patch that has one, as a term
 
-    for event in events:
-        if isinstance(event, Header):
-            if event.key == "id":
-                patch_id = event.value
-        elif isinstance(event, (TxStart, TxCommit)):
-            committed += unit
-            unit = []
-        elif isinstance(event, TxAbort):
-            unit = []
-        elif isinstance(event, PatchEnd):
-            committed += unit
-            unit = []
+    for item in read_units(events, adapter):
+        if isinstance(item, EndOfPatch):
+            original = item.patch.id_term
+            head = original if original is not None else head
             if committed:
-                patches.append((patch_id, committed))
-            patch_id, committed = None, []
-        elif isinstance(event, PrefixDelete):
-            iri = event.iri if event.iri is not None else bound.get(event.name)
-            if iri is None:
-                raise UsageError(f"cannot reverse PD {event.name!r}: the namespace it removed is not in the log")
-            unit.append(event._replace(iri=iri))
-            bound.pop(event.name, None)
-        elif isinstance(event, PrefixAdd):
-            unit.append(event)
-            bound[event.name] = event.iri
-        elif isinstance(event, (Add, Delete)):
-            unit.append(event)
+                patches.append((original, committed))
+            committed = []
+        elif item.committed:  # an aborted transaction applied nothing: no inverse
+            for row in item.rows:
+                if isinstance(row, PrefixDelete):
+                    iri = row.iri if row.iri is not None else bound.get((row.name, row.g))
+                    if iri is None:
+                        raise UsageError(f"cannot reverse PD {row.name!r}: the namespace it removed is not in the log")
+                    row = row._replace(iri=iri)
+                    bound.pop((row.name, row.g), None)
+                elif isinstance(row, PrefixAdd):
+                    bound[row.name, row.g] = row.iri
+                committed.append(row)
 
-    prev: Any = None
+    prev: Any = head
     for original, rows in reversed(patches):
-        new_id = URIRef(uuid.uuid4().urn)
+        new_id = adapter.iri(uuid.uuid4().urn)
         yield Header("id", new_id)
         if prev is not None:
             yield Header("prev", prev)
@@ -237,10 +235,10 @@ def reverse(events: Iterable[Event]) -> Iterator[Event]:
 
 def _inverse(row: Event) -> Event:
     if isinstance(row, Add):
-        return Delete(row.s, row.p, row.o, row.g)
+        return Delete(*row)
     if isinstance(row, Delete):
-        return Add(row.s, row.p, row.o, row.g)
+        return Add(*row)
     if isinstance(row, PrefixAdd):
-        return PrefixDelete(row.name, row.iri, row.g)
+        return PrefixDelete(*row)
     assert isinstance(row, PrefixDelete)  # only change rows are collected
-    return PrefixAdd(row.name, row.iri, row.g)
+    return PrefixAdd(*row)

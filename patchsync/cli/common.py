@@ -99,6 +99,23 @@ def read_all(path: str) -> bytes:
     return Path(path).read_bytes()
 
 
+def refuse_input_as_output(inputs: list[str], output: str) -> None:
+    """Refuse an ``output`` that is one of the ``inputs`` by any name (``./x``, a symbolic or
+    a hard link): writing it would replace what is being read."""
+    if output == "-":
+        return
+    out = Path(output)
+    for name in inputs:
+        if name == "-":
+            continue
+        try:
+            same = out.resolve() == Path(name).resolve() or (out.exists() and os.path.samefile(name, out))
+        except OSError:
+            continue  # an input that cannot be read is reported when it is read
+        if same:
+            raise UsageError(f"{output}: the output is the input {name}; write it to another file")
+
+
 def source_name(path: str) -> str:
     """How errors name an input."""
     return "<stdin>" if path == "-" else path

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from patchsync import formats
-from patchsync.cli.common import Subcommands, output, patch_format, read_all, source_name
+from patchsync.cli.common import Subcommands, output, patch_format, read_all, refuse_input_as_output, source_name
 from patchsync.errors import UsageError
 
 # Patch formats, then the RDF formats convert reads and writes, then formats that are only message logs.
@@ -55,6 +55,7 @@ def register(sub: Subcommands) -> None:
 def run(args: argparse.Namespace) -> int:
     from patchsync.logs.rdf_files import rdf_format_of
 
+    refuse_input_as_output([args.input], args.output)
     message_in = formats.find(args.input, args.from_format, formats.MESSAGES)
     message_out = formats.find(args.output, args.to_format, formats.MESSAGES)
     if args.messages or any(f is not None and f.messages_only for f in (message_in, message_out)):

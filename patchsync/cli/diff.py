@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from patchsync import formats
-from patchsync.cli.common import Subcommands, output, patch_format, read_all, source_name
+from patchsync.cli.common import Subcommands, output, patch_format, read_all, refuse_input_as_output, source_name
 from patchsync.errors import FormatError
 
 
@@ -95,6 +95,7 @@ def _rdflib_diff(args: argparse.Namespace) -> tuple[list[Any], Any]:
 def run_reverse(args: argparse.Namespace) -> int:
     from patchsync.capture.reverse_log import reverse_log
 
+    refuse_input_as_output([args.log], args.output)
     in_fmt = patch_format(args.log, args.from_format)
     out_fmt = patch_format(args.output, args.to_format, writing=True)
     data = read_all(args.log)

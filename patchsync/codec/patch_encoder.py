@@ -215,26 +215,26 @@ class PatchEncoder(Generic[T]):
 
     def send(self, event: Event) -> None:
         """Encode one event (positions are ignored; options must match this encoder's)."""
-        kind = type(event)
-        if kind is Add:
-            self.add(event.s, event.p, event.o, event.g)  # type: ignore[union-attr]
-        elif kind is Delete:
-            self.delete(event.s, event.p, event.o, event.g)  # type: ignore[union-attr]
-        elif kind is Header:
-            self.header(event.key, event.value)  # type: ignore[union-attr]
-        elif kind is TxStart:
+        # type(event) in each test, not once in a variable: mypy then knows the event's type.
+        if type(event) is Add:
+            self.add(event.s, event.p, event.o, event.g)
+        elif type(event) is Delete:
+            self.delete(event.s, event.p, event.o, event.g)
+        elif type(event) is Header:
+            self.header(event.key, event.value)
+        elif type(event) is TxStart:
             self.tx_start()
-        elif kind is TxCommit:
+        elif type(event) is TxCommit:
             self.tx_commit()
-        elif kind is TxAbort:
+        elif type(event) is TxAbort:
             self.tx_abort()
-        elif kind is PrefixAdd:
-            self.prefix_add(event.name, event.iri, event.g)  # type: ignore[union-attr]
-        elif kind is PrefixDelete:
-            self.prefix_delete(event.name, event.iri, event.g)  # type: ignore[union-attr]
-        elif kind is PatchEnd:
+        elif type(event) is PrefixAdd:
+            self.prefix_add(event.name, event.iri, event.g)
+        elif type(event) is PrefixDelete:
+            self.prefix_delete(event.name, event.iri, event.g)
+        elif type(event) is PatchEnd:
             self.end_patch()
-        elif kind is Options:
+        elif type(event) is Options:
             pass  # the encoder writes its own options row
         else:
             raise EncodeError(f"not a patch event: {event!r}")

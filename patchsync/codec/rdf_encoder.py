@@ -242,18 +242,18 @@ class RdfEncoder(Generic[T]):
 
     def send(self, event: RdfEvent) -> None:
         """Encode one decoder event (positions are ignored; options are this encoder's)."""
-        kind = type(event)
-        if kind is Statement:
-            self.statement(event.s, event.p, event.o, event.g)  # type: ignore[union-attr]
-        elif kind is GraphStart:
-            self.graph_start(event.g)  # type: ignore[union-attr]
-        elif kind is GraphEnd:
+        # type(event) in each test, not once in a variable: mypy then knows the event's type.
+        if type(event) is Statement:
+            self.statement(event.s, event.p, event.o, event.g)
+        elif type(event) is GraphStart:
+            self.graph_start(event.g)
+        elif type(event) is GraphEnd:
             self.graph_end()
-        elif kind is Namespace:
-            self.namespace(event.name, event.iri)  # type: ignore[union-attr]
-        elif kind is FrameEnd:
+        elif type(event) is Namespace:
+            self.namespace(event.name, event.iri)
+        elif type(event) is FrameEnd:
             self.end_frame()
-        elif kind is StreamOptions:
+        elif type(event) is StreamOptions:
             pass  # the encoder writes its own options row
         else:
             raise EncodeError(f"not a Jelly-RDF event: {event!r}")

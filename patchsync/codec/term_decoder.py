@@ -359,8 +359,8 @@ class TermDecoder(Generic[T]):
                     self.last_prefix = rp
                     self.last_name = rn
                     return slot[2]
-            elif slot is not None:
-                hit = slot.get(rp)  # type: ignore[union-attr]
+            elif type(slot) is dict:
+                hit = slot.get(rp)
                 if hit is not None and hit[0] is self.prefixes.values[rp]:
                     self.last_prefix = rp
                     self.last_name = rn

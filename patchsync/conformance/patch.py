@@ -13,9 +13,10 @@ from patchsync.codec.patch_encoder import PatchEncoder
 from patchsync.codec.rdfp import read_rdfp, write_rdfp
 from patchsync.conformance.runner import CaseFailed, TestCase
 from patchsync.errors import DecodeError, EncodeError
-from patchsync.events import Event, Options, PatchEnd, PrefixDelete, TxAbort, TxCommit, TxStart, strip_position
+from patchsync.events import Event, Options, PrefixDelete, TxAbort, TxCommit, TxStart, strip_position
 from patchsync.options import PatchOptions, StreamType
 from patchsync.terms.ntriples import NTriplesTerms
+from patchsync.units import ENDS_PATCH, UnitReader
 
 _ADAPTER = NTriplesTerms()
 _DEFAULT_GRAPH = _ADAPTER.default_graph()
@@ -37,10 +38,12 @@ def _split(events: Iterable[Event]) -> tuple[list[Options], list[list[Event]], l
     options: list[Options] = []
     patches: list[list[Event]] = []
     current: list[Event] = []
+    reader = UnitReader(_ADAPTER)  # patch boundaries as every consumer reads them
     for event in events:
+        mark = reader.read(event)
         if isinstance(event, Options):
             options.append(event)
-        elif isinstance(event, PatchEnd):
+        elif mark in ENDS_PATCH:
             patches.append(current)
             current = []
         else:

@@ -36,7 +36,7 @@ from patchsync.capture import PatchLog
 from patchsync.capture._log import open_patch_log
 from patchsync.chains import held_prefix
 from patchsync.errors import UsageError
-from patchsync.events import Add, Delete, Event, Header, PatchEnd, TxCommit, TxStart
+from patchsync.events import Event
 from patchsync.ingest.terms import TermConverter
 from patchsync.logs.convert import FeatureScan
 from patchsync.logs.ingest import ADD, MODES, DatasetIndex, IngestMessage, logged_ids, patch_events, read_messages
@@ -94,23 +94,9 @@ class _State:
 
 def _send(log: PatchLog, events: list[Event], convert: TermConverter) -> None:
     """Encode one patch into the log's sink (rdflib terms, as a recorder writes them)."""
-    sink = log.sink
-    c = convert
-    for e in events:
-        kind = type(e)
-        if kind is Add or kind is Delete:
-            assert isinstance(e, (Add, Delete))
-            write = sink.add if kind is Add else sink.delete
-            write(c(e.s), c(e.p), c(e.o), None if e.g is None else c(e.g))
-        elif kind is Header:
-            assert isinstance(e, Header)
-            sink.header(e.key, c(e.value))
-        elif kind is TxStart:
-            sink.tx_start()
-        elif kind is TxCommit:
-            sink.tx_commit()
-        elif kind is PatchEnd:
-            sink.end_patch()
+    send = log.sink.send
+    for event in convert.events(events):
+        send(event)
 
 
 def _replay(files: list[Path]) -> DatasetIndex:

@@ -22,7 +22,7 @@ was. ``chain="ignore"`` appends every patch as given.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,13 +30,14 @@ from typing import Any
 from patchsync.chains import ChainCheck, held_prefix
 from patchsync.codec.patch_decoder import PatchDecoder
 from patchsync.errors import FormatError, UsageError, param
-from patchsync.events import Event, Header, Options, PatchEnd
+from patchsync.events import Event, Options, PatchEnd
 from patchsync.logs.convert import FeatureScan
 from patchsync.logs.files import LogFile
 from patchsync.logs.patch_logs import CHUNK_SIZE, LogAppender, format_of, read_events
 from patchsync.options import Limits, PatchOptions
-from patchsync.terms import IRI, TermAdapter
+from patchsync.terms import TermAdapter
 from patchsync.terms.ntriples import NTriplesTerms
+from patchsync.units import chain_head, patch_ends
 
 #: Seconds an append waits for another writer of the destination before refusing.
 LOCK_WAIT = 10.0
@@ -133,17 +134,14 @@ def log_head(path: str | os.PathLike[str], adapter: TermAdapter[Any] | None = No
     A trailing partial frame is ignored, as :class:`LogAppender` cuts it.
     """
     decoder: PatchDecoder[Any] = PatchDecoder(adapter or NTriplesTerms(), source=str(path))
-    head: str | None = None
-    current: str | None = None
-    with LogFile(path) as f:
-        while chunk := f.read(CHUNK_SIZE):
-            decoder.feed(chunk)
-            for event in decoder:
-                if type(event) is Header and event.key == "id":
-                    current = _iri(decoder.adapter, event.value)
-                elif type(event) is PatchEnd:
-                    head, current = current or head, None
-    return head
+
+    def events() -> Iterator[Event]:
+        with LogFile(path) as f:
+            while chunk := f.read(CHUNK_SIZE):
+                decoder.feed(chunk)
+                yield from decoder
+
+    return chain_head(events(), decoder.adapter)[0]
 
 
 def _read_sources(
@@ -157,23 +155,21 @@ def _read_sources(
     first: PatchOptions | None = None
     patches: list[_Patch] = []
     for src in sources:
-        patch_id: str | None = None
-        prev: str | None = None
-        number = 0
-        for event in read_events(src, adapter=adapter, limits=limits):
-            scan.see(event, str(src))
-            kind = type(event)
-            if kind is Options and first is None:
-                first = event.options  # type: ignore[union-attr]
-            elif kind is Header and event.key == "id":  # type: ignore[union-attr]
-                patch_id = _iri(adapter, event.value)  # type: ignore[union-attr]
-            elif kind is Header and event.key == "prev":  # type: ignore[union-attr]
-                prev = _iri(adapter, event.value)  # type: ignore[union-attr]
-            elif kind is PatchEnd:
-                number += 1
-                patches.append(_Patch(str(src), number, patch_id, prev))
-                patch_id = prev = None
+        found: list[PatchOptions] = []
+        events = _noted(read_events(src, adapter=adapter, limits=limits), scan, str(src), found)
+        for number, end in enumerate(patch_ends(events, adapter, source=str(src)), 1):
+            patches.append(_Patch(str(src), number, end.patch.id, end.patch.prev))
+        first = first or (found[0] if found else None)
     return first, patches
+
+
+def _noted(events: Iterable[Event], scan: FeatureScan, source: str, options: list[PatchOptions]) -> Iterator[Event]:
+    """``events`` as they come, with the features they use noted in ``scan`` and their options in ``options``."""
+    for event in events:
+        scan.see(event, source)
+        if type(event) is Options:
+            options.append(event.options)
+        yield event
 
 
 def _content(
@@ -188,11 +184,6 @@ def _content(
             if ended >= skip and kind is not Options:
                 yield event
             ended += kind is PatchEnd
-
-
-def _iri(adapter: TermAdapter[Any], term: Any) -> str | None:
-    u = adapter.unpack(term)
-    return u[1] if u[0] == IRI else None
 
 
 __all__ = ["LOCK_WAIT", "AppendReport", "append_logs", "log_head"]

@@ -30,8 +30,8 @@ from patchsync.logs.ingest_modes import ADD, MODES, REPLACE, REPLACE_GRAPH
 from patchsync.logs.messages import Message, MessageReader, Quad, scope_labels
 from patchsync.logs.patch_logs import read_events
 from patchsync.options import Limits
-from patchsync.terms import IRI
 from patchsync.terms.ntriples import NTriplesTerms
+from patchsync.units import patch_ends
 
 __all__ = [
     "ADD",
@@ -130,16 +130,12 @@ def read_messages(
 
 
 def logged_ids(paths: Iterable[Path]) -> set[str]:
-    """The patch ids (IRIs of ``id`` headers) in the log files ``paths``."""
+    """The patch ids (of ``id`` headers, as the unit reader reads them) in the log files ``paths``."""
     ids: set[str] = set()
     for path in paths:
-        if not path.is_file():
-            continue
-        for event in read_events(path, adapter=_NT):
-            if type(event) is Header and event.key == "id":
-                u = _NT.unpack(event.value)
-                if u[0] == IRI:
-                    ids.add(u[1])
+        if path.is_file():
+            ids.update(end.patch.id or "" for end in patch_ends(read_events(path, adapter=_NT), _NT, source=str(path)))
+    ids.discard("")
     return ids
 
 

@@ -22,7 +22,8 @@ from patchsync.errors import ChainError, DecodeError, UsageError, param
 from patchsync.events import Event, Header, Options, PatchEnd
 from patchsync.logs.files import LogFile, file_errors
 from patchsync.options import Limits, PatchOptions
-from patchsync.terms import IRI, TermAdapter
+from patchsync.terms import TermAdapter
+from patchsync.units import patch_ends, patch_headers
 
 CHUNK_SIZE = 1 << 20
 
@@ -243,28 +244,25 @@ class LogAppender:
     ) -> tuple[PatchOptions | None, str | None, int]:
         """Options, last patch id and the offset after the last complete frame."""
         options: PatchOptions | None = None
-        head: str | None = None
-        current: str | None = None
         decoder: PatchDecoder[Any] = PatchDecoder(adapter, source=str(self.path))
         self._file.seek(0)
         end = 0
-        while True:
-            chunk = self._file.read(CHUNK_SIZE)
-            if not chunk:
-                break
-            decoder.feed(chunk)
-            for event in decoder:
-                kind = type(event)
-                if kind is Options:
-                    options = event.options  # type: ignore[union-attr]
-                elif kind is Header and event.key == "id":  # type: ignore[union-attr]
-                    u = decoder.adapter.unpack(event.value)  # type: ignore[union-attr]
-                    current = u[1] if u[0] == IRI else None
-                elif kind is PatchEnd:
-                    head, current = current or head, None
-                    if ids is not None and head is not None:
-                        ids.add(head)
-            end = decoder.offset
+
+        def events() -> Iterator[Event]:
+            nonlocal options, end
+            while chunk := self._file.read(CHUNK_SIZE):
+                decoder.feed(chunk)
+                for event in decoder:
+                    if type(event) is Options:
+                        options = event.options
+                    yield event
+                end = decoder.offset
+
+        head: str | None = None
+        for patch_end in patch_ends(events(), decoder.adapter):
+            head = patch_end.patch.id or head
+            if ids is not None and head is not None:
+                ids.add(head)
         if decoder.in_transaction:
             raise DecodeError(
                 "the log ends inside a transaction; refusing to append after an unfinished patch",
@@ -316,14 +314,8 @@ class LogAppender:
 
     def _decide(self, check: ChainCheck) -> str:
         """Write or skip the patch whose headers are held (or raise :class:`ChainError`)."""
-        patch_id = prev = None
-        for header in self._held:
-            u = self.encoder.adapter.unpack(header.value)  # type: ignore[union-attr]
-            value = u[1] if u[0] == IRI else None
-            if header.key == "id":  # type: ignore[union-attr]
-                patch_id = value
-            elif header.key == "prev":  # type: ignore[union-attr]
-                prev = value
+        headers = patch_headers(self._held, self.encoder.adapter)
+        patch_id, prev = headers.id, headers.prev
         held, self._held = self._held, []
         if patch_id is not None and patch_id == check.head:
             return "skip"  # the log's last patch already

@@ -26,7 +26,7 @@ row changes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 from uuid import uuid4
 
@@ -38,25 +38,23 @@ from rdflib.term import BNode, Node, URIRef
 from patchsync.codec.patch_decoder import PatchDecoder
 from patchsync.codec.rdf_decoder import RdfDecoder
 from patchsync.codec.rdf_encoder import RdfEncoder
-from patchsync.errors import DecodeError, UsageError
+from patchsync.errors import UsageError
 from patchsync.events import (
     Add,
-    Delete,
+    Event,
     LogicalType,
     Namespace,
-    PatchEnd,
     PhysicalType,
     PrefixAdd,
+    PrefixDelete,
     RdfOptions,
     Statement,
-    TxAbort,
-    TxCommit,
-    TxStart,
 )
 from patchsync.options import Limits
 from patchsync.terms import TripleTerm
 from patchsync.terms.rdflib_adapter import RdflibTerms
 from patchsync.terms.rdflib_fast import FastRdflibTerms
+from patchsync.units import Unit, read_units
 
 __all__ = [
     "JELLY_FORMAT",
@@ -228,35 +226,21 @@ class JellyPatchParser(Parser):
             limits=kwargs.get("limits"),
         )
         target = _Sink(sink)
-        unit: list[Callable[[], object]] = []
 
-        def apply() -> None:
-            for op in unit:
-                op()
-            unit.clear()
+        def events() -> Iterator[Event]:
+            for chunk in _chunks(source):
+                decoder.feed(chunk)
+                yield from decoder
+            decoder.close()
+            yield from decoder
 
-        def run() -> None:
-            for event in decoder:
-                kind = type(event)
-                if kind is Add or kind is Delete or kind is PrefixAdd:
-                    unit.append(_unit_op(target, event))
-                elif kind is TxStart:
-                    apply()  # the implicit unit before a TX ends here (docs/design.md §2)
-                elif kind is TxCommit or kind is PatchEnd:
-                    apply()
-                elif kind is TxAbort:
-                    unit.clear()
-
-        for chunk in _chunks(source):
-            decoder.feed(chunk)
-            run()
-        decoder.close()
-        try:
-            run()
-        except DecodeError:
-            unit.clear()  # the unit the error interrupted is incomplete: never applied
-            raise
-        # Rows after the last patch end form an incomplete unit: they are not applied.
+        # The units the applier sees (patchsync.units): a decode error comes after the
+        # complete units before it, and the unit it interrupted is never applied.
+        for item in read_units(events(), decoder.adapter, source=decoder.source):
+            if type(item) is Unit and item.committed:
+                ops = [_unit_op(target, event) for event in item.rows if type(event) is not PrefixDelete]
+                for op in ops:
+                    op()
 
 
 class JellySerializer(Serializer):

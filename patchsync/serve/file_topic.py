@@ -37,7 +37,7 @@ from patchsync.codec.framing import read_varint
 from patchsync.codec.patch_decoder import PatchDecoder
 from patchsync.codec.patch_encoder import PatchEncoder
 from patchsync.errors import ChainError, PatchsyncError, UsageError
-from patchsync.events import Event, Header, Options, PatchEnd
+from patchsync.events import Event, Options, PatchEnd
 from patchsync.logs.convert import FeatureScan
 from patchsync.logs.patch_logs import CHUNK_SIZE, exclusive_lock
 from patchsync.options import Limits, PatchOptions, StreamType
@@ -45,7 +45,7 @@ from patchsync.serve.incoming import Incoming, checked_patch, decode_patch, stat
 from patchsync.serve.topics import Appended, Entry, LogTopic, thread_batches
 from patchsync.sources import LOG_SUFFIX, directory_logs
 from patchsync.streams.payloads import NT_TERMS, encode_patch, message_options
-from patchsync.terms.ntriples import header_text
+from patchsync.units import ENDS_PATCH, UnitReader
 
 #: The lock file of a directory log (the recorder's, so the two exclude each other).
 DIRECTORY_LOCK = ".patchsync.lock"
@@ -124,17 +124,16 @@ class FileLogTopic(LogTopic):
     def _scan(self, index: int, path: Path, *, last: bool) -> None:
         """Index the patches of one segment; cut an unfinished tail off the last one."""
         decoder: PatchDecoder[str] = PatchDecoder(NT_TERMS, source=str(path), limits=self.limits)
-        patch_id = prev = None
+        reader = UnitReader(NT_TERMS)  # patch ends and their chain ids
         ended_frame = -1  # the frame offset of the last PatchEnd
         open_at: int | None = None  # the first frame of a patch not ended yet
         with open(path, "rb") as f:
             while chunk := f.read(CHUNK_SIZE):
                 decoder.feed(chunk)
                 for event in decoder:
-                    kind = type(event)
                     offset = event[-3]
-                    if kind is Options:
-                        self.options = event.options  # type: ignore[union-attr]
+                    if type(event) is Options:
+                        self.options = event.options
                         self._restart_versions.append(self.version + 1)
                         self._restart_at.append((index, offset))
                         continue
@@ -147,14 +146,8 @@ class FileLogTopic(LogTopic):
                             # no event): a restart point of its own.
                             self._restart_versions.append(self.version + 1)
                             self._restart_at.append((index, offset))
-                    if kind is Header:
-                        if event.key == "id":  # type: ignore[union-attr]
-                            patch_id = header_text(event.value)  # type: ignore[union-attr]
-                        elif event.key == "prev":  # type: ignore[union-attr]
-                            prev = header_text(event.value)  # type: ignore[union-attr]
-                    elif kind is PatchEnd:
-                        self._index(patch_id, prev, path)
-                        patch_id = prev = None
+                    if reader.read(event) in ENDS_PATCH:
+                        self._index(reader.patch.id, reader.patch.prev, path)
                         open_at = None
                         ended_frame = offset
             size = f.tell()
@@ -403,12 +396,11 @@ def _patches(
                 remaining -= len(chunk)
             decoder.feed(chunk)
             for event in decoder:
-                kind = type(event)
-                if kind is Options:
-                    options = event.options  # type: ignore[union-attr]
+                if type(event) is Options:
+                    options = event.options
                     continue
                 pending.append(event)
-                if kind is PatchEnd:
+                if type(event) is PatchEnd:
                     yield pending, options
                     pending = []
 

@@ -16,7 +16,8 @@ from patchsync.codec.patch_decoder import PatchDecoder
 from patchsync.errors import DecodeError
 from patchsync.events import Add, Event, Header, PatchEnd, TxCommit, TxStart
 from patchsync.options import Limits
-from patchsync.streams.payloads import NT_TERMS, chain_ids
+from patchsync.streams.payloads import NT_TERMS
+from patchsync.units import patch_ends
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,13 +44,13 @@ def decode_patch(payload: bytes, where: str, limits: Limits | None = None) -> In
 def checked_patch(events: list[Event], where: str) -> Incoming:
     """The patch ``events`` are (decoded, or parsed from RDF Patch text), checked as
     :func:`decode_patch` checks a payload's."""
-    ends = sum(1 for e in events if type(e) is PatchEnd)
-    if ends != 1:
-        raise DecodeError(f"a published patch is one patch, this holds {ends}", source=where)
-    patch_id, prev = chain_ids(events)
-    if patch_id is None:
+    ends = list(patch_ends(events, source=where))
+    if len(ends) != 1:
+        raise DecodeError(f"a published patch is one patch, this holds {len(ends)}", source=where)
+    patch = ends[0].patch
+    if patch.id is None:
         raise DecodeError("a published patch needs an 'id' header", source=where)
-    return Incoming(events, patch_id, prev)
+    return Incoming(events, patch.id, patch.prev)
 
 
 def new_patch_id() -> str:

@@ -99,12 +99,10 @@ def reencode(frames: Iterator[bytes], options: RdfOptions, source: str) -> Itera
                 metadata = dict(rdf_pb2.RdfStreamFrame.FromString(frame).metadata)
             decoder.feed(encode_varint(len(frame)) + frame)
             for event in decoder:
-                kind = type(event)
-                if kind is Statement:
-                    g = event.g  # type: ignore[union-attr]
-                    encoder.statement(event.s, event.p, event.o, g or None)  # type: ignore[union-attr]
-                elif kind is Namespace and options.version >= RDF_VERSION:
-                    encoder.namespace(event.name, event.iri)  # type: ignore[union-attr]
+                if type(event) is Statement:
+                    encoder.statement(event.s, event.p, event.o, event.g or None)
+                elif type(event) is Namespace and options.version >= RDF_VERSION:
+                    encoder.namespace(event.name, event.iri)
             if encoder.pending_bytes() >= 1 << 20:
                 yield from drain()
         encoder.finish()

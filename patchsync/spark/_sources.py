@@ -11,7 +11,8 @@ instead of once per row.
 
 Change rows of one unit (docs/design.md §2) are held back until the unit ends, because whether they
 are committed is only known then: ``TC`` and the end of an implicit unit commit, ``TA``
-does not. A file that breaks a codec rule fails its task with :class:`DecodeError`; the
+does not. Units are read with the one unit reader (:mod:`patchsync.units`), as the applier
+reads them. A file that breaks a codec rule fails its task with :class:`DecodeError`; the
 driver turns that back into the codec's one-line message (see :mod:`._errors`).
 
 RDF files (base snapshots) are not split either. ``patchsync-rdf`` reads every format the
@@ -42,27 +43,19 @@ from patchsync import formats
 from patchsync.codec.patch_decoder import PatchDecoder
 from patchsync.codec.rdf_decoder import RdfDecoder
 from patchsync.errors import DecodeError, PatchsyncError, UsageError
-from patchsync.events import (
-    ROW_CODES,
-    Add,
-    Delete,
-    Header,
-    PatchEnd,
-    PrefixAdd,
-    PrefixDelete,
-    Statement,
-    TxAbort,
-    TxCommit,
-    TxStart,
-)
+from patchsync.events import ROW_CODES, Add, Delete, Header, PrefixAdd, PrefixDelete, Statement
 from patchsync.sources import directory_logs
 from patchsync.spark._errors import encode_decode_error
 from patchsync.terms.ntriples import NTriplesTerms
+from patchsync.units import ENDS_PATCH, QUIET, Kind, Mark, UnitReader
 
 #: Rows per Arrow record batch handed to Spark.
 BATCH_ROWS = 65536
 #: Bytes read from a file per ``feed``.
 CHUNK_BYTES = 1 << 20
+
+_HEADER_QUIET = QUIET[Kind.HEADER]
+_OUTSIDE, _ABORT = Mark.OUTSIDE, Mark.ABORT
 
 #: Suffixes of the RDF files ``patchsync-rdf`` reads: the formats with the ``convert`` role.
 RDF_SUFFIXES = tuple(formats.suffixes(formats.RDF_CONVERT))
@@ -255,37 +248,47 @@ def decode_change_batches(path: str, index: int, *, batch_rows: int = BATCH_ROWS
         cols.key,
     )
     decoder: PatchDecoder[str] = PatchDecoder(NTriplesTerms(), source=path)
+    # Units as the applier sees them: the one unit reader (patchsync.units).
+    reader = UnitReader()
+    read = reader.read
     patch = 0
     seq = 0
+    # Rows and headers are read only where they can change the reader's state (units.QUIET):
+    # the first row after a boundary (it may open an implicit unit; the rows after it are
+    # inside a unit), a header outside a patch. The chain ids the reader keeps are not used here.
+    fresh = True
 
     def drain() -> Iterator[pa.RecordBatch]:
-        nonlocal patch, seq
+        nonlocal patch, seq, fresh
         event: Any
         for event in decoder:
             kind = type(event)
             if kind is Add or kind is Delete:
+                if fresh:
+                    read(event)
+                    fresh = False
                 s, p, o, g = event[0], event[1], event[2], event[3]
                 key = None
             elif kind is PrefixAdd or kind is PrefixDelete:
+                if fresh:
+                    read(event)
+                    fresh = False
                 key, s, p, o, g = event[0], None, None, event[1], event[2]
             elif kind is Header:
+                if reader.state not in _HEADER_QUIET:
+                    read(event)
                 key, s, p, o, g = event[0], None, None, event[1], None
-            elif kind is TxStart:
-                cols.end_unit(True)  # an implicit unit ends at the next TX (docs/design.md §2)
-                continue
-            elif kind is TxCommit:
-                cols.end_unit(True)
-                continue
-            elif kind is TxAbort:
-                cols.end_unit(False)
-                continue
-            elif kind is PatchEnd:
-                cols.end_unit(True)
-                patch += 1
-                if cols.unit_start >= batch_rows:
-                    yield cols.take()
-                continue
-            else:  # the options row
+            else:
+                mark = read(event)
+                fresh = True
+                if mark is not _OUTSIDE:
+                    # TX, a unit's end or a patch end: the rows held so far (an implicit unit's,
+                    # a transaction's, headers) count unless a TA ended them.
+                    cols.end_unit(mark is not _ABORT)
+                    if mark in ENDS_PATCH:
+                        patch += 1
+                        if cols.unit_start >= batch_rows:
+                            yield cols.take()
                 continue
             patch_l.append(patch)
             row_l.append(seq)

@@ -3,8 +3,9 @@
 Applying a patch is set semantics: after ``A x`` then ``D x`` the statement is absent
 whatever it was before, after ``D x`` then ``A x`` it is present. So the net effect of a
 run of patches is, for every statement (and prefix) they touch, the last operation on it;
-nothing else is needed and nothing untouched changes. Changes of aborted transactions
-(``TA``) were never applied and are left out.
+nothing else is needed and nothing untouched changes. The units are those the applier sees
+(the one unit reader of :mod:`patchsync.units`): committed transactions and the rows outside
+transactions count, aborted transactions (``TA``) were never applied and are left out.
 
 The net patch stands for the whole run in a chain: its ``id`` is the last patch's and its
 ``prev`` the first patch's. A replica at the first patch's ``prev`` applies it and then
@@ -31,15 +32,16 @@ from patchsync.events import (
     Delete,
     Event,
     Header,
+    Options,
     PatchEnd,
     PrefixAdd,
     PrefixDelete,
-    TxAbort,
     TxCommit,
     TxStart,
 )
 from patchsync.options import Limits, PatchOptions, StreamType
-from patchsync.streams.payloads import NT_TERMS, read_patches, text_options
+from patchsync.streams.payloads import NT_TERMS, log_events, text_options
+from patchsync.units import Unit, read_units
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,21 +65,20 @@ class _Net:
         self.patches = 0
         self.first_prev: str | None = None
         self.last_id: str | None = None
-        self._unit: list[Event] = []  # changes of the open transaction, kept until TC/TA
 
     def read(self, path: str, limits: Limits | None) -> None:
-        for patch in read_patches(path, limits=limits):
-            self.options = self.options or patch.options
-            for event in patch.events:
-                kind = type(event)
-                if kind is TxCommit:
-                    self._commit()
-                elif kind is TxAbort:
-                    self._unit = []
-                elif kind is Add or kind is Delete or kind is PrefixAdd or kind is PrefixDelete:
-                    self._unit.append(event)
-            self._commit()  # changes outside a transaction are applied as they come
-            self._end_patch(path, patch.patch_id, patch.prev)
+        for item in read_units(self._events(path, limits), source=path):
+            if type(item) is Unit:
+                if item.committed:  # an aborted transaction applied nothing
+                    self._commit(item.rows)
+            else:
+                self._end_patch(path, item.patch.id, item.patch.prev)
+
+    def _events(self, path: str, limits: Limits | None) -> Iterator[Event]:
+        for event in log_events(path, limits=limits):
+            if type(event) is Options:
+                self.options = self.options or event.options
+            yield event
 
     def _end_patch(self, path: str, patch_id: str | None, prev: str | None) -> None:
         self.patches += 1
@@ -90,18 +91,16 @@ class _Net:
             )
         self.last_id = patch_id or self.last_id
 
-    def _commit(self) -> None:
-        for event in self._unit:
-            kind = type(event)
-            if kind is Add or kind is Delete:
+    def _commit(self, rows: list[Event]) -> None:
+        for event in rows:
+            if isinstance(event, (Add, Delete)):
                 key = tuple(event[:4])
                 self.statements.pop(key, None)  # re-insert: the output follows the last change
-                self.statements[key] = kind is Add
-            else:
-                key2 = (event.name, event.g)  # type: ignore[union-attr]
+                self.statements[key] = type(event) is Add
+            elif isinstance(event, (PrefixAdd, PrefixDelete)):
+                key2 = (event.name, event.g)
                 self.prefixes.pop(key2, None)
                 self.prefixes[key2] = event
-        self._unit = []
 
     def events(self) -> Iterator[Event]:
         if self.last_id is not None:
@@ -125,8 +124,10 @@ def compact_logs(
     """Write the net effect of the logs (one chain, in order) to ``out`` as one patch.
 
     ``out`` is a ``.jellyp`` or ``.rdfp`` file, replaced only once the whole output is
-    written. A log still being written counts with its complete patches. The logs must chain (each patch's ``prev`` the id before it; a
-    :class:`ChainError` otherwise). See the module docstring for the net patch's ids.
+    written. A log that ends inside a unit or a patch (cut short, or still being written)
+    fails with :class:`DecodeError` naming the file and byte, and nothing is written. The
+    logs must chain (each patch's ``prev`` the id before it; a :class:`ChainError`
+    otherwise). See the module docstring for the net patch's ids.
     """
     logs = [os.fspath(p) for p in paths]
     if not logs:

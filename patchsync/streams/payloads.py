@@ -14,7 +14,7 @@ server deduplicates by, and the next patch's ``prev``).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -24,12 +24,13 @@ from patchsync.codec.patch_decoder import PatchDecoder
 from patchsync.codec.patch_encoder import PatchEncoder
 from patchsync.codec.rdfp import RdfPatchTextReader
 from patchsync.errors import DecodeError, UsageError
-from patchsync.events import Add, Delete, Event, Header, Options, PatchEnd
+from patchsync.events import Add, Delete, Event, Options
 from patchsync.options import Limits, PatchOptions, StreamType
 from patchsync.streams.nats_log import MSG_ID
 from patchsync.streams.pull import StreamMessage
-from patchsync.terms import BNODE, IRI, LITERAL, TRIPLE
-from patchsync.terms.ntriples import NTriplesTerms, format_term, header_text
+from patchsync.terms import BNODE, LITERAL, TRIPLE
+from patchsync.terms.ntriples import NTriplesTerms
+from patchsync.units import ENDS_PATCH, Mark, UnitReader, patch_headers
 
 #: Terms as N-Triples strings: each is re-encoded exactly as it was read.
 NT_TERMS = NTriplesTerms()
@@ -83,18 +84,6 @@ def encode_patch(events: Sequence[Event], options: PatchOptions) -> bytes:
     return encoder.take()
 
 
-def chain_ids(events: Iterable[Event]) -> tuple[str | None, str | None]:
-    """The ``id`` and ``prev`` headers of one patch's events (N-Triples terms)."""
-    patch_id = prev = None
-    for event in events:
-        if type(event) is Header:
-            if event.key == "id":
-                patch_id = header_text(event.value)
-            elif event.key == "prev":
-                prev = header_text(event.value)
-    return patch_id, prev
-
-
 @dataclass(frozen=True, slots=True)
 class LogPatch:
     """One complete patch read from a log (terms as N-Triples strings), not yet encoded."""
@@ -122,6 +111,31 @@ def log_patches(path: str | os.PathLike[str], *, limits: Limits | None = None) -
         yield patch.message()
 
 
+def log_events(
+    path: str | os.PathLike[str], *, limits: Limits | None = None, unfinished_tail: bool = False
+) -> Iterator[Event]:
+    """Every event of a ``.jellyp`` or ``.rdfp`` log (terms as N-Triples strings), decoded as read.
+
+    A log that ends inside a unit, a patch or a frame fails with the decoder's
+    :class:`DecodeError` naming the file and byte, after the events before it; with
+    ``unfinished_tail`` such an end (a log still being written) just ends the events.
+    """
+    fmt = formats.require(path, None, formats.PATCH_LOG, "patch", nameable=False).name
+    reader = patch_reader(fmt, str(path), limits)
+    with open(path, "rb") as f:
+        while chunk := f.read(CHUNK_SIZE):
+            reader.feed(chunk)
+            yield from reader
+    try:
+        reader.close()
+        events = list(reader)
+    except DecodeError:
+        if unfinished_tail:
+            return  # the writer has not completed it yet
+        raise
+    yield from events
+
+
 def read_patches(path: str | os.PathLike[str], *, limits: Limits | None = None) -> Iterator[LogPatch]:
     """Every complete patch of a ``.jellyp`` or ``.rdfp`` log, in order.
 
@@ -129,40 +143,20 @@ def read_patches(path: str | os.PathLike[str], *, limits: Limits | None = None) 
     complete patch and is left for a later run. Anything else the decoder refuses is a
     :class:`DecodeError` naming the file and byte.
     """
-    fmt = formats.require(path, None, formats.PATCH_LOG, "patch", nameable=False).name
     source = str(path)
     options: PatchOptions | None = None
-    reader = patch_reader(fmt, source, limits)
+    reader = UnitReader(NT_TERMS)
     pending: list[Event] = []
-    number = 0
-    with open(path, "rb") as f:
-        ended = False
-        while not ended:
-            chunk = f.read(CHUNK_SIZE)
-            try:
-                if chunk:
-                    reader.feed(chunk)
-                else:
-                    ended = True
-                    reader.close()
-                events = list(reader)
-            except DecodeError:
-                if ended and (pending or reader.offset < os.fstat(f.fileno()).st_size):
-                    return  # an unfinished tail: the writer has not completed it yet
-                raise
-            for event in events:
-                kind = type(event)
-                if kind is Options:
-                    options = event.options
-                    continue
-                pending.append(event)
-                if kind is PatchEnd:
-                    number += 1
-                    yield LogPatch(pending, options, source, number, *chain_ids(pending))
-                    pending = []
-    if pending and options is not None and options.stream_type is StreamType.FLAT:
-        number += 1
-        yield LogPatch(pending, options, source, number, *chain_ids(pending))
+    for event in log_events(path, limits=limits, unfinished_tail=True):
+        mark = reader.read(event)
+        if mark is Mark.OUTSIDE:
+            options = event.options if type(event) is Options else options
+            continue
+        pending.append(event)
+        if mark in ENDS_PATCH:
+            patch = reader.patch
+            yield LogPatch(pending, options, source, patch.number, patch.id, patch.prev)
+            pending = []
 
 
 def text_options(events: list[Event]) -> PatchOptions:
@@ -240,11 +234,7 @@ class MessageDecoder:
         out: list[Event] = _restamp(list(decoder), seq)
         if decoder.patches != 1:
             raise DecodeError(f"a message must hold exactly one patch, this one holds {decoder.patches}", source=source)
-        patch_id: str | None = None
-        for event in out:
-            if type(event) is Header and event[0] == "id":
-                patch_id = _id_text(decoder.adapter, event[1])
-                break
+        patch_id = patch_headers(out, decoder.adapter).id
         msg_id = message.headers.get(MSG_ID)
         if msg_id is not None and patch_id != msg_id:
             raise DecodeError(
@@ -261,11 +251,6 @@ def _restamp_pure(events: list[Event], offset: int) -> list[Event]:
 #: The compiled core's restamp when it is built (the same events, without a tuple per event
 #: in between), else the same in Python.
 _restamp: Callable[[list[Event], int], list[Event]] = getattr(backend.native(), "restamp", _restamp_pure)
-
-
-def _id_text(adapter: Any, value: Any) -> str:
-    u = adapter.unpack(value)
-    return str(u[1]) if u[0] == IRI else format_term(adapter, value)
 
 
 def read_payload(payload: bytes, source: str = "<message>") -> list[Event]:

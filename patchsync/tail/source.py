@@ -32,7 +32,7 @@ from patchsync.logs.fingerprint import FINGERPRINT_BYTES, fingerprint, jelly_hea
 from patchsync.logs.snapshot import ANCHOR_BYTES, MAX_SNAPSHOT_BYTES, SnapshotError, decode_snapshot, encode_snapshot
 from patchsync.tail.options import TailOptions
 from patchsync.tail.state import lock_source, snapshot_path
-from patchsync.units import State, UnitTracker
+from patchsync.units import UnitReader
 
 #: Bytes read from one source per pass, so one busy log cannot starve the others or a signal.
 READ_BUDGET = 8 << 20
@@ -44,9 +44,6 @@ READ_ATTEMPTS = 5
 HEAD_SAMPLE = 4096
 #: Bytes before the read position compared on every pass to notice a log rewritten there.
 TAIL_SAMPLE = 64
-
-# Where a unit has just ended and the events so far can go to the applier whole.
-_CUT_STATES = frozenset({State.BETWEEN_PATCHES, State.BETWEEN_UNITS})
 
 
 class SourceHost(Protocol):
@@ -176,8 +173,8 @@ class Source(TailedSource):
         self.decoder: PatchDecoder[Any] | None = None
         self.applier: Applier | None = None
         self.pending: list[Event] = []  # decoded events of a unit not yet complete
-        # The transaction rules (patchsync.units) tell where units end: pending[:cut] is whole.
-        self.units = UnitTracker()
+        # The unit reader (patchsync.units) tells where units end: pending[:cut] is whole.
+        self.units = UnitReader()
         self.cut = 0
         self.fingerprint: str | None = None
         self.head: bytes = b""
@@ -208,6 +205,7 @@ class Source(TailedSource):
         self.head = data[: min(HEAD_SAMPLE, head.first_frame_end or len(data))]
         opts, target = self.options, self.host.target
         self._lock()
+        self.units = UnitReader(target.adapter)  # the decoder hands out the target's terms
         self.applier = Applier(
             target, source=self.name, fingerprint=self.fingerprint, chain=opts.chain, reset=opts.reset
         )
@@ -491,8 +489,8 @@ class Source(TailedSource):
             for event in self.decoder:
                 pending.append(event)
                 # The decoder has checked the rules already: this only follows them.
-                units.send_event(event)
-                if units.state in _CUT_STATES:
+                units.read(event)
+                if units.between_units:
                     self.cut = len(pending)
         except DecodeError:
             # The complete units before a bad frame are applied (docs/design.md §2), then the error.
@@ -515,7 +513,7 @@ class Source(TailedSource):
         batch = pending[:cut]
         del pending[:cut]
         self.cut = max(0, self.cut - cut)
-        self.boundary = not pending and self.units.state is State.BETWEEN_PATCHES
+        self.boundary = not pending and self.units.between_patches
         self.applier.feed(batch)
 
     def _update_lag(self, now: float, read_end: int, flushed: bool) -> None:

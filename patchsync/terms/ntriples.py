@@ -503,8 +503,11 @@ class NTriplesTerms:
 _TERMS = NTriplesTerms()
 
 
-def header_text(term: str) -> str:
-    """A header value (an N-Triples term string) as chain ids are compared: an IRI's text,
-    anything else its N-Triples form."""
-    unpacked = _TERMS.unpack(term)
-    return str(unpacked[1]) if unpacked[0] == IRI else term
+def header_text(term: Any, adapter: TermAdapter[Any] | None = None) -> str:
+    """A header value (a term of ``adapter``, N-Triples strings by default) as chain ids are
+    compared: an IRI's text, anything else its N-Triples form."""
+    adapter = adapter or _TERMS
+    unpacked = adapter.unpack(term)
+    if unpacked[0] == IRI:
+        return str(unpacked[1])
+    return term if isinstance(adapter, NTriplesTerms) else format_term(adapter, term)

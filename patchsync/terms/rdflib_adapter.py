@@ -61,7 +61,7 @@ class RdflibTerms:
         """Whether two terms rdflib calls equal also write the same (see ``loose_types``)."""
         if type(a) is TripleTerm:
             return all(self.writes_same(x, y) for x, y in zip(a, b, strict=True))  # type: ignore[arg-type]
-        return not isinstance(a, Literal) or a.language == b.language  # type: ignore[union-attr]
+        return not isinstance(a, Literal) or (isinstance(b, Literal) and a.language == b.language)
 
     def unpack(self, term: RdflibTerm) -> Unpacked:
         # Order matters: Literal and URIRef are both str subclasses.

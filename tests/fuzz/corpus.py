@@ -10,6 +10,7 @@ two-byte split point before the stream, the apply target a one-byte format selec
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -61,6 +62,12 @@ def raw_sources(target: str) -> Iterator[bytes]:
             yield b"\x00" + data
         for data in raw_sources("rdfp"):
             yield b"\x01" + data
+    elif target == "units":
+        # Hypothesis choice sequences: any bytes draw a log; a few lengths start the corpus.
+        rng = random.Random(45)
+        for size in (16, 64, 256, 1024, 4096):
+            for _ in range(4):
+                yield rng.randbytes(size)
     elif target == "selftest":
         yield b"\xde\xac seed"
     else:
@@ -69,5 +76,5 @@ def raw_sources(target: str) -> Iterator[bytes]:
 
 def seeds(target: str) -> list[bytes]:
     """The shaped, de-duplicated seed inputs of ``target`` (empty if the suites are missing)."""
-    shaped = (data if target == "apply" else split_seed(data) for data in raw_sources(target))
+    shaped = (data if target in ("apply", "units") else split_seed(data) for data in raw_sources(target))
     return sorted(set(shaped))

@@ -16,6 +16,9 @@ raises :class:`InvariantBroken` when a cross-check fails:
   decoders (``PurePatchDecoder``, ``PureRdfDecoder``; both formats on every input), whole and split at the fuzzer's point, with the
   N-Triples and the rdflib adapter: the events must be equal, and so must the error (its
   type, rule, offset, frame and row) when there is one (issue #13).
+* ``units``: the input draws a generated log (hypothesis's ``fuzz_one_input``), on which
+  apply, compact, the rdflib parser and reverse must agree (the differential property of
+  ``tests/test_units_differential.py``, at any size).
 * ``apply``: the first byte picks the format (even: ``.jellyp``, odd: ``.rdfp``), the rest
   is applied to a :class:`~patchsync.apply.targets.memory.MemoryTarget`; only ``PatchsyncError``
   may escape, and applying the same bytes again (resuming at the checkpoint) must change
@@ -27,8 +30,12 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import tempfile
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
+
+from hypothesis import HealthCheck, given, settings
 
 from patchsync.apply.api import apply_stream
 from patchsync.apply.targets.memory import MemoryTarget
@@ -41,6 +48,7 @@ from patchsync.events import Event, Options, strip_position
 from patchsync.terms.ntriples import NTriplesTerms
 from patchsync.terms.rdflib_adapter import RdflibTerms
 from patchsync.terms.rdflib_fast import FastRdflibTerms
+from tests.workloads.unit_logs import GeneratedLog, check, unit_logs
 
 NT = NTriplesTerms()
 RDFLIB = RdflibTerms()
@@ -197,12 +205,27 @@ def fuzz_apply(data: bytes) -> None:
     _check((target.data, target.prefixes) == state, "applying the same log again changed the target")
 
 
+@settings(database=None, deadline=None, suppress_health_check=list(HealthCheck))
+@given(log=unit_logs(max_patches=8, max_rows=6))
+def _units_property(log: GeneratedLog) -> None:
+    with tempfile.TemporaryDirectory() as workdir:
+        check(log, Path(workdir))
+
+
+def fuzz_units(data: bytes) -> None:
+    """The unit reader's differential property (``tests/workloads/unit_logs.py``): the input
+    is the choices that draw one log, larger than the test suite's; apply, compact, the rdflib
+    parser and reverse must agree on it."""
+    _units_property.hypothesis.fuzz_one_input(data)
+
+
 TARGETS: dict[str, Callable[[bytes], None]] = {
     "patch": fuzz_patch,
     "rdf": fuzz_rdf,
     "rdfp": fuzz_rdfp,
     "apply": fuzz_apply,
     "native": fuzz_native,
+    "units": fuzz_units,
 }
 
 

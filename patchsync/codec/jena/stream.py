@@ -287,12 +287,11 @@ class BinaryEncoder(Generic[T]):
 
     def send(self, event: RdfEvent) -> None:
         """Encode one decoder event: statements and namespaces; framing events are ignored."""
-        kind = type(event)
-        if kind is Statement:
-            self.statement(event.s, event.p, event.o, event.g)  # type: ignore[union-attr]
-        elif kind is Namespace:
-            self.namespace(event.name, event.iri)  # type: ignore[union-attr]
-        elif kind not in (StreamOptions, FrameEnd, GraphStart, GraphEnd):
+        if type(event) is Statement:
+            self.statement(event.s, event.p, event.o, event.g)
+        elif type(event) is Namespace:
+            self.namespace(event.name, event.iri)
+        elif type(event) not in (StreamOptions, FrameEnd, GraphStart, GraphEnd):
             raise EncodeError(f"not an RDF event: {event!r}")
 
     def take(self) -> bytes:

@@ -275,13 +275,13 @@ class UnitTracker:
     def send(self, kind: Kind) -> Step:
         """Take the row ``kind``; returns the step or raises :class:`TransactionError`."""
         step = self._row[kind]
-        if type(step) is Rule:
+        if isinstance(step, Rule):
             raise TransactionError(step, kind, self.state)
-        state = step.state  # type: ignore[union-attr]
+        state = step.state
         if state is not self.state:
             self.state = state
             self._row = TRANSITIONS[state]
-        return step  # type: ignore[return-value]
+        return step
 
     def send_event(self, event: object) -> Step | None:
         """:meth:`send` for an event; ``None`` for events outside patches (``Options``)."""
