@@ -49,6 +49,54 @@ class Entry(NamedTuple):
     payload: bytes
 
 
+#: Most bytes of entries a reader takes at a time (by :func:`entry_cost`): one batch of a
+#: subscriber, one read of stored patches, one answer of the change feed. 4 MiB is the
+#: largest message a stock gRPC client takes.
+BATCH_BYTES = 4 << 20
+#: Bytes a patch adds to a ``PatchMessage`` batch besides its payload and id: its version,
+#: the field tags and lengths, its place in the batch (an upper bound).
+ENTRY_OVERHEAD = 32
+
+
+def entry_cost(entry: Entry) -> int:
+    """What ``entry`` adds to a batch of patches as a message carries it (an upper bound)."""
+    return len(entry.payload) + len(entry.patch_id.encode("utf-8")) + ENTRY_OVERHEAD
+
+
+class Batch:
+    """Entries gathered for one message or answer: at most ``limit`` of them and at most
+    ``max_bytes`` by ``cost``, except that one entry larger than ``max_bytes`` goes alone.
+
+    The rule of every batch the server sends, as a pure object: :meth:`fits` says whether
+    an entry may join (flush first when it may not), :meth:`add` whether the batch is full.
+    """
+
+    __slots__ = ("cost", "entries", "limit", "max_bytes", "size")
+
+    def __init__(self, limit: int, max_bytes: int, cost: Callable[[Entry], int] = entry_cost) -> None:
+        self.limit, self.max_bytes, self.cost = limit, max_bytes, cost
+        self.entries: list[Entry] = []
+        self.size = 0
+
+    def __bool__(self) -> bool:
+        return bool(self.entries)
+
+    def fits(self, entry: Entry) -> bool:
+        """Whether ``entry`` may join the batch (always, when the batch is empty)."""
+        return not self.entries or self.size + self.cost(entry) <= self.max_bytes
+
+    def add(self, entry: Entry) -> bool:
+        """Add ``entry`` (which :meth:`fits`); whether the batch is now full."""
+        self.entries.append(entry)
+        self.size += self.cost(entry)
+        return len(self.entries) >= self.limit or self.size >= self.max_bytes
+
+    def flush(self) -> list[Entry]:
+        """The entries gathered; the batch starts empty again."""
+        entries, self.entries, self.size = self.entries, [], 0
+        return entries
+
+
 @dataclass(frozen=True, slots=True)
 class Appended:
     """The answer to an append: the patch's version and id; ``duplicate``: it was there already."""
@@ -67,6 +115,18 @@ class TopicInfo:
     head: str | None
     version: int
     spec: str
+
+
+@dataclass(frozen=True, slots=True)
+class TopicOptions:
+    """How the log topics of one process are run (from the serve settings)."""
+
+    #: Patches queued for one live subscriber before it reads the log again instead.
+    subscriber_buffer: int = 1024
+    #: Bytes of patches queued for one live subscriber before it reads the log again instead.
+    subscriber_bytes: int = 8 << 20
+    #: Whether a log on this machine is synced after every append.
+    fsync: bool = False
 
 
 class StartKind(Enum):
@@ -128,13 +188,49 @@ class Topic:
 
 
 class _Subscriber:
-    """One live reader: a bounded queue of entries, and whether some were dropped."""
+    """One live reader: a queue of entries bounded in count and bytes, and whether some
+    were dropped (the reader then reads them from the log)."""
 
-    __slots__ = ("overflowed", "queue")
+    __slots__ = ("bytes", "max_bytes", "overflowed", "queue")
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, max_bytes: int) -> None:
         self.queue: asyncio.Queue[Entry | None] = asyncio.Queue(size)
+        self.bytes = 0
+        self.max_bytes = max_bytes
         self.overflowed = False
+
+    def offer(self, entry: Entry) -> None:
+        """Queue ``entry`` unless the queue is full (in patches or bytes): then mark it."""
+        if self.overflowed:
+            return
+        size = len(entry.payload)
+        if self.bytes + size > self.max_bytes and not self.queue.empty():
+            self.overflowed = True
+            return
+        try:
+            self.queue.put_nowait(entry)
+        except asyncio.QueueFull:
+            self.overflowed = True
+            return
+        self.bytes += size
+
+    def end(self) -> None:
+        """Queue the end marker after what is queued (dropping one entry if it is full)."""
+        if self.queue.full():
+            self._taken(self.queue.get_nowait())
+            self.overflowed = True
+        self.queue.put_nowait(None)
+
+    def _taken(self, entry: Entry | None) -> Entry | None:
+        if entry is not None:
+            self.bytes -= len(entry.payload)
+        return entry
+
+    def take_nowait(self) -> Entry | None:
+        return self._taken(self.queue.get_nowait())
+
+    async def take(self) -> Entry | None:
+        return self._taken(await self.queue.get())
 
 
 class Hub:
@@ -147,8 +243,8 @@ class Hub:
     def __len__(self) -> int:
         return len(self._subscribers)
 
-    def add(self, size: int) -> _Subscriber:
-        sub = _Subscriber(size)
+    def add(self, size: int, max_bytes: int = 8 << 20) -> _Subscriber:
+        sub = _Subscriber(size, max_bytes)
         self._subscribers.add(sub)
         return sub
 
@@ -158,21 +254,13 @@ class Hub:
     def publish(self, entry: Entry) -> None:
         """Queue ``entry`` for every subscriber; a full queue is marked, not grown."""
         for sub in self._subscribers:
-            if sub.overflowed:
-                continue
-            try:
-                sub.queue.put_nowait(entry)
-            except asyncio.QueueFull:
-                sub.overflowed = True
+            sub.offer(entry)
 
     def close(self) -> None:
         """End every subscription: each gets an end marker after what it has queued."""
         self.closed = True
         for sub in self._subscribers:
-            if sub.queue.full():
-                sub.queue.get_nowait()
-                sub.overflowed = True
-            sub.queue.put_nowait(None)
+            sub.end()
 
 
 class LogTopic(Topic):
@@ -185,10 +273,11 @@ class LogTopic(Topic):
 
     kind = LOG
 
-    def __init__(self, name: str, spec: str, *, subscriber_buffer: int = 1024) -> None:
+    def __init__(self, name: str, spec: str, *, subscriber_buffer: int = 1024, subscriber_bytes: int = 8 << 20) -> None:
         super().__init__(name, spec)
         self.hub = Hub()
         self.subscriber_buffer = subscriber_buffer
+        self.subscriber_bytes = subscriber_bytes
         self.head: str | None = None
         self.version = 0
         #: Called on the loop after every appended or newly seen patch (metrics).
@@ -270,33 +359,26 @@ class LogTopic(Topic):
                     yield entry
 
     async def read_batches(
-        self, start: Start, *, follow: bool = True, limit: int = 256, max_bytes: int = 4 << 20
+        self,
+        start: Start,
+        *,
+        follow: bool = True,
+        limit: int = 256,
+        max_bytes: int = BATCH_BYTES,
+        cost: Callable[[Entry], int] = entry_cost,
     ) -> AsyncGenerator[list[Entry], None]:
         """:meth:`read`, a list of entries at a time: what is ready, at least one entry, at
-        most ``limit`` entries and (unless one entry is larger) ``max_bytes`` of payload."""
-        sub = self.hub.add(self.subscriber_buffer)
-        pending: list[Entry] = []
-        size = 0
-
-        def take(entry: Entry) -> bool:
-            """Add ``entry``; whether the batch is full."""
-            nonlocal size
-            pending.append(entry)
-            size += len(entry.payload)
-            return len(pending) >= limit or size >= max_bytes
-
-        def flush() -> list[Entry]:
-            nonlocal pending, size
-            batch, pending, size = pending, [], 0
-            return batch
-
+        most ``limit`` entries and at most ``max_bytes`` by ``cost`` (an entry larger than
+        that alone goes alone, never with another)."""
+        sub = self.hub.add(self.subscriber_buffer, self.subscriber_bytes)
+        batch = Batch(limit, max_bytes, cost)
         try:
             last = self._start_version(start)
             while True:
                 # What is queued now is read from the log below; from here on the queue
                 # holds what comes after, unless it overflows again.
                 while not sub.queue.empty():
-                    if sub.queue.get_nowait() is None:
+                    if sub.take_nowait() is None:
                         return
                 sub.overflowed = False
                 head = self.version
@@ -306,32 +388,36 @@ class LogTopic(Topic):
                             if entry.version <= last:
                                 continue
                             last = entry.version
-                            if take(entry):
-                                yield flush()
-                    if pending:
-                        yield flush()
+                            if not batch.fits(entry):
+                                yield batch.flush()
+                            if batch.add(entry):
+                                yield batch.flush()
+                    if batch:
+                        yield batch.flush()
                     continue  # the head may have moved while the catch-up ran
                 if not follow or self.hub.closed:
                     return
                 while not sub.overflowed:
-                    queued = await sub.queue.get()
-                    while True:
-                        if queued is None:
-                            if pending:
-                                yield flush()
-                            return
-                        if queued.version == last + 1:
-                            last = queued.version
-                            if take(queued):
-                                break
-                        elif queued.version > last + 1:
-                            break  # a gap: read it from the log
-                        if sub.queue.empty():
+                    queued = await sub.take()
+                    gap = False
+                    while queued is not None:
+                        if queued.version > last + 1:
+                            gap = True  # read it from the log
                             break
-                        queued = sub.queue.get_nowait()
-                    if pending:
-                        yield flush()
-                    if queued is not None and queued.version > last + 1:
+                        if queued.version == last + 1:
+                            if not batch.fits(queued):
+                                yield batch.flush()
+                            last = queued.version
+                            if batch.add(queued) or sub.queue.empty():
+                                break
+                        elif sub.queue.empty():
+                            break
+                        queued = sub.take_nowait()
+                    if batch:
+                        yield batch.flush()
+                    if queued is None:
+                        return
+                    if gap:
                         break
         finally:
             self.hub.remove(sub)
@@ -346,33 +432,49 @@ class TargetTopic(Topic):
     kind = TARGET
 
 
-async def thread_batches(source: Callable[[], Iterator[T]], batch: int = 256) -> AsyncIterator[list[T]]:
-    """Run the blocking iterator ``source()`` in a worker thread, ``batch`` items at a time."""
+async def thread_batches(
+    source: Callable[[], Iterator[T]],
+    batch: int = 256,
+    *,
+    max_bytes: int | None = None,
+    size: Callable[[T], int] = len,  # type: ignore[assignment]
+) -> AsyncIterator[list[T]]:
+    """Run the blocking iterator ``source()`` in a worker thread, ``batch`` items at a time
+    (and, with ``max_bytes``, no more than that by ``size`` unless one item is larger)."""
     iterator = await asyncio.to_thread(source)
+    ended = False
 
     def take() -> list[T]:
+        nonlocal ended
         items: list[T] = []
+        total = 0
         for item in iterator:
             items.append(item)
-            if len(items) >= batch:
-                break
+            if max_bytes is not None:
+                total += size(item)
+            if len(items) >= batch or (max_bytes is not None and total >= max_bytes):
+                return items
+        ended = True
         return items
 
     try:
-        while True:
+        while not ended:
             items = await asyncio.to_thread(take)
-            if not items:
-                return
-            yield items
-            if len(items) < batch:
-                return
+            if items:
+                yield items
     finally:
         close = getattr(iterator, "close", None)
         if close is not None:
             await asyncio.to_thread(close)
 
 
-async def flatten(batches: AsyncIterator[list[T]]) -> AsyncIterator[T]:
+def stored_entries(source: Callable[[], Iterator[Entry]]) -> AsyncIterator[list[Entry]]:
+    """The entries of a log read in a worker thread, :data:`BATCH_BYTES` at a time: a
+    reader of large patches holds a few megabytes of them, not hundreds of patches."""
+    return thread_batches(source, max_bytes=BATCH_BYTES, size=entry_cost)
+
+
+async def flatten(batches: AsyncIterator[list[T]]) -> AsyncGenerator[T, None]:
     """The items of ``batches``, one at a time."""
     async for batch in batches:
         for item in batch:
@@ -387,10 +489,13 @@ def check_name(name: str) -> str:
 
 
 __all__ = [
+    "BATCH_BYTES",
+    "ENTRY_OVERHEAD",
     "LOG",
     "NAME_RULE",
     "TARGET",
     "Appended",
+    "Batch",
     "Entry",
     "Hub",
     "LogTopic",
@@ -399,7 +504,10 @@ __all__ = [
     "TargetTopic",
     "Topic",
     "TopicInfo",
+    "TopicOptions",
     "check_name",
+    "entry_cost",
     "flatten",
+    "stored_entries",
     "thread_batches",
 ]
