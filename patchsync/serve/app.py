@@ -22,7 +22,7 @@ from patchsync.errors import UsageError
 from patchsync.serve.auth import Access
 from patchsync.serve.catalog import Topics, build_topic, log_root_spec, log_root_specs, retire
 from patchsync.serve.doors import DOORS, FrontDoor
-from patchsync.serve.errors import ShuttingDown, TooBusy, reason_of
+from patchsync.serve.errors import ServeError, ShuttingDown, TooBusy, reason_of
 from patchsync.serve.metrics import ServeMetrics
 from patchsync.serve.settings import Address, ServeSettings
 from patchsync.serve.tls import ServerTls, load_tls
@@ -63,7 +63,11 @@ class ServeContext:
                 raise UsageError(f"DataSource with name '{name}' already exists")
             topic = build_topic(spec, self.settings.topic_options)
             assert isinstance(topic, LogTopic)
-            await topic.open()
+            try:
+                await topic.open()
+            except OSError as exc:
+                # The server's own disk, not the client's request: one line, a 500.
+                raise ServeError(f"data source {name}: cannot create it ({exc.strerror or exc})") from None
             self.topics.add(topic)
             self._watch(topic)
             return topic

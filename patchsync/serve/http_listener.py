@@ -25,6 +25,7 @@ from typing import Any
 
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
+from aiohttp.web_protocol import RequestHandler
 
 from patchsync.serve.connections import ConnectionTable
 
@@ -58,6 +59,20 @@ def _peer_of(record: logging.LogRecord) -> str:
 
 
 http_log.addFilter(OneLine())
+
+
+class OneLineHandler(RequestHandler):
+    """aiohttp's connection handler, answering a request it cannot parse in one line (its
+    own answer is several lines quoting the bytes)."""
+
+    __slots__ = ()
+
+    def handle_error(
+        self, request: Any, status: int = 500, exc: BaseException | None = None, message: str | None = None
+    ) -> web.StreamResponse:
+        if message is not None:
+            message = "bad request: " + " ".join(message.split())[:200] + "\n"
+        return super().handle_error(request, status, exc, message)
 
 
 def refusal(line: str) -> bytes:
@@ -164,7 +179,9 @@ class Listener:
     def _protocol(self) -> Guard:
         server = self.runner.server
         assert server is not None
-        return Guard(self, server())
+        # What web.Server() makes, with the handler class above (the runner's settings).
+        handler = OneLineHandler(server, loop=asyncio.get_running_loop(), **server._kwargs)
+        return Guard(self, handler)
 
     async def start(self, host: str, port: int, context: ssl.SSLContext | None) -> int:
         """Listen at ``host:port``; returns the port bound. ``OSError`` when it cannot."""
@@ -210,4 +227,4 @@ class Listener:
             self._loop = None
 
 
-__all__ = ["LINGER", "Guard", "Listener", "OneLine", "http_log", "refusal"]
+__all__ = ["LINGER", "Guard", "Listener", "OneLine", "OneLineHandler", "http_log", "refusal"]

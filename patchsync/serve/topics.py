@@ -32,8 +32,11 @@ from patchsync.errors import UsageError
 from patchsync.events import Event
 from patchsync.streams.payloads import encode_patch, text_options
 
-#: RDF Delta's rule for a log's short name.
-NAME_RULE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*\Z")
+#: The longest topic name: a name is a directory under ``--log-root``, and a removed one
+#: is moved aside under it with a suffix, within a file system's 255 bytes a name.
+MAX_NAME = 200
+#: RDF Delta's rule for a log's short name, and our bound on its length.
+NAME_RULE = re.compile(rf"[A-Za-z0-9_][A-Za-z0-9._-]{{0,{MAX_NAME - 1}}}\Z")
 
 LOG = "log"
 TARGET = "target"
@@ -484,7 +487,11 @@ async def flatten(batches: AsyncIterator[list[T]]) -> AsyncGenerator[T, None]:
 def check_name(name: str) -> str:
     """``name`` if it follows the topic name rule, else one error line."""
     if not NAME_RULE.match(name):
-        raise UsageError(f"topic name {name!r}: use letters, digits, '_', '.', '-' (not first: '.', '-')")
+        shown = name if len(name) <= 80 else name[:80] + "…"
+        raise UsageError(
+            f"topic name {shown!r}: use letters, digits, '_', '.', '-' (not first: '.', '-'), "
+            f"at most {MAX_NAME} characters"
+        )
     return name
 
 
@@ -492,6 +499,7 @@ __all__ = [
     "BATCH_BYTES",
     "ENTRY_OVERHEAD",
     "LOG",
+    "MAX_NAME",
     "NAME_RULE",
     "TARGET",
     "Appended",
