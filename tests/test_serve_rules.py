@@ -266,3 +266,20 @@ def test_a_source_kind_that_cannot_be_a_topic_is_refused_naming_those_that_can(t
         assert "file, directory, nats://" in str(refused.value)
     assert build_topic(f"l={tmp_path}/l.jellyp").kind == "log"
     assert type(build_topic("n=nats://127.0.0.1:4222/S")).__name__ == "NatsTopic"
+
+
+def test_running_out_of_descriptors_while_accepting_is_one_log_line(caplog: pytest.LogCaptureFixture) -> None:
+    import errno
+
+    from patchsync.serve.http_listener import Listener
+
+    async def go() -> None:
+        loop = asyncio.get_running_loop()
+        listener = Listener(None, ConnectionTable(1, 1), header_timeout=1.0, on_refused=lambda why: None)  # type: ignore[arg-type]
+        context = {"message": "socket.accept() out of system resource", "exception": OSError(errno.EMFILE, "x")}
+        listener._loop_error(loop, context)
+
+    with caplog.at_level("ERROR", logger="patchsync.serve"):
+        run(go())
+    [record] = caplog.records
+    assert record.exc_info is None and "out of file descriptors (EMFILE)" in record.getMessage()

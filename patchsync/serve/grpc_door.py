@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -365,6 +366,24 @@ def _reencode_patch(payload: bytes, options: PatchOptions, topic: str, version: 
         ) from None
 
 
+def _check_free(address: Address) -> None:
+    """Refuse an address this process cannot listen at, in one line, before gRPC tries (it
+    writes a log line of its own on failing)."""
+    if address.port == 0:
+        return
+    try:
+        infos = socket.getaddrinfo(address.host, address.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except OSError as exc:
+        raise UsageError(f"--listen {address}: {exc.strerror or exc}") from None
+    family, kind, proto, _, where = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(where)
+        except OSError as exc:
+            raise UsageError(f"--listen {address}: cannot listen there ({exc.strerror or exc})") from None
+
+
 class GrpcDoor:
     """The gRPC listener (``--listen HOST:PORT``) of one serve process."""
 
@@ -395,6 +414,7 @@ class GrpcDoor:
         patch_service_pb2_grpc.add_PatchServiceServicer_to_server(PatchServicer(self.ctx), server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
         target = str(self.address)
+        _check_free(self.address)
         tls = self.ctx.tls
         try:
             if tls is not None:
