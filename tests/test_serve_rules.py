@@ -283,3 +283,23 @@ def test_running_out_of_descriptors_while_accepting_is_one_log_line(caplog: pyte
         run(go())
     [record] = caplog.records
     assert record.exc_info is None and "out of file descriptors (EMFILE)" in record.getMessage()
+
+
+def test_subscribe_responses_written_directly_are_protobufs_own_bytes() -> None:
+    # The door sends these bytes as they are: they must be what the schema's serializer
+    # gives (https://protobuf.dev/programming-guides/encoding/), for every field's edge.
+    from patchsync._proto import patch_service_pb2
+    from patchsync.serve.patch_wire import batch_message, patch_message
+
+    entries = [
+        Entry(1, "urn:x:1", b"\x0a\x02ab"),
+        Entry(300, "urn:é:ü", b"p" * 200),
+        Entry(1 << 40, "", b""),
+        Entry(0, "x", b"y" * 70_000),
+    ]
+    message = patch_service_pb2.PatchMessage
+    for e in entries:
+        assert patch_message(e) == message(version=e.version, patch_id=e.patch_id, patch=e.payload).SerializeToString()
+    expected = message(batch=[message(version=e.version, patch_id=e.patch_id, patch=e.payload) for e in entries])
+    assert batch_message(entries) == expected.SerializeToString()
+    assert len(batch_message(entries)) <= sum(entry_cost(e) for e in entries)  # the batch rule's bound holds

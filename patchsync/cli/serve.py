@@ -164,9 +164,19 @@ def settings_from(args: argparse.Namespace) -> object:
 
 def run(args: argparse.Namespace) -> int:
     """Serve until SIGTERM or SIGINT."""
+    import gc
+
     from patchsync.serve.app import serve
     from patchsync.serve.settings import ServeSettings
 
     settings = settings_from(args)
     assert isinstance(settings, ServeSettings)
+    # The command line paces the collector for batch commands; a server runs for weeks and
+    # decodes patches whose decoders are cycles holding their last terms (a large literal
+    # among them), so it collects at Python's own pace: its memory follows its load.
+    gc.set_threshold(*SERVER_GC_THRESHOLDS)
     return serve(settings)
+
+
+#: Python's default collector thresholds.
+SERVER_GC_THRESHOLDS = (700, 10, 10)

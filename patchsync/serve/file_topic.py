@@ -42,7 +42,7 @@ from patchsync.logs.convert import FeatureScan
 from patchsync.logs.patch_logs import CHUNK_SIZE, exclusive_lock
 from patchsync.options import Limits, PatchOptions, StreamType
 from patchsync.serve.incoming import Incoming, checked_patch, decode_patch, statement_patch
-from patchsync.serve.topics import Appended, Entry, LogTopic, TopicOptions, stored_entries
+from patchsync.serve.topics import BATCH_BYTES, Appended, Entry, LogTopic, TopicOptions, stored_entries
 from patchsync.sources import LOG_SUFFIX, directory_logs
 from patchsync.streams.payloads import NT_TERMS, encode_patch, message_options
 from patchsync.units import ENDS_PATCH, UnitReader
@@ -223,7 +223,7 @@ class FileLogTopic(LogTopic):
         async with self._lock:
             if self._fd is None:
                 raise UsageError(f"topic {self.name}: closed")
-            written, error = await asyncio.to_thread(self._write, makes)
+            written, error = await self.in_writer(self._write, makes)
             for appended, payload in written:
                 if not appended.duplicate:
                     self._appended(Entry(appended.version, appended.patch_id, payload))
@@ -305,8 +305,8 @@ class FileLogTopic(LogTopic):
 
     # -- reading -----------------------------------------------------------------------
 
-    def _stored(self, first: int, last: int) -> AsyncIterator[list[Entry]]:
-        return stored_entries(lambda: self._entries(first, last))
+    def _stored(self, first: int, last: int, max_bytes: int = BATCH_BYTES) -> AsyncIterator[list[Entry]]:
+        return stored_entries(lambda: self._entries(first, last), max_bytes)
 
     def _entries(self, first: int, last: int) -> Iterator[Entry]:
         """Versions ``first`` to ``last``, from the restart point at or before ``first``.

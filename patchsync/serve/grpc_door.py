@@ -39,9 +39,10 @@ from patchsync.options import PatchOptions
 from patchsync.serve.auth import Access, bearer
 from patchsync.serve.errors import TooSlow, WrongKind, client_message, is_retryable, status_of
 from patchsync.serve.patch_options import negotiate_patch
+from patchsync.serve.patch_wire import batch_message, patch_message
 from patchsync.serve.rdf_frames import FrameStatements, negotiate, reencode
 from patchsync.serve.settings import Address
-from patchsync.serve.topics import BATCH_BYTES, Appended, Entry, LogTopic, Start, TargetTopic, flatten, thread_batches
+from patchsync.serve.topics import Appended, Entry, LogTopic, Start, TargetTopic, flatten, thread_batches
 from patchsync.streams.grpc_client import RETRYABLE_KEY
 from patchsync.streams.payloads import encode_patch, read_payload
 
@@ -56,10 +57,12 @@ RESUME_KEY = "patchsync-resume-after"
 GROUP = 64
 #: Most patches in one ``SubscribePatch`` response, whatever the subscriber asks.
 MAX_BATCH = 1024
-#: Most bytes in one ``SubscribePatch`` response, as serialized: a stock gRPC client takes
-#: messages up to 4 MiB. A patch larger than that goes alone, in a message of its own size
-#: (up to ``--max-message-bytes``): a subscriber of such a log must allow that size.
-MAX_BATCH_BYTES = BATCH_BYTES
+#: Most bytes in one ``SubscribePatch`` response, as serialized: well within the 4 MiB a
+#: stock gRPC client takes, and what a subscriber that stops reading holds the server to
+#: (about three copies of one response: its patches, the message, gRPC's buffer) until it
+#: is dropped. A patch larger than that goes alone, in a message of its own size (up to
+#: ``--max-message-bytes``): a subscriber of such a log must allow that size.
+MAX_BATCH_BYTES = 1 << 20
 
 log = logging.getLogger("patchsync.serve")
 
@@ -70,6 +73,10 @@ def _metadata(context: grpc.aio.ServicerContext, key: str) -> str | None:
             value = item.value
             return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
     return None
+
+
+class _ClientGone(Exception):
+    """The call ended on the client's side while the server was writing to it."""
 
 
 @dataclass(slots=True)
@@ -95,6 +102,8 @@ class _Door:
             yield
         except grpc.aio.AbortError:
             raise
+        except _ClientGone:
+            return  # nobody to answer (only streaming methods write, and end here)
         except Exception as exc:
             self.ctx.refused(call.topic, exc)
             if not isinstance(exc, PatchsyncError):
@@ -118,12 +127,17 @@ class _Door:
         timeout = self.ctx.settings.send_timeout
         try:
             await asyncio.wait_for(rpc.write(message), timeout)
+        except grpc.aio.AbortError:
+            raise
         except TimeoutError:
             raise TooSlow(
                 f"{call.method} {call.topic}: the subscriber took nothing for {timeout:g} s and was dropped; "
                 + (f"subscribe again after version {resume_after}" if resume_after is not None else "ask again"),
                 resume_after=resume_after,
             ) from None
+        except Exception as exc:
+            # A write fails only once the call is over: the client cancelled or went away.
+            raise _ClientGone from exc
 
     async def next_message(self, iterator: AsyncIterator[Any], call: _Call) -> Any:
         """The next message of a client stream (``None`` at its end); a publisher that sends
@@ -206,10 +220,9 @@ class PatchServicer(_Door, patch_service_pb2_grpc.PatchServiceServicer):  # type
         subscribers = self.ctx.metrics.subscribers.labels(name)
         sent = self.ctx.metrics.bytes.labels(name, "out")
         limit = min(request.max_batch, MAX_BATCH) if request.max_batch > 1 else 1
-        # A response never exceeds what a stock client takes (a larger patch goes alone),
-        # nor half the message limit: a subscriber's few buffered responses stay small.
+        # A response stays small (a larger patch goes alone), and within half the message
+        # limit: a subscriber's buffered responses are what a stalled one costs.
         max_bytes = min(self.ctx.settings.max_message_bytes // 2, MAX_BATCH_BYTES)
-        message = patch_service_pb2.PatchMessage
         last: int | None = None
         subscribers.inc()
         try:
@@ -219,10 +232,10 @@ class PatchServicer(_Door, patch_service_pb2_grpc.PatchServiceServicer):  # type
                     if options is not None:
                         batch = await asyncio.to_thread(_reencode_batch, batch, options, name)
                     sent.inc(sum(len(e.payload) for e in batch))
-                    patches = [message(version=e.version, patch_id=e.patch_id, patch=e.payload) for e in batch]
-                    response = patches[0] if limit == 1 else message(batch=patches)
-                    await self.send(context, response, call, last if last is not None else batch[0].version - 1)
-                    last = batch[-1].version
+                    response = patch_message(batch[0]) if limit == 1 else batch_message(batch)
+                    before, last = last if last is not None else batch[0].version - 1, batch[-1].version
+                    del batch  # while the write waits, the response's bytes alone hold the patches
+                    await self.send(context, response, call, before)
         finally:
             subscribers.dec()
 
@@ -366,6 +379,32 @@ def _reencode_patch(payload: bytes, options: PatchOptions, topic: str, version: 
         ) from None
 
 
+def _patch_service(servicer: PatchServicer) -> grpc.GenericRpcHandler:
+    """``PatchService``'s handlers: those generated from the schema, except that
+    ``SubscribePatch`` sends the bytes :mod:`patchsync.serve.patch_wire` made as they are."""
+    pb = patch_service_pb2
+    return grpc.method_handlers_generic_handler(
+        PATCH_SERVICE,
+        {
+            "SubscribePatch": grpc.unary_stream_rpc_method_handler(
+                servicer.SubscribePatch,
+                request_deserializer=pb.SubscribePatchRequest.FromString,
+                response_serializer=bytes,
+            ),
+            "PublishPatch": grpc.stream_unary_rpc_method_handler(
+                servicer.PublishPatch,
+                request_deserializer=pb.PublishPatchRequest.FromString,
+                response_serializer=pb.PublishPatchResponse.SerializeToString,
+            ),
+            "Describe": grpc.unary_unary_rpc_method_handler(
+                servicer.Describe,
+                request_deserializer=pb.DescribeRequest.FromString,
+                response_serializer=pb.TopicDescription.SerializeToString,
+            ),
+        },
+    )
+
+
 def _check_free(address: Address) -> None:
     """Refuse an address this process cannot listen at, in one line, before gRPC tries (it
     writes a log line of its own on failing)."""
@@ -411,7 +450,7 @@ class GrpcDoor:
             maximum_concurrent_rpcs=settings.max_streams * 2 + 8,
         )
         grpc_pb2_grpc.add_RdfStreamServiceServicer_to_server(RdfStreamServicer(self.ctx), server)
-        patch_service_pb2_grpc.add_PatchServiceServicer_to_server(PatchServicer(self.ctx), server)
+        server.add_generic_rpc_handlers((_patch_service(PatchServicer(self.ctx)),))
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
         target = str(self.address)
         _check_free(self.address)

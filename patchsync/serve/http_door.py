@@ -171,11 +171,15 @@ class HttpDoor:
             return await handler(request)
         except web.HTTPException:
             raise
+        except ConnectionError:
+            # The client went away mid-request: nobody to answer, nothing to log. (aiohttp
+            # would log it as a server error; an answer it cannot send it drops quietly.)
+            return web.Response(status=400, text="the connection was lost\n")
         except Exception as exc:
             self.ctx.refused(request.get(TOPIC, ""), exc)
             if not isinstance(exc, PatchsyncError):
                 log.error("%s %s: internal error", request.method, request.path[:200], exc_info=exc)
-            started = request.get(RESPONSE)
+            started: web.StreamResponse | None = request.get(RESPONSE)
             if started is not None and started.prepared:
                 # Part of the answer is sent: nothing can be said, the connection ends.
                 if request.transport is not None:

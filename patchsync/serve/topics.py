@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import re
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import Enum
-from typing import NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from patchsync.errors import UsageError
 from patchsync.events import Event
@@ -285,6 +287,16 @@ class LogTopic(Topic):
         self.version = 0
         #: Called on the loop after every appended or newly seen patch (metrics).
         self.on_append: Callable[[Entry], None] | None = None
+        self._writer: ThreadPoolExecutor | None = None
+
+    async def in_writer(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` on this topic's own writer thread: an append never waits in the
+        shared worker pool behind readers' work (their reads, their conversions)."""
+        if self._writer is None:
+            if self.hub.closed:
+                raise UsageError(f"topic {self.name}: closed")
+            self._writer = ThreadPoolExecutor(1, thread_name_prefix=f"patchsync-write-{self.name}")
+        return await asyncio.get_running_loop().run_in_executor(self._writer, functools.partial(fn, *args))
 
     def describe(self) -> TopicInfo:
         return TopicInfo(self.name, self.kind, self.head, self.version, self.spec)
@@ -307,7 +319,7 @@ class LogTopic(Topic):
         """Append one patch given as its events (N-Triples terms: RDF Patch text as parsed),
         as :meth:`append` appends a payload. This encodes them and appends the payload; a
         topic that would decode it again to check it takes the events as they are."""
-        payload = await asyncio.to_thread(lambda: encode_patch(events, text_options(events)))
+        payload = await self.in_writer(lambda: encode_patch(events, text_options(events)))
         return await self.append(payload, where=where)
 
     async def append_many(self, payloads: Sequence[tuple[bytes, str]]) -> list[Appended]:
@@ -323,8 +335,9 @@ class LogTopic(Topic):
         with a new id and ``prev`` = the head at the moment it is appended."""
         raise NotImplementedError
 
-    def _stored(self, first: int, last: int) -> AsyncIterator[list[Entry]]:
-        """The entries of versions ``first`` to ``last`` as the log holds them, some at a time."""
+    def _stored(self, first: int, last: int, max_bytes: int = BATCH_BYTES) -> AsyncIterator[list[Entry]]:
+        """The entries of versions ``first`` to ``last`` as the log holds them, some at a
+        time (about ``max_bytes`` of them: what a reader holds ahead of what it sends)."""
         raise NotImplementedError
 
     def _appended(self, entry: Entry) -> None:
@@ -386,14 +399,23 @@ class LogTopic(Topic):
                 sub.overflowed = False
                 head = self.version
                 if last < head:
-                    async for stored in self._stored(last + 1, head):
-                        for entry in stored:
+                    async for stored in self._stored(last + 1, head, max_bytes):
+                        # Taken off the list as they go, and no name kept on one across a
+                        # yield: what a reader waits to send is not held here as well.
+                        stored.reverse()
+                        while stored:
+                            entry = stored.pop()
                             if entry.version <= last:
                                 continue
-                            last = entry.version
                             if not batch.fits(entry):
+                                stored.append(entry)
+                                del entry
                                 yield batch.flush()
-                            if batch.add(entry):
+                                continue
+                            last = entry.version
+                            full = batch.add(entry)
+                            del entry
+                            if full:
                                 yield batch.flush()
                     if batch:
                         yield batch.flush()
@@ -427,6 +449,9 @@ class LogTopic(Topic):
 
     async def close(self) -> None:
         self.hub.close()
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            await asyncio.to_thread(writer.shutdown)
 
 
 class TargetTopic(Topic):
@@ -471,10 +496,10 @@ async def thread_batches(
             await asyncio.to_thread(close)
 
 
-def stored_entries(source: Callable[[], Iterator[Entry]]) -> AsyncIterator[list[Entry]]:
-    """The entries of a log read in a worker thread, :data:`BATCH_BYTES` at a time: a
+def stored_entries(source: Callable[[], Iterator[Entry]], max_bytes: int = BATCH_BYTES) -> AsyncIterator[list[Entry]]:
+    """The entries of a log read in a worker thread, about ``max_bytes`` at a time: a
     reader of large patches holds a few megabytes of them, not hundreds of patches."""
-    return thread_batches(source, max_bytes=BATCH_BYTES, size=entry_cost)
+    return thread_batches(source, max_bytes=max_bytes, size=entry_cost)
 
 
 async def flatten(batches: AsyncIterator[list[T]]) -> AsyncGenerator[T, None]:
