@@ -130,19 +130,21 @@ class HttpDoor:
         settings = self.settings
         app = web.Application(client_max_size=settings.max_message_bytes, middlewares=[self._errors])
         app.router.add_route("*", "/{path:.*}", self.dispatch)
-        self._runner = web.AppRunner(
-            app,
-            access_log=None,
-            handle_signals=False,
-            shutdown_timeout=settings.grace,
-            logger=http_log,
-            keepalive_timeout=settings.idle_timeout,
-            lingering_time=LINGER,
-        )
+        handler_args: dict[str, Any] = {
+            "access_log": None,
+            "logger": http_log,
+            "keepalive_timeout": settings.idle_timeout,
+            "lingering_time": LINGER,
+        }
+        self._runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=settings.grace, **handler_args)
         await self._runner.setup()
         table = ConnectionTable(settings.max_client_connections, connection_budget())
         self._listener = Listener(
-            self._runner, table, header_timeout=settings.header_timeout, on_refused=self._connection_refused
+            self._runner,
+            table,
+            header_timeout=settings.header_timeout,
+            on_refused=self._connection_refused,
+            handler_args=handler_args,
         )
         context = self.ctx.tls.ssl_context() if self.ctx.tls is not None else None
         try:

@@ -166,8 +166,11 @@ class Listener:
         *,
         header_timeout: float,
         on_refused: Callable[[str], None],
+        handler_args: dict[str, Any] | None = None,
     ) -> None:
         self.runner = runner
+        #: What aiohttp's connection handlers are made with (what the runner was given).
+        self.handler_args = handler_args or {}
         self.table = table
         self.header_timeout = header_timeout
         self.on_refused = on_refused
@@ -179,8 +182,8 @@ class Listener:
     def _protocol(self) -> Guard:
         server = self.runner.server
         assert server is not None
-        # What web.Server() makes, with the handler class above (the runner's settings).
-        handler = OneLineHandler(server, loop=asyncio.get_running_loop(), **server._kwargs)
+        # What web.Server() makes, with the handler class above and the runner's settings.
+        handler = OneLineHandler(server, loop=asyncio.get_running_loop(), **self.handler_args)
         return Guard(self, handler)
 
     async def start(self, host: str, port: int, context: ssl.SSLContext | None) -> int:
