@@ -379,30 +379,28 @@ def _reencode_patch(payload: bytes, options: PatchOptions, topic: str, version: 
         ) from None
 
 
-def _patch_service(servicer: PatchServicer) -> grpc.GenericRpcHandler:
+def _patch_service(servicer: PatchServicer) -> dict[str, grpc.RpcMethodHandler]:
     """``PatchService``'s handlers: those generated from the schema, except that
-    ``SubscribePatch`` sends the bytes :mod:`patchsync.serve.patch_wire` made as they are."""
+    ``SubscribePatch`` sends the bytes :mod:`patchsync.serve.patch_wire` made as they are
+    (the generated registration cannot be overridden for one method)."""
     pb = patch_service_pb2
-    return grpc.method_handlers_generic_handler(
-        PATCH_SERVICE,
-        {
-            "SubscribePatch": grpc.unary_stream_rpc_method_handler(
-                servicer.SubscribePatch,
-                request_deserializer=pb.SubscribePatchRequest.FromString,
-                response_serializer=bytes,
-            ),
-            "PublishPatch": grpc.stream_unary_rpc_method_handler(
-                servicer.PublishPatch,
-                request_deserializer=pb.PublishPatchRequest.FromString,
-                response_serializer=pb.PublishPatchResponse.SerializeToString,
-            ),
-            "Describe": grpc.unary_unary_rpc_method_handler(
-                servicer.Describe,
-                request_deserializer=pb.DescribeRequest.FromString,
-                response_serializer=pb.TopicDescription.SerializeToString,
-            ),
-        },
-    )
+    return {
+        "SubscribePatch": grpc.unary_stream_rpc_method_handler(
+            servicer.SubscribePatch,
+            request_deserializer=pb.SubscribePatchRequest.FromString,
+            response_serializer=bytes,
+        ),
+        "PublishPatch": grpc.stream_unary_rpc_method_handler(
+            servicer.PublishPatch,
+            request_deserializer=pb.PublishPatchRequest.FromString,
+            response_serializer=pb.PublishPatchResponse.SerializeToString,
+        ),
+        "Describe": grpc.unary_unary_rpc_method_handler(
+            servicer.Describe,
+            request_deserializer=pb.DescribeRequest.FromString,
+            response_serializer=pb.TopicDescription.SerializeToString,
+        ),
+    }
 
 
 def _check_free(address: Address) -> None:
@@ -450,7 +448,9 @@ class GrpcDoor:
             maximum_concurrent_rpcs=settings.max_streams * 2 + 8,
         )
         grpc_pb2_grpc.add_RdfStreamServiceServicer_to_server(RdfStreamServicer(self.ctx), server)
-        server.add_generic_rpc_handlers((_patch_service(PatchServicer(self.ctx)),))
+        handlers = _patch_service(PatchServicer(self.ctx))
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(PATCH_SERVICE, handlers),))
+        server.add_registered_method_handlers(PATCH_SERVICE, handlers)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
         target = str(self.address)
         _check_free(self.address)
