@@ -387,3 +387,31 @@ def test_start_up_faults_are_one_line_and_exit_2(tmp_path: Path) -> None:
             done = _serve(*args, "--topic", "t=t.jellyp", cwd=tmp_path)
             assert done.returncode == 2, (args, done.stderr)
             assert expected in done.stderr and done.stderr.count("\n") == 1, (args, done.stderr)
+
+
+def test_clients_that_go_away_midway_leave_no_traceback(tmp_path: Path) -> None:
+    # A client closing its connection in the middle of a body, of a change-feed answer or of
+    # a subscription is not a fault of the server: nothing to answer, nothing to log.
+    log = tmp_path / "big.jellyp"
+    write_chain(log, "gone", 8, big=range(1, 9))
+    server = ServeProcess(["--http", "127.0.0.1:0", "--topic", f"b={log}", "--topic", "t=t"], tmp_path).start()
+    try:
+        host, _, port = server.http.rpartition(":")
+        for request in (
+            b"POST /t HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\nH id <urn",
+            b"GET /b/changes?limit=100 HTTP/1.1\r\nHost: x\r\n\r\n",
+            b"GET /b/changes?limit=100 HTTP/1.1\r\nHost: x\r\nAccept: application/x-patchsync-changes\r\n\r\n",
+        ):
+            with socket.create_connection((host, int(port))) as sock:
+                sock.sendall(request)
+                time.sleep(0.3)
+        with grpc.insecure_channel(server.address, options=[("grpc.max_receive_message_length", 64 << 20)]) as ch:
+            call = patch_service_pb2_grpc.PatchServiceStub(ch).SubscribePatch(
+                patch_service_pb2.SubscribePatchRequest(topic="b"), timeout=60
+            )
+            next(call)
+            call.cancel()
+        assert httpx.get(f"http://{server.http}/$/healthz").status_code == 200
+    finally:
+        code, _, err = server.stop()
+    assert code == 0 and "Traceback" not in err and "internal error" not in err, err

@@ -485,12 +485,19 @@ async def thread_batches(
         ended = True
         return items
 
+    loop = asyncio.get_running_loop()
+    step: asyncio.Future[list[T]] | None = None
     try:
         while not ended:
-            items = await asyncio.to_thread(take)
+            # Shielded: a reader cancelled meanwhile leaves the step running in its thread,
+            # and the iterator is closed only once the step is done with it.
+            step = loop.run_in_executor(None, take)
+            items = await asyncio.shield(step)
             if items:
                 yield items
     finally:
+        if step is not None and not step.done():
+            await asyncio.wait([step])
         close = getattr(iterator, "close", None)
         if close is not None:
             await asyncio.to_thread(close)
