@@ -27,9 +27,14 @@ FEED_BINARY = "application/x-patchsync-changes"
 FEED_BYTES = BATCH_BYTES
 
 
+def record_head(payload: bytes) -> bytes:
+    """What comes before a payload in a binary feed record: its length."""
+    return encode_varint(len(payload))
+
+
 def record(payload: bytes) -> bytes:
     """One binary feed record: the payload's length, then the payload."""
-    return encode_varint(len(payload)) + payload
+    return record_head(payload) + payload
 
 
 def binary_headers(after: int, last: int, head: int) -> dict[str, str]:
@@ -74,4 +79,5 @@ __all__ = [
     "json_end",
     "json_start",
     "record",
+    "record_head",
 ]

@@ -42,7 +42,7 @@ from patchsync.serve.patch_options import negotiate_patch
 from patchsync.serve.patch_wire import batch_message, patch_message
 from patchsync.serve.rdf_frames import FrameStatements, negotiate, reencode
 from patchsync.serve.settings import Address
-from patchsync.serve.topics import Appended, Entry, LogTopic, Start, TargetTopic, flatten, thread_batches
+from patchsync.serve.topics import Appended, Entry, LogTopic, Start, TargetTopic, flatten, in_reader, thread_batches
 from patchsync.streams.grpc_client import RETRYABLE_KEY
 from patchsync.streams.payloads import encode_patch, read_payload
 
@@ -230,7 +230,7 @@ class PatchServicer(_Door, patch_service_pb2_grpc.PatchServiceServicer):  # type
             async with contextlib.aclosing(batches):
                 async for batch in batches:
                     if options is not None:
-                        batch = await asyncio.to_thread(_reencode_batch, batch, options, name)
+                        batch = await in_reader(_reencode_batch, batch, options, name)
                     sent.inc(sum(len(e.payload) for e in batch))
                     response = patch_message(batch[0]) if limit == 1 else batch_message(batch)
                     before, last = last if last is not None else batch[0].version - 1, batch[-1].version

@@ -59,7 +59,7 @@ from patchsync.serve.errors import NotFound, OverLimit, TooBusy, TooSlow, Unknow
 from patchsync.serve.http_listener import LINGER, Listener, http_log
 from patchsync.serve.settings import Address
 from patchsync.serve.target_topic import read_frames
-from patchsync.serve.topics import Entry, LogTopic, Start, TargetTopic, flatten, thread_batches
+from patchsync.serve.topics import Entry, LogTopic, Start, TargetTopic, flatten, in_reader, thread_batches
 from patchsync.streams.http_client import parse_http_url
 from patchsync.streams.payloads import NT_TERMS, encode_patch, read_payload, text_options
 
@@ -410,7 +410,7 @@ class HttpDoor:
             if dp.accepts_jelly(request.headers.get("Accept")):
                 body, content_type = entry.payload, dp.JELLY_PATCH
             else:
-                body, content_type = (await asyncio.to_thread(patch_text, entry.payload)).encode(), dp.PATCH_TEXT
+                body, content_type = (await in_reader(patch_text, entry.payload)).encode(), dp.PATCH_TEXT
             self.metrics.bytes.labels(name, "out").inc(len(body))
             return web.Response(
                 body=body, headers={"Content-Type": content_type, "Patchsync-Version": str(entry.version)}
@@ -428,12 +428,14 @@ class HttpDoor:
             entries = await self._batch(topic, query)
             if feed.FEED_BINARY in (request.headers.get("Accept") or ""):
                 last = entries[-1].version if entries else query.after
-                response = await self._stream(request, feed.binary_headers(query.after, last, topic.version))
-                sent = 0
-                for entry in entries:
-                    chunk = feed.record(entry.payload)
-                    sent += len(chunk)
-                    await self._send(request, response, chunk)
+                records = [(feed.record_head(e.payload), e.payload) for e in entries]
+                sent = sum(len(head) + len(payload) for head, payload in records)
+                # Its length known, the answer goes out as it is, each payload unjoined.
+                headers = feed.binary_headers(query.after, last, topic.version) | {"Content-Length": str(sent)}
+                response = await self._stream(request, headers)
+                for head, payload in records:
+                    await self._send(request, response, head)
+                    await self._send(request, response, payload)
             else:
                 response = await self._stream(request, {"Content-Type": dp.JSON})
                 sent = await self._json_feed(request, response, topic, entries, query.after)
@@ -450,7 +452,7 @@ class HttpDoor:
         written, last = 0, after
         for entry in entries:
             change = feed.json_change(
-                entry.version, entry.patch_id, await asyncio.to_thread(patch_text, entry.payload), first=not written
+                entry.version, entry.patch_id, await in_reader(patch_text, entry.payload), first=not written
             )
             if not feed.fits(written, len(change), first=not written):
                 break

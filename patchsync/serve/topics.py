@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import os
 import re
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -460,6 +461,21 @@ class TargetTopic(Topic):
     kind = TARGET
 
 
+#: Worker threads for what readers make the server do (reading logs, converting patches):
+#: few, so that many readers share them instead of crowding out the event loop and the
+#: topics' writer threads, and so that their memory is a few steps' worth, not one a reader.
+READER_THREADS = max(2, min(4, os.cpu_count() or 2))
+_readers: ThreadPoolExecutor | None = None
+
+
+async def in_reader(fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)`` on one of the :data:`READER_THREADS` threads readers share."""
+    global _readers
+    if _readers is None:
+        _readers = ThreadPoolExecutor(READER_THREADS, thread_name_prefix="patchsync-read")
+    return await asyncio.get_running_loop().run_in_executor(_readers, functools.partial(fn, *args))
+
+
 async def thread_batches(
     source: Callable[[], Iterator[T]],
     batch: int = 256,
@@ -485,13 +501,12 @@ async def thread_batches(
         ended = True
         return items
 
-    loop = asyncio.get_running_loop()
     step: asyncio.Future[list[T]] | None = None
     try:
         while not ended:
             # Shielded: a reader cancelled meanwhile leaves the step running in its thread,
             # and the iterator is closed only once the step is done with it.
-            step = loop.run_in_executor(None, take)
+            step = asyncio.ensure_future(in_reader(take))
             items = await asyncio.shield(step)
             if items:
                 yield items
@@ -533,6 +548,7 @@ __all__ = [
     "LOG",
     "MAX_NAME",
     "NAME_RULE",
+    "READER_THREADS",
     "TARGET",
     "Appended",
     "Batch",
@@ -548,6 +564,7 @@ __all__ = [
     "check_name",
     "entry_cost",
     "flatten",
+    "in_reader",
     "stored_entries",
     "thread_batches",
 ]
