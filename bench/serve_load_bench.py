@@ -386,8 +386,6 @@ def main(argv: list[str] | None = None) -> int:
             proc.send_signal(signal.SIGTERM)
             _, err = proc.communicate(timeout=120)
     load_after = os.getloadavg()
-    if os.environ.get("PATCHSYNC_BENCH_SERVER_LOG"):
-        Path(os.environ["PATCHSYNC_BENCH_SERVER_LOG"]).write_text(err)
 
     print(
         f"\nserve under {args.slow} slow clients, {args.stalled} stalled subscribers and {args.feeds} change-feed "
