@@ -93,7 +93,9 @@ async def _stalled_subscriber(n: int, target: str, stop: asyncio.Event, counts: 
 
     from patchsync._proto import patch_service_pb2, patch_service_pb2_grpc
 
-    options = [("grpc.max_receive_message_length", 64 << 20)]
+    # No window growth: the client takes what its transport's first window holds and no
+    # more, as one that really stopped reading does, so the server's writes wait.
+    options = [("grpc.max_receive_message_length", 64 << 20), ("grpc.http2.bdp_probe", 0)]
     async with grpc.aio.insecure_channel(target, options=options) as channel:
         stub = patch_service_pb2_grpc.PatchServiceStub(channel)
         while not stop.is_set():
@@ -310,6 +312,22 @@ def _fill_big(http: str, count: int, kib: int) -> None:
             r.raise_for_status()
 
 
+def _refusals(http: str) -> dict[str, float]:
+    """The server's own count of refused requests, by reason (``/$/metrics``)."""
+    import httpx
+    from prometheus_client.parser import text_string_to_metric_families
+
+    text = httpx.get(f"http://{http}/$/metrics", timeout=60).text
+    out: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        if family.name == "patchsync_topic_refusals":
+            for sample in family.samples:
+                if sample.name.endswith("_total"):
+                    reason = sample.labels["reason"]
+                    out[reason] = out.get(reason, 0.0) + sample.value
+    return out
+
+
 def _spawn(role: str, http: str, grpc_target: str, count: int, seconds: float, json_feeds: int) -> Any:
     return subprocess.Popen(
         [
@@ -375,6 +393,7 @@ def main(argv: list[str] | None = None) -> int:
                 out, _ = child.communicate(timeout=args.seconds + 300)
                 lines = out.strip().splitlines()
                 counts[role] = json.loads(lines[-1]) if lines else {}
+            refusals = _refusals(http)
             for p in publishers:
                 p.phase = "after"
             sampler.phase = "after"
@@ -420,14 +439,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         f"| {args.stalled} stalled subscribers | {stalled.get('subscribed', 0)} subscriptions, "
-        f"{stalled.get('dropped_by_server', 0)} dropped by the server (--send-timeout) |"
+        f"{stalled.get('dropped_by_server', 0)} seen dropped by the clients (the server counts its drops as "
+        "refusals for `timeout`, below) |"
     )
     print(
         f"| {args.feeds} change-feed readers | {feeds.get('answers', 0)} answers, "
         f"{feeds.get('bytes', 0) / (1 << 20):.0f} MiB, the largest {feeds.get('largest', 0) / (1 << 20):.2f} MiB, "
         f"{feeds.get('refused', 0)} refused |"
     )
-    print(f"\nRSS at start {rss_start:.0f} MiB, {fds_start} descriptors (after filling `big`)")
+    said = ", ".join(f"{reason} {n:.0f}" for reason, n in sorted(refusals.items())) or "none"
+    print(f"\nrefusals the server counted (`patchsync_topic_refusals_total` by reason): {said}")
+    print(f"RSS at start {rss_start:.0f} MiB, {fds_start} descriptors (after filling `big`)")
     for line in verdicts:
         print(line)
     tracebacks = err.count("Traceback")
