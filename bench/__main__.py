@@ -177,6 +177,18 @@ BENCHES: tuple[Bench, ...] = (
         quick=("--appends", "200", "--catchup-patches", "2000", "--repeat", "1"),
     ),
     Bench(
+        "serve-load",
+        "bench.serve_load_bench",
+        "`patchsync serve` under slow, stalled and greedy clients",
+        "the same publisher and samples before the load starts",
+        quick=("--seconds", "15", "--baseline-seconds", "5", "--big-patches", "20"),
+        notes=(
+            "256 slow HTTP clients, 64 stalled gRPC subscribers and 8 change-feed readers against one server with "
+            "the default limits, while one publisher appends through each door; the load generators share the "
+            "machine with the server.",
+        ),
+    ),
+    Bench(
         "messages",
         "bench.messages_bench",
         "Reading RDF Message logs",

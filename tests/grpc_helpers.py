@@ -7,7 +7,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +22,18 @@ class ServeProcess:
     """``patchsync serve --listen 127.0.0.1:0 ARGS``; :attr:`port` (and :attr:`http_port` with
     ``--http``) once it serves."""
 
-    def __init__(self, args: Sequence[str], cwd: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        args: Sequence[str],
+        cwd: Path,
+        env: dict[str, str] | None = None,
+        preexec: Callable[[], None] | None = None,
+    ) -> None:
         self.args = list(args)
         self.cwd = cwd
         self.env = {**os.environ, **(env or {})}
+        #: Run in the child before it starts (a lower resource limit, say).
+        self.preexec = preexec
         self.proc: subprocess.Popen[str] | None = None
         self.port = 0
         #: The HTTP door's port, when ``--http`` is among the arguments.
@@ -40,6 +48,7 @@ class ServeProcess:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            preexec_fn=self.preexec,
         )
         assert self.proc.stdout is not None
         deadline = time.monotonic() + timeout
@@ -51,13 +60,20 @@ class ServeProcess:
         self.port = int(line.rsplit(":", 1)[1])
         if "--http" in self.args:
             line = self.proc.stdout.readline()
-            assert line.startswith("serving http on "), line
+            if not line.startswith("serving http on "):
+                _, err = self.proc.communicate(timeout=timeout)
+                raise AssertionError(f"serve did not start its HTTP door: {line!r} {err}")
             self.http_port = int(line.rsplit(":", 1)[1])
         return self
 
     @property
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def http(self) -> str:
+        """The HTTP door's ``HOST:PORT``."""
+        return f"127.0.0.1:{self.http_port}"
 
     def url(self, topic: str) -> str:
         return f"grpc://127.0.0.1:{self.port}/{topic}"

@@ -41,6 +41,16 @@ def payload(n: int, prev: int | None, rows: int = 2, options: PatchOptions | Non
     return encode_patch(patch_events(n, prev, rows), options or PatchOptions())
 
 
+def big_payload(n: int, prev: int | None, size: int) -> bytes:
+    """Patch ``n`` (``prev``: the patch before) adding one literal of ``size`` bytes."""
+    events: list[Event] = [Header("id", f"<{patch_id(n)}>")]
+    if prev is not None:
+        events.append(Header("prev", f"<{patch_id(prev)}>"))
+    events += [TxStart(), Add(f"<http://ex.org/s{n}>", "<http://ex.org/p>", '"' + "x" * size + '"', None)]
+    events += [TxCommit(), PatchEnd()]
+    return encode_patch(events, PatchOptions())
+
+
 def chain_log(path: Path, count: int, rows: int = 2) -> Path:
     """A ``.jellyp`` log of patches 1..count chained, written in one stream (shared lookups)."""
     events: list[Event] = []

@@ -3,9 +3,12 @@ server API page <https://afs.github.io/rdf-delta/delta-server-api.html>)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from patchsync.serve import delta_protocol as dp
+from patchsync.serve import feed
 from patchsync.serve.errors import UnsupportedMedia, status_of
 from patchsync.serve.topics import TopicInfo
 
@@ -92,5 +95,22 @@ def test_feed_query() -> None:
     for bad in ({"after": "x"}, {"limit": "0"}, {"limit": "100001"}, {"wait": "61"}, {"wait": "nan"}, {"x": "1"}):
         with pytest.raises(dp.BadRequest):
             dp.feed_query(bad)
-    assert dp.feed_body([], 4, 9, None)["last_version"] == 4
-    assert dp.varint(300) == b"\xac\x02"
+
+
+def test_the_json_feed_is_framed_as_one_json_document() -> None:
+    body = feed.json_start() + feed.json_change(5, "urn:a", "H id <urn:a> .\n", first=True)
+    body += feed.json_change(6, "urn:b", "", first=False) + feed.json_end(6, 9, "urn:z")
+    assert json.loads(body) == {
+        "changes": [
+            {"version": 5, "id": "urn:a", "patch": "H id <urn:a> .\n"},
+            {"version": 6, "id": "urn:b", "patch": ""},
+        ],
+        "last_version": 6,
+        "head": 9,
+        "head_id": "urn:z",
+    }
+    assert json.loads(feed.json_start() + feed.json_end(4, 9, None))["last_version"] == 4
+    assert feed.record(b"x" * 300)[:2] == b"\xac\x02"
+    # The first change always goes; then only while the answer stays within its bytes.
+    assert feed.fits(0, feed.FEED_BYTES * 2, first=True)
+    assert not feed.fits(10, feed.FEED_BYTES, first=False) and feed.fits(10, feed.FEED_BYTES - 10, first=False)

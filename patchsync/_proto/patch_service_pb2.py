@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from . import patch_pb2 as patch__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x13patch_service.proto\x12\x0cpatchsync.v1\x1a\x0bpatch.proto\"i\n\nPatchStart\x12\x12\n\x08\x61\x66ter_id\x18\x01 \x01(\tH\x00\x12\x17\n\rafter_version\x18\x02 \x01(\x04H\x00\x12\x13\n\tbeginning\x18\x03 \x01(\x08H\x00\x12\r\n\x03now\x18\x04 \x01(\x08H\x00\x42\n\n\x08position\"\xcd\x01\n\x15SubscribePatchRequest\x12\r\n\x05topic\x18\x01 \x01(\t\x12S\n\x11requested_options\x18\x02 \x01(\x0b\x32\x38.eu.ostrzyciel.jelly.core.proto.v1.patch.RdfPatchOptions\x12\'\n\x05start\x18\x03 \x01(\x0b\x32\x18.patchsync.v1.PatchStart\x12\x14\n\x0cstop_at_head\x18\x04 \x01(\x08\x12\x11\n\tmax_batch\x18\x05 \x01(\r\"k\n\x0cPatchMessage\x12\x0f\n\x07version\x18\x01 \x01(\x04\x12\x10\n\x08patch_id\x18\x02 \x01(\t\x12\r\n\x05patch\x18\x03 \x01(\x0c\x12)\n\x05\x62\x61tch\x18\x04 \x03(\x0b\x32\x1a.patchsync.v1.PatchMessage\"3\n\x13PublishPatchRequest\x12\r\n\x05topic\x18\x01 \x01(\t\x12\r\n\x05patch\x18\x02 \x01(\x0c\"[\n\x14PublishPatchResponse\x12\x0f\n\x07version\x18\x01 \x01(\x04\x12\x0c\n\x04head\x18\x02 \x01(\t\x12\x10\n\x08\x61ppended\x18\x03 \x01(\x04\x12\x12\n\nduplicates\x18\x04 \x01(\x04\" \n\x0f\x44\x65scribeRequest\x12\r\n\x05topic\x18\x01 \x01(\t\"N\n\x10TopicDescription\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\x0c\n\x04head\x18\x03 \x01(\t\x12\x0f\n\x07version\x18\x04 \x01(\x04\x32\x87\x02\n\x0cPatchService\x12S\n\x0eSubscribePatch\x12#.patchsync.v1.SubscribePatchRequest\x1a\x1a.patchsync.v1.PatchMessage0\x01\x12W\n\x0cPublishPatch\x12!.patchsync.v1.PublishPatchRequest\x1a\".patchsync.v1.PublishPatchResponse(\x01\x12I\n\x08\x44\x65scribe\x12\x1d.patchsync.v1.DescribeRequest\x1a\x1e.patchsync.v1.TopicDescriptionb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x13patch_service.proto\x12\x0cpatchsync.v1\x1a\x0bpatch.proto\"i\n\nPatchStart\x12\x12\n\x08\x61\x66ter_id\x18\x01 \x01(\tH\x00\x12\x17\n\rafter_version\x18\x02 \x01(\x04H\x00\x12\x13\n\tbeginning\x18\x03 \x01(\x08H\x00\x12\r\n\x03now\x18\x04 \x01(\x08H\x00\x42\n\n\x08position\"\xcd\x01\n\x15SubscribePatchRequest\x12\r\n\x05topic\x18\x01 \x01(\t\x12S\n\x11requested_options\x18\x02 \x01(\x0b\x32\x38.eu.ostrzyciel.jelly.core.proto.v1.patch.RdfPatchOptions\x12\'\n\x05start\x18\x03 \x01(\x0b\x32\x18.patchsync.v1.PatchStart\x12\x14\n\x0cstop_at_head\x18\x04 \x01(\x08\x12\x11\n\tmax_batch\x18\x05 \x01(\r\"k\n\x0cPatchMessage\x12\x0f\n\x07version\x18\x01 \x01(\x04\x12\x10\n\x08patch_id\x18\x02 \x01(\t\x12\r\n\x05patch\x18\x03 \x01(\x0c\x12)\n\x05\x62\x61tch\x18\x04 \x03(\x0b\x32\x1a.patchsync.v1.PatchMessage\"3\n\x13PublishPatchRequest\x12\r\n\x05topic\x18\x01 \x01(\t\x12\r\n\x05patch\x18\x02 \x01(\x0c\"\x83\x01\n\x14PublishPatchResponse\x12\x0f\n\x07version\x18\x01 \x01(\x04\x12\x0c\n\x04head\x18\x02 \x01(\t\x12\x10\n\x08\x61ppended\x18\x03 \x01(\x04\x12\x12\n\nduplicates\x18\x04 \x01(\x04\x12\x10\n\x08patch_id\x18\x05 \x01(\t\x12\x14\n\x0chead_version\x18\x06 \x01(\x04\" \n\x0f\x44\x65scribeRequest\x12\r\n\x05topic\x18\x01 \x01(\t\"N\n\x10TopicDescription\x12\r\n\x05topic\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\x0c\n\x04head\x18\x03 \x01(\t\x12\x0f\n\x07version\x18\x04 \x01(\x04\x32\x87\x02\n\x0cPatchService\x12S\n\x0eSubscribePatch\x12#.patchsync.v1.SubscribePatchRequest\x1a\x1a.patchsync.v1.PatchMessage0\x01\x12W\n\x0cPublishPatch\x12!.patchsync.v1.PublishPatchRequest\x1a\".patchsync.v1.PublishPatchResponse(\x01\x12I\n\x08\x44\x65scribe\x12\x1d.patchsync.v1.DescribeRequest\x1a\x1e.patchsync.v1.TopicDescriptionb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -40,12 +40,12 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_PATCHMESSAGE']._serialized_end=472
   _globals['_PUBLISHPATCHREQUEST']._serialized_start=474
   _globals['_PUBLISHPATCHREQUEST']._serialized_end=525
-  _globals['_PUBLISHPATCHRESPONSE']._serialized_start=527
-  _globals['_PUBLISHPATCHRESPONSE']._serialized_end=618
-  _globals['_DESCRIBEREQUEST']._serialized_start=620
-  _globals['_DESCRIBEREQUEST']._serialized_end=652
-  _globals['_TOPICDESCRIPTION']._serialized_start=654
-  _globals['_TOPICDESCRIPTION']._serialized_end=732
-  _globals['_PATCHSERVICE']._serialized_start=735
-  _globals['_PATCHSERVICE']._serialized_end=998
+  _globals['_PUBLISHPATCHRESPONSE']._serialized_start=528
+  _globals['_PUBLISHPATCHRESPONSE']._serialized_end=659
+  _globals['_DESCRIBEREQUEST']._serialized_start=661
+  _globals['_DESCRIBEREQUEST']._serialized_end=693
+  _globals['_TOPICDESCRIPTION']._serialized_start=695
+  _globals['_TOPICDESCRIPTION']._serialized_end=773
+  _globals['_PATCHSERVICE']._serialized_start=776
+  _globals['_PATCHSERVICE']._serialized_end=1039
 # @@protoc_insertion_point(module_scope)

@@ -54,16 +54,20 @@ class PublishPatchRequest(_message.Message):
     def __init__(self, topic: _Optional[str] = ..., patch: _Optional[bytes] = ...) -> None: ...
 
 class PublishPatchResponse(_message.Message):
-    __slots__ = ("version", "head", "appended", "duplicates")
+    __slots__ = ("version", "head", "appended", "duplicates", "patch_id", "head_version")
     VERSION_FIELD_NUMBER: _ClassVar[int]
     HEAD_FIELD_NUMBER: _ClassVar[int]
     APPENDED_FIELD_NUMBER: _ClassVar[int]
     DUPLICATES_FIELD_NUMBER: _ClassVar[int]
+    PATCH_ID_FIELD_NUMBER: _ClassVar[int]
+    HEAD_VERSION_FIELD_NUMBER: _ClassVar[int]
     version: int
     head: str
     appended: int
     duplicates: int
-    def __init__(self, version: _Optional[int] = ..., head: _Optional[str] = ..., appended: _Optional[int] = ..., duplicates: _Optional[int] = ...) -> None: ...
+    patch_id: str
+    head_version: int
+    def __init__(self, version: _Optional[int] = ..., head: _Optional[str] = ..., appended: _Optional[int] = ..., duplicates: _Optional[int] = ..., patch_id: _Optional[str] = ..., head_version: _Optional[int] = ...) -> None: ...
 
 class DescribeRequest(_message.Message):
     __slots__ = ("topic",)

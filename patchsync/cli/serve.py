@@ -15,9 +15,15 @@ def register(sub: Subcommands) -> None:
     """Add the ``serve`` parser."""
     from patchsync.serve.doors import DOORS
     from patchsync.serve.settings import (
+        DEFAULT_BODY_TIMEOUT,
         DEFAULT_GRACE,
+        DEFAULT_HEADER_TIMEOUT,
+        DEFAULT_IDLE_TIMEOUT,
+        DEFAULT_MAX_CLIENT_CONNECTIONS,
         DEFAULT_MAX_MESSAGE_BYTES,
         DEFAULT_MAX_STREAMS,
+        DEFAULT_MIN_BODY_RATE,
+        DEFAULT_SEND_TIMEOUT,
         DEFAULT_SUBSCRIBER_BUFFER,
     )
 
@@ -66,6 +72,49 @@ def register(sub: Subcommands) -> None:
         metavar="S",
         help=f"seconds requests in flight get at SIGTERM (default {DEFAULT_GRACE:g})",
     )
+    timeouts = parser.add_argument_group("limits on clients (docs/serving.md, 'Limits and timeouts')")
+    timeouts.add_argument(
+        "--header-timeout",
+        type=float,
+        default=DEFAULT_HEADER_TIMEOUT,
+        metavar="S",
+        help=f"seconds a request's headers may take from their first byte (default {DEFAULT_HEADER_TIMEOUT:g})",
+    )
+    timeouts.add_argument(
+        "--body-timeout",
+        type=float,
+        default=DEFAULT_BODY_TIMEOUT,
+        metavar="S",
+        help=f"seconds a request body may take beyond what --min-body-rate allows (default {DEFAULT_BODY_TIMEOUT:g})",
+    )
+    timeouts.add_argument(
+        "--min-body-rate",
+        type=int,
+        default=DEFAULT_MIN_BODY_RATE,
+        metavar="B",
+        help=f"bytes a second a request body must arrive at (default {DEFAULT_MIN_BODY_RATE})",
+    )
+    timeouts.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=DEFAULT_IDLE_TIMEOUT,
+        metavar="S",
+        help=f"seconds a connection with no request stays open (default {DEFAULT_IDLE_TIMEOUT:g})",
+    )
+    timeouts.add_argument(
+        "--send-timeout",
+        type=float,
+        default=DEFAULT_SEND_TIMEOUT,
+        metavar="S",
+        help=f"seconds a reader may take nothing before it is dropped (default {DEFAULT_SEND_TIMEOUT:g})",
+    )
+    timeouts.add_argument(
+        "--max-client-connections",
+        type=int,
+        default=DEFAULT_MAX_CLIENT_CONNECTIONS,
+        metavar="N",
+        help=f"HTTP connections one client address may hold (default {DEFAULT_MAX_CLIENT_CONNECTIONS})",
+    )
     parser.add_argument("--metrics", metavar="HOST:PORT", help="serve Prometheus metrics at /metrics there")
     parser.add_argument("--fsync", action="store_true", help="fsync a log topic after every append")
     parser.add_argument(
@@ -101,6 +150,12 @@ def settings_from(args: argparse.Namespace) -> object:
         max_streams=args.max_streams,
         subscriber_buffer=args.subscriber_buffer,
         grace=args.grace,
+        header_timeout=args.header_timeout,
+        body_timeout=args.body_timeout,
+        min_body_rate=args.min_body_rate,
+        idle_timeout=args.idle_timeout,
+        send_timeout=args.send_timeout,
+        max_client_connections=args.max_client_connections,
         fsync=args.fsync,
         metrics=parse_address(args.metrics, "--metrics") if args.metrics else None,
         log_root=Path(args.log_root) if args.log_root else None,
@@ -109,9 +164,19 @@ def settings_from(args: argparse.Namespace) -> object:
 
 def run(args: argparse.Namespace) -> int:
     """Serve until SIGTERM or SIGINT."""
+    import gc
+
     from patchsync.serve.app import serve
     from patchsync.serve.settings import ServeSettings
 
     settings = settings_from(args)
     assert isinstance(settings, ServeSettings)
+    # The command line paces the collector for batch commands; a server runs for weeks and
+    # decodes patches whose decoders are cycles holding their last terms (a large literal
+    # among them), so it collects at Python's own pace: its memory follows its load.
+    gc.set_threshold(*SERVER_GC_THRESHOLDS)
     return serve(settings)
+
+
+#: Python's default collector thresholds.
+SERVER_GC_THRESHOLDS = (700, 10, 10)

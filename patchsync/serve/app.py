@@ -22,18 +22,23 @@ from patchsync.errors import UsageError
 from patchsync.serve.auth import Access
 from patchsync.serve.catalog import Topics, build_topic, log_root_spec, log_root_specs, retire
 from patchsync.serve.doors import DOORS, FrontDoor
-from patchsync.serve.errors import ShuttingDown, TooBusy, reason_of
+from patchsync.serve.errors import ServeError, ShuttingDown, TooBusy, reason_of
 from patchsync.serve.metrics import ServeMetrics
 from patchsync.serve.settings import Address, ServeSettings
+from patchsync.serve.tls import ServerTls, load_tls
 from patchsync.serve.topics import Entry, LogTopic, Topic
 
 
 class ServeContext:
     """What every front door of one process shares: settings, topics, metrics and the stop flag."""
 
-    def __init__(self, settings: ServeSettings, topics: Topics, metrics: ServeMetrics | None = None) -> None:
+    def __init__(
+        self, settings: ServeSettings, topics: Topics, metrics: ServeMetrics | None = None, tls: ServerTls | None = None
+    ) -> None:
         self.settings = settings
         self.topics = topics
+        #: The certificate every door serves (``None``: no TLS), checked once.
+        self.tls = tls
         self.metrics = metrics or ServeMetrics()
         self.stopping = False
         self._streams = 0
@@ -56,9 +61,13 @@ class ServeContext:
         async with self._catalog_lock:
             if name in {t.name for t in self.topics}:
                 raise UsageError(f"DataSource with name '{name}' already exists")
-            topic = build_topic(spec, subscriber_buffer=self.settings.subscriber_buffer, fsync=self.settings.fsync)
+            topic = build_topic(spec, self.settings.topic_options)
             assert isinstance(topic, LogTopic)
-            await topic.open()
+            try:
+                await topic.open()
+            except OSError as exc:
+                # The server's own disk, not the client's request: one line, a 500.
+                raise ServeError(f"data source {name}: cannot create it ({exc.strerror or exc})") from None
             self.topics.add(topic)
             self._watch(topic)
             return topic
@@ -94,19 +103,21 @@ class ServeContext:
 
     @contextlib.asynccontextmanager
     async def stream(self, door: str, method: str, topic: str) -> AsyncIterator[None]:
-        """Count one stream against the limit and time it; refusals are counted by reason."""
+        """Count one stream against the limit and time it."""
         if self._streams >= self.settings.max_streams:
-            self.metrics.refused(topic, "limit")
             raise TooBusy(f"{method} {topic}: the server serves {self.settings.max_streams} streams already")
         self._streams += 1
         try:
             with self.metrics.timed(door, method, topic):
                 yield
-        except Exception as exc:
-            self.metrics.refused(topic, reason_of(exc))
-            raise
         finally:
             self._streams -= 1
+
+    def refused(self, topic: str, exc: BaseException) -> None:
+        """Count one refused request by the reason of ``exc`` (every door's error boundary
+        calls this once per refusal). A name that is not a served topic is counted under
+        ``""``: a client cannot grow the metrics by asking for names."""
+        self.metrics.refused(topic if topic in self.topics else "", reason_of(exc))
 
     @property
     def open_streams(self) -> int:
@@ -123,14 +134,15 @@ class Server:
         for name in settings.listeners:
             if name in DOORS:
                 DOORS[name].load()  # before a topic's directory is made: a missing extra is refused first
+        tls = None
+        if settings.tls_cert is not None and settings.tls_key is not None:
+            tls = load_tls(settings.tls_cert, settings.tls_key)
         specs = list(settings.topics)
         if settings.log_root is not None:
             given = {t.partition("=")[0] for t in specs}
             specs += log_root_specs(settings.log_root, given)
-        self.topics = Topics(
-            [build_topic(t, subscriber_buffer=settings.subscriber_buffer, fsync=settings.fsync) for t in specs]
-        )
-        self.context = ServeContext(settings, self.topics)
+        self.topics = Topics([build_topic(t, settings.topic_options) for t in specs])
+        self.context = ServeContext(settings, self.topics, tls=tls)
         self.doors: list[FrontDoor] = []
         self.addresses: dict[str, str] = {}
         self._stop = asyncio.Event()

@@ -78,9 +78,11 @@ def load_tokens(path: str | os.PathLike[str] | None) -> Tokens:
         return Tokens()
     grants: list[tuple[bytes, Access]] = []
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = Path(path).read_bytes().decode("utf-8")
     except OSError as exc:
         raise UsageError(f"{path}: cannot read the tokens file ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path}: the tokens file is not UTF-8 text (byte {exc.start})") from None
     for number, line in enumerate(text.splitlines(), 1):
         words = line.split()
         if not words or words[0].startswith("#"):

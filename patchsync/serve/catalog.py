@@ -1,8 +1,9 @@
 """The topics of one serve process: built from ``--topic NAME=SPEC``, found by name.
 
 A spec whose scheme is in the target registry makes a target topic; anything else is
-resolved in the source registry and must be able to append and follow (a ``.jellyp``
-file, a directory of segments, ``nats://…``). See :mod:`patchsync.serve.topics`.
+resolved in the source registry, whose kind says what topic it makes (its ``topic`` role:
+a ``.jellyp`` file, a directory of segments, ``nats://…``); a kind without one cannot be
+served. See :mod:`patchsync.serve.topics`.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from collections.abc import Iterator, Set
 from pathlib import Path
 
 from patchsync.errors import UsageError
-from patchsync.serve.errors import UnknownTopic, WrongKind
-from patchsync.serve.topics import NAME_RULE, LogTopic, TargetTopic, Topic, check_name
+from patchsync.serve.errors import ReadOnlyTopic, UnknownTopic, WrongKind
+from patchsync.serve.topics import NAME_RULE, LogTopic, TargetTopic, Topic, TopicOptions, check_name
 
 #: Where removed log-root topics go (not a topic name: names cannot start with '.').
 REMOVED = ".removed"
@@ -27,14 +28,16 @@ def parse_topic(text: str) -> tuple[str, str]:
     return check_name(name), spec
 
 
-def build_topic(text: str, *, subscriber_buffer: int = 1024, fsync: bool = False) -> Topic:
+def build_topic(text: str, options: TopicOptions | None = None) -> Topic:
     """The topic ``NAME=SPEC`` stands for, not yet opened.
 
     A target spec (its scheme is in the target registry) makes a target topic; anything
-    else is resolved as a source, which must be able to append and follow.
+    else is resolved as a source, whose kind makes the log topic (one line naming the
+    kinds that can when it makes none).
     """
     from patchsync.apply.registry import target_schemes
-    from patchsync.sources import APPEND, FOLLOW, resolve_source
+    from patchsync.sources import resolve_source
+    from patchsync.sources.registry import kinds_with_role
 
     name, spec = parse_topic(text)
     scheme, sep, _ = spec.partition(":")
@@ -42,14 +45,14 @@ def build_topic(text: str, *, subscriber_buffer: int = 1024, fsync: bool = False
         from patchsync.serve.target_topic import RegisteredTargetTopic
 
         return RegisteredTargetTopic(name, spec)
-    source = resolve_source(spec).require(APPEND, "serve").require(FOLLOW, "serve")
-    if source.is_path:
-        from patchsync.serve.file_topic import FileLogTopic
-
-        return FileLogTopic(name, spec, source.path, subscriber_buffer=subscriber_buffer, fsync=fsync)
-    from patchsync.serve.nats_topic import NatsTopic
-
-    return NatsTopic(name, spec, source.address, subscriber_buffer=subscriber_buffer)
+    source = resolve_source(spec)
+    if "topic" not in source.kind.roles:
+        raise UsageError(
+            f"--topic {text}: a {source.kind.name} source cannot be served as a topic "
+            f"(a log topic is one of: {', '.join(kinds_with_role('topic'))}; a target topic: a target URL)"
+        )
+    topic: Topic = source.role("topic")(name, spec, source.address, options or TopicOptions())
+    return topic
 
 
 def log_root_specs(root: Path, taken: Set[str]) -> list[str]:
@@ -99,6 +102,9 @@ class Topics:
     def __len__(self) -> int:
         return len(self._topics)
 
+    def __contains__(self, name: object) -> bool:
+        return name in self._topics
+
     def add(self, topic: Topic) -> None:
         """Serve ``topic`` too (a data source created at run time); its name must be free."""
         if topic.name in self._topics:
@@ -119,10 +125,20 @@ class Topics:
         return topic
 
     def log(self, name: str, service: str = "") -> LogTopic:
-        """The log topic ``name``; a target topic is refused naming ``service``."""
+        """The log topic ``name`` to read patches from; a target topic is refused naming ``service``."""
         topic = self.get(name)
         if not isinstance(topic, LogTopic):
-            raise WrongKind(f"topic {name}: a target topic, read-only; {service or 'this operation'} needs a log topic")
+            raise WrongKind(
+                f"topic {name}: a target topic serves snapshots; {service or 'this operation'} needs a log topic"
+            )
+        return topic
+
+    def writable(self, name: str, what: str) -> LogTopic:
+        """The log topic ``name`` to write to (the one rule of every write through every door):
+        a target topic is read-only, :class:`ReadOnlyTopic` naming ``what``."""
+        topic = self.get(name)
+        if not isinstance(topic, LogTopic):
+            raise ReadOnlyTopic(f"{what}: topic {name} is a target topic, read-only; write to a log topic")
         return topic
 
     def target(self, name: str, service: str = "") -> TargetTopic:

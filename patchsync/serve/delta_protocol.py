@@ -63,8 +63,17 @@ FEED_MAX_LIMIT = 10_000
 FEED_MAX_WAIT = 60.0
 
 
+#: Digits of the largest version a path may name (versions are 64-bit counts).
+MAX_VERSION_DIGITS = 19
+
+
 class BadRequest(UsageError):
     """A request RDF Delta answers with 400: the message is its one line."""
+
+
+def shorten(text: str, most: int = 80) -> str:
+    """A client's text as a refusal quotes it: at most ``most`` characters."""
+    return text if len(text) <= most else text[:most] + "…"
 
 
 def datasource_id(name: str) -> str:
@@ -160,8 +169,14 @@ def parse_rpc(body: bytes) -> RpcCall:
     """The operation and argument of an RPC body (400 lines as RDF Delta words them)."""
     try:
         request = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise BadRequest(f"Bad JSON request: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise BadRequest(f"Bad JSON request: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except UnicodeDecodeError as exc:
+        raise BadRequest(f"Bad JSON request: not UTF-8 at byte {exc.start}") from None
+    except RecursionError:
+        raise BadRequest("Bad JSON request: nested too deeply") from None
+    except ValueError:
+        raise BadRequest("Bad JSON request: not JSON") from None
     if not isinstance(request, dict):
         raise BadRequest("Bad JSON request: not a JSON object")
     op = request.get("operation")
@@ -235,8 +250,10 @@ def parse_patch_ref(text: str) -> PatchRef:
     if looks_like_uuid(text) or text.startswith("id:"):
         return PatchRef("id", patch_id=bare_id(text))
     if text.isascii() and text.isdigit():
+        if len(text) > MAX_VERSION_DIGITS:
+            raise BadRequest(f"Bad patch reference: a version of {len(text)} digits (at most {MAX_VERSION_DIGITS})")
         return PatchRef("version", version=int(text))
-    raise BadRequest(f"Bad patch reference {text!r}: a version (decimal), a patch id (UUID), init or changes")
+    raise BadRequest(f"Bad patch reference {shorten(text)!r}: a version (decimal), a patch id (UUID), init or changes")
 
 
 # -- media types -------------------------------------------------------------------------
@@ -317,12 +334,17 @@ def feed_query(query: Mapping[str, str]) -> FeedQuery:
 
     def number(key: str, default: str) -> float:
         text = query.get(key, default)
+        shown = shorten(text)
         try:
+            if len(text) > MAX_VERSION_DIGITS + 1:
+                raise ValueError
             value = float(text) if key == "wait" else int(text)
         except ValueError:
-            raise BadRequest(f"changes: {key}={text!r} is not a number") from None
-        if value < 0 or value != value:
-            raise BadRequest(f"changes: {key}={text!r} must not be negative")
+            raise BadRequest(
+                f"changes: {key}={shown!r} is not a number of at most {MAX_VERSION_DIGITS} digits"
+            ) from None
+        if not value >= 0:
+            raise BadRequest(f"changes: {key}={shown!r} must be a number, not negative")
         return value
 
     after, limit, wait = int(number("after", "0")), int(number("limit", str(FEED_LIMIT))), number("wait", "0")
@@ -333,26 +355,6 @@ def feed_query(query: Mapping[str, str]) -> FeedQuery:
     return FeedQuery(after, limit, wait)
 
 
-def feed_body(changes: list[dict[str, Any]], after: int, head: int, head_id: str | None) -> dict[str, Any]:
-    """The change feed's JSON answer: the changes, the last version in it (``after`` when
-    none), and the head (version and patch id) when the answer was made."""
-    last = changes[-1]["version"] if changes else after
-    return {"changes": changes, "last_version": last, "head": head, "head_id": head_id}
-
-
-def varint(n: int) -> bytes:
-    """``n`` as a protobuf varint (the length prefix of a binary feed record)."""
-    out = bytearray()
-    while True:
-        byte = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
 __all__ = [
     "FEED_LIMIT",
     "FEED_MAX_LIMIT",
@@ -361,6 +363,7 @@ __all__ = [
     "JELLY_RDF",
     "JSON",
     "LOCK_OPERATIONS",
+    "MAX_VERSION_DIGITS",
     "NQUADS",
     "OPERATIONS",
     "PATCH_TEXT",
@@ -383,7 +386,6 @@ __all__ = [
     "delta_patch_id",
     "describe_datasource",
     "describe_log",
-    "feed_body",
     "feed_query",
     "find_datasource",
     "looks_like_uuid",
@@ -393,5 +395,5 @@ __all__ = [
     "patch_id_candidates",
     "ping_body",
     "resolve_ref",
-    "varint",
+    "shorten",
 ]

@@ -35,12 +35,35 @@ class Forbidden(ServeError):
     """The token may not do this (a read token publishing), or the topic is read-only."""
 
 
-class UnknownTopic(ServeError):
+class NotFound(ServeError):
+    """Nothing of that name here: a patch, a version, a bootstrap snapshot, a path."""
+
+
+class NotAllowed(ServeError):
+    """A method the path does not take (``GET /$/rpc``, ``DELETE /NAME``)."""
+
+
+class UnknownTopic(NotFound):
     """No topic of that name is served."""
+
+
+class ReadOnlyTopic(ServeError):
+    """A write to a topic that takes none (a target topic is served read-only): one answer
+    for every door and every kind of write."""
 
 
 class OverLimit(ServeError):
     """A request over one of the server's limits (message size, concurrent streams)."""
+
+
+class TooSlow(ServeError):
+    """A client too slow for the server's timeouts: a request that did not arrive in time,
+    or a subscriber that took nothing for too long (``resume_after``: the last version it
+    was sent, after which it subscribes again)."""
+
+    def __init__(self, message: str, *, resume_after: int | None = None) -> None:
+        super().__init__(message)
+        self.resume_after = resume_after
 
 
 class TooBusy(OverLimit):
@@ -61,36 +84,46 @@ class ShuttingDown(ServeError):
 
 @dataclass(frozen=True, slots=True)
 class Status:
-    """How a door answers one class of error."""
+    """How a door answers one class of error, and how the refusal is counted."""
 
     #: A ``grpc.StatusCode`` member name.
     grpc: str
     #: An HTTP status code.
     http: int
+    #: The ``reason`` label of ``patchsync_topic_refusals_total``.
+    reason: str = "other"
 
 
 #: From the most specific class to the root; the first class the error is an instance of wins.
 STATUSES: tuple[tuple[type[BaseException], Status], ...] = (
-    (Unauthenticated, Status("UNAUTHENTICATED", 401)),
-    (Forbidden, Status("PERMISSION_DENIED", 403)),
-    (UnknownTopic, Status("NOT_FOUND", 404)),
-    (TooBusy, Status("RESOURCE_EXHAUSTED", 503)),
-    (OverLimit, Status("RESOURCE_EXHAUSTED", 413)),
-    (UnsupportedMedia, Status("INVALID_ARGUMENT", 415)),
-    (ShuttingDown, Status("UNAVAILABLE", 503)),
+    (Unauthenticated, Status("UNAUTHENTICATED", 401, "auth")),
+    (Forbidden, Status("PERMISSION_DENIED", 403, "auth")),
+    (ReadOnlyTopic, Status("PERMISSION_DENIED", 403, "kind")),
+    (UnknownTopic, Status("NOT_FOUND", 404, "topic")),
+    (NotFound, Status("NOT_FOUND", 404, "missing")),
+    (NotAllowed, Status("UNIMPLEMENTED", 405)),
+    (TooBusy, Status("RESOURCE_EXHAUSTED", 503, "limit")),
+    (OverLimit, Status("RESOURCE_EXHAUSTED", 413, "limit")),
+    (TooSlow, Status("RESOURCE_EXHAUSTED", 408, "timeout")),
+    (UnsupportedMedia, Status("INVALID_ARGUMENT", 415, "decode")),
+    (ShuttingDown, Status("UNAVAILABLE", 503, "unavailable")),
     # RDF Delta answers a version conflict with 400 and a JSON body (docs/decisions/0002).
-    (ChainError, Status("FAILED_PRECONDITION", 400)),
+    (ChainError, Status("FAILED_PRECONDITION", 400, "chain")),
     (CheckpointError, Status("OUT_OF_RANGE", 410)),
-    (TargetUnavailable, Status("UNAVAILABLE", 503)),
-    (DecodeError, Status("INVALID_ARGUMENT", 400)),
-    (EncodeError, Status("INVALID_ARGUMENT", 400)),
-    (FormatError, Status("INVALID_ARGUMENT", 400)),
+    (TargetUnavailable, Status("UNAVAILABLE", 503, "unavailable")),
+    (DecodeError, Status("INVALID_ARGUMENT", 400, "decode")),
+    (EncodeError, Status("INVALID_ARGUMENT", 400, "decode")),
+    (FormatError, Status("INVALID_ARGUMENT", 400, "decode")),
+    (WrongKind, Status("INVALID_ARGUMENT", 400, "kind")),
     (UsageError, Status("INVALID_ARGUMENT", 400)),
     (ApplyError, Status("FAILED_PRECONDITION", 409)),
     (PatchsyncError, Status("INTERNAL", 500)),
 )
 
-INTERNAL = Status("INTERNAL", 500)
+#: The answer to an error that is not a :class:`PatchsyncError` (a bug): its text stays in
+#: the server's log, the client gets this line.
+INTERNAL = Status("INTERNAL", 500, "internal")
+INTERNAL_MESSAGE = "internal error of the server (its log has the details)"
 
 
 def status_of(exc: BaseException) -> Status:
@@ -103,39 +136,43 @@ def status_of(exc: BaseException) -> Status:
 
 def is_retryable(exc: BaseException) -> bool:
     """Whether a client should try the same request again later (the server is busy or
-    stopping, or what it serves is out of reach), rather than give up."""
-    return isinstance(exc, TooBusy | ShuttingDown | TargetUnavailable)
+    stopping, what it serves is out of reach, or it dropped a client too slow for it),
+    rather than give up."""
+    return isinstance(exc, TooBusy | TooSlow | ShuttingDown | TargetUnavailable)
 
 
 def reason_of(exc: BaseException) -> str:
-    """A short label of the refusal for metrics (``chain``, ``decode``, ``auth``, ...)."""
-    if isinstance(exc, Unauthenticated | Forbidden):
-        return "auth"
-    if isinstance(exc, ChainError):
-        return "chain"
-    if isinstance(exc, DecodeError | EncodeError):
-        return "decode"
-    if isinstance(exc, OverLimit):
-        return "limit"
-    if isinstance(exc, UnknownTopic):
-        return "topic"
-    if isinstance(exc, TargetUnavailable):
-        return "unavailable"
-    return "other"
+    """The refusal's label for metrics (``chain``, ``decode``, ``auth``, ...), from the same table."""
+    return status_of(exc).reason
+
+
+def client_message(exc: BaseException) -> str:
+    """What a client is told of ``exc``: a patchsync error's one line; never the text of
+    anything else (a bug's message may hold paths, data or internals)."""
+    if isinstance(exc, PatchsyncError):
+        return " ".join(str(exc).split())
+    return INTERNAL_MESSAGE
 
 
 __all__ = [
+    "INTERNAL",
+    "INTERNAL_MESSAGE",
     "STATUSES",
     "Forbidden",
+    "NotAllowed",
+    "NotFound",
     "OverLimit",
+    "ReadOnlyTopic",
     "ServeError",
     "ShuttingDown",
     "Status",
     "TooBusy",
+    "TooSlow",
     "Unauthenticated",
     "UnknownTopic",
     "UnsupportedMedia",
     "WrongKind",
+    "client_message",
     "is_retryable",
     "reason_of",
     "status_of",

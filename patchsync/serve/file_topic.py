@@ -42,7 +42,7 @@ from patchsync.logs.convert import FeatureScan
 from patchsync.logs.patch_logs import CHUNK_SIZE, exclusive_lock
 from patchsync.options import Limits, PatchOptions, StreamType
 from patchsync.serve.incoming import Incoming, checked_patch, decode_patch, statement_patch
-from patchsync.serve.topics import Appended, Entry, LogTopic, thread_batches
+from patchsync.serve.topics import BATCH_BYTES, Appended, Entry, LogTopic, TopicOptions, stored_entries
 from patchsync.sources import LOG_SUFFIX, directory_logs
 from patchsync.streams.payloads import NT_TERMS, encode_patch, message_options
 from patchsync.units import ENDS_PATCH, UnitReader
@@ -65,10 +65,11 @@ class FileLogTopic(LogTopic):
         path: Path,
         *,
         subscriber_buffer: int = 1024,
+        subscriber_bytes: int = 8 << 20,
         fsync: bool = False,
         limits: Limits | None = None,
     ) -> None:
-        super().__init__(name, spec, subscriber_buffer=subscriber_buffer)
+        super().__init__(name, spec, subscriber_buffer=subscriber_buffer, subscriber_bytes=subscriber_bytes)
         self.path = path
         self.fsync = fsync
         self.limits = limits
@@ -222,7 +223,7 @@ class FileLogTopic(LogTopic):
         async with self._lock:
             if self._fd is None:
                 raise UsageError(f"topic {self.name}: closed")
-            written, error = await asyncio.to_thread(self._write, makes)
+            written, error = await self.in_writer(self._write, makes)
             for appended, payload in written:
                 if not appended.duplicate:
                     self._appended(Entry(appended.version, appended.patch_id, payload))
@@ -304,8 +305,8 @@ class FileLogTopic(LogTopic):
 
     # -- reading -----------------------------------------------------------------------
 
-    def _stored(self, first: int, last: int) -> AsyncIterator[list[Entry]]:
-        return thread_batches(lambda: self._entries(first, last))
+    def _stored(self, first: int, last: int, max_bytes: int = BATCH_BYTES) -> AsyncIterator[list[Entry]]:
+        return stored_entries(lambda: self._entries(first, last), max_bytes)
 
     def _entries(self, first: int, last: int) -> Iterator[Entry]:
         """Versions ``first`` to ``last``, from the restart point at or before ``first``.
@@ -352,6 +353,19 @@ class FileLogTopic(LogTopic):
         finally:
             if fd >= 0:
                 os.close(fd)
+
+
+def file_topic(name: str, spec: str, path: Path, options: TopicOptions) -> FileLogTopic:
+    """The log topic of a ``.jellyp`` file or a segment directory (the source registry's
+    ``topic`` role of files and directories)."""
+    return FileLogTopic(
+        name,
+        spec,
+        Path(path),
+        subscriber_buffer=options.subscriber_buffer,
+        subscriber_bytes=options.subscriber_bytes,
+        fsync=options.fsync,
+    )
 
 
 #: The start of a frame whose first row is an options row: ``RdfPatchFrame.rows`` (field 1).
@@ -405,4 +419,4 @@ def _patches(
                     pending = []
 
 
-__all__ = ["DIRECTORY_LOCK", "FIRST_SEGMENT", "NEW_LOG_OPTIONS", "FileLogTopic"]
+__all__ = ["DIRECTORY_LOCK", "FIRST_SEGMENT", "NEW_LOG_OPTIONS", "FileLogTopic", "file_topic"]

@@ -1,8 +1,9 @@
 """The gRPC front door: the Jelly ``RdfStreamService``, patchsync's ``PatchService``, health.
 
-An adapter over the topics (docs/decisions/0001-serve-and-topics.md): each method reads
-its request, checks the token (``authorization: Bearer TOKEN`` metadata), calls one topic
-operation and maps a refusal to its status (:mod:`patchsync.serve.errors`).
+An adapter over the topics (docs/decisions/0001-serve-and-topics.md): each method checks
+the token (``authorization: Bearer TOKEN`` metadata) before it reads a message, calls one
+topic operation and maps a refusal to its status (:mod:`patchsync.serve.errors`); an error
+that is not a patchsync error (a bug) is logged and answered ``INTERNAL`` without its text.
 
 - ``SubscribeRdf``: a target topic's snapshot as Jelly-RDF frames, the position in the
   first frame's metadata, ``requested_options`` honoured or refused naming the option
@@ -13,14 +14,20 @@ operation and maps a refusal to its status (:mod:`patchsync.serve.errors`).
 - ``SubscribePatch`` / ``PublishPatch`` / ``Describe``: see ``proto/patchsync/v1/patch_service.proto``.
 
 A subscriber that does not read is held by gRPC flow control: the handler waits in its
-``write`` and the topic keeps at most the subscriber's queue for it.
+``write``, the topic keeps at most the subscriber's queue for it, and one that takes
+nothing for ``--send-timeout`` seconds is dropped with ``RESOURCE_EXHAUSTED`` saying the
+version to resume after (trailing metadata ``patchsync-resume-after``), so a stalled
+reader holds the server's memory and a stream slot for a bounded time only.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import socket
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import grpc
@@ -28,12 +35,14 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from patchsync._proto import grpc_pb2, grpc_pb2_grpc, patch_service_pb2, patch_service_pb2_grpc, rdf_pb2
 from patchsync.errors import PatchsyncError, UsageError
-from patchsync.options import PatchOptions, StatementType
+from patchsync.options import PatchOptions
 from patchsync.serve.auth import Access, bearer
-from patchsync.serve.errors import Forbidden, WrongKind, is_retryable, status_of
+from patchsync.serve.errors import TooSlow, WrongKind, client_message, is_retryable, status_of
+from patchsync.serve.patch_options import negotiate_patch
+from patchsync.serve.patch_wire import batch_message, patch_message
 from patchsync.serve.rdf_frames import FrameStatements, negotiate, reencode
 from patchsync.serve.settings import Address
-from patchsync.serve.topics import Entry, LogTopic, Start, TargetTopic, flatten, thread_batches
+from patchsync.serve.topics import Appended, Entry, LogTopic, Start, TargetTopic, flatten, in_reader, thread_batches
 from patchsync.streams.grpc_client import RETRYABLE_KEY
 from patchsync.streams.payloads import encode_patch, read_payload
 
@@ -42,12 +51,20 @@ RDF_SERVICE = "eu.ostrzyciel.jelly.core.proto.v1.RdfStreamService"
 PATCH_SERVICE = "patchsync.v1.PatchService"
 #: The metadata key naming the topic of a ``PublishRdf`` stream (its frames cannot).
 TOPIC_KEY = "topic"
+#: The trailing metadata key of a dropped subscriber: the last version it was sent.
+RESUME_KEY = "patchsync-resume-after"
 #: Most patches appended in one write by a ``PublishPatch`` stream.
 GROUP = 64
 #: Most patches in one ``SubscribePatch`` response, whatever the subscriber asks.
 MAX_BATCH = 1024
-#: Most payload bytes in one ``SubscribePatch`` response (unless one patch is larger).
-MAX_BATCH_BYTES = 4 << 20
+#: Most bytes in one ``SubscribePatch`` response, as serialized: well within the 4 MiB a
+#: stock gRPC client takes, and what a subscriber that stops reading holds the server to
+#: (about three copies of one response: its patches, the message, gRPC's buffer) until it
+#: is dropped. A patch larger than that goes alone, in a message of its own size (up to
+#: ``--max-message-bytes``): a subscriber of such a log must allow that size.
+MAX_BATCH_BYTES = 1 << 20
+
+log = logging.getLogger("patchsync.serve")
 
 
 def _metadata(context: grpc.aio.ServicerContext, key: str) -> str | None:
@@ -58,71 +75,127 @@ def _metadata(context: grpc.aio.ServicerContext, key: str) -> str | None:
     return None
 
 
+class _ClientGone(Exception):
+    """The call ended on the client's side while the server was writing to it."""
+
+
+@dataclass(slots=True)
+class _Call:
+    """What a refusal of one call is counted and answered by: its method and topic (a
+    publish stream learns its topic from its first message)."""
+
+    method: str
+    topic: str
+
+
 class _Door:
-    """What both servicers share: the serve context, and the guard every method runs in."""
+    """What both servicers share: the serve context, and the boundary every method runs in."""
 
     def __init__(self, context: Any) -> None:
         self.ctx = context
 
     @contextlib.asynccontextmanager
-    async def guard(
-        self, rpc: grpc.aio.ServicerContext, method: str, topic: str, access: Access
-    ) -> AsyncIterator[None]:
-        """Authenticate, count the stream against the limits, and answer a refusal with its status."""
+    async def boundary(self, rpc: grpc.aio.ServicerContext, call: _Call) -> AsyncIterator[None]:
+        """Answer a refusal with its status (and count it); a bug is logged and answered
+        ``INTERNAL`` with no text of it."""
         try:
-            self.ctx.authorize(bearer(_metadata(rpc, "authorization")), access, f"{method} {topic}")
-            self.ctx.refuse_if_stopping(f"{method} {topic}")
-            async with self.ctx.stream(DOOR, method, topic):
-                yield
-        except PatchsyncError as exc:
-            retry = ((RETRYABLE_KEY, "1"),) if is_retryable(exc) else ()
-            await rpc.abort(getattr(grpc.StatusCode, status_of(exc).grpc), str(exc), trailing_metadata=retry)
+            yield
+        except grpc.aio.AbortError:
+            raise
+        except _ClientGone:
+            return  # nobody to answer (only streaming methods write, and end here)
+        except Exception as exc:
+            self.ctx.refused(call.topic, exc)
+            if not isinstance(exc, PatchsyncError):
+                log.error("%s %s: internal error", call.method, call.topic, exc_info=exc)
+            trailing: tuple[tuple[str, str], ...] = ((RETRYABLE_KEY, "1"),) if is_retryable(exc) else ()
+            resume = getattr(exc, "resume_after", None)
+            if resume is not None:
+                trailing += ((RESUME_KEY, str(resume)),)
+            line = client_message(exc)
+            if not isinstance(exc, PatchsyncError):
+                line = f"{call.method} {call.topic}: {line}"
+            await rpc.abort(getattr(grpc.StatusCode, status_of(exc).grpc), line, trailing_metadata=trailing)
 
-    def log_topic(self, name: str, service: str) -> LogTopic:
-        return self.ctx.topics.log(name, service)  # type: ignore[no-any-return]
+    def authorize(self, rpc: grpc.aio.ServicerContext, call: _Call, access: Access) -> None:
+        """The token check, before any message of the call is read."""
+        self.ctx.authorize(bearer(_metadata(rpc, "authorization")), access, f"{call.method} {call.topic}".strip())
+        self.ctx.refuse_if_stopping(f"{call.method} {call.topic}".strip())
+
+    async def send(self, rpc: grpc.aio.ServicerContext, message: Any, call: _Call, resume_after: int | None) -> None:
+        """Write one response; a reader that takes nothing for the send timeout is dropped."""
+        timeout = self.ctx.settings.send_timeout
+        try:
+            await asyncio.wait_for(rpc.write(message), timeout)
+        except grpc.aio.AbortError:
+            raise
+        except TimeoutError:
+            raise TooSlow(
+                f"{call.method} {call.topic}: the subscriber took nothing for {timeout:g} s and was dropped; "
+                + (f"subscribe again after version {resume_after}" if resume_after is not None else "ask again"),
+                resume_after=resume_after,
+            ) from None
+        except Exception as exc:
+            # A write fails only once the call is over: the client cancelled or went away.
+            raise _ClientGone from exc
+
+    async def next_message(self, iterator: AsyncIterator[Any], call: _Call) -> Any:
+        """The next message of a client stream (``None`` at its end); a publisher that sends
+        nothing for the body timeout is dropped, so it cannot hold a stream slot."""
+        timeout = self.ctx.settings.body_timeout
+        try:
+            return await asyncio.wait_for(anext(iterator, None), timeout)
+        except TimeoutError:
+            raise TooSlow(f"{call.method} {call.topic}: no message for {timeout:g} s; the stream was ended") from None
 
 
 class RdfStreamServicer(_Door, grpc_pb2_grpc.RdfStreamServiceServicer):  # type: ignore[misc]
     """The Jelly gRPC streaming protocol's ``RdfStreamService``."""
 
-    async def SubscribeRdf(self, request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-        name = request.topic
-        async with self.guard(context, "SubscribeRdf", name, Access.READ):
-            topic = self.ctx.topics.get(name)
-            if not isinstance(topic, TargetTopic):
-                raise WrongKind(
-                    f"SubscribeRdf {name}: a log topic streams patches, not RDF: subscribe with "
-                    f"{PATCH_SERVICE}/SubscribePatch"
-                )
-            options = negotiate(request.requested_options if request.HasField("requested_options") else None)
-            snapshot = await topic.snapshot()  # type: ignore[attr-defined]
-            frames = snapshot.frames
-            if options is not None:
-                # Re-encoded as it is read: the snapshot is never held in memory whole.
-                stored = _blocking(frames, asyncio.get_running_loop())
-                frames = flatten(thread_batches(lambda: reencode(stored, options, f"topic {name}"), batch=8))
-            sent = self.ctx.metrics.bytes.labels(name, "out")
-            async for frame in frames:
-                sent.inc(len(frame))
-                yield rdf_pb2.RdfStreamFrame.FromString(frame)
+    async def SubscribeRdf(self, request: Any, context: grpc.aio.ServicerContext) -> None:
+        call = _Call("SubscribeRdf", request.topic)
+        async with self.boundary(context, call):
+            self.authorize(context, call, Access.READ)
+            async with self.ctx.stream(DOOR, call.method, call.topic):
+                topic = self.ctx.topics.get(call.topic)
+                if not isinstance(topic, TargetTopic):
+                    raise WrongKind(
+                        f"SubscribeRdf {call.topic}: a log topic streams patches, not RDF: subscribe with "
+                        f"{PATCH_SERVICE}/SubscribePatch"
+                    )
+                options = negotiate(request.requested_options if request.HasField("requested_options") else None)
+                snapshot = await topic.snapshot()  # type: ignore[attr-defined]
+                frames = snapshot.frames
+                if options is not None:
+                    # Re-encoded as it is read: the snapshot is never held in memory whole.
+                    stored = _blocking(frames, asyncio.get_running_loop())
+                    frames = flatten(thread_batches(lambda: reencode(stored, options, f"topic {call.topic}"), batch=8))
+                sent = self.ctx.metrics.bytes.labels(call.topic, "out")
+                async with contextlib.aclosing(frames):
+                    async for frame in frames:
+                        sent.inc(len(frame))
+                        await self.send(context, rdf_pb2.RdfStreamFrame.FromString(frame), call, None)
 
     async def PublishRdf(self, request_iterator: AsyncIterator[Any], context: grpc.aio.ServicerContext) -> Any:
-        name = _metadata(context, TOPIC_KEY) or self._only_log_topic()
-        async with self.guard(context, "PublishRdf", name, Access.WRITE):
-            topic = self.ctx.topics.get(name)
-            if not isinstance(topic, LogTopic):
-                raise Forbidden(f"PublishRdf {name}: a target topic is read-only")
-            statements = FrameStatements(f"PublishRdf {name}")
-            received = self.ctx.metrics.bytes.labels(name, "in")
-            async for frame in request_iterator:
-                self.ctx.refuse_if_stopping(f"PublishRdf {name}")
-                data = frame.SerializeToString()
-                received.inc(len(data))
-                quads = await asyncio.to_thread(statements.frame, data)
-                if quads:
-                    await topic.append_statements(quads)
-            return grpc_pb2.RdfStreamReceived()
-        raise AssertionError("guard aborts")  # pragma: no cover
+        call = _Call("PublishRdf", _metadata(context, TOPIC_KEY) or self._only_log_topic())
+        async with self.boundary(context, call):
+            self.authorize(context, call, Access.WRITE)
+            topic = self.ctx.topics.writable(call.topic, call.method)
+            iterator = request_iterator.__aiter__()
+            frame = await self.next_message(iterator, call)
+            async with self.ctx.stream(DOOR, call.method, call.topic):
+                statements = FrameStatements(f"PublishRdf {call.topic}")
+                received = self.ctx.metrics.bytes.labels(call.topic, "in")
+                while frame is not None:
+                    self.ctx.refuse_if_stopping(f"PublishRdf {call.topic}")
+                    data = frame.SerializeToString()
+                    received.inc(len(data))
+                    quads = await asyncio.to_thread(statements.frame, data)
+                    if quads:
+                        await topic.append_statements(quads)
+                    frame = await self.next_message(iterator, call)
+                return grpc_pb2.RdfStreamReceived()
+        raise AssertionError("the boundary aborts")  # pragma: no cover
 
     def _only_log_topic(self) -> str:
         logs = [t.name for t in self.ctx.topics if isinstance(t, LogTopic)]
@@ -132,95 +205,143 @@ class RdfStreamServicer(_Door, grpc_pb2_grpc.RdfStreamServiceServicer):  # type:
 class PatchServicer(_Door, patch_service_pb2_grpc.PatchServiceServicer):  # type: ignore[misc]
     """patchsync's ``PatchService``: patch logs, caught up then live, and appends that keep the chain."""
 
-    async def SubscribePatch(self, request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-        name = request.topic
-        async with self.guard(context, "SubscribePatch", name, Access.READ):
-            topic = self.log_topic(name, "SubscribePatch")
-            start = _start(request.start) if request.HasField("start") else Start.beginning()
-            options = _patch_options(request.requested_options) if request.HasField("requested_options") else None
-            subscribers = self.ctx.metrics.subscribers.labels(name)
-            sent = self.ctx.metrics.bytes.labels(name, "out")
-            subscribers.inc()
-            limit = min(request.max_batch, MAX_BATCH) if request.max_batch > 1 else 1
-            # A response stays well under the message limit (a larger patch goes alone), and
-            # a subscriber's few buffered responses stay small.
-            max_bytes = min(self.ctx.settings.max_message_bytes // 2, MAX_BATCH_BYTES)
-            message = patch_service_pb2.PatchMessage
-            try:
-                batches = topic.read_batches(start, follow=not request.stop_at_head, limit=limit, max_bytes=max_bytes)
-                async with contextlib.aclosing(batches):
-                    async for batch in batches:
-                        if options is not None:
-                            batch = await asyncio.to_thread(_reencode_batch, batch, options, name)
-                        sent.inc(sum(len(e.payload) for e in batch))
-                        patches = [message(version=e.version, patch_id=e.patch_id, patch=e.payload) for e in batch]
-                        yield patches[0] if limit == 1 else message(batch=patches)
-            finally:
-                subscribers.dec()
+    async def SubscribePatch(self, request: Any, context: grpc.aio.ServicerContext) -> None:
+        call = _Call("SubscribePatch", request.topic)
+        async with self.boundary(context, call):
+            self.authorize(context, call, Access.READ)
+            async with self.ctx.stream(DOOR, call.method, call.topic):
+                await self._subscribe(request, context, call)
+
+    async def _subscribe(self, request: Any, context: grpc.aio.ServicerContext, call: _Call) -> None:
+        name = call.topic
+        topic = self.ctx.topics.log(name, "SubscribePatch")
+        start = _start(request.start) if request.HasField("start") else Start.beginning()
+        options = negotiate_patch(request.requested_options if request.HasField("requested_options") else None)
+        subscribers = self.ctx.metrics.subscribers.labels(name)
+        sent = self.ctx.metrics.bytes.labels(name, "out")
+        limit = min(request.max_batch, MAX_BATCH) if request.max_batch > 1 else 1
+        # A response stays small (a larger patch goes alone), and within half the message
+        # limit: a subscriber's buffered responses are what a stalled one costs.
+        max_bytes = min(self.ctx.settings.max_message_bytes // 2, MAX_BATCH_BYTES)
+        last: int | None = None
+        subscribers.inc()
+        try:
+            batches = topic.read_batches(start, follow=not request.stop_at_head, limit=limit, max_bytes=max_bytes)
+            async with contextlib.aclosing(batches):
+                async for batch in batches:
+                    if options is not None:
+                        batch = await in_reader(_reencode_batch, batch, options, name)
+                    sent.inc(sum(len(e.payload) for e in batch))
+                    response = patch_message(batch[0]) if limit == 1 else batch_message(batch)
+                    before, last = last if last is not None else batch[0].version - 1, batch[-1].version
+                    del batch  # while the write waits, the response's bytes alone hold the patches
+                    await self.send(context, response, call, before)
+        finally:
+            subscribers.dec()
 
     async def PublishPatch(self, request_iterator: AsyncIterator[Any], context: grpc.aio.ServicerContext) -> Any:
-        iterator = request_iterator.__aiter__()
-        first = await anext(iterator, None)
-        name = first.topic if first is not None else ""
-        async with self.guard(context, "PublishPatch", name, Access.WRITE):
-            topic = self.ctx.topics.get(name)
-            if not isinstance(topic, LogTopic):
-                raise Forbidden(f"PublishPatch {name}: a target topic is read-only")
-            appended = duplicates = 0
-            received = self.ctx.metrics.bytes.labels(name, "in")
-            number = 0
-            # The messages that arrived while the last group was appended are the next
-            # group: one write for many patches when the publisher is ahead, none waiting
-            # for it when not.
-            arrived: asyncio.Queue[Any] = asyncio.Queue(GROUP)
-            reader = asyncio.create_task(_read_ahead(first, iterator, arrived))
-            try:
-                ended = False
-                while not ended:
-                    group = [await arrived.get()]
-                    while not arrived.empty() and len(group) < GROUP:
-                        group.append(arrived.get_nowait())
-                    if group[-1] is None:
-                        group.pop()
-                        ended = True
-                    if not group:
-                        continue
-                    if isinstance(group[-1], BaseException):
-                        raise group[-1]
-                    payloads = []
-                    for request in group:
-                        number += 1
-                        if request.topic and request.topic != name:
-                            raise UsageError(
-                                f"PublishPatch {name} message {number}: names topic {request.topic}; "
-                                "one stream, one topic"
-                            )
-                        self.ctx.refuse_if_stopping(f"PublishPatch {name} message {number}")
-                        received.inc(len(request.patch))
-                        payloads.append((request.patch, f"PublishPatch {name} message {number}"))
-                    for result in await topic.append_many(payloads):
-                        if result.duplicate:
-                            duplicates += 1
-                            self.ctx.metrics.duplicates.labels(name).inc()
-                        else:
-                            appended += 1
-            finally:
-                reader.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await reader
+        call = _Call("PublishPatch", "")
+        async with self.boundary(context, call):
+            # The token is in the metadata: checked before any message is read.
+            self.authorize(context, call, Access.WRITE)
+            iterator = request_iterator.__aiter__()
+            first = await self.next_message(iterator, call)
+            call.topic = first.topic if first is not None else ""
+            topic = self.ctx.topics.writable(call.topic, call.method)
+            async with self.ctx.stream(DOOR, call.method, call.topic):
+                return await self._publish(topic, first, iterator, call)
+        raise AssertionError("the boundary aborts")  # pragma: no cover
+
+    async def _publish(self, topic: LogTopic, first: Any, iterator: AsyncIterator[Any], call: _Call) -> Any:
+        name = call.topic
+        appended = duplicates = 0
+        received = self.ctx.metrics.bytes.labels(name, "in")
+        number = 0
+        last: Appended | None = None
+        head: tuple[str, int] = ("", 0)
+        # The messages that arrived while the last group was appended are the next
+        # group: one write for many patches when the publisher is ahead, none waiting
+        # for it when not.
+        arrived: asyncio.Queue[Any] = asyncio.Queue(GROUP)
+        reader = asyncio.create_task(self._read_ahead(first, iterator, arrived, call))
+        try:
+            ended = False
+            while not ended:
+                group = [await arrived.get()]
+                while not arrived.empty() and len(group) < GROUP:
+                    group.append(arrived.get_nowait())
+                if group[-1] is None:
+                    group.pop()
+                    ended = True
+                if not group:
+                    continue
+                if isinstance(group[-1], BaseException):
+                    raise group[-1]
+                payloads = []
+                for request in group:
+                    number += 1
+                    if request.topic and request.topic != name:
+                        raise UsageError(
+                            f"PublishPatch {name} message {number}: names topic {request.topic}; one stream, one topic"
+                        )
+                    self.ctx.refuse_if_stopping(f"PublishPatch {name} message {number}")
+                    received.inc(len(request.patch))
+                    payloads.append((request.patch, f"PublishPatch {name} message {number}"))
+                results = await topic.append_many(payloads)
+                # The head as this group left it, read before anything else can append:
+                # the stream's own last patch when it was appended.
+                info = topic.describe()
+                for result in results:
+                    if result.duplicate:
+                        duplicates += 1
+                        self.ctx.metrics.duplicates.labels(name).inc()
+                    else:
+                        appended += 1
+                if results:
+                    last = results[-1]
+                    head = (last.patch_id, last.version) if not last.duplicate else (info.head or "", info.version)
+        finally:
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reader
+        if last is None:
             info = topic.describe()
-            return patch_service_pb2.PublishPatchResponse(
-                version=info.version, head=info.head or "", appended=appended, duplicates=duplicates
-            )
-        raise AssertionError("guard aborts")  # pragma: no cover
+            head = (info.head or "", info.version)
+        return patch_service_pb2.PublishPatchResponse(
+            version=last.version if last is not None else 0,
+            patch_id=last.patch_id if last is not None else "",
+            head=head[0],
+            head_version=head[1],
+            appended=appended,
+            duplicates=duplicates,
+        )
+
+    async def _read_ahead(
+        self, first: Any, iterator: AsyncIterator[Any], arrived: asyncio.Queue[Any], call: _Call
+    ) -> None:
+        """Queue the requests of a stream as they arrive, then ``None`` (or the error that ended it)."""
+        try:
+            request = first
+            while request is not None:
+                await arrived.put(request)
+                request = await self.next_message(iterator, call)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the stream broke: the appender raises it in its own task
+            await arrived.put(exc)
+            return
+        await arrived.put(None)
 
     async def Describe(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
-        async with self.guard(context, "Describe", request.topic, Access.READ):
-            info = self.ctx.topics.get(request.topic).describe()
-            return patch_service_pb2.TopicDescription(
-                topic=info.name, kind=info.kind, head=info.head or "", version=info.version
-            )
-        raise AssertionError("guard aborts")  # pragma: no cover
+        call = _Call("Describe", request.topic)
+        async with self.boundary(context, call):
+            self.authorize(context, call, Access.READ)
+            async with self.ctx.stream(DOOR, call.method, call.topic):
+                info = self.ctx.topics.get(call.topic).describe()
+                return patch_service_pb2.TopicDescription(
+                    topic=info.name, kind=info.kind, head=info.head or "", version=info.version
+                )
+        raise AssertionError("the boundary aborts")  # pragma: no cover
 
 
 def _blocking(items: AsyncIterator[bytes], loop: asyncio.AbstractEventLoop) -> Iterator[bytes]:
@@ -232,21 +353,6 @@ def _blocking(items: AsyncIterator[bytes], loop: asyncio.AbstractEventLoop) -> I
             return
 
 
-async def _read_ahead(first: Any, iterator: AsyncIterator[Any], arrived: asyncio.Queue[Any]) -> None:
-    """Queue the requests of a stream as they arrive, then ``None`` (or the error that ended it)."""
-    try:
-        request = first
-        while request is not None:
-            await arrived.put(request)
-            request = await anext(iterator, None)
-    except asyncio.CancelledError:
-        raise
-    except Exception as exc:  # the stream broke: the appender raises it in its own task
-        await arrived.put(exc)
-        return
-    await arrived.put(None)
-
-
 def _start(start: Any) -> Start:
     which = start.WhichOneof("position")
     if which == "after_id":
@@ -256,25 +362,6 @@ def _start(start: Any) -> Start:
     if which == "now":
         return Start.now()
     return Start.beginning()
-
-
-def _patch_options(requested: Any) -> PatchOptions | None:
-    """The options to re-encode patches with, or ``None`` when the request asks for nothing."""
-    if requested.ByteSize() == 0:
-        return None
-    defaults = PatchOptions()
-    names = requested.max_name_table_size or defaults.max_name_table_size
-    if names < 8:
-        raise UsageError(f"requested_options.max_name_table_size {names}: the spec's minimum is 8")
-    statement = StatementType(requested.statement_type) if requested.statement_type else defaults.statement_type
-    return PatchOptions(
-        statement_type=statement,
-        rdf_star=requested.rdf_star,
-        generalized_statements=requested.generalized_statements,
-        max_name_table_size=min(names, defaults.max_name_table_size),
-        max_prefix_table_size=min(requested.max_prefix_table_size or 150, defaults.max_prefix_table_size),
-        max_datatype_table_size=min(requested.max_datatype_table_size or 32, defaults.max_datatype_table_size),
-    )
 
 
 def _reencode_batch(batch: list[Entry], options: PatchOptions, topic: str) -> list[Entry]:
@@ -290,6 +377,48 @@ def _reencode_patch(payload: bytes, options: PatchOptions, topic: str, version: 
         raise UsageError(
             f"SubscribePatch {topic}: version {version} cannot be sent with the requested options: {exc}"
         ) from None
+
+
+def _patch_service(servicer: PatchServicer) -> dict[str, grpc.RpcMethodHandler]:
+    """``PatchService``'s handlers: those generated from the schema, except that
+    ``SubscribePatch`` sends the bytes :mod:`patchsync.serve.patch_wire` made as they are
+    (the generated registration cannot be overridden for one method)."""
+    pb = patch_service_pb2
+    return {
+        "SubscribePatch": grpc.unary_stream_rpc_method_handler(
+            servicer.SubscribePatch,
+            request_deserializer=pb.SubscribePatchRequest.FromString,
+            response_serializer=bytes,
+        ),
+        "PublishPatch": grpc.stream_unary_rpc_method_handler(
+            servicer.PublishPatch,
+            request_deserializer=pb.PublishPatchRequest.FromString,
+            response_serializer=pb.PublishPatchResponse.SerializeToString,
+        ),
+        "Describe": grpc.unary_unary_rpc_method_handler(
+            servicer.Describe,
+            request_deserializer=pb.DescribeRequest.FromString,
+            response_serializer=pb.TopicDescription.SerializeToString,
+        ),
+    }
+
+
+def _check_free(address: Address) -> None:
+    """Refuse an address this process cannot listen at, in one line, before gRPC tries (it
+    writes a log line of its own on failing)."""
+    if address.port == 0:
+        return
+    try:
+        infos = socket.getaddrinfo(address.host, address.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except OSError as exc:
+        raise UsageError(f"--listen {address}: {exc.strerror or exc}") from None
+    family, kind, proto, _, where = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(where)
+        except OSError as exc:
+            raise UsageError(f"--listen {address}: cannot listen there ({exc.strerror or exc})") from None
 
 
 class GrpcDoor:
@@ -309,20 +438,33 @@ class GrpcDoor:
                 ("grpc.max_receive_message_length", limit),
                 ("grpc.max_send_message_length", limit),
                 ("grpc.so_reuseport", 0),
+                # A connection that has not finished its handshake in the header timeout,
+                # or has had no call for the idle timeout, is closed.
+                ("grpc.server_handshake_timeout_ms", int(settings.header_timeout * 1000)),
+                ("grpc.max_connection_idle_ms", int(settings.idle_timeout * 1000)),
             ],
             # The process's own count (ServeContext.stream) refuses with a reason; this is
             # the transport's backstop, with room for health checks.
             maximum_concurrent_rpcs=settings.max_streams * 2 + 8,
         )
         grpc_pb2_grpc.add_RdfStreamServiceServicer_to_server(RdfStreamServicer(self.ctx), server)
-        patch_service_pb2_grpc.add_PatchServiceServicer_to_server(PatchServicer(self.ctx), server)
+        handlers = _patch_service(PatchServicer(self.ctx))
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(PATCH_SERVICE, handlers),))
+        server.add_registered_method_handlers(PATCH_SERVICE, handlers)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, server)
         target = str(self.address)
-        if settings.tls:
-            credentials = grpc.ssl_server_credentials([(settings.tls_key.read_bytes(), settings.tls_cert.read_bytes())])
-            port = server.add_secure_port(target, credentials)
-        else:
-            port = server.add_insecure_port(target)
+        _check_free(self.address)
+        tls = self.ctx.tls
+        try:
+            if tls is not None:
+                credentials = grpc.ssl_server_credentials([(tls.key_pem, tls.cert_pem)])
+                port = server.add_secure_port(target, credentials)
+            else:
+                port = server.add_insecure_port(target)
+        except RuntimeError:
+            # grpcio raises "Failed to bind" (older ones returned 0): the address, not the
+            # certificate, which was checked before (patchsync.serve.tls).
+            port = 0
         if port == 0:
             raise UsageError(f"--listen {target}: cannot listen there (in use, or not an address of this machine)")
         await server.start()
@@ -339,4 +481,13 @@ class GrpcDoor:
         self.server = None
 
 
-__all__ = ["PATCH_SERVICE", "RDF_SERVICE", "TOPIC_KEY", "GrpcDoor", "PatchServicer", "RdfStreamServicer"]
+__all__ = [
+    "MAX_BATCH_BYTES",
+    "PATCH_SERVICE",
+    "RDF_SERVICE",
+    "RESUME_KEY",
+    "TOPIC_KEY",
+    "GrpcDoor",
+    "PatchServicer",
+    "RdfStreamServicer",
+]

@@ -18,51 +18,65 @@
   (:mod:`patchsync.serve.datasource_files`), its position rewritten for this log and the
   version it stands at in ``Patchsync-Version`` (the change feed continues after it);
 - ``GET /{ref}/changes?after=V&limit=N&wait=S``: the patches after version ``V`` in order,
-  at most ``N``; when there is none yet, waits up to ``S`` seconds for one (a long poll).
-  JSON ``{"changes": [{"version", "id", "patch"}], "last_version", "head"}`` by default;
-  with ``Accept: application/x-patchsync-changes`` the body is each patch's one-patch
-  Jelly-Patch stream, length-prefixed (a varint), versions counting up from
-  ``Patchsync-First-Version`` (headers ``Patchsync-Last-Version``, ``Patchsync-Head``);
+  at most ``N`` and about 4 MiB; when there is none yet, waits up to ``S`` seconds for one
+  (a long poll); framed by :mod:`patchsync.serve.feed` (JSON, or binary records), written
+  as it is framed;
 - ``GET /$/metrics`` (the process's one registry), ``/$/healthz``, ``/$/ready``.
 
-Every topic request passes the process's token check (``Authorization: Bearer``), its
-stream limit and latency histogram (:meth:`ServeContext.stream`), and every refusal is
-answered with the status of the one error mapping (:func:`status_of`) and one line of
-``text/plain``. Bodies over the message limit are refused with 413 before being read.
+Every request but ``/$/healthz``, ``/$/ready`` and ``/$/ping`` passes the process's token
+check (``Authorization: Bearer``) first, whatever its path, then is routed
+(:mod:`patchsync.serve.http_routes`: its topic, the access it needs, the largest body it
+may send), and only then is its body read: within the body timeout at the minimum rate,
+outside the stream limit, which it joins once its body is whole. Every refusal is answered
+with the status of the one error mapping (:func:`status_of`) and one line of
+``text/plain``, counted by reason; a bug is logged and answered 500 without its text. The
+connections themselves are bounded by :mod:`patchsync.serve.http_listener`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-import ssl
+import logging
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 from aiohttp import web
 
+from patchsync.codec.framing import encode_varint
 from patchsync.codec.rdfp import read_rdfp, write_rdfp
 from patchsync.errors import ChainError, PatchsyncError, UsageError
 from patchsync.events import Options
 from patchsync.serve import datasource_files as df
 from patchsync.serve import delta_protocol as dp
+from patchsync.serve import feed
+from patchsync.serve import http_routes as routes
 from patchsync.serve.auth import Access, bearer
+from patchsync.serve.connections import ConnectionTable, body_deadline, connection_budget
 from patchsync.serve.delta_locks import LockTable
-from patchsync.serve.errors import OverLimit, UnknownTopic, status_of
+from patchsync.serve.errors import NotFound, OverLimit, TooBusy, TooSlow, UnknownTopic, client_message, status_of
+from patchsync.serve.http_listener import LINGER, Listener, http_log
 from patchsync.serve.settings import Address
 from patchsync.serve.target_topic import read_frames
-from patchsync.serve.topics import Entry, LogTopic, Start, TargetTopic, flatten, thread_batches
+from patchsync.serve.topics import Entry, LogTopic, Start, TargetTopic, flatten, in_reader, thread_batches
 from patchsync.streams.http_client import parse_http_url
 from patchsync.streams.payloads import NT_TERMS, encode_patch, read_payload, text_options
 
 #: The binary change feed's media type (records of one-patch Jelly-Patch streams).
-FEED_BINARY = "application/x-patchsync-changes"
+FEED_BINARY = feed.FEED_BINARY
 
 #: Text bodies up to this size are parsed on the event loop: for a small patch that costs
 #: less than handing it to a worker thread and waiting for the interpreter lock back.
 INLINE_BYTES = 16 << 10
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+#: What a request's refusal is counted under, and its answer once its headers are sent.
+TOPIC = web.RequestKey("topic", str)
+RESPONSE = web.RequestKey("response", web.StreamResponse)
+
+log = logging.getLogger("patchsync.serve")
 
 
 def one_line(status: int, text: str) -> web.Response:
@@ -104,6 +118,7 @@ class HttpDoor:
         #: RDF Delta's patch log locks (advisory: an append does not need the lock).
         self.locks = LockTable()
         self._runner: web.AppRunner | None = None
+        self._listener: Listener | None = None
 
     # -- listening ---------------------------------------------------------------------
 
@@ -112,89 +127,108 @@ class HttpDoor:
             uri = await asyncio.to_thread(df.read_uri, topic)
             if uri:
                 self.uris[topic.name] = uri
-        app = web.Application(client_max_size=self.settings.max_message_bytes, middlewares=[self._errors])
+        settings = self.settings
+        app = web.Application(client_max_size=settings.max_message_bytes, middlewares=[self._errors])
         app.router.add_route("*", "/{path:.*}", self.dispatch)
-        self._runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=self.settings.grace)
+        handler_args: dict[str, Any] = {
+            "access_log": None,
+            "logger": http_log,
+            "keepalive_timeout": settings.idle_timeout,
+            "lingering_time": LINGER,
+        }
+        self._runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=settings.grace, **handler_args)
         await self._runner.setup()
-        context = None
-        if self.settings.tls:
-            context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-            context.load_cert_chain(str(self.settings.tls_cert), str(self.settings.tls_key))
-        site = web.TCPSite(
+        table = ConnectionTable(settings.max_client_connections, connection_budget())
+        self._listener = Listener(
             self._runner,
-            self.address.host,
-            self.address.port,
-            ssl_context=context,
+            table,
+            header_timeout=settings.header_timeout,
+            on_refused=self._connection_refused,
+            handler_args=handler_args,
         )
+        context = self.ctx.tls.ssl_context() if self.ctx.tls is not None else None
         try:
-            await site.start()
+            port = await self._listener.start(self.address.host, self.address.port, context)
         except OSError as exc:
             await self._runner.cleanup()
             raise UsageError(f"--http {self.address}: {exc.strerror or exc}") from None
-        port = self._runner.addresses[-1][1]
         return str(Address(self.address.host, port))
 
     async def stop(self, grace: float) -> None:
+        if self._listener is not None:
+            await self._listener.stop()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
 
+    def _connection_refused(self, why: str) -> None:
+        self.ctx.refused("", TooBusy(why))
+
     @web.middleware
     async def _errors(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        guard = self._listener.guard_of(request.protocol) if self._listener is not None else None
+        if guard is not None:
+            guard.request_started()
         try:
             return await handler(request)
-        except PatchsyncError as exc:
-            return one_line(status_of(exc).http, str(exc))
-        except web.HTTPRequestEntityTooLarge:
-            return one_line(
-                413, f"{request.method} {request.path}: over the {self.settings.max_message_bytes} byte limit"
-            )
+        except web.HTTPException:
+            raise
+        except ConnectionError:
+            # The client went away mid-request: nobody to answer, nothing to log. (aiohttp
+            # would log it as a server error; an answer it cannot send it drops quietly.)
+            return web.Response(status=400, text="the connection was lost\n")
+        except Exception as exc:
+            self.ctx.refused(request.get(TOPIC, ""), exc)
+            if not isinstance(exc, PatchsyncError):
+                log.error("%s %s: internal error", request.method, request.path[:200], exc_info=exc)
+            started: web.StreamResponse | None = request.get(RESPONSE)
+            if started is not None and started.prepared:
+                # Part of the answer is sent: nothing can be said, the connection ends.
+                if request.transport is not None:
+                    request.transport.abort()
+                return started
+            response = one_line(status_of(exc).http, client_message(exc))
+            if isinstance(exc, TooSlow | OverLimit):
+                response.force_close()  # the rest of the body is not read
+            return response
+        finally:
+            if guard is not None:
+                guard.request_ended()
 
     # -- routing -----------------------------------------------------------------------
 
     async def dispatch(self, request: web.Request) -> web.StreamResponse:
         path = request.path
-        if path.startswith("/$/"):
-            return await self._service(request, path[3:])
-        parts = path[1:].split("/")
-        if parts and parts[-1] == "" and len(parts) > 1:
-            parts.pop()  # "/name/" is "/name"
-        if len(parts) > 2:
-            raise dp.BadRequest(f"{path}: URI path has too many components")
-        if not parts[0]:
-            return one_line(404, f"{path}: not found (POST /$/rpc, /NAME, GET /NAME/VERSION)")
-        names = [t.name for t in self.ctx.topics]
-        if parts == ["init-data"] and "datasource" in request.query and request.method in ("GET", "HEAD"):
-            # RDF Delta's form of the bootstrap: /init-data?datasource=REF.
-            wanted = request.query["datasource"]
-            found = dp.resolve_ref(wanted, names)
-            if found is None:
-                raise UnknownTopic(f"{request.method} {path}: No such datasource: '{wanted}'")
-            return await self._init(request, found)
-        name = dp.resolve_ref(parts[0], names)
-        if name is None:
-            raise UnknownTopic(f"{request.method} {path}: No such datasource: '{parts[0]}'")
-        method = request.method
-        if method in ("POST", "PATCH") and len(parts) == 1 and not request.query:
-            return await self._append(request, name)
-        if method not in ("GET", "HEAD"):
-            return one_line(405, f"HTTP {method} not supported on {path}")
-        if len(parts) == 2:
-            ref = dp.parse_patch_ref(parts[1])
-        elif "version" in request.query:
-            ref = dp.parse_patch_ref(request.query["version"])
-        elif "patch" in request.query:
-            ref = dp.PatchRef("id", patch_id=dp.bare_id(request.query["patch"]))
-        else:
-            raise dp.BadRequest(f"Not a log fetch or append operation: {method} {path}")
-        if ref.kind == "changes":
-            return await self._changes(request, name)
-        if ref.kind == "init":
-            return await self._init(request, name)
-        return await self._fetch(request, name, ref)
+        if routes.needs_token(path):
+            # Before anything else, so that no path tells anything without a token.
+            self._authorize(request, Access.READ)
+        route = routes.route(
+            request.method, path, request.query, [t.name for t in self.ctx.topics], self.settings.max_message_bytes
+        )
+        request[TOPIC] = route.topic
+        if route.access is Access.WRITE:
+            self._authorize(request, Access.WRITE)
+        declared = request.content_length
+        if declared is not None and declared > route.body_limit:
+            raise OverLimit(
+                f"{request.method} {path}: a body of {declared} bytes, over the {route.body_limit} byte limit "
+                "of this request"
+            )
+        if route.kind == routes.SERVICE:
+            return await self._service(request, route.service)
+        if route.kind == routes.RPC:
+            return await self._rpc(request, route)
+        if route.kind == routes.APPEND:
+            return await self._append(request, route)
+        if route.kind == routes.CHANGES:
+            return await self._changes(request, route.topic)
+        if route.kind == routes.INIT:
+            return await self._init(request, route.topic)
+        assert route.ref is not None
+        return await self._fetch(request, route.topic, route.ref)
 
     def _authorize(self, request: web.Request, needed: Access) -> None:
-        what = f"{request.method} {request.path}"
+        what = f"{request.method} {dp.shorten(request.path)}"
         self.ctx.authorize(bearer(request.headers.get("Authorization")), needed, what)
 
     async def _service(self, request: web.Request, name: str) -> web.StreamResponse:
@@ -205,15 +239,9 @@ class HttpDoor:
             return one_line(503, why) if why else web.Response(text="ready\n")
         if name == "ping":
             return json_response(dp.ping_body())
-        if name == "metrics":
-            self._authorize(request, Access.READ)
-            body = await asyncio.to_thread(self.metrics.render)
-            return web.Response(body=body, headers={"Content-Type": self.metrics.content_type})
-        if name == "rpc":
-            if request.method != "POST":
-                return one_line(405, f"HTTP {request.method} not supported on /$/rpc (POST a JSON operation)")
-            return await self._rpc(request)
-        return one_line(404, f"{request.path}: not found (/$/rpc, /$/ping, /$/metrics, /$/healthz, /$/ready)")
+        assert name == "metrics"
+        body = await asyncio.to_thread(self.metrics.render)
+        return web.Response(body=body, headers={"Content-Type": self.metrics.content_type})
 
     def _not_ready(self) -> str | None:
         if self.ctx.stopping:
@@ -221,26 +249,59 @@ class HttpDoor:
         for topic in self.ctx.topics:
             error = getattr(topic, "error", None)
             if error:
-                return f"topic {topic.name}: {error}"
+                # Without tokens only the fact: topic names are not told to anyone who asks.
+                return f"topic {topic.name}: {error}" if not self.settings.tokens.required else "a topic is unavailable"
         return None
 
-    async def _body(self, request: web.Request) -> bytes:
-        """The request body, refused (413) before it is read when it declares itself too large."""
-        limit = self.settings.max_message_bytes
-        if request.content_length is not None and request.content_length > limit:
-            raise OverLimit(
-                f"{request.method} {request.path}: a body of {request.content_length} bytes, over the {limit} byte limit"
-            )
-        return await request.read()
+    async def _body(self, request: web.Request, limit: int) -> bytes:
+        """The request body, at most ``limit`` bytes (its declared length was checked), read
+        within the body timeout at the minimum rate (:func:`body_deadline`)."""
+        loop = asyncio.get_running_loop()
+        settings = self.settings
+        started = loop.time()
+        body = bytearray()
+        while True:
+            deadline = body_deadline(started, len(body), settings.body_timeout, settings.min_body_rate)
+            try:
+                chunk = await asyncio.wait_for(request.content.readany(), max(deadline - loop.time(), 0))
+            except TimeoutError:
+                raise TooSlow(
+                    f"{request.method} {dp.shorten(request.path)}: the body came too slowly ({len(body)} bytes in "
+                    f"{loop.time() - started:.0f} s; at least {settings.min_body_rate} bytes a second after "
+                    f"{settings.body_timeout:g} s)"
+                ) from None
+            if not chunk:
+                return bytes(body)
+            body += chunk
+            if len(body) > limit:
+                raise OverLimit(f"{request.method} {dp.shorten(request.path)}: a body over the {limit} byte limit")
+
+    async def _send(self, request: web.Request, response: web.StreamResponse, chunk: bytes) -> None:
+        """Write part of a streamed answer; a reader that takes nothing for the send timeout
+        is dropped (the connection ends)."""
+        timeout = self.settings.send_timeout
+        try:
+            await asyncio.wait_for(response.write(chunk), timeout)
+        except TimeoutError:
+            raise TooSlow(f"GET {dp.shorten(request.path)}: the reader took nothing for {timeout:g} s") from None
+
+    async def _stream(self, request: web.Request, headers: dict[str, str]) -> web.StreamResponse:
+        """A streamed answer with ``headers``, its headers sent."""
+        response = web.StreamResponse(headers=headers)
+        request[RESPONSE] = response
+        await response.prepare(request)
+        return response
 
     # -- RPC ---------------------------------------------------------------------------
 
     def _logs(self) -> list[LogTopic]:
         return [t for t in self.ctx.topics if isinstance(t, LogTopic)]
 
-    async def _rpc(self, request: web.Request) -> web.StreamResponse:
-        call = dp.parse_rpc(await self._body(request))
-        self._authorize(request, Access.WRITE if call.op in dp.WRITE_OPERATIONS else Access.READ)
+    async def _rpc(self, request: web.Request, route: routes.Route) -> web.StreamResponse:
+        # The token was checked (read) before the body was read; a write op needs more.
+        call = dp.parse_rpc(await self._body(request, route.body_limit))
+        if call.op in dp.WRITE_OPERATIONS:
+            self._authorize(request, Access.WRITE)
         logs = {t.name: t for t in self._logs()}
         with self.metrics.timed("http", f"rpc {call.op}", ""):
             if call.op in dp.LOCK_OPERATIONS:
@@ -268,7 +329,7 @@ class HttpDoor:
             if call.op == "create_datasource":
                 name = call.string("name", required=True)
                 assert name is not None
-                self.ctx.refuse_if_stopping(f"create_datasource {name}")
+                self.ctx.refuse_if_stopping(f"create_datasource {dp.shorten(name)}")
                 uri = call.string("uri")
                 topic = await self.ctx.create_topic(name)
                 if uri:
@@ -278,7 +339,9 @@ class HttpDoor:
             assert call.op == "remove_datasource"
             found = dp.datasource_arg(call, logs)
             if found is None:
-                raise UnknownTopic(f"remove_datasource: No such datasource: '{call.string('datasource')}'")
+                raise UnknownTopic(
+                    f"remove_datasource: No such datasource: '{dp.shorten(call.string('datasource') or '')}'"
+                )
             await self.ctx.remove_topic(found)
             self.uris.pop(found, None)
             self.locks.forget(found)
@@ -286,14 +349,17 @@ class HttpDoor:
 
     # -- appending ---------------------------------------------------------------------
 
-    async def _append(self, request: web.Request, name: str) -> web.StreamResponse:
+    async def _append(self, request: web.Request, route: routes.Route) -> web.StreamResponse:
+        name = route.topic
         where = f"POST {request.path}"
-        topic = self.ctx.topics.log(name, "append")
+        topic = self.ctx.topics.writable(name, where)
+        self.ctx.refuse_if_stopping(where)
+        kind = dp.body_format(request.headers.get("Content-Type"))
+        # The body is read before a stream slot is taken: a client sending it slowly holds
+        # a connection (bounded per client, and by the body timeout), not a slot.
+        body = await self._body(request, route.body_limit)
         async with self.ctx.stream("http", "append", name):
-            self._authorize(request, Access.WRITE)
             self.ctx.refuse_if_stopping(where)
-            kind = dp.body_format(request.headers.get("Content-Type"))
-            body = await self._body(request)
             self.metrics.bytes.labels(name, "in").inc(len(body))
             try:
                 if kind == "jellyp":
@@ -305,9 +371,10 @@ class HttpDoor:
                         else await asyncio.to_thread(read_rdfp, body, NT_TERMS, source=where)
                     )
                     appended = await topic.append_events(events, where=where)
-            except ChainError:
-                self.metrics.refused(name, "chain")
-                return json_response(dp.conflict_body(topic.describe(), self.uris.get(name, "")), status=400)
+            except ChainError as exc:
+                self.ctx.refused(name, exc)
+                body_json = dp.conflict_body(topic.describe(), self.uris.get(name, "")) | {"message": str(exc)}
+                return json_response(body_json, status=400)
             headers = {"Location": f"{request.path}?version={appended.version}"}
             if appended.duplicate:
                 self.metrics.duplicates.labels(name).inc()
@@ -328,23 +395,22 @@ class HttpDoor:
     async def _fetch(self, request: web.Request, name: str, ref: dp.PatchRef) -> web.StreamResponse:
         topic = self.ctx.topics.log(name, "fetching a patch")
         async with self.ctx.stream("http", "fetch", name):
-            self._authorize(request, Access.READ)
             if ref.kind == "version":
                 version: int | None = ref.version
                 missing = f"version={ref.version}"
             else:
                 candidates = (topic.version_of(c) for c in dp.patch_id_candidates(ref.patch_id))
                 version = next((v for v in candidates if v is not None), None)
-                missing = f"id={ref.patch_id}"
+                missing = f"id={dp.shorten(ref.patch_id)}"
             entry = await self._entry(topic, version) if version is not None else None
             if entry is None:
-                raise UnknownTopic(
-                    f"GET {request.path}: Patch not found: {missing} (the head is version {topic.version})"
+                raise NotFound(
+                    f"GET {dp.shorten(request.path)}: Patch not found: {missing} (the head is version {topic.version})"
                 )
             if dp.accepts_jelly(request.headers.get("Accept")):
                 body, content_type = entry.payload, dp.JELLY_PATCH
             else:
-                body, content_type = (await asyncio.to_thread(patch_text, entry.payload)).encode(), dp.PATCH_TEXT
+                body, content_type = (await in_reader(patch_text, entry.payload)).encode(), dp.PATCH_TEXT
             self.metrics.bytes.labels(name, "out").inc(len(body))
             return web.Response(
                 body=body, headers={"Content-Type": content_type, "Patchsync-Version": str(entry.version)}
@@ -353,69 +419,87 @@ class HttpDoor:
     async def _changes(self, request: web.Request, name: str) -> web.StreamResponse:
         topic = self.ctx.topics.log(name, "the change feed")
         async with self.ctx.stream("http", "changes", name):
-            self._authorize(request, Access.READ)
             query = dp.feed_query(request.query)
             if query.after > topic.version:
                 raise dp.BadRequest(
                     f"GET {request.path}: after={query.after} is beyond the head (version {topic.version})"
                 )
-            entries = await self._collect(topic, query)
-            binary = FEED_BINARY in (request.headers.get("Accept") or "")
-            if binary:
-                body = b"".join(dp.varint(len(e.payload)) + e.payload for e in entries)
+            await self._wait_for_news(topic, query)
+            entries = await self._batch(topic, query)
+            if feed.FEED_BINARY in (request.headers.get("Accept") or ""):
                 last = entries[-1].version if entries else query.after
-                headers = {
-                    "Content-Type": FEED_BINARY,
-                    "Patchsync-First-Version": str(query.after + 1),
-                    "Patchsync-Last-Version": str(last),
-                    "Patchsync-Head": str(topic.version),
-                }
-                self.metrics.bytes.labels(name, "out").inc(len(body))
-                return web.Response(body=body, headers=headers)
-            changes = await asyncio.to_thread(
-                lambda: [{"version": e.version, "id": e.patch_id, "patch": patch_text(e.payload)} for e in entries]
-            )
-            info = topic.describe()
-            return json_response(dp.feed_body(changes, query.after, info.version, info.head))
+                records = [(feed.record_head(e.payload), e.payload) for e in entries]
+                sent = sum(len(head) + len(payload) for head, payload in records)
+                # Its length known, the answer goes out as it is, each payload unjoined.
+                headers = feed.binary_headers(query.after, last, topic.version) | {"Content-Length": str(sent)}
+                response = await self._stream(request, headers)
+                for head, payload in records:
+                    await self._send(request, response, head)
+                    await self._send(request, response, payload)
+            else:
+                response = await self._stream(request, {"Content-Type": dp.JSON})
+                sent = await self._json_feed(request, response, topic, entries, query.after)
+            self.metrics.bytes.labels(name, "out").inc(sent)
+            await response.write_eof()
+            return response
 
-    async def _collect(self, topic: LogTopic, query: dp.FeedQuery) -> list[Entry]:
-        """Up to ``limit`` entries after ``after`` in order; when there are none, wait up to
-        ``wait`` seconds for the next append (then take what is there, without waiting more)."""
-        if topic.version <= query.after and query.wait > 0 and not self.ctx.stopping:
-            follower = topic.read(Start.after_version(query.after), follow=True)
-            try:
-                await asyncio.wait_for(anext(follower, None), query.wait)
-            except TimeoutError:
-                return []
-            finally:
-                await follower.aclose()
-        out: list[Entry] = []
-        reader = topic.read(Start.after_version(query.after), follow=False)
+    async def _json_feed(
+        self, request: web.Request, response: web.StreamResponse, topic: LogTopic, entries: list[Entry], after: int
+    ) -> int:
+        """Write the JSON answer of ``entries``, each patch as text, as long as the answer
+        stays within the feed's bytes; returns the bytes of changes written."""
+        await self._send(request, response, feed.json_start())
+        written, last = 0, after
+        for entry in entries:
+            change = feed.json_change(
+                entry.version, entry.patch_id, await in_reader(patch_text, entry.payload), first=not written
+            )
+            if not feed.fits(written, len(change), first=not written):
+                break
+            await self._send(request, response, change)
+            written += len(change)
+            last = entry.version
+        info = topic.describe()
+        await self._send(request, response, feed.json_end(last, info.version, info.head))
+        return written
+
+    async def _wait_for_news(self, topic: LogTopic, query: dp.FeedQuery) -> None:
+        """When the log holds nothing after ``after``, wait up to ``wait`` seconds for an append."""
+        if topic.version > query.after or query.wait <= 0 or self.ctx.stopping:
+            return
+        follower = topic.read(Start.after_version(query.after), follow=True)
         try:
-            async for entry in reader:
-                out.append(entry)
-                if len(out) >= query.limit:
-                    break
+            await asyncio.wait_for(anext(follower, None), query.wait)
+        except TimeoutError:
+            return
         finally:
-            await reader.aclose()
-        return out
+            await follower.aclose()
+
+    async def _batch(self, topic: LogTopic, query: dp.FeedQuery) -> list[Entry]:
+        """The first batch after ``after``: at most ``limit`` entries and the feed's bytes."""
+        batches = topic.read_batches(
+            Start.after_version(query.after), follow=False, limit=query.limit, max_bytes=feed.FEED_BYTES
+        )
+        try:
+            return await anext(batches, [])
+        finally:
+            await batches.aclose()
 
     async def _init(self, request: web.Request, name: str) -> web.StreamResponse:
         topic = self.ctx.topics.get(name)
         if isinstance(topic, LogTopic):
             return await self._log_init(request, topic)
         if not isinstance(topic, TargetTopic):
-            raise UnknownTopic(f"GET {request.path}: topic {name} has no bootstrap snapshot")
+            raise NotFound(f"GET {request.path}: topic {name} has no bootstrap snapshot")
         async with self.ctx.stream("http", "init", name):
-            self._authorize(request, Access.READ)
             snapshot = await topic.snapshot()  # type: ignore[attr-defined]
-            response = web.StreamResponse(headers={"Content-Type": dp.JELLY_RDF})
-            await response.prepare(request)
+            response = await self._stream(request, {"Content-Type": dp.JELLY_RDF})
             sent = 0
-            async for frame in snapshot.frames:
-                chunk = dp.varint(len(frame)) + frame
-                sent += len(chunk)
-                await response.write(chunk)
+            async with contextlib.aclosing(snapshot.frames) as frames:
+                async for frame in frames:
+                    chunk = encode_varint(len(frame)) + frame
+                    sent += len(chunk)
+                    await self._send(request, response, chunk)
             self.metrics.bytes.labels(name, "out").inc(sent)
             await response.write_eof()
             return response
@@ -426,16 +510,20 @@ class HttpDoor:
         ``Patchsync-Version`` (the change feed continues after it)."""
         name = topic.name
         async with self.ctx.stream("http", "init", name):
-            self._authorize(request, Access.READ)
             path = df.init_path(topic)
-            if path is None or not path.is_file():
-                raise UnknownTopic(
-                    f"GET {request.path}: data source {name} has no bootstrap snapshot "
-                    f"(patchsync snapshot -o {path or 'FILE'} from a replica of it makes one)"
+            if path is None:
+                raise NotFound(
+                    f"GET {request.path}: data source {name} keeps no bootstrap snapshot (a NATS stream has no "
+                    "directory here); start a replica from a target topic's snapshot (--base "
+                    "http://HOST:PORT/TARGET/init) or from a snapshot file (--base FILE)"
                 )
+            if not path.is_file():
+                raise NotFound(
+                    f"GET {request.path}: data source {name} has no bootstrap snapshot "
+                    f"(patchsync snapshot -o {path} from a replica of it makes one)"
+                )
+            address = self._address_of(request, name)
             position, version = await asyncio.to_thread(df.snapshot_version, topic, path)
-            scheme = "https" if self.settings.tls else "http"
-            address = str(parse_http_url(f"{scheme}://{request.host}/{name}"))
             served = df.served_position(position, version, address)
             nquads = dp.accepts_nquads(request.headers.get("Accept"))
 
@@ -448,15 +536,24 @@ class HttpDoor:
                 "Patchsync-Version": str(version),
                 "Patchsync-Head": position.head or "",
             }
-            response = web.StreamResponse(headers=headers)
-            await response.prepare(request)
+            response = await self._stream(request, headers)
             sent = 0
-            async for chunk in flatten(thread_batches(chunks, batch=8)):
-                sent += len(chunk)
-                await response.write(chunk)
+            async with contextlib.aclosing(flatten(thread_batches(chunks, batch=8))) as parts:
+                async for chunk in parts:
+                    sent += len(chunk)
+                    await self._send(request, response, chunk)
             self.metrics.bytes.labels(name, "out").inc(sent)
             await response.write_eof()
             return response
+
+    def _address_of(self, request: web.Request, name: str) -> str:
+        """This log's address as the client reached it (its ``Host``), for the snapshot's
+        position; a ``Host`` that is not ``HOST[:PORT]`` is the client's fault (400)."""
+        scheme = "https" if self.ctx.tls is not None else "http"
+        try:
+            return str(parse_http_url(f"{scheme}://{request.host}/{name}"))
+        except (UsageError, ValueError):
+            raise dp.BadRequest(f"GET {request.path}: Host {dp.shorten(request.host)!r} is not HOST[:PORT]") from None
 
 
 __all__ = ["FEED_BINARY", "HttpDoor", "patch_text", "text_payload"]

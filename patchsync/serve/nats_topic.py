@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator, Iterator
 from patchsync.errors import ChainError, PatchsyncError
 from patchsync.options import Limits
 from patchsync.serve.incoming import Incoming, decode_patch, statement_patch
-from patchsync.serve.topics import Appended, Entry, LogTopic, thread_batches
+from patchsync.serve.topics import BATCH_BYTES, Appended, Entry, LogTopic, TopicOptions, stored_entries
 from patchsync.streams.nats_log import MSG_ID, NatsLog
 from patchsync.streams.payloads import PatchMessage, encode_patch, text_options
 from patchsync.streams.publish import StreamSettings, check_size
@@ -40,9 +40,16 @@ class NatsTopic(LogTopic):
     """A NATS JetStream stream served as a log topic (see the module docstring)."""
 
     def __init__(
-        self, name: str, spec: str, url: StreamURL, *, subscriber_buffer: int = 1024, limits: Limits | None = None
+        self,
+        name: str,
+        spec: str,
+        url: StreamURL,
+        *,
+        subscriber_buffer: int = 1024,
+        subscriber_bytes: int = 8 << 20,
+        limits: Limits | None = None,
     ) -> None:
-        super().__init__(name, spec, subscriber_buffer=subscriber_buffer)
+        super().__init__(name, spec, subscriber_buffer=subscriber_buffer, subscriber_bytes=subscriber_bytes)
         self.url = url
         self.limits = limits
         self._versions: dict[str, int] = {}
@@ -117,7 +124,7 @@ class NatsTopic(LogTopic):
         return self._versions.get(patch_id)
 
     async def append(self, payload: bytes, *, where: str = "") -> Appended:
-        incoming = await asyncio.to_thread(decode_patch, payload, where or f"topic {self.name}", self.limits)
+        incoming = await self.in_writer(decode_patch, payload, where or f"topic {self.name}", self.limits)
         return await self._publish(incoming, payload)
 
     async def append_statements(self, quads: list[tuple[str, str, str, str]], *, where: str = "") -> Appended:
@@ -141,13 +148,13 @@ class NatsTopic(LogTopic):
                 result = log.publish_patch(payload, incoming.patch_id, incoming.prev)
                 return result.seq, result.duplicate
 
-        seq, duplicate = await asyncio.to_thread(publish)
+        seq, duplicate = await self.in_writer(publish)
         async with self._seen:
             await self._seen.wait_for(lambda: self.version >= seq or self.hub.closed)
         return Appended(seq, incoming.patch_id, duplicate=duplicate)
 
-    def _stored(self, first: int, last: int) -> AsyncIterator[list[Entry]]:
-        return thread_batches(lambda: self._entries(first, last))
+    def _stored(self, first: int, last: int, max_bytes: int = BATCH_BYTES) -> AsyncIterator[list[Entry]]:
+        return stored_entries(lambda: self._entries(first, last), max_bytes)
 
     def _entries(self, first: int, last: int) -> Iterator[Entry]:
         log = self._log
@@ -165,4 +172,12 @@ class NatsTopic(LogTopic):
                 seq = message.seq + 1
 
 
-__all__ = ["NatsTopic"]
+def nats_topic(name: str, spec: str, url: StreamURL, options: TopicOptions) -> NatsTopic:
+    """The log topic of a NATS JetStream stream (the source registry's ``topic`` role of
+    ``nats://``; the stream itself is synced as its server is configured)."""
+    return NatsTopic(
+        name, spec, url, subscriber_buffer=options.subscriber_buffer, subscriber_bytes=options.subscriber_bytes
+    )
+
+
+__all__ = ["NatsTopic", "nats_topic"]

@@ -4,7 +4,9 @@ Limits belong to the process, not to a front door (docs/decisions/0001-serve-and
 every door refuses a message over :attr:`ServeSettings.max_message_bytes`, counts its
 streams against :attr:`ServeSettings.max_streams`, and gives each subscriber a queue of
 :attr:`ServeSettings.subscriber_buffer` patches, beyond which the subscriber reads from
-the log again instead of holding more in memory.
+the log again instead of holding more in memory. Timeouts bound every wait on a client:
+for its headers, its body (at a minimum rate), between its requests, and for it to take
+what is sent to it (docs/serving.md, "Limits and timeouts").
 
 A listener on an address other than loopback needs tokens (``--tokens``) or an explicit
 ``--allow-anonymous``: :meth:`ServeSettings.check` refuses it otherwise.
@@ -16,10 +18,14 @@ import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from patchsync.errors import UsageError
 from patchsync.serve.auth import Tokens
 from patchsync.serve.doors import door_flags
+
+if TYPE_CHECKING:
+    from patchsync.serve.topics import TopicOptions
 
 #: Largest message (one patch, one frame) a door accepts or sends, in bytes.
 DEFAULT_MAX_MESSAGE_BYTES = 16 << 20
@@ -29,6 +35,21 @@ DEFAULT_MAX_STREAMS = 256
 DEFAULT_SUBSCRIBER_BUFFER = 1024
 #: Seconds in-flight requests get to finish after SIGTERM.
 DEFAULT_GRACE = 10.0
+#: Seconds a request's line and headers may take to arrive, from their first byte (gRPC:
+#: a connection's handshake).
+DEFAULT_HEADER_TIMEOUT = 10.0
+#: Seconds a request body may take beyond what the minimum rate allows it (gRPC: the
+#: wait for the next message of a publish stream).
+DEFAULT_BODY_TIMEOUT = 30.0
+#: Bytes a second a request body must arrive at, on average, once the body timeout is used up.
+DEFAULT_MIN_BODY_RATE = 16 << 10
+#: Seconds a connection with no request in progress stays open.
+DEFAULT_IDLE_TIMEOUT = 60.0
+#: Seconds a reader (subscriber, change feed, snapshot) may take nothing while something
+#: waits to be sent to it, before it is dropped.
+DEFAULT_SEND_TIMEOUT = 60.0
+#: Connections one client address may hold open to the HTTP door at once.
+DEFAULT_MAX_CLIENT_CONNECTIONS = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,12 +99,26 @@ class ServeSettings:
     max_streams: int = DEFAULT_MAX_STREAMS
     subscriber_buffer: int = DEFAULT_SUBSCRIBER_BUFFER
     grace: float = DEFAULT_GRACE
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT
+    body_timeout: float = DEFAULT_BODY_TIMEOUT
+    min_body_rate: int = DEFAULT_MIN_BODY_RATE
+    idle_timeout: float = DEFAULT_IDLE_TIMEOUT
+    send_timeout: float = DEFAULT_SEND_TIMEOUT
+    max_client_connections: int = DEFAULT_MAX_CLIENT_CONNECTIONS
     fsync: bool = False
     #: Where ``/metrics`` is served on its own (``None``: only by a door that serves it).
     metrics: Address | None = None
     #: A directory whose subdirectories are served as segment-directory log topics, one per
     #: name, and where new ones are created (RDF Delta's ``create_datasource``).
     log_root: Path | None = None
+
+    @property
+    def topic_options(self) -> TopicOptions:
+        """How the process's log topics run."""
+        # Imported here: the command line reads these settings' defaults without the codec.
+        from patchsync.serve.topics import TopicOptions
+
+        return TopicOptions(subscriber_buffer=self.subscriber_buffer, fsync=self.fsync)
 
     @property
     def tls(self) -> bool:
@@ -98,9 +133,22 @@ class ServeSettings:
             raise UsageError("serve needs at least one --topic NAME=SPEC, or --log-root DIR")
         if (self.tls_cert is None) != (self.tls_key is None):
             raise UsageError("--tls-cert and --tls-key go together")
-        for value, name in ((self.max_message_bytes, "max message bytes"), (self.max_streams, "max streams")):
+        for value, name in (
+            (self.max_message_bytes, "--max-message-bytes"),
+            (self.max_streams, "--max-streams"),
+            (self.max_client_connections, "--max-client-connections"),
+            (self.min_body_rate, "--min-body-rate"),
+        ):
             if value < 1:
                 raise UsageError(f"{name} {value}: must be at least 1")
+        for seconds, name in (
+            (self.header_timeout, "--header-timeout"),
+            (self.body_timeout, "--body-timeout"),
+            (self.idle_timeout, "--idle-timeout"),
+            (self.send_timeout, "--send-timeout"),
+        ):
+            if not seconds > 0:
+                raise UsageError(f"{name} {seconds:g}: must be more than 0 seconds")
         if self.subscriber_buffer < 1:
             raise UsageError(f"subscriber buffer {self.subscriber_buffer}: must be at least 1")
         if not self.tokens.required and not self.allow_anonymous:
@@ -121,9 +169,15 @@ class ServeSettings:
 
 
 __all__ = [
+    "DEFAULT_BODY_TIMEOUT",
     "DEFAULT_GRACE",
+    "DEFAULT_HEADER_TIMEOUT",
+    "DEFAULT_IDLE_TIMEOUT",
+    "DEFAULT_MAX_CLIENT_CONNECTIONS",
     "DEFAULT_MAX_MESSAGE_BYTES",
     "DEFAULT_MAX_STREAMS",
+    "DEFAULT_MIN_BODY_RATE",
+    "DEFAULT_SEND_TIMEOUT",
     "DEFAULT_SUBSCRIBER_BUFFER",
     "Address",
     "ServeSettings",

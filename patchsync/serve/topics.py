@@ -22,18 +22,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import os
 import re
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import Enum
-from typing import NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from patchsync.errors import UsageError
 from patchsync.events import Event
 from patchsync.streams.payloads import encode_patch, text_options
 
-#: RDF Delta's rule for a log's short name.
-NAME_RULE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*\Z")
+#: The longest topic name: a name is a directory under ``--log-root``, and a removed one
+#: is moved aside under it with a suffix, within a file system's 255 bytes a name.
+MAX_NAME = 200
+#: RDF Delta's rule for a log's short name, and our bound on its length.
+NAME_RULE = re.compile(rf"[A-Za-z0-9_][A-Za-z0-9._-]{{0,{MAX_NAME - 1}}}\Z")
 
 LOG = "log"
 TARGET = "target"
@@ -47,6 +53,54 @@ class Entry(NamedTuple):
     version: int
     patch_id: str
     payload: bytes
+
+
+#: Most bytes of entries a reader takes at a time (by :func:`entry_cost`): one batch of a
+#: subscriber, one read of stored patches, one answer of the change feed. 4 MiB is the
+#: largest message a stock gRPC client takes.
+BATCH_BYTES = 4 << 20
+#: Bytes a patch adds to a ``PatchMessage`` batch besides its payload and id: its version,
+#: the field tags and lengths, its place in the batch (an upper bound).
+ENTRY_OVERHEAD = 32
+
+
+def entry_cost(entry: Entry) -> int:
+    """What ``entry`` adds to a batch of patches as a message carries it (an upper bound)."""
+    return len(entry.payload) + len(entry.patch_id.encode("utf-8")) + ENTRY_OVERHEAD
+
+
+class Batch:
+    """Entries gathered for one message or answer: at most ``limit`` of them and at most
+    ``max_bytes`` by ``cost``, except that one entry larger than ``max_bytes`` goes alone.
+
+    The rule of every batch the server sends, as a pure object: :meth:`fits` says whether
+    an entry may join (flush first when it may not), :meth:`add` whether the batch is full.
+    """
+
+    __slots__ = ("cost", "entries", "limit", "max_bytes", "size")
+
+    def __init__(self, limit: int, max_bytes: int, cost: Callable[[Entry], int] = entry_cost) -> None:
+        self.limit, self.max_bytes, self.cost = limit, max_bytes, cost
+        self.entries: list[Entry] = []
+        self.size = 0
+
+    def __bool__(self) -> bool:
+        return bool(self.entries)
+
+    def fits(self, entry: Entry) -> bool:
+        """Whether ``entry`` may join the batch (always, when the batch is empty)."""
+        return not self.entries or self.size + self.cost(entry) <= self.max_bytes
+
+    def add(self, entry: Entry) -> bool:
+        """Add ``entry`` (which :meth:`fits`); whether the batch is now full."""
+        self.entries.append(entry)
+        self.size += self.cost(entry)
+        return len(self.entries) >= self.limit or self.size >= self.max_bytes
+
+    def flush(self) -> list[Entry]:
+        """The entries gathered; the batch starts empty again."""
+        entries, self.entries, self.size = self.entries, [], 0
+        return entries
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +121,18 @@ class TopicInfo:
     head: str | None
     version: int
     spec: str
+
+
+@dataclass(frozen=True, slots=True)
+class TopicOptions:
+    """How the log topics of one process are run (from the serve settings)."""
+
+    #: Patches queued for one live subscriber before it reads the log again instead.
+    subscriber_buffer: int = 1024
+    #: Bytes of patches queued for one live subscriber before it reads the log again instead.
+    subscriber_bytes: int = 8 << 20
+    #: Whether a log on this machine is synced after every append.
+    fsync: bool = False
 
 
 class StartKind(Enum):
@@ -128,13 +194,49 @@ class Topic:
 
 
 class _Subscriber:
-    """One live reader: a bounded queue of entries, and whether some were dropped."""
+    """One live reader: a queue of entries bounded in count and bytes, and whether some
+    were dropped (the reader then reads them from the log)."""
 
-    __slots__ = ("overflowed", "queue")
+    __slots__ = ("bytes", "max_bytes", "overflowed", "queue")
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, max_bytes: int) -> None:
         self.queue: asyncio.Queue[Entry | None] = asyncio.Queue(size)
+        self.bytes = 0
+        self.max_bytes = max_bytes
         self.overflowed = False
+
+    def offer(self, entry: Entry) -> None:
+        """Queue ``entry`` unless the queue is full (in patches or bytes): then mark it."""
+        if self.overflowed:
+            return
+        size = len(entry.payload)
+        if self.bytes + size > self.max_bytes and not self.queue.empty():
+            self.overflowed = True
+            return
+        try:
+            self.queue.put_nowait(entry)
+        except asyncio.QueueFull:
+            self.overflowed = True
+            return
+        self.bytes += size
+
+    def end(self) -> None:
+        """Queue the end marker after what is queued (dropping one entry if it is full)."""
+        if self.queue.full():
+            self._taken(self.queue.get_nowait())
+            self.overflowed = True
+        self.queue.put_nowait(None)
+
+    def _taken(self, entry: Entry | None) -> Entry | None:
+        if entry is not None:
+            self.bytes -= len(entry.payload)
+        return entry
+
+    def take_nowait(self) -> Entry | None:
+        return self._taken(self.queue.get_nowait())
+
+    async def take(self) -> Entry | None:
+        return self._taken(await self.queue.get())
 
 
 class Hub:
@@ -147,8 +249,8 @@ class Hub:
     def __len__(self) -> int:
         return len(self._subscribers)
 
-    def add(self, size: int) -> _Subscriber:
-        sub = _Subscriber(size)
+    def add(self, size: int, max_bytes: int = 8 << 20) -> _Subscriber:
+        sub = _Subscriber(size, max_bytes)
         self._subscribers.add(sub)
         return sub
 
@@ -158,21 +260,13 @@ class Hub:
     def publish(self, entry: Entry) -> None:
         """Queue ``entry`` for every subscriber; a full queue is marked, not grown."""
         for sub in self._subscribers:
-            if sub.overflowed:
-                continue
-            try:
-                sub.queue.put_nowait(entry)
-            except asyncio.QueueFull:
-                sub.overflowed = True
+            sub.offer(entry)
 
     def close(self) -> None:
         """End every subscription: each gets an end marker after what it has queued."""
         self.closed = True
         for sub in self._subscribers:
-            if sub.queue.full():
-                sub.queue.get_nowait()
-                sub.overflowed = True
-            sub.queue.put_nowait(None)
+            sub.end()
 
 
 class LogTopic(Topic):
@@ -185,14 +279,25 @@ class LogTopic(Topic):
 
     kind = LOG
 
-    def __init__(self, name: str, spec: str, *, subscriber_buffer: int = 1024) -> None:
+    def __init__(self, name: str, spec: str, *, subscriber_buffer: int = 1024, subscriber_bytes: int = 8 << 20) -> None:
         super().__init__(name, spec)
         self.hub = Hub()
         self.subscriber_buffer = subscriber_buffer
+        self.subscriber_bytes = subscriber_bytes
         self.head: str | None = None
         self.version = 0
         #: Called on the loop after every appended or newly seen patch (metrics).
         self.on_append: Callable[[Entry], None] | None = None
+        self._writer: ThreadPoolExecutor | None = None
+
+    async def in_writer(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` on this topic's own writer thread: an append never waits in the
+        shared worker pool behind readers' work (their reads, their conversions)."""
+        if self._writer is None:
+            if self.hub.closed:
+                raise UsageError(f"topic {self.name}: closed")
+            self._writer = ThreadPoolExecutor(1, thread_name_prefix=f"patchsync-write-{self.name}")
+        return await asyncio.get_running_loop().run_in_executor(self._writer, functools.partial(fn, *args))
 
     def describe(self) -> TopicInfo:
         return TopicInfo(self.name, self.kind, self.head, self.version, self.spec)
@@ -215,7 +320,7 @@ class LogTopic(Topic):
         """Append one patch given as its events (N-Triples terms: RDF Patch text as parsed),
         as :meth:`append` appends a payload. This encodes them and appends the payload; a
         topic that would decode it again to check it takes the events as they are."""
-        payload = await asyncio.to_thread(lambda: encode_patch(events, text_options(events)))
+        payload = await self.in_writer(lambda: encode_patch(events, text_options(events)))
         return await self.append(payload, where=where)
 
     async def append_many(self, payloads: Sequence[tuple[bytes, str]]) -> list[Appended]:
@@ -231,8 +336,9 @@ class LogTopic(Topic):
         with a new id and ``prev`` = the head at the moment it is appended."""
         raise NotImplementedError
 
-    def _stored(self, first: int, last: int) -> AsyncIterator[list[Entry]]:
-        """The entries of versions ``first`` to ``last`` as the log holds them, some at a time."""
+    def _stored(self, first: int, last: int, max_bytes: int = BATCH_BYTES) -> AsyncIterator[list[Entry]]:
+        """The entries of versions ``first`` to ``last`` as the log holds them, some at a
+        time (about ``max_bytes`` of them: what a reader holds ahead of what it sends)."""
         raise NotImplementedError
 
     def _appended(self, entry: Entry) -> None:
@@ -270,74 +376,83 @@ class LogTopic(Topic):
                     yield entry
 
     async def read_batches(
-        self, start: Start, *, follow: bool = True, limit: int = 256, max_bytes: int = 4 << 20
+        self,
+        start: Start,
+        *,
+        follow: bool = True,
+        limit: int = 256,
+        max_bytes: int = BATCH_BYTES,
+        cost: Callable[[Entry], int] = entry_cost,
     ) -> AsyncGenerator[list[Entry], None]:
         """:meth:`read`, a list of entries at a time: what is ready, at least one entry, at
-        most ``limit`` entries and (unless one entry is larger) ``max_bytes`` of payload."""
-        sub = self.hub.add(self.subscriber_buffer)
-        pending: list[Entry] = []
-        size = 0
-
-        def take(entry: Entry) -> bool:
-            """Add ``entry``; whether the batch is full."""
-            nonlocal size
-            pending.append(entry)
-            size += len(entry.payload)
-            return len(pending) >= limit or size >= max_bytes
-
-        def flush() -> list[Entry]:
-            nonlocal pending, size
-            batch, pending, size = pending, [], 0
-            return batch
-
+        most ``limit`` entries and at most ``max_bytes`` by ``cost`` (an entry larger than
+        that alone goes alone, never with another)."""
+        sub = self.hub.add(self.subscriber_buffer, self.subscriber_bytes)
+        batch = Batch(limit, max_bytes, cost)
         try:
             last = self._start_version(start)
             while True:
                 # What is queued now is read from the log below; from here on the queue
                 # holds what comes after, unless it overflows again.
                 while not sub.queue.empty():
-                    if sub.queue.get_nowait() is None:
+                    if sub.take_nowait() is None:
                         return
                 sub.overflowed = False
                 head = self.version
                 if last < head:
-                    async for stored in self._stored(last + 1, head):
-                        for entry in stored:
+                    async for stored in self._stored(last + 1, head, max_bytes):
+                        # Taken off the list as they go, and no name kept on one across a
+                        # yield: what a reader waits to send is not held here as well.
+                        stored.reverse()
+                        while stored:
+                            entry = stored.pop()
                             if entry.version <= last:
                                 continue
+                            if not batch.fits(entry):
+                                stored.append(entry)
+                                del entry
+                                yield batch.flush()
+                                continue
                             last = entry.version
-                            if take(entry):
-                                yield flush()
-                    if pending:
-                        yield flush()
+                            full = batch.add(entry)
+                            del entry
+                            if full:
+                                yield batch.flush()
+                    if batch:
+                        yield batch.flush()
                     continue  # the head may have moved while the catch-up ran
                 if not follow or self.hub.closed:
                     return
                 while not sub.overflowed:
-                    queued = await sub.queue.get()
-                    while True:
-                        if queued is None:
-                            if pending:
-                                yield flush()
-                            return
-                        if queued.version == last + 1:
-                            last = queued.version
-                            if take(queued):
-                                break
-                        elif queued.version > last + 1:
-                            break  # a gap: read it from the log
-                        if sub.queue.empty():
+                    queued = await sub.take()
+                    gap = False
+                    while queued is not None:
+                        if queued.version > last + 1:
+                            gap = True  # read it from the log
                             break
-                        queued = sub.queue.get_nowait()
-                    if pending:
-                        yield flush()
-                    if queued is not None and queued.version > last + 1:
+                        if queued.version == last + 1:
+                            if not batch.fits(queued):
+                                yield batch.flush()
+                            last = queued.version
+                            if batch.add(queued) or sub.queue.empty():
+                                break
+                        elif sub.queue.empty():
+                            break
+                        queued = sub.take_nowait()
+                    if batch:
+                        yield batch.flush()
+                    if queued is None:
+                        return
+                    if gap:
                         break
         finally:
             self.hub.remove(sub)
 
     async def close(self) -> None:
         self.hub.close()
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            await asyncio.to_thread(writer.shutdown)
 
 
 class TargetTopic(Topic):
@@ -346,33 +461,70 @@ class TargetTopic(Topic):
     kind = TARGET
 
 
-async def thread_batches(source: Callable[[], Iterator[T]], batch: int = 256) -> AsyncIterator[list[T]]:
-    """Run the blocking iterator ``source()`` in a worker thread, ``batch`` items at a time."""
+#: Worker threads for what readers make the server do (reading logs, converting patches):
+#: few, so that many readers share them instead of crowding out the event loop and the
+#: topics' writer threads, and so that their memory is a few steps' worth, not one a reader.
+READER_THREADS = max(2, min(4, os.cpu_count() or 2))
+_readers: ThreadPoolExecutor | None = None
+
+
+async def in_reader(fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)`` on one of the :data:`READER_THREADS` threads readers share."""
+    global _readers
+    if _readers is None:
+        _readers = ThreadPoolExecutor(READER_THREADS, thread_name_prefix="patchsync-read")
+    return await asyncio.get_running_loop().run_in_executor(_readers, functools.partial(fn, *args))
+
+
+async def thread_batches(
+    source: Callable[[], Iterator[T]],
+    batch: int = 256,
+    *,
+    max_bytes: int | None = None,
+    size: Callable[[T], int] = len,  # type: ignore[assignment]
+) -> AsyncIterator[list[T]]:
+    """Run the blocking iterator ``source()`` in a worker thread, ``batch`` items at a time
+    (and, with ``max_bytes``, no more than that by ``size`` unless one item is larger)."""
     iterator = await asyncio.to_thread(source)
+    ended = False
 
     def take() -> list[T]:
+        nonlocal ended
         items: list[T] = []
+        total = 0
         for item in iterator:
             items.append(item)
-            if len(items) >= batch:
-                break
+            if max_bytes is not None:
+                total += size(item)
+            if len(items) >= batch or (max_bytes is not None and total >= max_bytes):
+                return items
+        ended = True
         return items
 
+    step: asyncio.Future[list[T]] | None = None
     try:
-        while True:
-            items = await asyncio.to_thread(take)
-            if not items:
-                return
-            yield items
-            if len(items) < batch:
-                return
+        while not ended:
+            # Shielded: a reader cancelled meanwhile leaves the step running in its thread,
+            # and the iterator is closed only once the step is done with it.
+            step = asyncio.ensure_future(in_reader(take))
+            items = await asyncio.shield(step)
+            if items:
+                yield items
     finally:
+        if step is not None and not step.done():
+            await asyncio.wait([step])
         close = getattr(iterator, "close", None)
         if close is not None:
             await asyncio.to_thread(close)
 
 
-async def flatten(batches: AsyncIterator[list[T]]) -> AsyncIterator[T]:
+def stored_entries(source: Callable[[], Iterator[Entry]], max_bytes: int = BATCH_BYTES) -> AsyncIterator[list[Entry]]:
+    """The entries of a log read in a worker thread, about ``max_bytes`` at a time: a
+    reader of large patches holds a few megabytes of them, not hundreds of patches."""
+    return thread_batches(source, max_bytes=max_bytes, size=entry_cost)
+
+
+async def flatten(batches: AsyncIterator[list[T]]) -> AsyncGenerator[T, None]:
     """The items of ``batches``, one at a time."""
     async for batch in batches:
         for item in batch:
@@ -382,15 +534,24 @@ async def flatten(batches: AsyncIterator[list[T]]) -> AsyncIterator[T]:
 def check_name(name: str) -> str:
     """``name`` if it follows the topic name rule, else one error line."""
     if not NAME_RULE.match(name):
-        raise UsageError(f"topic name {name!r}: use letters, digits, '_', '.', '-' (not first: '.', '-')")
+        shown = name if len(name) <= 80 else name[:80] + "…"
+        raise UsageError(
+            f"topic name {shown!r}: use letters, digits, '_', '.', '-' (not first: '.', '-'), "
+            f"at most {MAX_NAME} characters"
+        )
     return name
 
 
 __all__ = [
+    "BATCH_BYTES",
+    "ENTRY_OVERHEAD",
     "LOG",
+    "MAX_NAME",
     "NAME_RULE",
+    "READER_THREADS",
     "TARGET",
     "Appended",
+    "Batch",
     "Entry",
     "Hub",
     "LogTopic",
@@ -399,7 +560,11 @@ __all__ = [
     "TargetTopic",
     "Topic",
     "TopicInfo",
+    "TopicOptions",
     "check_name",
+    "entry_cost",
     "flatten",
+    "in_reader",
+    "stored_entries",
     "thread_batches",
 ]

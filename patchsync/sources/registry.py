@@ -11,7 +11,8 @@ writer, ``"publish"``: the bulk publisher, ``"lag"``: how far a checkpoint is be
 ``status``, ``"snapshot"``: fetch a served target's snapshot file, for ``--base`` and
 ``snapshot``, ``"checkpoint_after"``: a replica's checkpoint just past a base's head,
 ``"client"``: a served log's client, which ``checkpoint_after`` asks, ``"check"``: refuse a
-log that does not exist at the server, before a replica is created).
+log that does not exist at the server, before a replica is created, ``"topic"``: the log
+topic ``patchsync serve`` makes of it; a kind without it cannot be served).
 Commands ask a resolved :class:`Source` for a
 capability or a role instead of testing schemes, so a new transport plugs in by one call
 to :func:`register_source`.
@@ -133,8 +134,10 @@ def directory_logs(directory: Path, suffixes: tuple[str, ...] = (LOG_SUFFIX,)) -
     return sorted(f for f in directory.iterdir() if f.name.lower().endswith(suffixes) and f.is_file())
 
 
-FILE = SourceKind("file", frozenset({READ_AT, FOLLOW, APPEND, LAG}))
-DIRECTORY = SourceKind("directory", frozenset({READ_AT, FOLLOW, APPEND, LAG}))
+#: A log served by ``patchsync serve`` from this machine: the server is its one writer.
+_FILE_TOPIC = {"topic": "patchsync.serve.file_topic:file_topic"}
+FILE = SourceKind("file", frozenset({READ_AT, FOLLOW, APPEND, LAG}), roles=_FILE_TOPIC)
+DIRECTORY = SourceKind("directory", frozenset({READ_AT, FOLLOW, APPEND, LAG}), roles=_FILE_TOPIC)
 
 _SCHEMES: dict[str, SourceKind] = {
     "nats": SourceKind(
@@ -148,6 +151,7 @@ _SCHEMES: dict[str, SourceKind] = {
             "publish": "patchsync.streams.publish:publish_logs",
             "lag": "patchsync.tail.stream_source:stream_lag",
             "check": "patchsync.tail.stream_source:check_stream",
+            "topic": "patchsync.serve.nats_topic:nats_topic",
         },
         requires=("nats",),
         form="nats://HOST:PORT/STREAM",
@@ -251,6 +255,13 @@ def address_role(name: str, role: str) -> Any:
     return _role(kind, name, role)
 
 
+def kinds_with_role(role: str) -> list[str]:
+    """The names of the kinds that have ``role`` (paths first, then schemes as ``SCHEME://``),
+    for a line saying which kinds would have done."""
+    paths = [kind.name for kind in (FILE, DIRECTORY) if role in kind.roles]
+    return paths + [f"{scheme}://" for scheme in source_schemes() if role in _SCHEMES[scheme].roles]
+
+
 def resolve_sources(names: Iterable[str | os.PathLike[str]]) -> list[Source]:
     """:func:`resolve_source` of each name, in order."""
     return [resolve_source(n) for n in names]
@@ -279,6 +290,7 @@ __all__ = [
     "address_role",
     "directory_logs",
     "is_address",
+    "kinds_with_role",
     "log_files",
     "register_source",
     "resolve_source",
