@@ -32,7 +32,7 @@ from google.protobuf.message import DecodeError as ProtobufDecodeError
 from patchsync._proto import patch_pb2
 from patchsync.codec import backend
 from patchsync.codec.decoder_state import DecoderState
-from patchsync.codec.driver import END, NEED_DATA, ROW_BATCH, FramedSource
+from patchsync.codec.driver import END, NEED_DATA, ROW_BATCH, FramedDecoder
 from patchsync.codec.framing import Framer
 from patchsync.codec.term_decoder import RuleViolation, TermDecoder
 from patchsync.errors import DecodeError
@@ -127,7 +127,7 @@ def options_from_message(msg: Any, limits: Limits) -> PatchOptions:
     )
 
 
-class PatchDecoder(FramedSource[Event], Generic[T]):
+class PatchDecoder(FramedDecoder[Event], Generic[T]):
     """Decodes a Jelly-Patch byte stream into :mod:`patchsync.events`.
 
     ``adapter`` builds the terms (rdflib terms when omitted). ``source`` names the input

@@ -33,7 +33,7 @@ from typing import Any, Generic, TypeVar
 
 from patchsync._proto import rdf_pb2
 from patchsync.codec import backend
-from patchsync.codec.driver import END, NEED_DATA, ROW_BATCH, FramedSource
+from patchsync.codec.driver import END, NEED_DATA, ROW_BATCH, FramedDecoder
 from patchsync.codec.framing import Framer
 from patchsync.codec.term_decoder import RuleViolation, TermDecoder
 from patchsync.errors import DecodeError
@@ -143,7 +143,7 @@ def messages(events: Iterable[RdfEvent]) -> Iterator[list[Statement]]:
             current = []
 
 
-class RdfDecoder(FramedSource[RdfEvent], Generic[T]):
+class RdfDecoder(FramedDecoder[RdfEvent], Generic[T]):
     """Decodes a Jelly-RDF byte stream into :mod:`patchsync.events`.
 
     ``adapter`` builds the terms (rdflib terms when omitted). ``source`` names the input

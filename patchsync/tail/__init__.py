@@ -1,7 +1,8 @@
 """The tail daemon: keeps a target in step with ``.jellyp`` logs while producers append to them.
 
-Modules: :mod:`.tailer` (the main loop, :class:`Tailer`, :func:`tail`), :mod:`.source` (one
-log's read loop), :mod:`.stream_source` (one NATS stream's, ``nats://HOST:PORT/STREAM``; it and the gRPC
+Modules: :mod:`.tailer` (the main loop, :class:`Tailer`, :func:`tail`), :mod:`.follower`
+(what the daemon holds for each source it follows), :mod:`.file_follower` (one log file's read
+loop), :mod:`.stream_source` (one NATS stream's, ``nats://HOST:PORT/STREAM``; it and the gRPC
 and HTTP sources share :mod:`.network_source`), :mod:`.options` (:class:`TailOptions`), :mod:`.retry` (backoff and
 :func:`is_transient`), :mod:`.state` (lock files, ``status.json``), :mod:`.observer`
 (wake-ups) and :mod:`.snapshot` (decoder snapshots).
@@ -72,9 +73,9 @@ from patchsync._lazy import lazy_attributes
 from patchsync.tail.state import default_state_dir, lag_bytes, read_status
 
 if TYPE_CHECKING:
+    from patchsync.tail.follower import SourceReport
     from patchsync.tail.options import TailOptions
     from patchsync.tail.retry import Backoff, is_transient, open_retrying
-    from patchsync.tail.source import SourceReport
     from patchsync.tail.tailer import Tailer, tail
 
 # The daemon itself loads on first use: ``patchsync status`` reads the state directory only.
@@ -83,7 +84,7 @@ _LAZY = {
     "Backoff": "patchsync.tail.retry",
     "is_transient": "patchsync.tail.retry",
     "open_retrying": "patchsync.tail.retry",
-    "SourceReport": "patchsync.tail.source",
+    "SourceReport": "patchsync.tail.follower",
     "Tailer": "patchsync.tail.tailer",
     "tail": "patchsync.tail.tailer",
 }

@@ -30,7 +30,7 @@ from patchsync.events import Event
 from patchsync.sources import resolve_source
 from patchsync.streams.payloads import MessageDecoder
 from patchsync.streams.pull import StreamMessage
-from patchsync.tail.source import SourceHost, TailedSource
+from patchsync.tail.follower import Follower, FollowerHost
 
 #: Seconds a replica working through a backlog (full batches) may go without a pause of the
 #: applier (its units commit in groups meanwhile; a pause also commits the last of them).
@@ -87,7 +87,7 @@ def checkpoint_after(source: str, patch_id: str) -> Checkpoint | None:
     return None if version is None else checkpoint_at(str(resolved.address), version, patch_id)
 
 
-class StreamHost(SourceHost, Protocol):
+class StreamHost(FollowerHost, Protocol):
     """What a stream source needs from the daemon running it: a file source's host, plus
     how long a fetch may wait."""
 
@@ -96,7 +96,7 @@ class StreamHost(SourceHost, Protocol):
         """Seconds a fetch may wait for new messages (0: caught up means done, ``--once``)."""
 
 
-class NetworkSource(TailedSource):
+class NetworkSource(Follower):
     """One network log being tailed: next position to apply, applier, decoder, lag."""
 
     #: How the ``resume`` record names a position: ``from_seq``/``cp_seq`` for a stream.

@@ -1,6 +1,6 @@
 """One patch stream being tailed (``nats://HOST:PORT/STREAM``): its reader and applier.
 
-The stream counterpart of :class:`~patchsync.tail.source.Source`, driven by the same
+The stream counterpart of :class:`~patchsync.tail.file_follower.FileFollower`, driven by the same
 :class:`~patchsync.tail.tailer.Tailer` loop. Each message is one whole patch
 (:mod:`patchsync.streams.payloads`), decoded and checked whole (as by
 :func:`~patchsync.streams.decode_message`) before any of it reaches the applier, so a

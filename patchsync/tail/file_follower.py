@@ -1,6 +1,6 @@
-"""One log being tailed: its file, read position, decoder, applier and snapshot.
+"""One log file being followed: its file, read position, decoder, applier and decoder snapshot.
 
-A :class:`Source` reads what was appended since the last pass, hands whole frames (cut by
+A :class:`FileFollower` (the daemon's reader of a file source, docs/glossary.md) reads what was appended since the last pass, hands whole frames (cut by
 :func:`~patchsync.codec.framing.whole_frames`) to its one live decoder and passes the
 decoded events to its applier a whole unit at a time. It checks on every pass that the
 file is still the log it started on (the same inode and first frame, not shrunk, the bytes
@@ -18,20 +18,19 @@ from __future__ import annotations
 
 import contextlib
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, Any
 
-from patchsync.apply.applier import Applier, ApplyResult
-from patchsync.apply.target import Checkpoint, Target
+from patchsync.apply.applier import Applier
+from patchsync.apply.target import Checkpoint
 from patchsync.codec.framing import read_varint, whole_frames
 from patchsync.codec.patch_decoder import PatchDecoder
 from patchsync.errors import CheckpointError, DecodeError
 from patchsync.events import Event
 from patchsync.logs.fingerprint import FINGERPRINT_BYTES, fingerprint, jelly_head
 from patchsync.logs.snapshot import ANCHOR_BYTES, MAX_SNAPSHOT_BYTES, SnapshotError, decode_snapshot, encode_snapshot
-from patchsync.tail.options import TailOptions
-from patchsync.tail.state import lock_source, snapshot_path
+from patchsync.tail.follower import Follower, FollowerHost
+from patchsync.tail.state import snapshot_path
 from patchsync.units import UnitReader
 
 #: Bytes read from one source per pass, so one busy log cannot starve the others or a signal.
@@ -46,121 +45,16 @@ HEAD_SAMPLE = 4096
 TAIL_SAMPLE = 64
 
 
-class SourceHost(Protocol):
-    """What a source needs from the daemon running it."""
-
-    @property
-    def target(self) -> Target: ...
-
-    @property
-    def options(self) -> TailOptions: ...
-
-    @property
-    def stopping(self) -> bool: ...
-
-    def log(self, event: str, fields: dict[str, Any]) -> None: ...
-
-    def log_once(self, event: str, fields: dict[str, Any]) -> None: ...
-
-    def target_progressed(self) -> None:
-        """Units reached the target: the next loss of it starts a new backoff."""
-
-
-@dataclass
-class SourceReport:
-    """Where one source stands: applied counts, position and lag."""
-
-    source: str
-    state: str = "starting"  # starting, live, finished, failed
-    result: ApplyResult = field(default_factory=ApplyResult)
-    size: int = 0
-    applied_end: int = 0
-    lag_bytes: int = 0
-    lag_seconds: float = 0.0
-    error: str | None = None
-    resumed_from: int = 0
-    #: Streams only: the last sequence applied whole, and messages after it in the stream.
-    applied_seq: int | None = None
-    lag_messages: int | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        """The record logged and written to ``status.json``."""
-        r = self.result
-        record: dict[str, Any] = {
-            "source": self.source,
-            "state": self.state,
-            "units": r.units,
-            "rows": r.rows,
-            "patches": r.patches,
-            "size": self.size,
-            "applied_end": self.applied_end,
-            "lag_bytes": self.lag_bytes,
-            "lag_seconds": round(self.lag_seconds, 3),
-            "error": self.error,
-        }
-        if self.applied_seq is not None:
-            # A stream's position is a sequence: its records say so rather than in bytes.
-            del record["size"], record["applied_end"], record["lag_bytes"]
-            record["applied_seq"] = self.applied_seq
-            record["lag_messages"] = self.lag_messages
-        return record
-
-
 def _cp_fields(cp: Checkpoint | None) -> dict[str, Any]:
     if cp is None:
         return {"checkpoint": "none"}
     return {"cp_offset": cp.offset, "cp_frame": cp.frame, "cp_row": cp.row, "cp_patches": cp.patches}
 
 
-class TailedSource:
-    """What every tailed source holds alike: its host, name, report and per-source lock, and
-    how it fails and closes.
-
-    A subclass says how it opens, reads (``pump``) and resets, and what
-    :meth:`_disconnect` lets go of (a file, a connection); the lock outlives a disconnect,
-    so a reconnect to a lost target or server keeps the source's lock.
-    """
-
-    def __init__(self, host: SourceHost, name: str) -> None:
-        self.host = host
-        self.options = host.options
-        self.name = name
-        self.report = SourceReport(name, result=ApplyResult(source=name))
-        self.finished = False
-        self.failed = False
-        self.last_snapshot = 0.0
-        self.lock_fd: int | None = None
-
-    def _lock(self) -> None:
-        """Take the per-source lock of the state directory, so two daemons cannot both apply it."""
-        state_dir = self.options.state_dir
-        if state_dir is None or self.lock_fd is not None:
-            return  # held already: a reconnect to the target keeps the source's lock
-        self.lock_fd = lock_source(state_dir, self.name)
-
-    def fail(self, exc: BaseException) -> None:
-        """Stop this source for good with ``exc`` as its error."""
-        self.failed = True
-        self.report.state = "failed"
-        self.report.error = str(exc)
-        self.close()
-
-    def _disconnect(self) -> None:
-        """Let go of what the source reads from (the lock is kept)."""
-        raise NotImplementedError
-
-    def close(self) -> None:
-        """Disconnect and release the lock."""
-        self._disconnect()
-        if self.lock_fd is not None:
-            os.close(self.lock_fd)
-            self.lock_fd = None
-
-
-class Source(TailedSource):
+class FileFollower(Follower):
     """One log file being tailed: file handle, frame buffer, decoder and applier."""
 
-    def __init__(self, host: SourceHost, path: Path) -> None:
+    def __init__(self, host: FollowerHost, path: Path) -> None:
         super().__init__(host, str(path.resolve()))
         self.path = path
         self.file: IO[bytes] | None = None
@@ -565,4 +459,4 @@ class Source(TailedSource):
             self.file = None
 
 
-__all__ = ["READ_BUDGET", "Source", "SourceHost", "SourceReport", "TailedSource"]
+__all__ = ["READ_BUDGET", "FileFollower"]
