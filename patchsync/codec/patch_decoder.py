@@ -53,7 +53,7 @@ from patchsync.options import PATCH_VERSION, Limits, PatchOptions, StatementType
 from patchsync.terms import TermAdapter, default_adapter
 from patchsync.units import QUIET, Kind, TransactionError, UnitTracker
 
-__all__ = ["END", "NEED_DATA", "PatchDecoder", "PurePatchDecoder", "options_from_message"]
+__all__ = ["END", "NEED_DATA", "PatchDecoder", "PurePatchDecoder", "options_from_proto"]
 
 T = TypeVar("T")
 
@@ -88,7 +88,7 @@ _CONTENT_ROWS = frozenset(
 )
 
 
-def options_from_message(msg: Any, limits: Limits) -> PatchOptions:
+def options_from_proto(msg: Any, limits: Limits) -> PatchOptions:
     """Validate an ``RdfPatchOptions`` message; raises :class:`RuleViolation`."""
     if msg.statement_type not in (1, 2):
         raise RuleViolation(
@@ -458,7 +458,7 @@ class PatchDecoder(FramedDecoder[Event], Generic[T]):
             # The last stream's options row (see restart()): validated then.
             self._options_msg, options = spare[0], spare[1]
         else:
-            options = options_from_message(msg, self.limits)
+            options = options_from_proto(msg, self.limits)
             # A copy, so that holding it does not keep the whole first frame alive.
             self._options_msg = patch_pb2.RdfPatchOptions()
             self._options_msg.CopyFrom(msg)

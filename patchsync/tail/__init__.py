@@ -5,7 +5,7 @@ Modules: :mod:`.tailer` (the main loop, :class:`Tailer`, :func:`tail`), :mod:`.f
 loop), :mod:`.stream_source` (one NATS stream's, ``nats://HOST:PORT/STREAM``; it and the gRPC
 and HTTP sources share :mod:`.network_source`), :mod:`.options` (:class:`TailOptions`), :mod:`.retry` (backoff and
 :func:`is_transient`), :mod:`.state` (lock files, ``status.json``), :mod:`.observer`
-(wake-ups) and :mod:`.snapshot` (decoder snapshots).
+(wake-ups); decoder snapshots are :mod:`patchsync.logs.resume_point`.
 
 Theory of operation. Each log file is a *source* with one live :class:`PatchDecoder` and
 one :class:`Applier` for the life of the daemon, so bytes appended to the file are decoded
@@ -36,7 +36,7 @@ the daemon also keeps a *snapshot* per source: the decoder's resumable state
 (:meth:`PatchDecoder.export_state`: lookup tables, repeated terms, position; not its
 caches of built terms) at a frame boundary between patches, with the checkpoint it was
 taken at, written every few seconds and at exit, as checksummed JSON
-(:mod:`patchsync.tail.snapshot`; never pickle, so a writable state directory cannot make
+(:mod:`patchsync.logs.resume_point`; never pickle, so a writable state directory cannot make
 the daemon run code). On restart a snapshot whose log (fingerprint and the bytes before
 its offset) matches and whose checkpoint is not ahead of the target's resumes decoding at
 its byte offset (:meth:`PatchDecoder.from_state`), so resuming costs the same however

@@ -28,9 +28,15 @@ from patchsync.codec.patch_decoder import PatchDecoder
 from patchsync.errors import CheckpointError, DecodeError
 from patchsync.events import Event
 from patchsync.logs.fingerprint import FINGERPRINT_BYTES, fingerprint, jelly_head
-from patchsync.logs.snapshot import ANCHOR_BYTES, MAX_SNAPSHOT_BYTES, SnapshotError, decode_snapshot, encode_snapshot
+from patchsync.logs.resume_point import (
+    ANCHOR_BYTES,
+    MAX_RESUME_POINT_BYTES,
+    ResumePointError,
+    decode_resume_point,
+    encode_resume_point,
+)
 from patchsync.tail.follower import Follower, FollowerHost
-from patchsync.tail.state import snapshot_path
+from patchsync.tail.state import resume_point_path
 from patchsync.units import UnitReader
 
 #: Bytes read from one source per pass, so one busy log cannot starve the others or a signal.
@@ -60,10 +66,10 @@ class FileFollower(Follower):
         self.file: IO[bytes] | None = None
         self.ino: int | None = None
         self.buf = bytearray()  # bytes read but not yet fed: a partial frame at most
-        self.buf_base = 0  # file offset of buf[0]: the read position
-        self.frame_need = 0  # bytes of the partial frame at buf_base, once its length is read
+        self.buf_offset = 0  # file offset of buf[0]: the read position
+        self.frame_need = 0  # bytes of the partial frame at buf_offset, once its length is read
         self.partial_end = 0  # end of the last read that left a partial frame
-        self.seen_tail = b""  # the last bytes before buf_base, to notice a rewrite there
+        self.seen_tail = b""  # the last bytes before buf_offset, to notice a rewrite there
         self.decoder: PatchDecoder[Any] | None = None
         self.applier: Applier | None = None
         self.pending: list[Event] = []  # decoded events of a unit not yet complete
@@ -111,11 +117,11 @@ class FileFollower(Follower):
                 f"{self.name}, byte {size}: the log shrank below its checkpoint (byte {stored.offset}); "
                 "it was truncated or rewritten"
             )
-        start = self._load_snapshot(stored)
+        start = self._load_resume_point(stored)
         if start is None:
             self.decoder = PatchDecoder(target.adapter, source=self.name, limits=opts.limits)
             start = 0
-        self.buf_base = start
+        self.buf_offset = start
         self.seen_tail = os.pread(f.fileno(), min(start, TAIL_SAMPLE), start - min(start, TAIL_SAMPLE))
         self.report.resumed_from = start
         self.report.applied_end = start
@@ -123,52 +129,52 @@ class FileFollower(Follower):
         self.host.log("resume", {"source": self.name, "from_byte": start, **_cp_fields(stored)})
         return True
 
-    def _snapshot_path(self) -> Path | None:
+    def _resume_point_path(self) -> Path | None:
         state_dir = self.options.state_dir
-        return None if state_dir is None else snapshot_path(state_dir, self.name)
+        return None if state_dir is None else resume_point_path(state_dir, self.name)
 
-    def _load_snapshot(self, stored: Checkpoint | None) -> int | None:
+    def _load_resume_point(self, stored: Checkpoint | None) -> int | None:
         """Install a saved decoder state if it is valid for the target's checkpoint; its offset.
 
         Any snapshot that cannot be used is ignored with one log line: decoding from the
         start of the log is always correct (the checkpoint is authoritative).
         """
-        path = self._snapshot_path()
+        path = self._resume_point_path()
         if path is None or stored is None or self.options.reset:
             return None
         try:
             with open(path, "rb") as f:
-                if os.fstat(f.fileno()).st_size > MAX_SNAPSHOT_BYTES:
-                    raise SnapshotError(f"larger than {MAX_SNAPSHOT_BYTES} bytes")
+                if os.fstat(f.fileno()).st_size > MAX_RESUME_POINT_BYTES:
+                    raise ResumePointError(f"larger than {MAX_RESUME_POINT_BYTES} bytes")
                 data = f.read()
         except FileNotFoundError:
             return None
-        except (OSError, SnapshotError) as exc:
-            self._snapshot_ignored(path, str(exc))
+        except (OSError, ResumePointError) as exc:
+            self._resume_point_ignored(path, str(exc))
             return None
         try:
-            snap = decode_snapshot(data, self.host.target.adapter, source=self.name, limits=self.options.limits)
-        except SnapshotError as exc:
-            self._snapshot_ignored(path, str(exc))
+            snap = decode_resume_point(data, self.host.target.adapter, source=self.name, limits=self.options.limits)
+        except ResumePointError as exc:
+            self._resume_point_ignored(path, str(exc))
             return None
         # Valid only for this very log, and only if the target got at least as far as the
         # snapshot: the snapshot sits between patches with every event before it applied,
         # so the applier passes over the events from there up to the checkpoint.
         if snap.fingerprint != self.fingerprint:
-            self._snapshot_ignored(path, "taken for another log with the same name (fingerprint differs)")
+            self._resume_point_ignored(path, "taken for another log with the same name (fingerprint differs)")
             return None
         assert self.file is not None
         anchor = os.pread(self.file.fileno(), snap.anchor_len, snap.offset - snap.anchor_len)
         if not snap.anchored_in(anchor):
-            self._snapshot_ignored(path, "taken for another log (the bytes before its offset differ)")
+            self._resume_point_ignored(path, "taken for another log (the bytes before its offset differ)")
             return None
         if (stored.offset, stored.row) < snap.checkpoint:
-            self._snapshot_ignored(path, "ahead of the target's checkpoint (the target was restored from a copy?)")
+            self._resume_point_ignored(path, "ahead of the target's checkpoint (the target was restored from a copy?)")
             return None
         self.decoder = snap.decoder
         return snap.offset
 
-    def _snapshot_ignored(self, path: Path, reason: str) -> None:
+    def _resume_point_ignored(self, path: Path, reason: str) -> None:
         self.host.log("snapshot_ignored", {"source": self.name, "snapshot": str(path), "reason": reason})
 
     def save_snapshot(self, now: float) -> None:
@@ -177,7 +183,7 @@ class FileFollower(Follower):
         A snapshot that cannot be written (disk full, read-only state directory) is logged
         and skipped: it only speeds up a restart.
         """
-        path = self._snapshot_path()
+        path = self._resume_point_path()
         applier, decoder = self.applier, self.decoder
         if path is None or applier is None or decoder is None or self.pending or not self.boundary or self.single:
             return
@@ -187,10 +193,10 @@ class FileFollower(Follower):
         offset = decoder.offset
         anchor = os.pread(self.file.fileno(), min(offset, ANCHOR_BYTES), offset - min(offset, ANCHOR_BYTES))
         try:
-            data = encode_snapshot(
+            data = encode_resume_point(
                 decoder, source=self.name, fingerprint=self.fingerprint, checkpoint=(cp.offset, cp.row), anchor=anchor
             )
-        except SnapshotError:
+        except ResumePointError:
             return
         self.last_snapshot = now
         tmp = path.with_suffix(".tmp")
@@ -221,7 +227,7 @@ class FileFollower(Follower):
         self._check_file()
         progressed = False
         budget = READ_BUDGET
-        read_end = self.buf_base
+        read_end = self.buf_offset
         eof = False
         while budget > 0 and not self.host.stopping:
             if self.single:
@@ -232,9 +238,9 @@ class FileFollower(Follower):
                 # crashed, the next writer cut it and wrote other bytes in its place. The
                 # read takes the whole frame once its length is known.
                 self.buf.clear()
-                start, want = self.buf_base, max(READ_CHUNK, self.frame_need)
+                start, want = self.buf_offset, max(READ_CHUNK, self.frame_need)
             chunk = self._read(start, want)
-            base = self.buf_base
+            base = self.buf_offset
             # Checked again after the read: a rewrite that began after the check above
             # (a writer's one write lands page by page, its start first) shows here, before
             # any byte of it is decoded.
@@ -246,7 +252,7 @@ class FileFollower(Follower):
                 progressed |= self._feed_frames()
                 if self.buf:
                     self.partial_end = max(self.partial_end, read_end)
-            if len(chunk) < want and (self.single or self.buf_base == base):
+            if len(chunk) < want and (self.single or self.buf_offset == base):
                 # At the end of the file, with nothing new decoded (a read that decoded
                 # frames is followed by one more: the file may have grown meanwhile).
                 eof = True
@@ -313,7 +319,7 @@ class FileFollower(Follower):
             raise CheckpointError(
                 f"{self.name}: the log was replaced by another file (inode changed) while being tailed"
             )
-        if size < self.buf_base:
+        if size < self.buf_offset:
             raise self._shrank(size)
         self._check_content()
 
@@ -331,23 +337,23 @@ class FileFollower(Follower):
         # check cannot see that), and decoding on from here would read another log.
         n = len(self.seen_tail)
         if n:
-            sample = os.pread(fd, n, self.buf_base - n)
+            sample = os.pread(fd, n, self.buf_offset - n)
             if sample != self.seen_tail:
                 if len(sample) < n:  # cut back after the size was taken above
                     raise self._shrank(os.fstat(fd).st_size)
                 raise CheckpointError(
-                    f"{self.name}, byte {self.buf_base - n}: bytes already decoded changed: the log was rewritten"
+                    f"{self.name}, byte {self.buf_offset - n}: bytes already decoded changed: the log was rewritten"
                 )
 
     def _shrank(self, size: int) -> CheckpointError:
         return CheckpointError(
-            f"{self.name}, byte {size}: the log shrank below what was already decoded (byte {self.buf_base}); "
+            f"{self.name}, byte {size}: the log shrank below what was already decoded (byte {self.buf_offset}); "
             "it was truncated or rewritten"
         )
 
     def _consumed(self, data: bytes | bytearray) -> None:
         """Move the read position past ``data`` (bytes handed to the decoder)."""
-        self.buf_base += len(data)
+        self.buf_offset += len(data)
         if len(data) >= TAIL_SAMPLE:
             self.seen_tail = bytes(data[-TAIL_SAMPLE:])
         else:
@@ -413,7 +419,7 @@ class FileFollower(Follower):
     def _update_lag(self, now: float, read_end: int, flushed: bool) -> None:
         report = self.report
         if flushed and not self.pending:
-            applied = self.buf_base
+            applied = self.buf_offset
         elif self.pending:
             applied = self.pending[0].offset
         else:
@@ -445,7 +451,7 @@ class FileFollower(Follower):
         self.units.reset()
         self.cut = 0
         self.buf.clear()
-        self.buf_base = 0
+        self.buf_offset = 0
         self.frame_need = 0
         self.partial_end = 0
         self.seen_tail = b""
