@@ -177,7 +177,7 @@ class FileFollower(Follower):
     def _resume_point_ignored(self, path: Path, reason: str) -> None:
         self.host.log("snapshot_ignored", {"source": self.name, "snapshot": str(path), "reason": reason})
 
-    def save_snapshot(self, now: float) -> None:
+    def save_resume_point(self, now: float) -> None:
         """Persist the decoder state if everything decoded so far is applied and no patch is open.
 
         A snapshot that cannot be written (disk full, read-only state directory) is logged
@@ -198,7 +198,7 @@ class FileFollower(Follower):
             )
         except ResumePointError:
             return
-        self.last_snapshot = now
+        self.last_saved = now
         tmp = path.with_suffix(".tmp")
         try:
             with open(tmp, "wb") as f:
@@ -263,7 +263,7 @@ class FileFollower(Follower):
             decoder = self.decoder
             if not self.buf and applier.pause():
                 # Snapshot the end of a finished file, so a restart does not decode it again.
-                self.save_snapshot(now)
+                self.save_resume_point(now)
             decoder.feed(bytes(self.buf))
             self._consumed(self.buf)
             self.buf.clear()

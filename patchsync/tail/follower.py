@@ -95,7 +95,7 @@ class Follower:
         self.report = SourceReport(name, result=ApplyResult(source=name))
         self.finished = False
         self.failed = False
-        self.last_snapshot = 0.0
+        self.last_saved = 0.0  # when save_resume_point last ran
         self.lock_fd: int | None = None
 
     def _lock(self) -> None:
@@ -104,6 +104,11 @@ class Follower:
         if state_dir is None or self.lock_fd is not None:
             return  # held already: a reconnect to the target keeps the source's lock
         self.lock_fd = lock_source(state_dir, self.name)
+
+    def save_resume_point(self, now: float) -> None:
+        """Save where decoding can resume (a decoder snapshot); by default there is nothing to save:
+        a source whose patches decode on their own resumes from its checkpoint alone."""
+        self.last_saved = now
 
     def fail(self, exc: BaseException) -> None:
         """Stop this source for good with ``exc`` as its error."""

@@ -218,10 +218,6 @@ class NetworkSource(Follower):
         self._lag_at = now
         return True
 
-    def save_snapshot(self, now: float) -> None:
-        """Nothing to save: a message decodes on its own, the checkpoint is the position."""
-        self.last_snapshot = now
-
     # -- losing the target, failing, closing -------------------------------------------
 
     def reset(self) -> None:

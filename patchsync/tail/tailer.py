@@ -244,8 +244,8 @@ class Tailer:
                 break
             try:
                 more |= src.pump(now)
-                if now - src.last_snapshot >= self.options.snapshot_seconds:
-                    src.save_snapshot(now)
+                if now - src.last_saved >= self.options.snapshot_seconds:
+                    src.save_resume_point(now)
             except PatchsyncError as exc:
                 error = self._failure(exc)
                 if error is None:
@@ -281,7 +281,7 @@ class Tailer:
             if src.applier is not None and not src.failed:
                 try:
                     src.applier.pause()
-                    src.save_snapshot(now)
+                    src.save_resume_point(now)
                 except PatchsyncError as exc:
                     if self.options.reopen is not None and is_transient(exc):
                         raise _TargetLost(exc) from exc
