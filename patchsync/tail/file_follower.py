@@ -27,7 +27,7 @@ from patchsync.codec.framing import read_varint, whole_frames
 from patchsync.codec.patch_decoder import PatchDecoder
 from patchsync.errors import CheckpointError, DecodeError
 from patchsync.events import Event
-from patchsync.logs.fingerprint import FINGERPRINT_BYTES, fingerprint, jelly_head
+from patchsync.logs.fingerprint import FINGERPRINT_BYTES, fingerprint, jelly_start
 from patchsync.logs.resume_point import (
     ANCHOR_BYTES,
     MAX_RESUME_POINT_BYTES,
@@ -46,7 +46,7 @@ READ_CHUNK = 1 << 20
 #: How often a read of bytes that keep changing under it is repeated before giving up.
 READ_ATTEMPTS = 5
 #: Bytes compared at the start of a log to notice it was replaced under the daemon.
-HEAD_SAMPLE = 4096
+START_SAMPLE = 4096
 #: Bytes before the read position compared on every pass to notice a log rewritten there.
 TAIL_SAMPLE = 64
 
@@ -77,7 +77,7 @@ class FileFollower(Follower):
         self.units = UnitReader()
         self.cut = 0
         self.fingerprint: str | None = None
-        self.head: bytes = b""
+        self.start_bytes: bytes = b""
         self.single = False  # a bare, non-delimited frame: decoded only once finished
         self.done = False
         self.boundary = True  # the last event handed on ended a patch (snapshot point)
@@ -93,16 +93,16 @@ class FileFollower(Follower):
             return False
         # The same bytes apply_file fingerprints, so tail and apply share checkpoints.
         data = f.read(FINGERPRINT_BYTES)
-        head = jelly_head(data)
-        if head.first_frame_end is None and not self.finished:
+        log_start = jelly_start(data)
+        if log_start.first_frame_end is None and not self.finished:
             # Not one whole frame yet (or a bare frame, complete only once finished).
             f.close()
             return False
         self.file = f
         self.ino = os.fstat(f.fileno()).st_ino
-        self.single = head.framing == "single"
+        self.single = log_start.framing == "single"
         self.fingerprint = fingerprint(data, "jellyp")
-        self.head = data[: min(HEAD_SAMPLE, head.first_frame_end or len(data))]
+        self.start_bytes = data[: min(START_SAMPLE, log_start.first_frame_end or len(data))]
         opts, target = self.options, self.host.target
         self._lock()
         self.units = UnitReader(target.adapter)  # the decoder hands out the target's terms
@@ -327,9 +327,9 @@ class FileFollower(Follower):
         """Stop on a log whose first frame, or bytes just before the read position, changed."""
         assert self.file is not None
         fd = self.file.fileno()
-        head = os.pread(fd, len(self.head), 0)
-        if head != self.head:
-            if len(head) < len(self.head):  # cut back after the size was taken above
+        start = os.pread(fd, len(self.start_bytes), 0)
+        if start != self.start_bytes:
+            if len(start) < len(self.start_bytes):  # cut back after the size was taken above
                 raise self._shrank(os.fstat(fd).st_size)
             raise CheckpointError(f"{self.name}, byte 0: the log's first frame changed: it was replaced")
         # A writer only appends: the bytes just before the read position never change. If
