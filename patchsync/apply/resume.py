@@ -61,8 +61,8 @@ def default_snapshot_dir() -> Path:
     return Path(cache) / "patchsync" / "snapshots"
 
 
-def snapshot_file(snapshot_dir: str | os.PathLike[str], source: str) -> Path:
-    """The snapshot of the log named ``source`` in ``snapshot_dir``."""
+def resume_point_file(snapshot_dir: str | os.PathLike[str], source: str) -> Path:
+    """The file of the resume point (decoder snapshot) of the log named ``source`` in ``snapshot_dir``."""
     return Path(snapshot_dir) / f"{hashlib.sha256(source.encode()).hexdigest()[:32]}.apply-snapshot"
 
 
@@ -87,7 +87,7 @@ class LogReader:
         self.file = file
         self.source = source
         self.limits = limits or Limits()
-        self.path = snapshot_file(snapshot_dir, source)
+        self.path = resume_point_file(snapshot_dir, source)
         self.target = target
         head = os.pread(file.fileno(), FINGERPRINT_BYTES, 0)
         self.fingerprint = fingerprint(head, "jellyp")
@@ -177,4 +177,4 @@ class LogReader:
         return True
 
 
-__all__ = ["SNAPSHOT_DIR_ENV", "LogReader", "default_snapshot_dir", "snapshot_file"]
+__all__ = ["SNAPSHOT_DIR_ENV", "LogReader", "default_snapshot_dir", "resume_point_file"]
