@@ -80,7 +80,7 @@ class SourceReport:
 
 
 class Follower:
-    """What every tailed source holds alike: its host, name, report and per-source lock, and
+    """What every follower holds alike: its host, source name, report and per-source lock, and
     how it fails and closes.
 
     A subclass says how it opens, reads (``pump``) and resets, and what
