@@ -79,3 +79,31 @@ def test_the_check_sees_a_missing_and_a_stale_row() -> None:
     named = rows(edited).keys()
     assert path in modules() - named
     assert named - modules() == {"no_such_module.py"}
+
+
+GLOSSARY = ROOT / "docs" / "glossary.md"
+#: Words every reader of the code meets; each must have its entry (``- **word**``).
+SHARED_WORDS = (
+    "source", "log", "segment", "stream", "topic", "door", "unit", "commit group", "checkpoint",
+    "position", "snapshot", "decoder snapshot", "resume point", "base", "message", "follower",
+)  # fmt: skip
+
+
+def glossary_words(text: str) -> set[str]:
+    """The words the glossary defines: the bold words that open each entry."""
+    words: set[str] = set()
+    for line in text.splitlines():
+        if line.startswith("- **"):
+            head = line[2:].split(": ", 1)[0]
+            words.update(re.findall(r"\*\*([^*]+)\*\*", head))
+    return words
+
+
+def test_the_glossary_defines_the_shared_words() -> None:
+    missing = set(SHARED_WORDS) - glossary_words(GLOSSARY.read_text())
+    assert not missing, f"docs/glossary.md has no entry for: {', '.join(sorted(missing))}"
+
+
+def test_architecture_and_index_link_the_glossary() -> None:
+    for page in (DOC, ROOT / "docs" / "index.md"):
+        assert "(glossary.md)" in page.read_text(), page
