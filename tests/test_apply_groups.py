@@ -309,7 +309,7 @@ def test_a_term_added_by_another_applier_after_the_lookup_is_reused(pg_url: str)
         assert t.add([quad]) == 1
         t.commit("log", Checkpoint(0, 0, 0), [])
         t.flush()
-        assert t.terms._ids['"late"'] == stored
+        assert t.terms.cache.ids['"late"'] == stored
         assert t.contains([quad]) == [True]
 
 
@@ -410,7 +410,7 @@ def test_a_group_looks_up_only_quads_touched_twice(sqlite_url: str) -> None:
         seen = _trace(t)
         r = _apply(t, first + second, "log")
         probes = [q for q in seen if q.startswith("SELECT 1 FROM ps_quads")]
-        ids = t.terms._ids
+        ids = t.terms.cache.ids
         key = f"s = {ids[s]} AND p = {ids[p]} AND o = {ids[iri('o1')]} AND g = {ids['']}"
         assert probes == [f"SELECT 1 FROM ps_quads WHERE {key}"]
         assert (r.units, r.added, r.deleted, r.noop) == (2, 2, 1, 2)
