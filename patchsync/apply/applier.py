@@ -403,7 +403,6 @@ class Applier:
         if unit.open:
             with contextlib.suppress(Exception):
                 unit.rollback()
-            unit.open = False
         with contextlib.suppress(Exception):
             self.target.flush()
 

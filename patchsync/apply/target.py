@@ -11,14 +11,26 @@ term values the applier hands it (N-Triples text for most). For each unit of ato
     begin()  (add(quads) | delete(quads) | add_prefix(...) | delete_prefix(...))*  commit(source, checkpoint, records)
     begin()  ...  rollback()
 
-``add``/``delete`` take a batch of quads in order and return how many changed the store
-(set semantics: an add of a present quad or a delete of an absent one is a no-op,
-docs/design.md §5); the applier never sends two operations on one quad in one batch.
-``commit`` makes the unit's rows, the source's :class:`Checkpoint` and the unit's
-:class:`PatchRecord` list (the patches the unit ends) one atomic step; ``rollback`` undoes
-everything since ``begin``. A unit may be empty: a ``begin``/``commit`` that only moves
-the checkpoint (a patch end, a skipped patch). ``flush`` makes every committed unit
-durable; ``close`` flushes and releases the target.
+A :class:`Quad` is ``(s, p, o, g)`` in the adapter's terms, ``g`` ``None`` or ``""`` for
+the default graph (a target takes both as it). ``add``/``delete`` take a batch of quads and return how many changed the
+store (set semantics: an add of a present quad or a delete of an absent one is a no-op,
+docs/design.md §5); one batch never holds a quad twice, and batches on one quad come in log
+order. ``add_prefix``/``delete_prefix`` bind or unbind a prefix name (per graph, ``None``:
+the default); a target that keeps no prefixes accepts and drops them. ``commit`` makes the
+unit's rows, the source's :class:`Checkpoint` and the unit's :class:`PatchRecord` list (the
+patches the unit ends, often none) one atomic step; ``rollback`` undoes everything since
+``begin``. A unit may be empty: a ``begin``/``commit`` that only moves the checkpoint (a
+patch end, a skipped patch). With commit groups (below) one target unit carries several
+units of the log and the records of several patches; the target cannot tell, and need
+not. ``flush`` makes every committed unit durable; ``close`` flushes and releases the
+target. A target also has ``adapter`` (the :class:`~patchsync.terms.TermAdapter` it wants
+events decoded with) and the class attribute ``capabilities`` (below).
+
+**Errors.** A failure a user can cause or fix is a :class:`~patchsync.errors.PatchsyncError`
+naming the store (:class:`~patchsync.errors.TargetUnavailable` for one out of reach); any
+other exception is reported by the applier as the target failing at the source's byte
+offset. After an error the applier calls ``rollback`` (if a unit is open) and ``flush``,
+both best effort, and the caller closes the target (``discard`` where declared).
 
 **When the checkpoint is written.** With every ``commit``, never alone: the checkpoint
 names the last event of the unit committed, so after a crash the store and the checkpoint
@@ -47,8 +59,6 @@ capability         protocol                     what the applier does with it
 =================  ===========================  ===============================================
 ``contains``       :class:`Presence`            one lookup for quads a unit touches twice
 ``last_writes``    :class:`LastWrites`          announces a unit's last writes (no savepoint)
-``contains`` +     (both)                       holds complete units in commit groups and
-``last_writes``                                 writes each group as one unit
 ``write_each``     :class:`WritesEach`          a group's quads touched once: written with no
                                                 lookup, the write tells which changed
 ``write_later``    :class:`WritesLater`         a full group's adds left running while the
@@ -61,8 +71,11 @@ capability         protocol                     what the applier does with it
 ``history``        ``history(source=None)``     ``patchsync history`` lists patch records
 =================  ===========================  ===============================================
 
-A target with none of them is complete: units are then written one at a time, each at
-its commit. The abilities change only speed, never what the store holds or the counts.
+With both ``contains`` and ``last_writes`` (:class:`GroupTarget`) the applier holds complete
+units back in commit groups and writes each group as one target unit, its rows right
+before its commit (:mod:`patchsync.apply.group`). A target with none of them is complete:
+units are then written one at a time, each at its commit. The abilities change only
+speed, never what the store holds or the counts.
 """
 
 from __future__ import annotations
