@@ -364,23 +364,46 @@ class GroupTarget(Target, Presence, LastWrites, Protocol):
     """A target that takes commit groups (:mod:`patchsync.apply.group`): ``contains`` and ``last_writes``."""
 
 
-@dataclass(frozen=True, slots=True)
 class Abilities:
     """Typed views of one target's declared abilities, each ``None`` where it is not declared.
 
     Made once by :func:`abilities_of`; ``group`` is the target itself where it takes commit
     groups (``contains`` and ``last_writes``), and ``writes_later`` is given only with
-    ``writes_each`` (a write left running answers as ``add_each``).
+    ``writes_each`` (a write left running answers as ``add_each``). A plain class: a
+    dataclass's generated methods cost every command's start-up more than they save here.
     """
 
-    presence: Presence | None = None
-    last_writes: LastWrites | None = None
-    group: GroupTarget | None = None
-    writes_each: WritesEach | None = None
-    writes_later: WritesLater | None = None
-    prefix_batches: PrefixBatches | None = None
-    bulk_load: BulkLoad | None = None
-    discardable: Discardable | None = None
+    __slots__ = (
+        "bulk_load",
+        "discardable",
+        "group",
+        "last_writes",
+        "prefix_batches",
+        "presence",
+        "writes_each",
+        "writes_later",
+    )
+
+    def __init__(
+        self,
+        *,
+        presence: Presence | None = None,
+        last_writes: LastWrites | None = None,
+        group: GroupTarget | None = None,
+        writes_each: WritesEach | None = None,
+        writes_later: WritesLater | None = None,
+        prefix_batches: PrefixBatches | None = None,
+        bulk_load: BulkLoad | None = None,
+        discardable: Discardable | None = None,
+    ) -> None:
+        self.presence = presence
+        self.last_writes = last_writes
+        self.group = group
+        self.writes_each = writes_each
+        self.writes_later = writes_later
+        self.prefix_batches = prefix_batches
+        self.bulk_load = bulk_load
+        self.discardable = discardable
 
 
 def abilities_of(target: object) -> Abilities:
