@@ -12,19 +12,32 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections import Counter
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from patchsync.apply import MemoryTarget
 from patchsync.apply.applier import Applier, ApplyResult
 from patchsync.apply.group import CommitGroup, HeldUnit, settle
-from patchsync.apply.target import Checkpoint
+from patchsync.apply.target import (
+    CAN_LAST_WRITES,
+    CAN_WRITE_EACH,
+    CAN_WRITE_LATER,
+    CAN_WRITE_PREFIXES,
+    Checkpoint,
+    PrefixOp,
+    Quad,
+    abilities_of,
+)
 from patchsync.apply.targets.sql import SqlTarget
 from patchsync.apply.targets.sql.dialects.postgres import _EACH_TRUST
 from patchsync.codec.rdfp import RdfPatchTextReader, read_rdfp
+from patchsync.errors import UsageError
 
 from .apply_helpers import RecordingCursor, iri, state
 
@@ -261,7 +274,7 @@ def test_pause_writes_held_units_while_a_unit_is_open(sql_url: str) -> None:
         reader.feed(f"TX .\nA {s} {p} {iri('a')} .\nTC .\nTX .\nA {s} {p} {iri('b')} .\n".encode())
         applier.feed(list(reader))
         assert applier.pause() is False  # a unit is open: the target is not flushed...
-        assert applier._group is not None and len(applier._group) == 0  # ...but nothing complete is held
+        assert applier._groups is not None and len(applier._groups.group) == 0  # ...but nothing complete is held
         assert applier.result.units == 1 and t.contains([a, b]) == [True, False]
         reader.feed(b"TC .\n")
         applier.feed(list(reader))
@@ -296,7 +309,7 @@ def test_a_term_added_by_another_applier_after_the_lookup_is_reused(pg_url: str)
         assert t.add([quad]) == 1
         t.commit("log", Checkpoint(0, 0, 0), [])
         t.flush()
-        assert t.terms._ids['"late"'] == stored
+        assert t.terms.cache.ids['"late"'] == stored
         assert t.contains([quad]) == [True]
 
 
@@ -397,9 +410,84 @@ def test_a_group_looks_up_only_quads_touched_twice(sqlite_url: str) -> None:
         seen = _trace(t)
         r = _apply(t, first + second, "log")
         probes = [q for q in seen if q.startswith("SELECT 1 FROM ps_quads")]
-        ids = t.terms._ids
+        ids = t.terms.cache.ids
         key = f"s = {ids[s]} AND p = {ids[p]} AND o = {ids[iri('o1')]} AND g = {ids['']}"
         assert probes == [f"SELECT 1 FROM ps_quads WHERE {key}"]
         assert (r.units, r.added, r.deleted, r.noop) == (2, 2, 1, 2)
         assert [(h.added, h.deleted, h.noop) for h in t.history()] == [(2, 0, 0), (2, 1, 2)]
         assert state(t)[0] == {(s, p, iri(o), "") for o in ("o0", "o1", "o2")}
+
+
+class GroupingMemoryTarget(MemoryTarget):
+    """The reference target declaring every optional write ability of patchsync.apply.target,
+    each written the plainest way: the applier then holds commit groups, writes lone quads
+    with ``add_each``/``delete_each``, leaves adds "running" and batches prefix rows."""
+
+    capabilities = MemoryTarget.capabilities | {CAN_LAST_WRITES, CAN_WRITE_EACH, CAN_WRITE_LATER, CAN_WRITE_PREFIXES}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: Counter[str] = Counter()
+
+    def last_writes(self) -> None:
+        self.calls["last_writes"] += 1
+
+    def add_each(self, quads: Sequence[Quad]) -> list[bool]:
+        self.calls["add_each"] += 1
+        return [self.add([q]) == 1 for q in quads]
+
+    def delete_each(self, quads: Sequence[Quad]) -> list[bool]:
+        self.calls["delete_each"] += 1
+        return [self.delete([q]) == 1 for q in quads]
+
+    def add_each_later(self, quads: Sequence[Quad]) -> Callable[[], list[bool]]:
+        self.calls["add_each_later"] += 1
+        added = self.add_each(quads)
+        return lambda: added
+
+    def write_prefixes(self, ops: Sequence[PrefixOp]) -> None:
+        self.calls["write_prefixes"] += 1
+        for bind, graph, name, value in ops:
+            if bind:
+                self.add_prefix(graph, name, value)
+            else:
+                self.delete_prefix(graph, name)
+
+
+@settings(max_examples=60, deadline=None)
+@given(case)
+def test_every_optional_ability_on_the_reference_target_matches_it(
+    c: tuple[list[str], int, int | None, dict[str, int]],
+) -> None:
+    # Differential: the abilities (patchsync.apply.target's protocols) change speed, never
+    # what the store holds nor any count; here they wrap the reference's own writes.
+    patches, first, again, kw = c
+    first, again = _case(patches, first, again)
+    _differential(GroupingMemoryTarget, patches, first, again, kw)
+
+
+def test_the_abilities_are_seen_once_and_used() -> None:
+    target = GroupingMemoryTarget()
+    applier = Applier(target, source="log")
+    assert applier._groups is not None  # contains + last_writes: commit groups
+    text = f"TX .\nA {iri('s')} {iri('p')} {iri('o')} .\nPA ex {iri('ns/')} .\nTC .\n"
+    result = applier.apply(read_rdfp(text, target.adapter))
+    assert (result.units, result.added) == (1, 1)
+    assert {"last_writes", "add_each", "add_each_later", "write_prefixes"} <= set(target.calls)
+    assert Applier(MemoryTarget(), source="log")._groups is None  # contains alone: units one by one
+
+
+class _Boasting(MemoryTarget):
+    capabilities = MemoryTarget.capabilities | {CAN_LAST_WRITES, CAN_WRITE_EACH}
+
+    def add_each(self, quads: Sequence[Quad]) -> list[bool]:
+        return [self.add([q]) == 1 for q in quads]
+
+
+def test_a_declared_ability_without_its_methods_is_refused_when_the_applier_is_built() -> None:
+    with pytest.raises(
+        UsageError, match=r"^_Boasting targets declare the 'last_writes' capability but lack last_writes\(\)"
+    ):
+        Applier(_Boasting(), source="log")
+    with pytest.raises(UsageError, match=r"'write_each' capability but lack delete_each\(\)"):
+        abilities_of(type("Half", (_Boasting,), {"last_writes": lambda self: None})())

@@ -86,7 +86,7 @@ def test_a_tiny_term_cache_starts_over_and_looks_terms_up(sql_url: str) -> None:
     text = random_log(4, patches=40)
     with SqlTarget(sql_url, term_cache=8) as t:
         apply_text(text, t, batch_rows=3)
-        assert len(t.terms._ids) <= 8 + 4 * 8  # one batch's terms on top of a dropped cache
+        assert len(t.terms.cache.ids) <= 8 + 4 * 8  # one batch's terms on top of a dropped cache
         assert not getattr(t.terms, "_fresh", False)  # on PostgreSQL a cache that started over lacks stored terms
         assert state(t) == reference(text, batch_rows=3)
         dictionary_is_consistent(t)
@@ -117,9 +117,9 @@ def test_long_literals_start_the_cache_over_at_its_character_budget(sql_url: str
         held = []
         for i, chunk in enumerate(text.split("TX .\n")[1:]):
             apply_text("TX .\n" + chunk, t, source=f"u{i}", batch_rows=3)
-            held.append(sum(map(len, t.terms._ids)))
+            held.append(sum(map(len, t.terms.cache.ids)))
             # The count kept for the bound is the text of what the cache holds, rollbacks included.
-            assert t.terms._ids_chars == held[-1]
+            assert t.terms.cache.chars == held[-1]
         # One batch (3 quads, 4 terms each) may come on top of a cache just started over.
         assert max(held) <= budget + 3 * 4 * 5_100
         literals = {line.split(" ", 3)[3] for line in text.splitlines() if '"' in line}
@@ -282,7 +282,7 @@ def test_new_terms_sent_beside_the_quads_take_another_appliers_ids(pg_url: str, 
         assert b.add_each([both, (iri("x"), iri("shared2"), '"b"', None)]) == [True, True]
         b.commit("b", Checkpoint(0, 0, 0), [])
         b.flush()
-        theirs = {t: b.terms._ids[t] for t in (iri("shared"), iri("shared2"), '"both"', iri("g"))}
+        theirs = {t: b.terms.cache.ids[t] for t in (iri("shared"), iri("shared2"), '"both"', iri("g"))}
     mine = [(iri("a1"), iri("p"), '"1"', None), (iri("a2"), iri("shared2"), iri("shared"), None), both]
     a.begin()
     cursor = a.link.cur = RecordingCursor(a.link.cur)
@@ -291,7 +291,7 @@ def test_new_terms_sent_beside_the_quads_take_another_appliers_ids(pg_url: str, 
     else:
         assert a.add([*mine, mine[0]]) == 2
     assert "DELETE" in cursor.seen  # the rows written with the drawn ids, undone
-    assert {t: a.terms._ids[t] for t in theirs} == theirs and not a.terms._fresh
+    assert {t: a.terms.cache.ids[t] for t in theirs} == theirs and not a.terms._fresh
     a.commit("a", Checkpoint(0, 0, 1), [])
     a.flush()
     a.close()
@@ -343,7 +343,9 @@ def test_a_failed_insert_of_new_terms_leaves_none_of_them_cached(pg_url: str) ->
     t.begin()
     with pytest.raises(PatchsyncError):
         t.add_each([(iri("s"), iri("p"), '"new"', iri("new-graph"))])
-    assert '"new"' not in t.terms._ids and iri("new-graph") not in t.terms._ids and iri("s") in t.terms._ids
+    assert (
+        '"new"' not in t.terms.cache.ids and iri("new-graph") not in t.terms.cache.ids and iri("s") in t.terms.cache.ids
+    )
     t.discard()
     with SqlTarget(pg_url) as fresh:
         dictionary_is_consistent(fresh)

@@ -3,7 +3,8 @@
 ``apply_file``/``apply_stream``/``apply_events`` apply a log to a :class:`Target` and return
 an :class:`ApplyResult`; ``open_target`` opens a target by the names the CLI accepts, through
 the scheme registry (:mod:`patchsync.apply.registry`, extended with ``register_target``).
-Targets declare optional abilities in ``capabilities`` (the ``CAN_*`` names).
+Targets declare optional abilities in ``capabilities`` (the ``CAN_*`` names), each a typed
+protocol checked once when an applier takes the target (the contract: :mod:`patchsync.apply.target`).
 Targets: :class:`MemoryTarget` (the reference), :class:`SqlTarget` (SQLite, PostgreSQL),
 ``RdflibTarget`` (rdflib), ``FileTarget`` (RDF files) and ``OxigraphTarget`` (pyoxigraph), the
 last three imported from their modules. ``write_snapshot`` writes a target's state with its

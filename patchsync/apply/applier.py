@@ -32,6 +32,14 @@ checkpoint, so no unit is applied twice or skipped.
 
 A ``TC`` commit is held back by one event so that, when the patch ends right after it,
 the unit, the patch record and the checkpoint past the patch end are one commit.
+
+The applier is composed of parts, each with its own state, and holds them: the unit reader
+(:class:`~patchsync.units.UnitReader`), the chain checks (:class:`.chain.ChainChecks`: the
+expected head, the decision on the current patch), the group writes
+(:class:`.group_writes.GroupWrites`, only for a target that takes commit groups), the
+target's unit and the running counts (:mod:`.unit_state`). The target's optional abilities
+are checked once, when the applier is built (:func:`~patchsync.apply.target.abilities_of`).
+This class holds the open unit's rows and drives the parts event by event.
 """
 
 from __future__ import annotations
@@ -39,31 +47,27 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterable
-from typing import Any, NoReturn, cast
+from typing import NoReturn
 
+from patchsync.apply.chain import ChainChecks
 from patchsync.apply.group import (
     DEFAULT_GROUP_ROWS,
     DEFAULT_GROUP_UNITS,
-    CommitGroup,
-    Decision,
     HeldUnit,
+    write_prefixes,
     write_rows,
 )
 from patchsync.apply.group_writes import GroupWrites
 from patchsync.apply.result import ApplyResult
 from patchsync.apply.target import (
-    CAN_CONTAINS,
-    CAN_LAST_WRITES,
-    CAN_WRITE_EACH,
-    CAN_WRITE_LATER,
-    CAN_WRITE_PREFIXES,
     Checkpoint,
     PatchRecord,
     PrefixOp,
     Quad,
     Target,
-    capabilities_of,
+    abilities_of,
 )
+from patchsync.apply.unit_state import Tally, TargetUnit
 from patchsync.errors import ApplyError, ChainError, CheckpointError, DecodeError, PatchsyncError, param
 from patchsync.events import Add, Delete, Event, PrefixAdd, PrefixDelete
 from patchsync.units import ENDS_PATCH, QUIET, Kind, Mark, UnitReader
@@ -79,7 +83,7 @@ _FIRST_ROW, _HEADER, _TX, _TX_AFTER_IMPLICIT = Mark.FIRST_ROW, Mark.HEADER, Mark
 _COMMIT, _ABORT = Mark.COMMIT, Mark.ABORT
 
 
-class Applier(GroupWrites):
+class Applier:
     """Applies the events of one source log to a target (see the module docstring).
 
     ``source`` names the log in the target's checkpoints; ``fingerprint`` identifies its
@@ -112,7 +116,8 @@ class Applier(GroupWrites):
         self.batch_rows = max(1, batch_rows)
         self.progress = progress
         self.progress_every = progress_every
-        self.result = ApplyResult(source=source)
+        # The target's optional abilities, checked here once (a declared one it lacks is refused).
+        abilities = abilities_of(target)
         stored = target.checkpoint(source)
         if (
             stored is not None
@@ -130,28 +135,41 @@ class Applier(GroupWrites):
         self._resume: tuple[int, int] | None = (stored.offset, stored.row) if stored is not None else None
         self._patches = stored.patches if stored is not None else 0
         self._last_id = stored.last_id if stored is not None else None
-        # The head this applier expects the target to have after what it decided so far: a
-        # first guess, checked under the target's lock at every write (_validate).
-        self._head = target.head()
-        capabilities = capabilities_of(target)
-        self._announce_last = CAN_LAST_WRITES in capabilities
-        # Complete units held back and written together (patchsync.apply.group), where the
-        # target tells presence in bulk and takes last writes without a savepoint; quads
-        # touched once are written without a lookup where the writes tell what changed.
-        self._write_each = CAN_WRITE_EACH in capabilities
-        self._write_prefixes_at_once = CAN_WRITE_PREFIXES in capabilities
-        # A full group's adds may be left running while the next group is decoded.
-        self._write_later = self._write_each and CAN_WRITE_LATER in capabilities
-        # Finishes the group whose adds were left running (see _write_group, _land).
-        self._landing: Callable[[], None] | None = None
-        self._group: CommitGroup | None = None
-        if CAN_CONTAINS in capabilities and self._announce_last:
-            self._group = CommitGroup(rows=group_rows, units=group_units)
+        self._tally = Tally(ApplyResult(source=source))
+        self._unit = TargetUnit(target)
         # Units, their boundaries and each patch's chain headers: the unit reader of
         # patchsync.units, fed every event (rows inside a unit excepted, which change nothing).
         self._reader = UnitReader(target.adapter)
+        # The head this applier expects the target to have after what it decided so far is
+        # a first guess, checked under the target's lock at every write (ChainChecks.validate).
+        self._chain = ChainChecks(
+            target,
+            self._unit,
+            self._reader,
+            source=source,
+            strict=self.strict,
+            head=target.head(),
+            drop_unit=self._drop_unit,
+        )
+        self._last_writes = abilities.last_writes
+        self._presence = abilities.presence
+        self._prefix_batches = abilities.prefix_batches
+        # Complete units held back and written together (patchsync.apply.group), where the
+        # target tells presence in bulk and takes last writes without a savepoint.
+        self._groups: GroupWrites | None = None
+        if abilities.group is not None:
+            self._groups = GroupWrites(
+                abilities.group,
+                abilities,
+                self._unit,
+                self._chain,
+                self._tally,
+                source=source,
+                rows=group_rows,
+                units=group_units,
+            )
+            self._chain.held = self._groups
         self._open = False  # a unit not skipped is open
-        self._unit_open = False  # target.begin() was called for it (or for a group write)
         # The open unit's pending rows: quad -> its operations in order, as bits after a
         # leading 1 (add = 1, delete = 0), so one dict lookup per row keeps exact counts.
         self._ops: dict[Quad, int] = {}
@@ -160,107 +178,108 @@ class Applier(GroupWrites):
         self._last: Event | None = None  # last event of the current unit
         self._held: Event | None = None  # a TC whose commit waits for the next event
         self._at: Event | None = None  # the event being applied, for error messages
-        # Counts of the current patch's units applied so far (reset when its record is made)
-        # and their values when the open unit began (restored when it aborts).
-        self._p_added = self._p_deleted = self._p_noop = 0
-        self._u_added0 = self._u_deleted0 = self._u_noop0 = 0
-        self._new_patch()
 
-    # -- patch state -------------------------------------------------------------------
+    @property
+    def result(self) -> ApplyResult:
+        """What this applier did so far (a caller may give its own object to add to)."""
+        return self._tally.result
 
-    def _new_patch(self) -> None:
-        self._checked = False
-        self._skipping = False
-        self._decision: Decision | None = None
+    @result.setter
+    def result(self, result: ApplyResult) -> None:
+        self._tally.result = result
 
     # -- units ---------------------------------------------------------------------------
 
     def _begin_unit(self, at: Event) -> None:
-        if not self._checked:
-            self._check_chain(at)
-        if self._skipping:
+        chain = self._chain
+        if not chain.checked:
+            chain.check(at)
+        if chain.skipping:
             return
-        if self._group is None and not self._begin_target():
+        if self._groups is None and not self._begin_target():
             return
         self._open = True
 
     def _begin_target(self) -> bool:
         """Begin a unit on the target and check the head; False: the current patch turned out
         applied by another applier (the unit is rolled back, the patch skipped)."""
-        self.target.begin()
-        self._unit_open = True
-        self._validate()
-        if self._skipping:
-            self._unit_open = False
-            self.target.rollback()
+        self._unit.begin()
+        self._chain.validate()
+        if self._chain.skipping:
+            self._unit.rollback()
             return False
         return True
+
+    def _drop_unit(self) -> None:
+        """The current patch turned out applied by another applier: its open unit writes nothing."""
+        self._ops = {}
+        self._prefixes = []
+        self._open = False
+
+    def _write_group(self, *, wait: bool = True) -> None:
+        if self._groups is not None:
+            self._groups.write(wait=wait)
 
     def _go_direct(self) -> bool:
         """The open unit writes before its end: write the held units, then begin it on the target.
 
         False when the current patch turned out applied by another applier (then skipped).
         """
-        if self._unit_open:
+        if self._unit.open:
             return True
         self._write_group()
-        if self._skipping or not self._begin_target():
+        if self._chain.skipping or not self._begin_target():
             return False
         prefixes, self._prefixes = self._prefixes, []
-        self._write_prefixes(prefixes)
+        write_prefixes(self.target, self._prefix_batches, prefixes)
         return True
 
     def _flush_ops(self) -> None:
         """Send the pending rows (see :func:`~patchsync.apply.group.write_rows`)."""
         if self._ops:
             ops, self._ops = self._ops, {}
-            added, deleted, noop = write_rows(self.target, ops)
-            self._p_added += added
-            self._p_deleted += deleted
-            self._p_noop += noop
+            self._tally.add(*write_rows(self.target, ops, self._presence))
 
     def _commit(self, at: Event, *, patch_end: bool) -> None:
         """Commit the open unit (or a record-only step at a patch end) with the checkpoint at ``at``."""
-        group = self._group
-        if group is not None and not self._unit_open:
+        groups = self._groups
+        unit = self._unit
+        chain = self._chain
+        if groups is not None and not unit.open:
             # Held back: the counts of its rows and its patch record are known when the
-            # group is written (see _write_group).
-            if not group.units:
-                group.base = self._head
-            record = self._record(at) if patch_end and not self._skipping else None
-            unit = HeldUnit(self._ops, self._step(at, patch_end), self._open, patch_end, record, self._decision)
-            unit.prefixes, self._prefixes = self._prefixes, []
+            # group is written (GroupWrites). The chain decisions on the units it holds
+            # assume the head expected before the first of them.
+            base = chain.head
+            record = self._record(at) if patch_end and not chain.skipping else None
+            held = HeldUnit(self._ops, self._step(at, patch_end), self._open, patch_end, record, chain.decision)
+            held.prefixes, self._prefixes = self._prefixes, []
             self._ops = {}
             self._open = False
-            if group.hold(unit):
-                self._write_group(wait=False)
+            groups.hold(held, base)
             return
-        if self._unit_open:
-            if self._announce_last:
-                cast(Any, self.target).last_writes()
+        tally = self._tally
+        if unit.open:
+            if self._last_writes is not None:
+                self._last_writes.last_writes()
             self._flush_ops()
-            self.result.units += 1
-            self.result.added += self._p_added - self._u_added0
-            self.result.deleted += self._p_deleted - self._u_deleted0
-            self.result.noop += self._p_noop - self._u_noop0
+            tally.unit_committed()
         else:
             # Nothing to write, but the checkpoint (and a patch record) still move forward.
-            self.target.begin()
-            self._unit_open = True
-            self._validate()
+            unit.begin()
+            chain.validate()
         records: list[PatchRecord] = []
-        if patch_end and not self._skipping:
+        if patch_end and not chain.skipping:
             records.append(self._record(at))
-            self._p_added = self._p_deleted = self._p_noop = 0
-        cp = self._step(at, patch_end)
-        self.target.commit(self.source, cp, records)
-        self._unit_open = self._open = False
-        self._mark_unit()
+            tally.patch_ended()
+        unit.commit(self.source, self._step(at, patch_end), records)
+        self._open = False
+        tally.mark()
 
     def _record(self, at: Event) -> PatchRecord:
         """The record of the patch ending at ``at``, with the counts of its units applied so far."""
         patch = self._reader.patch
-        position, counts = (at.offset, at.frame, at.row), (self._p_added, self._p_deleted, self._p_noop)
+        tally = self._tally
+        position, counts = (at.offset, at.frame, at.row), (tally.added, tally.deleted, tally.noop)
         return PatchRecord(
             patch.id,
             patch.prev,
@@ -269,37 +288,34 @@ class Applier(GroupWrites):
             *counts,
             time.time(),
             patch.pairs(),
-            self._decision is not None,
+            self._chain.decision is not None,
         )
 
     def _step(self, at: Event, patch_end: bool) -> Checkpoint:
         """Move the patch bookkeeping past a unit ending at ``at``; its checkpoint."""
         if patch_end:
             self._patches += 1
-            if self._skipping:
+            skipping = self._chain.skipping
+            if skipping:
                 self.result.skipped += 1
             else:
                 self.result.patches += 1
             patch_id = self._reader.patch.id
             if patch_id is not None:
                 self._last_id = patch_id
-                if not self._skipping:
-                    self._head = patch_id
+                if not skipping:
+                    self._chain.head = patch_id
         return Checkpoint(at.offset, at.frame, at.row, self._patches, self._last_id, self.fingerprint, time.time())
-
-    def _mark_unit(self) -> None:
-        self._u_added0, self._u_deleted0, self._u_noop0 = self._p_added, self._p_deleted, self._p_noop
 
     def _abort(self) -> None:
         self._ops = {}
         self._prefixes = []
-        if self._unit_open:
-            self.target.rollback()
-            self._unit_open = False
+        if self._unit.open:
+            self._unit.rollback()
         if self._open:
             self._open = False
             self.result.aborted += 1
-        self._p_added, self._p_deleted, self._p_noop = self._u_added0, self._u_deleted0, self._u_noop0
+        self._tally.restore()
 
     # -- driving -------------------------------------------------------------------------
 
@@ -334,7 +350,8 @@ class Applier(GroupWrites):
         """
         try:
             self._run_events(events)
-            self._land()
+            if self._groups is not None:
+                self._groups.land()
         except BaseException as exc:
             self._reraise(exc)
 
@@ -377,15 +394,15 @@ class Applier(GroupWrites):
         if isinstance(exc, DecodeError) and self._held is not None:
             with contextlib.suppress(Exception):
                 self._release_held(None)
-        if not self._unit_open:
+        unit = self._unit
+        if not unit.open:
             # Held units were committed before the error, as were the target's own pending
             # ones; a failed group write took its units out of the group first.
             with contextlib.suppress(Exception):
                 self._write_group()
-        if self._unit_open:
+        if unit.open:
             with contextlib.suppress(Exception):
-                self.target.rollback()
-            self._unit_open = False
+                unit.rollback()
         with contextlib.suppress(Exception):
             self.target.flush()
 
@@ -396,7 +413,7 @@ class Applier(GroupWrites):
         if mark in ENDS_PATCH:
             assert self._at is not None
             self._commit(self._at, patch_end=True)
-            self._new_patch()
+            self._chain.new_patch()
             return True
         self._commit(held, patch_end=False)
         return False
@@ -409,6 +426,8 @@ class Applier(GroupWrites):
     def _run_events(self, events: Iterable[Event]) -> None:
         reader = self._reader
         read = reader.read
+        chain = self._chain
+        tally = self._tally
         resume = self._resume
         every = self.progress_every
         count = 0
@@ -416,11 +435,11 @@ class Applier(GroupWrites):
             self._at = event
             count += 1
             if self.progress is not None and count % every == 0:
-                self.progress(self.result, event.offset)
+                self.progress(tally.result, event.offset)
             kind = type(event)
             if resume is not None:
                 if (event.offset, event.row) <= resume:
-                    self.result.replayed += 1
+                    tally.result.replayed += 1
                     self._replay(event)
                     continue
                 resume = self._resume = None
@@ -433,7 +452,7 @@ class Applier(GroupWrites):
                         self._release_held(mark)
                     if mark is _FIRST_ROW:
                         self._begin_unit(event)
-                if self._skipping:
+                if chain.skipping:
                     continue
                 ops = self._ops
                 quad: Quad = event[:4]  # type: ignore[assignment]
@@ -471,17 +490,17 @@ class Applier(GroupWrites):
             elif mark is _ABORT:
                 self._abort()
             elif mark in ENDS_PATCH:
-                if not self._checked:
-                    self._check_chain(event)
+                if not self._chain.checked:
+                    self._chain.check(event)
                 self._commit(event, patch_end=True)
-                self._new_patch()
+                self._chain.new_patch()
             elif mark is not Mark.OUTSIDE:  # a prefix row
                 self._prefix(event, mark)
 
     def _prefix(self, event: Event, mark: Mark) -> None:
         if mark is _FIRST_ROW:
             self._begin_unit(event)
-        if self._skipping:
+        if self._chain.skipping:
             return
         self._last = event
         if isinstance(event, PrefixAdd):
@@ -490,7 +509,7 @@ class Applier(GroupWrites):
             op = (False, event.g, event.name, None)
         else:
             return
-        if not self._unit_open:
+        if not self._unit.open:
             # Held with the unit's rows and written with its group (or when it goes direct).
             self._prefixes.append(op)
         elif op[0]:
@@ -501,7 +520,7 @@ class Applier(GroupWrites):
     def _replay(self, event: Event) -> None:
         """Follow units and patches over events already applied (before the checkpoint)."""
         if self._reader.read(event) in ENDS_PATCH:
-            self._new_patch()
+            self._chain.new_patch()
 
 
 __all__ = ["CHAIN_POLICIES", "DEFAULT_BATCH_ROWS", "Applier", "ApplyResult"]

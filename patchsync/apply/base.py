@@ -33,11 +33,11 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from patchsync import formats
 from patchsync.apply.snapshot_file import Position, read_position
-from patchsync.apply.target import CAN_BULK_LOAD, Checkpoint, PatchRecord, Target, capabilities_of, dumpable
+from patchsync.apply.target import Checkpoint, PatchRecord, Target, abilities_of, dumpable
 from patchsync.codec.rdf_decoder import RdfDecoder
 from patchsync.errors import ChainError, UsageError
 from patchsync.events import Event, Namespace, Statement
@@ -316,12 +316,13 @@ def load_base(
     for name, cp in checkpoints.items():
         target.begin()
         target.commit(name, cp, [])
+    bulk = abilities_of(target).bulk_load  # checked before the target is touched
     target.begin()
     try:
-        if CAN_BULK_LOAD in capabilities_of(target):
+        if bulk is not None:
             # Into an empty target, in one unit: its lookup indexes are built after the
             # quads instead of with each (SQL: patchsync.apply.targets.sql.bulk).
-            cast(Any, target).defer_indexes()
+            bulk.defer_indexes()
         count = _load(target, statements(), namespaces, position, term)
     except BaseException:
         target.rollback()  # the caller discards the target (see cli.common.close_target)

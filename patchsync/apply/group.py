@@ -33,9 +33,8 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
 
-from patchsync.apply.target import CAN_CONTAINS, Checkpoint, PatchRecord, PrefixOp, Quad, Target, capabilities_of
+from patchsync.apply.target import Checkpoint, PatchRecord, PrefixBatches, PrefixOp, Presence, Quad, Target
 
 #: Held rows (distinct quads per unit, summed) that make the applier write its group. Larger
 #: groups save PostgreSQL little more, and the rows held alive make Python's cyclic GC run
@@ -103,14 +102,14 @@ def replay(seq: int, present: bool) -> tuple[int, int, int, bool]:
     return added, deleted, noop, present
 
 
-def write_rows(target: Target, ops: dict[Quad, int]) -> Counts:
+def write_rows(target: Target, ops: dict[Quad, int], presence: Presence | None = None) -> Counts:
     """Send one unit's pending rows ``ops`` (quad -> operations, as in :class:`HeldUnit`) to
     ``target``: deletes, then adds, in bulk (rows on distinct quads commute); the counts.
 
     A quad touched more than once is resolved on its own: deleting it tells whether it was
-    present (or, where the target tells presence in bulk, one lookup for all such quads),
-    which fixes how many of its operations changed the target; it is added back if its
-    last operation was an add.
+    present (or, where the target tells presence in bulk, ``presence``, one lookup for all
+    such quads), which fixes how many of its operations changed the target; it is added
+    back if its last operation was an add.
     """
     added = deleted = noop = 0
     adds: list[Quad] = []
@@ -133,8 +132,7 @@ def write_rows(target: Target, ops: dict[Quad, int]) -> Counts:
         noop += len(adds) - changed
     if not multi:
         return added, deleted, noop
-    bulk = CAN_CONTAINS in capabilities_of(target)
-    initial = cast(Any, target).contains([q for q, _ in multi]) if bulk else None
+    initial = presence.contains([q for q, _ in multi]) if presence is not None else None
     final_add: list[Quad] = []
     final_delete: list[Quad] = []
     for index, (quad, seq) in enumerate(multi):
@@ -152,6 +150,21 @@ def write_rows(target: Target, ops: dict[Quad, int]) -> Counts:
     if final_add:
         target.add(final_add)
     return added, deleted, noop
+
+
+def write_prefixes(target: Target, batches: PrefixBatches | None, ops: list[PrefixOp]) -> None:
+    """Send held prefix rows ``ops`` in log order: in one call where the target takes
+    them so (``batches``), else one ``add_prefix``/``delete_prefix`` each."""
+    if not ops:
+        return
+    if batches is not None:
+        batches.write_prefixes(ops)
+        return
+    for bind, graph, name, iri in ops:
+        if bind:
+            target.add_prefix(graph, name, iri)
+        else:
+            target.delete_prefix(graph, name)
 
 
 @dataclass(slots=True)
@@ -324,5 +337,6 @@ __all__ = [
     "Settlement",
     "replay",
     "settle",
+    "write_prefixes",
     "write_rows",
 ]

@@ -1,19 +1,86 @@
-"""The contract between the applier state machine and the stores it writes to.
+"""The contract between the applier and the stores it writes to (targets).
 
-The applier (:mod:`patchsync.apply.applier`) owns every rule of units, chains and checkpoints; a target only
-stores. It is driven in this order for each unit of atomicity (docs/design.md §2)::
+The applier (:mod:`patchsync.apply.applier`) owns every rule of units, chains, counts and
+checkpoints; a target only stores, and answers a few questions. This module is that
+contract; a new target (a SPARQL store, say) is written against it alone.
 
-    begin()  (add(batch) | delete(batch) | add_prefix(...) | delete_prefix(...))*  commit(...) | rollback()
+**What every target does** (:class:`Target`). It decodes nothing: ``adapter`` gives the
+term values the applier hands it (N-Triples text for most). For each unit of atomicity
+(docs/design.md §2) the applier calls, in this order and from one thread::
 
-and ``flush()`` makes every committed unit durable. A target may group several committed
-units in one storage transaction for throughput, as long as the checkpoint written with
-them is the one of the last unit in the group (docs/design.md §2, §3): a crash then loses a
-suffix of whole units and the checkpoint still names exactly what the store holds.
+    begin()  (add(quads) | delete(quads) | add_prefix(...) | delete_prefix(...))*  commit(source, checkpoint, records)
+    begin()  ...  rollback()
+
+A :class:`Quad` is ``(s, p, o, g)`` in the adapter's terms, ``g`` ``None`` or ``""`` for
+the default graph (a target takes both as it). ``add``/``delete`` take a batch of quads and return how many changed the
+store (set semantics: an add of a present quad or a delete of an absent one is a no-op,
+docs/design.md §5); one batch never holds a quad twice, and batches on one quad come in log
+order. ``add_prefix``/``delete_prefix`` bind or unbind a prefix name (per graph, ``None``:
+the default); a target that keeps no prefixes accepts and drops them. ``commit`` makes the
+unit's rows, the source's :class:`Checkpoint` and the unit's :class:`PatchRecord` list (the
+patches the unit ends, often none) one atomic step; ``rollback`` undoes everything since
+``begin``. A unit may be empty: a ``begin``/``commit`` that only moves the checkpoint (a
+patch end, a skipped patch). With commit groups (below) one target unit carries several
+units of the log and the records of several patches; the target cannot tell, and need
+not. ``flush`` makes every committed unit durable; ``close`` flushes and releases the
+target. A target also has ``adapter`` (the :class:`~patchsync.terms.TermAdapter` it wants
+events decoded with) and the class attribute ``capabilities`` (below).
+
+**Errors.** A failure a user can cause or fix is a :class:`~patchsync.errors.PatchsyncError`
+naming the store (:class:`~patchsync.errors.TargetUnavailable` for one out of reach); any
+other exception is reported by the applier as the target failing at the source's byte
+offset. After an error the applier calls ``rollback`` (if a unit is open) and ``flush``,
+both best effort, and the caller closes the target (``discard`` where declared).
+
+**When the checkpoint is written.** With every ``commit``, never alone: the checkpoint
+names the last event of the unit committed, so after a crash the store and the checkpoint
+agree and the applier resumes exactly after it (exactly once, docs/design.md §3). A
+target may keep several committed units in one storage transaction for throughput, as
+long as the checkpoint it stores with them is the last unit's and nothing of a later
+unit is in it: a crash then loses a suffix of whole units, never half of one.
+
+**What the applier reads.** ``checkpoint(source)`` once when it is built (a target that
+admits one applier per source takes the source's lock there and raises
+:class:`~patchsync.errors.SourceBusy` while another holds it); ``head()`` and
+``has_patch(id)`` to check chains (docs/design.md §4). Under the strict policy the applier
+reads ``head()`` again right after ``begin``: a target written by several processes must
+make ``begin`` take what keeps its head and patch ids from changing until the commit
+(the SQL target's write lock), or appliers may apply a patch twice.
+
+**Optional abilities.** A target declares the ones it has by name in its class attribute
+``capabilities`` (the ``CAN_*`` names below, rdflib's ``Store`` flags are the model); each
+adds the methods of one typed protocol. :func:`abilities_of` checks them ONCE, when an
+applier (or ``load_base``) takes the target: a declared ability whose methods are missing
+is refused there (:class:`~patchsync.errors.UsageError`), and callers then hold typed views
+of the target (:class:`Abilities`) instead of probing attributes:
+
+=================  ===========================  ===============================================
+capability         protocol                     what the applier does with it
+=================  ===========================  ===============================================
+``contains``       :class:`Presence`            one lookup for quads a unit touches twice
+``last_writes``    :class:`LastWrites`          announces a unit's last writes (no savepoint)
+``write_each``     :class:`WritesEach`          a group's quads touched once: written with no
+                                                lookup, the write tells which changed
+``write_later``    :class:`WritesLater`         a full group's adds left running while the
+                                                next group is decoded (decision 0018)
+``write_prefixes`` :class:`PrefixBatches`       a group's prefix rows in one call
+``bulk_load``      :class:`BulkLoad`            ``load_base`` into an empty target
+``discard``        :class:`Discardable`         closing after a failure without committing
+``dump``           :class:`DumpableTarget`      ``patchsync dump``/``status`` read it back
+``namespaces``     (none)                       prefix rows are stored, not dropped
+``history``        ``history(source=None)``     ``patchsync history`` lists patch records
+=================  ===========================  ===============================================
+
+With both ``contains`` and ``last_writes`` (:class:`GroupTarget`) the applier holds complete
+units back in commit groups and writes each group as one target unit, its rows right
+before its commit (:mod:`patchsync.apply.group`). A target with none of them is complete:
+units are then written one at a time, each at its commit. The abilities change only
+speed, never what the store holds or the counts.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, cast, runtime_checkable
 
@@ -140,12 +207,6 @@ def capabilities_of(target: object) -> frozenset[str]:
     return frozenset(declared)
 
 
-def discard_target(target: object) -> None:
-    """Close ``target`` after a failure: without committing where it declares ``discard``."""
-    closer = target.discard if CAN_DISCARD in capabilities_of(target) else target.close  # type: ignore[attr-defined]
-    closer()
-
-
 @runtime_checkable
 class Target(Protocol):
     """A store the applier writes to. See the module docstring for the call order."""
@@ -207,6 +268,186 @@ class Target(Protocol):
     def close(self) -> None:
         """Flush and release the target's resources and locks."""
         ...
+
+
+# -- optional abilities: one protocol each (see the module docstring) ---------------------
+
+
+@runtime_checkable
+class Presence(Protocol):
+    """``contains``: presence in bulk."""
+
+    def contains(self, quads: Sequence[Quad]) -> list[bool]:
+        """Whether each quad is in the store, in order (inside the open unit: its writes count)."""
+        ...
+
+
+@runtime_checkable
+class LastWrites(Protocol):
+    """``last_writes``: the open unit's remaining writes end with its commit."""
+
+    def last_writes(self) -> None:
+        """The writes from now on are the open unit's last: ``commit`` follows them, so no
+        ``rollback`` of this unit alone can come after them (the target need set no
+        savepoint; a failure still rolls back, and may take the whole storage transaction)."""
+        ...
+
+
+@runtime_checkable
+class WritesEach(Protocol):
+    """``write_each``: writes that tell, quad by quad, whether they changed the store."""
+
+    def add_each(self, quads: Sequence[Quad]) -> list[bool]:
+        """``add``, telling whether each quad was added (it was absent)."""
+        ...
+
+    def delete_each(self, quads: Sequence[Quad]) -> list[bool]:
+        """``delete``, telling whether each quad was deleted (it was present)."""
+        ...
+
+
+@runtime_checkable
+class WritesLater(Protocol):
+    """``write_later``: ``add_each`` that may leave the write running (decision 0018)."""
+
+    def add_each_later(self, quads: Sequence[Quad]) -> Callable[[], list[bool]]:
+        """Start ``add_each``; the function returned waits for it and answers as it would.
+
+        Until it is called the applier makes no other call on the target but ones that
+        wait for the write themselves (every call of the SQL target does)."""
+        ...
+
+
+@runtime_checkable
+class PrefixBatches(Protocol):
+    """``write_prefixes``: the prefix rows of several units at once."""
+
+    def write_prefixes(self, ops: Sequence[PrefixOp]) -> None:
+        """Store what the prefix rows ``ops`` (in log order) leave, as ``add_prefix`` and
+        ``delete_prefix`` one row at a time would."""
+        ...
+
+
+@runtime_checkable
+class BulkLoad(Protocol):
+    """``bulk_load``: an empty target about to receive many quads in one unit."""
+
+    def defer_indexes(self) -> bool:
+        """In an open unit of an empty target: leave out the indexes that only serve readers
+        until the unit commits, and build them then (each with one sort). The unit stays
+        one atomic change. Returns whether any index was deferred."""
+        ...
+
+
+@runtime_checkable
+class Discardable(Protocol):
+    """``discard``: closing after a failure without committing pending units."""
+
+    def discard(self) -> None:
+        """Release the target, dropping every unit not yet durable."""
+        ...
+
+
+#: The protocol each capability adds (capabilities without methods of their own are absent).
+PROTOCOLS: dict[str, type] = {
+    CAN_CONTAINS: Presence,
+    CAN_LAST_WRITES: LastWrites,
+    CAN_WRITE_EACH: WritesEach,
+    CAN_WRITE_LATER: WritesLater,
+    CAN_WRITE_PREFIXES: PrefixBatches,
+    CAN_BULK_LOAD: BulkLoad,
+    CAN_DISCARD: Discardable,
+}
+
+
+class GroupTarget(Target, Presence, LastWrites, Protocol):
+    """A target that takes commit groups (:mod:`patchsync.apply.group`): ``contains`` and ``last_writes``."""
+
+
+class Abilities:
+    """Typed views of one target's declared abilities, each ``None`` where it is not declared.
+
+    Made once by :func:`abilities_of`; ``group`` is the target itself where it takes commit
+    groups (``contains`` and ``last_writes``), and ``writes_later`` is given only with
+    ``writes_each`` (a write left running answers as ``add_each``). A plain class: a
+    dataclass's generated methods cost every command's start-up more than they save here.
+    """
+
+    __slots__ = (
+        "bulk_load",
+        "discardable",
+        "group",
+        "last_writes",
+        "prefix_batches",
+        "presence",
+        "writes_each",
+        "writes_later",
+    )
+
+    def __init__(
+        self,
+        *,
+        presence: Presence | None = None,
+        last_writes: LastWrites | None = None,
+        group: GroupTarget | None = None,
+        writes_each: WritesEach | None = None,
+        writes_later: WritesLater | None = None,
+        prefix_batches: PrefixBatches | None = None,
+        bulk_load: BulkLoad | None = None,
+        discardable: Discardable | None = None,
+    ) -> None:
+        self.presence = presence
+        self.last_writes = last_writes
+        self.group = group
+        self.writes_each = writes_each
+        self.writes_later = writes_later
+        self.prefix_batches = prefix_batches
+        self.bulk_load = bulk_load
+        self.discardable = discardable
+
+
+def abilities_of(target: object) -> Abilities:
+    """The typed views of ``target``'s declared abilities, checked here once (module docstring).
+
+    Raises :class:`UsageError` naming the target's class, the capability and the methods
+    missing when a declared ability lacks a method of its protocol.
+    """
+    declared = capabilities_of(target)
+    for name in sorted(declared & PROTOCOLS.keys()):
+        protocol = PROTOCOLS[name]
+        if not isinstance(target, protocol):
+            missing = [m for m in _methods(protocol) if not callable(getattr(target, m, None))]
+            raise UsageError(
+                f"{type(target).__name__} targets declare the {name!r} capability but lack "
+                f"{', '.join(m + '()' for m in missing)}: see patchsync.apply.target"
+            )
+    # Checked just above: each view is the target itself, typed as the protocol it satisfies.
+    presence = cast(Presence, target) if CAN_CONTAINS in declared else None
+    last = cast(LastWrites, target) if CAN_LAST_WRITES in declared else None
+    each = cast(WritesEach, target) if CAN_WRITE_EACH in declared else None
+    return Abilities(
+        presence=presence,
+        last_writes=last,
+        group=cast(GroupTarget, target) if presence is not None and last is not None else None,
+        writes_each=each,
+        writes_later=cast(WritesLater, target) if each is not None and CAN_WRITE_LATER in declared else None,
+        prefix_batches=cast(PrefixBatches, target) if CAN_WRITE_PREFIXES in declared else None,
+        bulk_load=cast(BulkLoad, target) if CAN_BULK_LOAD in declared else None,
+        discardable=cast(Discardable, target) if CAN_DISCARD in declared else None,
+    )
+
+
+def _methods(protocol: type) -> list[str]:
+    return [name for name, value in vars(protocol).items() if callable(value) and not name.startswith("_")]
+
+
+def discard_target(target: Target) -> None:
+    """Close ``target`` after a failure: without committing where it declares ``discard``."""
+    discardable = abilities_of(target).discardable
+    if discardable is not None:
+        discardable.discard()
+    else:
+        target.close()
 
 
 class DumpableTarget(Target, Protocol):

@@ -138,7 +138,9 @@ class SqlTarget:
             # The hot path (units, terms, quads, records) talks to the driver's own cursor:
             # SQLAlchemy's per-statement bookkeeping cost more than SQLite's own work on
             # small patches. Transactions still begin and end through SQLAlchemy.
-            self.link.cur = self._conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
+            driver = self._conn.connection.driver_connection
+            assert driver is not None  # a connection just opened has its driver's
+            self.link.cur = driver.cursor()
         except (SQLAlchemyError, self._dbapi_error) as exc:
             self._dispose()
             raise translate(exc, f"{self.name}: cannot open the database") from exc

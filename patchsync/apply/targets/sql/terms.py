@@ -4,13 +4,14 @@ Terms missing from the cache are looked up by hash and new ones inserted in bulk
 the dialect's (:mod:`.dialects`): on SQLite, which has one writer at a time, the cache
 knows when it holds every term in the database and then skips the lookups; on PostgreSQL
 new terms are committed at once on a connection of their own. This module holds what both
-share: the cache, its bounds, and the lists of terms a rollback must forget. The
-dictionary only grows.
+share: the cache (:class:`TermCache`: the ids, their bounds, and the lists of terms a
+rollback must forget, one object changed only through its own methods) and the lookup of
+a batch's keys. The dictionary only grows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from patchsync.apply.target import Quad
@@ -30,12 +31,90 @@ TERM_CACHE_SIZE = 1 << 19
 TERM_CACHE_CHARS = 1 << 26
 
 
+class TermCache:
+    """The term dictionary's memory: term text -> id, bounded, and the new terms a rollback forgets.
+
+    ``ids`` holds at most ``max_terms`` entries and ``max_chars`` characters of term text
+    (``chars``); past either it starts over. Terms first stored by the open unit
+    (``unit_terms``) and by the open transaction's committed units (``tx_terms``) are listed
+    so that a rollback forgets them; ids read from the database stay valid (never deleted).
+    The dictionary's loops fill ``ids`` themselves (in C where built) and then report what
+    they added (:meth:`took`); everything else about the cache is changed here only.
+    """
+
+    __slots__ = ("chars", "ids", "max_chars", "max_terms", "tx_terms", "unit_terms")
+
+    def __init__(self, max_terms: int, max_chars: int) -> None:
+        self.max_terms = max_terms
+        self.max_chars = max_chars
+        self.ids: dict[str, int] = {}
+        self.chars = 0
+        self.unit_terms: list[str] = []
+        self.tx_terms: list[str] = []
+
+    def overflows(self, terms: int, chars: int) -> bool:
+        """Whether ``terms`` more entries of ``chars`` characters would pass a bound."""
+        return len(self.ids) + terms > self.max_terms or self.chars + chars > self.max_chars
+
+    def start_over(self, keep: Mapping[str, int] | None = None) -> None:
+        """Empty the cache (keeping only ``keep``, which counts against the text bound)."""
+        self.ids.clear()
+        self.chars = 0
+        if keep:
+            self.ids.update(keep)
+            self.chars = sum(map(len, keep))
+
+    def took(self, terms: Collection[str], *, before: int | None = None, chars: int | None = None) -> None:
+        """``terms`` were put in ``ids`` (those of them now there): count their text.
+
+        ``before`` is the number of entries before they were put, so that when all of them
+        were new their lengths are summed without a lookup; ``chars``, their text, when known.
+        """
+        if chars is not None:
+            self.chars += chars
+        elif before is not None and len(self.ids) - before == len(terms):
+            self.chars += sum(map(len, terms))
+        else:
+            ids = self.ids
+            self.chars += sum(len(t) for t in terms if t in ids)
+
+    def new_in_unit(self, terms: list[str]) -> None:
+        """``terms`` were stored by the open unit: forgotten if it rolls back."""
+        self.unit_terms.extend(terms)
+
+    def forget(self, terms: list[str]) -> None:
+        """Drop the entries of ``terms`` (their insert was rolled back); ``terms`` is emptied."""
+        pop = self.ids.pop
+        dropped = 0
+        for term in terms:
+            if pop(term, None) is not None:
+                dropped += len(term)
+        self.chars -= dropped
+        terms.clear()
+
+    def unit_committed(self) -> None:
+        """The open unit committed: its new terms live or die with the transaction."""
+        self.tx_terms.extend(self.unit_terms)
+        self.unit_terms.clear()
+
+    def unit_rolled_back(self) -> None:
+        """The open unit's writes were undone: its new terms are not stored."""
+        self.forget(self.unit_terms)
+
+    def transaction_committed(self) -> None:
+        """The transaction committed: every term it stored is in the database."""
+        self.tx_terms.clear()
+
+    def abandoned(self) -> None:
+        """The transaction was dropped: none of the terms it stored are in the database."""
+        self.forget(self.unit_terms)
+        self.forget(self.tx_terms)
+
+
 class TermDictionary:
     """Term id resolution for :class:`~patchsync.apply.targets.sql.target.SqlTarget`, a part it holds.
 
-    Term text -> id in ``_ids``. Entries first stored by the open unit / transaction are
-    listed (``_unit_terms``, ``_tx_terms``) so a rollback can forget them; ids read from
-    the database stay valid (never deleted). Each dialect subclasses it with
+    Its memory is ``cache`` (:class:`TermCache`). Each dialect subclasses it with
     :meth:`_resolve_hashes` (look up, and with ``create`` store, terms the cache lacks)
     and the hooks the target calls at transaction boundaries.
     """
@@ -43,13 +122,7 @@ class TermDictionary:
     def __init__(self, link: Link, sql: Statements, term_cache: int, term_cache_chars: int) -> None:
         self.link = link
         self.sql = sql
-        self.term_cache = term_cache
-        self.term_cache_chars = term_cache_chars
-        self._ids: dict[str, int] = {}
-        # Characters of the terms in ``_ids`` (see TERM_CACHE_CHARS).
-        self._ids_chars = 0
-        self._unit_terms: list[str] = []
-        self._tx_terms: list[str] = []
+        self.cache = TermCache(term_cache, term_cache_chars)
 
     @staticmethod
     def _hash_of() -> Any:
@@ -62,23 +135,23 @@ class TermDictionary:
         # Every row applied goes through here: each form below makes one pass
         # over the batch, plus one over the quads with a term to resolve.
         # The keys of the quads whose terms are all cached, and the terms the cache lacks.
-        keys, misses, unknown = split_keys(quads, self._ids)
+        ids = self.cache.ids
+        keys, misses, unknown = split_keys(quads, ids)
         if not misses:
             return keys
         if self._make_room(unknown):
             # The cache started over: the cached terms of these quads went with it.
             unknown = dict.fromkeys(t or "" for i in misses for t in quads[i])
         self._resolve(unknown, create=create)
-        fill_keys(quads, keys, misses, self._ids)
+        fill_keys(quads, keys, misses, ids)
         return keys
 
     def _make_room(self, terms: dict[str, None]) -> bool:
         """Start the cache over if ``terms`` (all of them may be new) would overflow a bound;
         returns whether it did (the batch is then stored whatever its size)."""
-        ids = self._ids
-        if len(ids) + len(terms) > self.term_cache or self._ids_chars + sum(map(len, terms)) > self.term_cache_chars:
-            ids.clear()
-            self._ids_chars = 0
+        cache = self.cache
+        if cache.overflows(len(terms), sum(map(len, terms))):
+            cache.start_over()
             self._cache_restarted()
             return True
         return False
@@ -94,32 +167,17 @@ class TermDictionary:
     def _resolve(self, terms: dict[str, None], *, create: bool) -> None:
         """Cache the ids of ``terms``, none of them cached: those the database has, or all
         with ``create``."""
-        ids = self._ids
         hashes = self._hashes(terms)
         if not hashes:
             return
-        before = len(ids)
+        before = len(self.cache.ids)
         self._resolve_hashes(hashes, create=create)
-        # The terms just cached are those of ``hashes`` now in ``ids`` (usually all of them).
-        if len(ids) - before == len(hashes):
-            self._ids_chars += sum(map(len, hashes))
-        else:
-            self._ids_chars += sum(len(t) for t in hashes if t in ids)
+        self.cache.took(hashes, before=before)
 
     def _resolve_hashes(self, hashes: dict[str, int], *, create: bool) -> None:
         """Cache the ids of the terms of ``hashes`` (text -> hash) the database has, storing
         the others with ``create`` (the dialect's part)."""
         raise NotImplementedError
-
-    def _forget(self, terms: list[str]) -> None:
-        """Drop cache entries of terms whose insert was rolled back."""
-        pop = self._ids.pop
-        dropped = 0
-        for term in terms:
-            if pop(term, None) is not None:
-                dropped += len(term)
-        self._ids_chars -= dropped
-        terms.clear()
 
     # -- transaction boundaries, called by the target ----------------------------------
 
@@ -128,21 +186,19 @@ class TermDictionary:
 
     def unit_committed(self) -> None:
         """The open unit committed: its new terms live or die with the transaction."""
-        self._tx_terms.extend(self._unit_terms)
-        self._unit_terms.clear()
+        self.cache.unit_committed()
 
     def unit_rolled_back(self, *, in_transaction: bool) -> None:
         """The open unit's writes were undone: its new terms are not stored."""
-        self._forget(self._unit_terms)
+        self.cache.unit_rolled_back()
 
     def transaction_committed(self) -> None:
         """The transaction committed: every term it stored is in the database."""
-        self._tx_terms.clear()
+        self.cache.transaction_committed()
 
     def abandoned(self) -> None:
         """The transaction was dropped: none of the terms it stored are in the database."""
-        self._forget(self._unit_terms)
-        self._forget(self._tx_terms)
+        self.cache.abandoned()
 
     def settle(self, *, failing: bool = False) -> bool:
         """Wait for term inserts still running; returns whether quads written meanwhile
@@ -153,4 +209,4 @@ class TermDictionary:
         """Release what the dictionary holds of its own (connections, threads)."""
 
 
-__all__ = ["TERM_CACHE_CHARS", "TERM_CACHE_SIZE", "TermDictionary"]
+__all__ = ["TERM_CACHE_CHARS", "TERM_CACHE_SIZE", "TermCache", "TermDictionary"]

@@ -89,7 +89,7 @@ class PostgresTerms(TermDictionary):
         # same term, the unique (h, md5(term)) index fails the later plain insert, which
         # runs again as insert-or-ignore and reads back: both get the one id.
         cursor = self._term_cursor()
-        ids = self._ids
+        ids = self.cache.ids
         if create and self._fresh:
             # Every term of ``hashes`` is new (the cache holds every stored term): no lookup,
             # and no sort either, as the insert orders its rows by hash itself.
@@ -118,7 +118,7 @@ class PostgresTerms(TermDictionary):
         ids from the sequence, from a thread while ``keys_beside`` runs."""
         if not new:
             return
-        ids = self._ids
+        ids = self.cache.ids
         values, texts = bigint_array([hashes[t] for t in new]), text_array(new)
         numbers = self._draw_ids(cursor, len(new))
         params = (bigint_array(numbers), values, texts)
@@ -162,7 +162,7 @@ class PostgresTerms(TermDictionary):
         self._store(cursor.execute(self.sql.term_insert, (values, texts, values, texts)).fetchall())
         # Only here can a term still lack an id: another applier committed it after that
         # statement began, so its row made ours conflict and only a new snapshot shows it.
-        missing = [t for t in new if t not in self._ids]
+        missing = [t for t in new if t not in self.cache.ids]
         if missing:
             self._read(cursor, missing, hashes)
 
@@ -181,14 +181,14 @@ class PostgresTerms(TermDictionary):
             return False
         except Exception as exc:
             # Not stored with these ids (or not at all): out of the cache.
-            self._forget(list(new))
+            self.cache.forget(list(new))
             if failing:
                 return False
             if not is_unique_violation(exc):
                 raise
         self._insert_or_read(new, hashes, values, texts)
-        ids = self._ids
-        self._ids_chars += sum(len(term) for term in new if term in ids)
+        self.cache.took(new)
+        ids = self.cache.ids
         return any(ids.get(term) != number for term, number in zip(new, numbers, strict=True))
 
     def _read(self, cursor: Any, terms: list[str], hashes: dict[str, int]) -> None:
@@ -197,7 +197,7 @@ class PostgresTerms(TermDictionary):
 
     def _store(self, rows: Iterable[tuple[str, int]]) -> None:
         # The statements return (term, id) of the texts they were given (statements.py).
-        self._ids.update(rows)
+        self.cache.ids.update(rows)
 
     def _term_cursor(self) -> Any:
         """A cursor on an autocommit connection of its own, for the dictionary."""
@@ -213,7 +213,7 @@ class PostgresTerms(TermDictionary):
             self._term_cur = cursor
             # The cache is empty until this first statement of ours: it holds every stored
             # term from here on if the table holds none.
-            self._fresh = not self._ids and cursor.execute("SELECT 1 FROM ps_terms LIMIT 1").fetchone() is None
+            self._fresh = not self.cache.ids and cursor.execute("SELECT 1 FROM ps_terms LIMIT 1").fetchone() is None
         return self._term_cur
 
     def close(self) -> None:

@@ -148,16 +148,17 @@ class SqliteTerms(TermDictionary):
 
     def keys(self, quads: Sequence[Quad], *, create: bool) -> list[tuple[int, int, int, int] | None]:
         if self._complete:
+            ids = self.cache.ids
             if not create:
                 # Holding every stored term: a quad with an uncached one is not stored. (A
                 # comprehension: the fastest form of this pass, and presence probes run it
                 # over every quad a commit group touches.)
-                get = self._ids.get
+                get = ids.get
                 probed: list[Any] = [
                     None if None in (key := (get(s), get(p), get(o), get(g or ""))) else key for s, p, o, g in quads
                 ]
                 return probed
-            if len(self._ids) + 4 * len(quads) <= self.term_cache:
+            if len(ids) + 4 * len(quads) <= self.cache.max_terms:
                 return self._keys_storing(quads)
         return super().keys(quads, create=create)
 
@@ -165,22 +166,21 @@ class SqliteTerms(TermDictionary):
         """:meth:`keys` with ``create`` when the cache holds every stored term and has room
         for four new terms per quad: a term not cached is new, and gets the next id (we hold
         the write lock) in the same pass, so no quad is looked at twice."""
-        ids = self._ids
+        cache = self.cache
         first = self._next_id
         new: list[str] = []
-        keys, next_id = store_keys(quads, ids, first, new)
+        keys, next_id = store_keys(quads, cache.ids, first, new)
         if not new:
             return keys
         chars = sum(map(len, new))
-        if self._ids_chars + chars > self.term_cache_chars:
+        if cache.overflows(0, chars):
             # Past the text budget the cache starts over, keeping this batch's new terms.
-            ids.clear()
-            ids.update(zip(new, range(first, next_id), strict=True))
-            self._ids_chars = 0
+            cache.start_over(dict(zip(new, range(first, next_id), strict=True)))
             self._complete = False
-        self._ids_chars += chars
+        else:
+            cache.took(new, chars=chars)
         # Listed before the insert: if it fails, the unit's rollback forgets them.
-        self._unit_terms.extend(new)
+        cache.new_in_unit(new)
         self._next_id = next_id
         self._known_max = next_id - 1
         self._store(range(first, next_id), list(map(self._hash_of(), new)), new)
@@ -199,7 +199,7 @@ class SqliteTerms(TermDictionary):
         self._complete = False
 
     def _resolve_hashes(self, hashes: dict[str, int], *, create: bool) -> None:
-        ids = self._ids
+        ids = self.cache.ids
         if not self._complete:
             found = self._lookup(hashes.values())
             for term in hashes:
@@ -216,7 +216,7 @@ class SqliteTerms(TermDictionary):
         numbers = range(first, first + len(new))
         self._store(numbers, list(map(hashes.__getitem__, new)), new)
         ids.update(zip(new, numbers, strict=True))
-        self._unit_terms.extend(new)
+        self.cache.new_in_unit(new)
         self._next_id = first + len(new)
         self._known_max = self._next_id - 1
 
@@ -236,7 +236,7 @@ class SqliteTerms(TermDictionary):
         added terms since we last looked)."""
         top = self._top()
         if self._known_max is None:
-            self._complete = top == 0 and not self._ids
+            self._complete = top == 0 and not self.cache.ids
         elif top != self._known_max:
             self._complete = False
         self._known_max = top
