@@ -37,6 +37,7 @@ from patchsync._proto import grpc_pb2, grpc_pb2_grpc, patch_service_pb2, patch_s
 from patchsync.errors import PatchsyncError, UsageError
 from patchsync.options import PatchOptions
 from patchsync.serve.auth import Access, bearer
+from patchsync.serve.context import DoorContext
 from patchsync.serve.errors import TooSlow, WrongKind, client_message, is_retryable, status_of
 from patchsync.serve.patch_options import negotiate_patch
 from patchsync.serve.patch_wire import batch_message, patch_message
@@ -91,7 +92,7 @@ class _Call:
 class _Door:
     """What both servicers share: the serve context, and the boundary every method runs in."""
 
-    def __init__(self, context: Any) -> None:
+    def __init__(self, context: DoorContext) -> None:
         self.ctx = context
 
     @contextlib.asynccontextmanager
@@ -424,7 +425,7 @@ def _check_free(address: Address) -> None:
 class GrpcDoor:
     """The gRPC listener (``--listen HOST:PORT``) of one serve process."""
 
-    def __init__(self, context: Any, address: Address) -> None:
+    def __init__(self, context: DoorContext, address: Address) -> None:
         self.ctx = context
         self.address = address
         self.server: grpc.aio.Server | None = None

@@ -54,6 +54,7 @@ from patchsync.serve import feed
 from patchsync.serve import http_routes as routes
 from patchsync.serve.auth import Access, bearer
 from patchsync.serve.connections import ConnectionTable, body_deadline, connection_budget
+from patchsync.serve.context import DoorContext
 from patchsync.serve.delta_locks import LockTable
 from patchsync.serve.errors import NotFound, OverLimit, TooBusy, TooSlow, UnknownTopic, client_message, status_of
 from patchsync.serve.http_listener import LINGER, Listener, http_log
@@ -107,7 +108,7 @@ def text_payload(body: bytes, where: str) -> bytes:
 class HttpDoor:
     """The HTTP listener of one serve process (see the module docstring)."""
 
-    def __init__(self, context: Any, address: Address) -> None:
+    def __init__(self, context: DoorContext, address: Address) -> None:
         self.ctx = context
         self.address = address
         self.settings = context.settings
