@@ -44,8 +44,8 @@ from patchsync.serve.patch_wire import batch_message, patch_message
 from patchsync.serve.rdf_frames import FrameStatements, negotiate, reencode
 from patchsync.serve.settings import Address
 from patchsync.serve.topics import Appended, Entry, LogTopic, Start, TargetTopic, flatten, in_reader, thread_batches
-from patchsync.streams.grpc_client import RETRYABLE_KEY
 from patchsync.streams.payloads import encode_patch, read_payload
+from patchsync.streams.refusals import RETRYABLE_KEY
 
 DOOR = "grpc"
 RDF_SERVICE = "eu.ostrzyciel.jelly.core.proto.v1.RdfStreamService"

@@ -181,6 +181,8 @@ class Topic:
     def __init__(self, name: str, spec: str) -> None:
         self.name = name
         self.spec = spec
+        #: Why the topic cannot be served now (its server out of reach), or ``None``.
+        self.error: str | None = None
 
     async def open(self) -> None:
         """Open the log or target (the first scan of a log builds its version index)."""
