@@ -52,6 +52,7 @@ from patchsync.serve import feed, rpc
 from patchsync.serve import http_routes as routes
 from patchsync.serve.answers import Answer, json_answer, line_answer, service_answer
 from patchsync.serve.auth import Access, bearer
+from patchsync.serve.catalog import Use
 from patchsync.serve.connections import ConnectionTable, body_deadline, connection_budget
 from patchsync.serve.context import DoorContext
 from patchsync.serve.delta_locks import LockTable
@@ -60,7 +61,7 @@ from patchsync.serve.feed import patch_text
 from patchsync.serve.http_listener import LINGER, Listener, http_log
 from patchsync.serve.settings import Address
 from patchsync.serve.target_topic import read_frames
-from patchsync.serve.topics import Entry, LogTopic, Start, TargetTopic, flatten, in_reader, thread_batches
+from patchsync.serve.topics import Entry, LogTopic, Start, flatten, in_reader, thread_batches
 from patchsync.streams.http_client import parse_http_url
 from patchsync.streams.payloads import NT_TERMS, encode_patch, text_options
 
@@ -101,11 +102,20 @@ class HttpDoor:
         self.locks = LockTable()
         self._runner: web.AppRunner | None = None
         self._listener: Listener | None = None
+        #: What each kind of route (:mod:`patchsync.serve.http_routes`) is answered by.
+        self._handlers: dict[str, Callable[[web.Request, routes.Route], Awaitable[web.StreamResponse]]] = {
+            routes.SERVICE: self._service,
+            routes.RPC: self._rpc,
+            routes.APPEND: self._append,
+            routes.FETCH: self._fetch,
+            routes.CHANGES: self._changes,
+            routes.INIT: self._init,
+        }
 
     # -- listening ---------------------------------------------------------------------
 
     async def start(self) -> str:
-        for topic in self._logs():
+        for topic in self.ctx.topics.logs():
             uri = await asyncio.to_thread(df.read_uri, topic)
             if uri:
                 self.uris[topic.name] = uri
@@ -196,24 +206,14 @@ class HttpDoor:
                 f"{request.method} {path}: a body of {declared} bytes, over the {route.body_limit} byte limit "
                 "of this request"
             )
-        if route.kind == routes.SERVICE:
-            return await self._service(request, route.service)
-        if route.kind == routes.RPC:
-            return await self._rpc(request, route)
-        if route.kind == routes.APPEND:
-            return await self._append(request, route)
-        if route.kind == routes.CHANGES:
-            return await self._changes(request, route.topic)
-        if route.kind == routes.INIT:
-            return await self._init(request, route.topic)
-        assert route.ref is not None
-        return await self._fetch(request, route.topic, route.ref)
+        return await self._handlers[route.kind](request, route)
 
     def _authorize(self, request: web.Request, needed: Access) -> None:
         what = f"{request.method} {dp.shorten(request.path)}"
         self.ctx.authorize(bearer(request.headers.get("Authorization")), needed, what)
 
-    async def _service(self, request: web.Request, name: str) -> web.StreamResponse:
+    async def _service(self, request: web.Request, route: routes.Route) -> web.StreamResponse:
+        name = route.service
         if name == "metrics":
             body = await asyncio.to_thread(self.metrics.render)
             return self._answer(Answer(200, {"Content-Type": self.metrics.content_type}, body))
@@ -287,16 +287,13 @@ class HttpDoor:
 
     # -- RPC ---------------------------------------------------------------------------
 
-    def _logs(self) -> list[LogTopic]:
-        return [t for t in self.ctx.topics if isinstance(t, LogTopic)]
-
     async def _rpc(self, request: web.Request, route: routes.Route) -> web.StreamResponse:
         # The token was checked (read) before the body was read; a write op needs more.
         call = dp.parse_rpc(await self._body(request, route.body_limit))
         if rpc.needs_write(call):
             self._authorize(request, Access.WRITE)
         with self.metrics.timed("http", f"rpc {call.op}", ""):
-            logs = {t.name: t.describe() for t in self._logs()}
+            logs = {t.name: t.describe() for t in self.ctx.topics.logs()}
             done = rpc.step(call, rpc.Datasources(logs, self.uris, self.locks))
             if isinstance(done, rpc.Create):
                 self.ctx.refuse_if_stopping(f"create_datasource {dp.shorten(done.name)}")
@@ -357,7 +354,9 @@ class HttpDoor:
         finally:
             await reader.aclose()
 
-    async def _fetch(self, request: web.Request, name: str, ref: dp.PatchRef) -> web.StreamResponse:
+    async def _fetch(self, request: web.Request, route: routes.Route) -> web.StreamResponse:
+        name, ref = route.topic, route.ref
+        assert ref is not None  # a fetch route names what it fetches
         topic = self.ctx.topics.log(name, "fetching a patch")
         async with self.ctx.stream("http", "fetch", name):
             if ref.kind == "version":
@@ -381,7 +380,8 @@ class HttpDoor:
                 body=body, headers={"Content-Type": content_type, "Patchsync-Version": str(entry.version)}
             )
 
-    async def _changes(self, request: web.Request, name: str) -> web.StreamResponse:
+    async def _changes(self, request: web.Request, route: routes.Route) -> web.StreamResponse:
+        name = route.topic
         topic = self.ctx.topics.log(name, "the change feed")
         async with self.ctx.stream("http", "changes", name):
             query = dp.feed_query(request.query)
@@ -424,14 +424,14 @@ class HttpDoor:
         finally:
             await batches.aclose()
 
-    async def _init(self, request: web.Request, name: str) -> web.StreamResponse:
-        topic = self.ctx.topics.get(name)
-        if isinstance(topic, LogTopic):
-            return await self._log_init(request, topic)
-        if not isinstance(topic, TargetTopic):
-            raise NotFound(f"GET {request.path}: topic {name} has no bootstrap snapshot")
+    async def _init(self, request: web.Request, route: routes.Route) -> web.StreamResponse:
+        name = route.topic
+        if not self.ctx.topics.offers(name, Use.STATE):
+            # A log's bootstrap: the snapshot file kept beside it (RDF Delta's init-data).
+            return await self._log_init(request, self.ctx.topics.log(name, f"GET {request.path}"))
+        topic = self.ctx.topics.target(name, f"GET {request.path}")
         async with self.ctx.stream("http", "init", name):
-            snapshot = await topic.snapshot()  # type: ignore[attr-defined]
+            snapshot = await topic.snapshot()
             response = await self._stream(request, {"Content-Type": dp.JELLY_RDF})
             sent = 0
             async with contextlib.aclosing(snapshot.frames) as frames:

@@ -29,11 +29,14 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, S
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from patchsync.errors import UsageError
 from patchsync.events import Event
 from patchsync.streams.payloads import encode_patch, text_options
+
+if TYPE_CHECKING:
+    from patchsync.apply.snapshot_file import Position
 
 #: The longest topic name: a name is a directory under ``--log-root``, and a removed one
 #: is moved aside under it with a suffix, within a file system's 255 bytes a name.
@@ -457,10 +460,23 @@ class LogTopic(Topic):
             await asyncio.to_thread(writer.shutdown)
 
 
+@dataclass
+class Snapshot:
+    """A target's state: its position, and its Jelly-RDF frames (serialized ``RdfStreamFrame``s)."""
+
+    position: Position
+    quads: int
+    frames: AsyncGenerator[bytes, None]
+
+
 class TargetTopic(Topic):
     """A target served read-only: its state as a snapshot (see :mod:`patchsync.serve.target_topic`)."""
 
     kind = TARGET
+
+    async def snapshot(self) -> Snapshot:
+        """The target's committed state now, with its position."""
+        raise NotImplementedError
 
 
 #: Worker threads for what readers make the server do (reading logs, converting patches):
@@ -557,6 +573,7 @@ __all__ = [
     "Entry",
     "Hub",
     "LogTopic",
+    "Snapshot",
     "Start",
     "StartKind",
     "TargetTopic",
