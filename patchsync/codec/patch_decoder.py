@@ -411,7 +411,7 @@ class PatchDecoder(FramedSource[Event], Generic[T]):
                 raise RuleViolation(
                     f"header row of {size} bytes exceeds this reader's limit of {self._max_header_bytes} bytes"
                 )
-            value = terms.handlers[field](getattr(header, field))
+            value = terms.handlers[field](terms, getattr(header, field))
             self._units.send(Kind.HEADER)
             queue.append(Header(header.key, value, offset, frame, index))
         elif kind in _TX_KINDS:

@@ -286,7 +286,7 @@ class RdfDecoder(FramedSource[RdfEvent], Generic[T]):
                 raise RuleViolation(
                     "graph_start names no graph (exactly one field in RdfGraphStart MUST be set; no repeated terms)"
                 )
-            self._graph = terms.handlers[field](getattr(start, field))
+            self._graph = terms.handlers[field](terms, getattr(start, field))
             self._in_graph = True
             queue.append(GraphStart(self._graph, offset, frame, index))
         elif kind == "graph_end":
