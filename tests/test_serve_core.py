@@ -10,6 +10,7 @@ https://afs.github.io/rdf-delta/delta-server-protocol.html (docs/decisions/0002)
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -334,3 +335,65 @@ def test_each_kind_of_topic_offers_its_uses_and_refuses_the_rest_by_one_rule() -
 
 def test_a_chain_refusal_is_its_own_status() -> None:
     assert status_of(ChainError("x")).grpc == "FAILED_PRECONDITION"
+
+
+# -- the core imports no door -------------------------------------------------------------
+
+PURE_CORE = [
+    "patchsync.serve.answers",
+    "patchsync.serve.catalog",
+    "patchsync.serve.delta_locks",
+    "patchsync.serve.delta_protocol",
+    "patchsync.serve.errors",
+    "patchsync.serve.feed",
+    "patchsync.serve.http_routes",
+    "patchsync.serve.patch_calls",
+    "patchsync.serve.patch_options",
+    "patchsync.serve.rpc",
+    "patchsync.streams.refusals",
+]
+DOOR_LIBRARIES = ("aiohttp", "grpc", "grpc_health")
+
+
+def _imports(module: str) -> set[str]:
+    """The modules ``module``'s source imports (any import statement, at any depth)."""
+    import ast
+    import importlib.util
+
+    spec = importlib.util.find_spec(module)
+    assert spec is not None and spec.origin is not None
+    tree = ast.parse(Path(spec.origin).read_text())
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module)
+            found.update(f"{node.module}.{a.name}" for a in node.names)
+    return found
+
+
+def _is_module(name: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:  # ``from patchsync.errors import UsageError``: a name, not a module
+        return False
+
+
+def test_the_pure_core_imports_neither_aiohttp_nor_grpc() -> None:
+    seen: set[str] = set()
+    todo = list(PURE_CORE)
+    while todo:
+        module = todo.pop()
+        if module in seen:
+            continue
+        seen.add(module)
+        for name in _imports(module):
+            assert name.split(".")[0] not in DOOR_LIBRARIES, f"{module} imports {name}"
+            if name.startswith("patchsync.") and _is_module(name):
+                parts = name.split(".")
+                # The packages on the way are imported too.
+                todo += [".".join(parts[:i]) for i in range(2, len(parts) + 1)]
+    assert "patchsync.serve.topics" in seen  # the walk follows the core's imports

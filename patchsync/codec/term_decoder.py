@@ -221,7 +221,7 @@ class TermDecoder(Generic[T]):
             elif kind == 2:
                 self.handlers[field] = TermDecoder.literal
             elif kind == 4:
-                self.handlers[field] = TermDecoder._default_graph_term
+                self.handlers[field] = TermDecoder.default_graph_term
             else:
                 self.handlers[field] = _quoted_top
 
@@ -291,7 +291,8 @@ class TermDecoder(Generic[T]):
         self._by_lang = {}
         self._by_datatype = {}
 
-    def _default_graph_term(self, _value: Any) -> T:
+    def default_graph_term(self, _value: Any) -> T:
+        """The default graph (a ``g_default_graph`` field: its value says nothing more)."""
         return self._default_graph
 
     # -- lookup entries -------------------------------------------------------------
