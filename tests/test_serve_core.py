@@ -23,7 +23,14 @@ from patchsync.options import MIN_NAME_TABLE, PatchOptions
 from patchsync.serve import delta_protocol as dp
 from patchsync.serve import feed, rpc
 from patchsync.serve import http_routes as routes
-from patchsync.serve.answers import line_answer, ready_answer, service_answer
+from patchsync.serve.answers import (
+    appended_answer,
+    conflict_answer,
+    line_answer,
+    patch_answer,
+    ready_answer,
+    service_answer,
+)
 from patchsync.serve.auth import Access
 from patchsync.serve.catalog import OFFERS, Topics, Use
 from patchsync.serve.delta_locks import LockTable
@@ -126,6 +133,25 @@ def test_the_services_answer_without_a_socket() -> None:
     # With tokens, no topic name goes to whoever asks.
     assert ready_answer(False, down, tokens_required=True).body == b"a topic is unavailable\n"
     assert line_answer(400, "two\n lines").body == b"two lines\n"
+
+
+def test_append_and_fetch_answers() -> None:
+    done = appended_answer("/books", 4, duplicate=False)
+    assert (done.status, done.headers["Location"], json.loads(done.body)) == (
+        200,
+        "/books?version=4",
+        {"version": 4, "location": "/books?version=4"},
+    )
+    assert "Patchsync-Duplicate" not in done.headers
+    assert appended_answer("/books", 2, duplicate=True).headers["Patchsync-Duplicate"] == "true"
+    # RDF Delta's conflict: 400, typed exactly application/json, the log's description.
+    conflict = conflict_answer(TopicInfo("books", LOG, "urn:h", 3, ""), "", "does not follow")
+    assert (conflict.status, conflict.headers["Content-Type"]) == (400, "application/json")
+    body = json.loads(conflict.body)
+    assert (body["error"], body["log_info"]["max_version"], body["message"]) == ("patch-conflict", 3, "does not follow")
+    text = patch_answer(5, b"H id <urn:x> .\n", jelly=False)
+    assert (text.headers["Content-Type"], text.headers["Patchsync-Version"]) == (dp.PATCH_TEXT, "5")
+    assert patch_answer(5, b"\x01", jelly=True).headers["Content-Type"] == dp.JELLY_PATCH
 
 
 # -- the RPC table ------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from patchsync.serve import delta_protocol as dp
+from patchsync.serve.topics import TopicInfo
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +50,27 @@ def ready_answer(stopping: bool, errors: Mapping[str, str], *, tokens_required: 
     return line_answer(200, "ready")
 
 
+def appended_answer(path: str, version: int, *, duplicate: bool) -> Answer:
+    """The answer to an append to ``path``: the version, its ``Location``; a patch the log
+    held already says so (``Patchsync-Duplicate``)."""
+    location = f"{path}?version={version}"
+    headers = {"Location": location} | ({"Patchsync-Duplicate": "true"} if duplicate else {})
+    return json_answer(dp.appended_body(version, location), headers=headers)
+
+
+def conflict_answer(info: TopicInfo, uri: str, message: str) -> Answer:
+    """RDF Delta's answer to a patch whose ``prev`` is not the head: 400 with the log's
+    description in a JSON body (how its clients tell a conflict from another 400)."""
+    return json_answer(dp.conflict_body(info, uri) | {"message": message}, status=400)
+
+
+def patch_answer(version: int, body: bytes, *, jelly: bool) -> Answer:
+    """One fetched patch: Jelly-Patch as stored (``jelly``) or its RDF Patch text, and the
+    version it stands at."""
+    media = dp.JELLY_PATCH if jelly else dp.PATCH_TEXT
+    return Answer(200, {"Content-Type": media, "Patchsync-Version": str(version)}, body)
+
+
 def service_answer(name: str, stopping: bool, errors: Mapping[str, str], *, tokens_required: bool) -> Answer:
     """The answer of ``/$/healthz``, ``/$/ready`` or ``/$/ping`` (``/$/metrics`` is the
     metrics registry's own rendering)."""
@@ -61,4 +83,13 @@ def service_answer(name: str, stopping: bool, errors: Mapping[str, str], *, toke
     raise ValueError(f"no service {name}")
 
 
-__all__ = ["Answer", "json_answer", "line_answer", "ready_answer", "service_answer"]
+__all__ = [
+    "Answer",
+    "appended_answer",
+    "conflict_answer",
+    "json_answer",
+    "line_answer",
+    "patch_answer",
+    "ready_answer",
+    "service_answer",
+]

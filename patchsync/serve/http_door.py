@@ -50,7 +50,15 @@ from patchsync.serve import datasource_files as df
 from patchsync.serve import delta_protocol as dp
 from patchsync.serve import feed, rpc
 from patchsync.serve import http_routes as routes
-from patchsync.serve.answers import Answer, json_answer, line_answer, service_answer
+from patchsync.serve.answers import (
+    Answer,
+    appended_answer,
+    conflict_answer,
+    json_answer,
+    line_answer,
+    patch_answer,
+    service_answer,
+)
 from patchsync.serve.auth import Access, bearer
 from patchsync.serve.catalog import Use
 from patchsync.serve.connections import ConnectionTable, body_deadline, connection_budget
@@ -335,13 +343,10 @@ class HttpDoor:
                     appended = await topic.append_events(events, where=where)
             except ChainError as exc:
                 self.ctx.refused(name, exc)
-                body_json = dp.conflict_body(topic.describe(), self.uris.get(name, "")) | {"message": str(exc)}
-                return self._answer(json_answer(body_json, status=400))
-            headers = {"Location": f"{request.path}?version={appended.version}"}
+                return self._answer(conflict_answer(topic.describe(), self.uris.get(name, ""), str(exc)))
             if appended.duplicate:
                 self.metrics.duplicates.labels(name).inc()
-                headers["Patchsync-Duplicate"] = "true"
-            return self._answer(json_answer(dp.appended_body(appended.version, headers["Location"]), headers=headers))
+            return self._answer(appended_answer(request.path, appended.version, duplicate=appended.duplicate))
 
     # -- reading -----------------------------------------------------------------------
 
@@ -371,14 +376,10 @@ class HttpDoor:
                 raise NotFound(
                     f"GET {dp.shorten(request.path)}: Patch not found: {missing} (the head is version {topic.version})"
                 )
-            if dp.accepts_jelly(request.headers.get("Accept")):
-                body, content_type = entry.payload, dp.JELLY_PATCH
-            else:
-                body, content_type = (await in_reader(patch_text, entry.payload)).encode(), dp.PATCH_TEXT
+            jelly = dp.accepts_jelly(request.headers.get("Accept"))
+            body = entry.payload if jelly else (await in_reader(patch_text, entry.payload)).encode()
             self.metrics.bytes.labels(name, "out").inc(len(body))
-            return web.Response(
-                body=body, headers={"Content-Type": content_type, "Patchsync-Version": str(entry.version)}
-            )
+            return self._answer(patch_answer(entry.version, body, jelly=jelly))
 
     async def _changes(self, request: web.Request, route: routes.Route) -> web.StreamResponse:
         name = route.topic
