@@ -34,14 +34,25 @@ from patchsync.serve.answers import (
 from patchsync.serve.auth import Access
 from patchsync.serve.catalog import OFFERS, Topics, Use
 from patchsync.serve.delta_locks import LockTable
-from patchsync.serve.errors import NotAllowed, NotFound, ReadOnlyTopic, UnknownTopic, WrongKind, status_of
+from patchsync.serve.errors import (
+    NotAllowed,
+    NotFound,
+    OverLimit,
+    ReadOnlyTopic,
+    TooSlow,
+    UnknownTopic,
+    WrongKind,
+    status_of,
+)
 from patchsync.serve.patch_calls import (
     END,
     GROUP,
     MAX_BATCH,
     MAX_BATCH_BYTES,
+    RESUME_KEY,
     PublishTally,
     batch_bounds,
+    refusal_of,
     start_of,
     take_group,
 )
@@ -50,6 +61,7 @@ from patchsync.serve.rdf_frames import negotiate
 from patchsync.serve.topics import LOG, TARGET, Appended, Entry, LogTopic, StartKind, TargetTopic, TopicInfo
 from patchsync.streams.http_client import split_records
 from patchsync.streams.payloads import NT_TERMS, encode_patch, read_payload
+from patchsync.streams.refusals import RETRYABLE_KEY
 
 from .workloads.rdf_data import generate_quads
 
@@ -297,6 +309,16 @@ def test_subscription_starts_and_bounds() -> None:
     assert start_of(start(now=True)).kind is StartKind.NOW
     assert batch_bounds(0, 64 << 20) == (1, MAX_BATCH_BYTES)
     assert batch_bounds(10**6, 1 << 20) == (MAX_BATCH, 1 << 19)
+
+
+def test_a_grpc_refusal_says_its_status_line_and_what_to_do_next() -> None:
+    dropped = refusal_of(TooSlow("SubscribePatch t: took nothing", resume_after=41), "SubscribePatch", "t")
+    assert dropped.code == "RESOURCE_EXHAUSTED"
+    assert dict(dropped.trailing) == {RETRYABLE_KEY: "1", RESUME_KEY: "41"}
+    too_large = refusal_of(OverLimit("a message of 20 MiB"), "PublishPatch", "t")
+    assert (too_large.code, too_large.trailing) == ("RESOURCE_EXHAUSTED", ())
+    bug = refusal_of(RuntimeError("/secret/path: boom"), "Describe", "t")
+    assert bug.code == "INTERNAL" and "secret" not in bug.line and bug.line.startswith("Describe t: internal error")
 
 
 # -- publish groups -----------------------------------------------------------------------

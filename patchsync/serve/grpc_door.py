@@ -38,23 +38,30 @@ from patchsync.errors import PatchsyncError, UsageError
 from patchsync.options import PatchOptions
 from patchsync.serve.auth import Access, bearer
 from patchsync.serve.context import DoorContext
-from patchsync.serve.errors import TooSlow, client_message, is_retryable, status_of
-from patchsync.serve.patch_calls import END, GROUP, MAX_BATCH_BYTES, PublishTally, batch_bounds, start_of, take_group
+from patchsync.serve.errors import TooSlow
+from patchsync.serve.patch_calls import (
+    END,
+    GROUP,
+    MAX_BATCH_BYTES,
+    RESUME_KEY,
+    PublishTally,
+    batch_bounds,
+    refusal_of,
+    start_of,
+    take_group,
+)
 from patchsync.serve.patch_options import negotiate_patch
 from patchsync.serve.patch_wire import batch_message, patch_message
 from patchsync.serve.rdf_frames import FrameStatements, negotiate, reencode
 from patchsync.serve.settings import Address
 from patchsync.serve.topics import Entry, LogTopic, flatten, in_reader, thread_batches
 from patchsync.streams.payloads import encode_patch, read_payload
-from patchsync.streams.refusals import RETRYABLE_KEY
 
 DOOR = "grpc"
 RDF_SERVICE = "eu.ostrzyciel.jelly.core.proto.v1.RdfStreamService"
 PATCH_SERVICE = "patchsync.v1.PatchService"
 #: The metadata key naming the topic of a ``PublishRdf`` stream (its frames cannot).
 TOPIC_KEY = "topic"
-#: The trailing metadata key of a dropped subscriber: the last version it was sent.
-RESUME_KEY = "patchsync-resume-after"
 log = logging.getLogger("patchsync.serve")
 
 
@@ -99,14 +106,8 @@ class _Door:
             self.ctx.refused(call.topic, exc)
             if not isinstance(exc, PatchsyncError):
                 log.error("%s %s: internal error", call.method, call.topic, exc_info=exc)
-            trailing: tuple[tuple[str, str], ...] = ((RETRYABLE_KEY, "1"),) if is_retryable(exc) else ()
-            resume = getattr(exc, "resume_after", None)
-            if resume is not None:
-                trailing += ((RESUME_KEY, str(resume)),)
-            line = client_message(exc)
-            if not isinstance(exc, PatchsyncError):
-                line = f"{call.method} {call.topic}: {line}"
-            await rpc.abort(getattr(grpc.StatusCode, status_of(exc).grpc), line, trailing_metadata=trailing)
+            refusal = refusal_of(exc, call.method, call.topic)
+            await rpc.abort(getattr(grpc.StatusCode, refusal.code), refusal.line, trailing_metadata=refusal.trailing)
 
     def authorize(self, rpc: grpc.aio.ServicerContext, call: _Call, access: Access) -> None:
         """The token check, before any message of the call is read."""

@@ -2,6 +2,7 @@
 
 :mod:`patchsync.serve.grpc_door` moves messages; what they mean is decided here:
 
+- how a call is refused (:func:`refusal_of`: status, line, trailing metadata);
 - where a ``SubscribePatch`` starts (:func:`start_of`) and how large its responses may be
   (:func:`batch_bounds`); the options it asks for are :mod:`patchsync.serve.patch_options`'s;
 - how a ``PublishPatch`` stream becomes appends (:class:`PublishTally`): the messages that
@@ -16,9 +17,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from patchsync.errors import UsageError
+from patchsync.errors import PatchsyncError, UsageError
+from patchsync.serve.errors import TooSlow, client_message, is_retryable, status_of
 from patchsync.serve.topics import Appended, Start, TopicInfo
+from patchsync.streams.refusals import RETRYABLE_KEY
 
+#: The trailing metadata key of a dropped subscriber: the last version it was sent.
+RESUME_KEY = "patchsync-resume-after"
 #: Most patches appended in one write by a ``PublishPatch`` stream.
 GROUP = 64
 #: Most patches in one ``SubscribePatch`` response, whatever the subscriber asks.
@@ -45,6 +50,28 @@ class PublishRequest(Protocol):
 
     topic: str
     patch: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """How a gRPC call is refused: a ``StatusCode`` name, the one line, trailing metadata."""
+
+    code: str
+    line: str
+    trailing: tuple[tuple[str, str], ...] = ()
+
+
+def refusal_of(exc: BaseException, method: str, topic: str) -> Refusal:
+    """The refusal of a call that raised ``exc``: the status of the one table, the client's
+    line (never a bug's text), ``patchsync-retryable`` when the client should try again
+    later, and the version a dropped subscriber resumes after."""
+    trailing: tuple[tuple[str, str], ...] = ((RETRYABLE_KEY, "1"),) if is_retryable(exc) else ()
+    if isinstance(exc, TooSlow) and exc.resume_after is not None:
+        trailing += ((RESUME_KEY, str(exc.resume_after)),)
+    line = client_message(exc)
+    if not isinstance(exc, PatchsyncError):
+        line = f"{method} {topic}: {line}"
+    return Refusal(status_of(exc).grpc, line, trailing)
 
 
 def start_of(start: PatchStart | None) -> Start:
@@ -171,8 +198,11 @@ __all__ = [
     "Group",
     "PatchStart",
     "PublishRequest",
+    "RESUME_KEY",
     "PublishTally",
+    "Refusal",
     "batch_bounds",
+    "refusal_of",
     "start_of",
     "take_group",
 ]
