@@ -177,6 +177,13 @@ BENCHES: tuple[Bench, ...] = (
         quick=("--appends", "200", "--catchup-patches", "2000", "--repeat", "1"),
     ),
     Bench(
+        "feed",
+        "bench.feed_bench",
+        "The HTTP change feed's JSON answer (its cost, the event loop's longest stall)",
+        "the same answers made as before (each term parsed again for its text, each change escaped whole on the loop)",
+        quick=("--rounds", "1", "--big-kb", "300"),
+    ),
+    Bench(
         "serve-load",
         "bench.serve_load_bench",
         "`patchsync serve` under slow, stalled and greedy clients",

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from patchsync.errors import UsageError
-from patchsync.options import PatchOptions
+from patchsync.options import PatchOptions, name_table_too_small
 
 
 class Position(NamedTuple):
@@ -238,8 +238,9 @@ class RdfOptions:
             raise UsageError("physical_type must be TRIPLES, QUADS or GRAPHS")
         if self.logical_type != 0 and base_logical_type(self.logical_type) not in (1, 2, 3, 4):
             raise UsageError(f"logical_type {self.logical_type} has no base type 1-4 (value mod 10)")
-        if self.max_name_table_size < 8:
-            raise UsageError("max_name_table_size must be at least 8 (Jelly spec, stream options)")
+        broken = name_table_too_small(self.max_name_table_size)
+        if broken:
+            raise UsageError(broken)
         if self.max_prefix_table_size < 0 or self.max_datatype_table_size < 0:
             raise UsageError("lookup sizes cannot be negative")
         if not 1 <= self.version <= RDF_VERSION:

@@ -14,6 +14,20 @@ from patchsync.errors import UsageError
 #: Highest Jelly-Patch version tag this implementation reads and writes.
 PATCH_VERSION = 1
 
+#: The smallest name lookup a stream may declare: Jelly's stream options, ``max_name_table_size``
+#: "MUST be set to a value greater than or equal to 8" (Jelly-Patch specification, "Patch stream
+#: options", <https://w3id.org/jelly/dev/specification/patch/>; Jelly-RDF's serialization
+#: specification, "Stream options"). The one definition: options, decoders and the server's
+#: negotiation of requested options all ask :func:`name_table_too_small`.
+MIN_NAME_TABLE = 8
+
+
+def name_table_too_small(size: int) -> str | None:
+    """The rule a declared name lookup of ``size`` entries breaks, in words, or ``None``."""
+    if size >= MIN_NAME_TABLE:
+        return None
+    return f"max_name_table_size {size}: it MUST be at least {MIN_NAME_TABLE} (Jelly spec, stream options)"
+
 
 class StreamType(enum.IntEnum):
     """Jelly-Patch ``PatchStreamType``: where patches end."""
@@ -50,8 +64,9 @@ class PatchOptions:
     def __post_init__(self) -> None:
         # Writers validate here; readers validate the wire values in the decoder, where
         # the error can name the offending byte offset.
-        if self.max_name_table_size < 8:
-            raise UsageError("max_name_table_size must be at least 8 (Jelly spec, stream options)")
+        broken = name_table_too_small(self.max_name_table_size)
+        if broken:
+            raise UsageError(broken)
         if self.max_prefix_table_size < 0 or self.max_datatype_table_size < 0:
             raise UsageError("lookup sizes cannot be negative")
         if self.version < 1:

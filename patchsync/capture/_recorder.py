@@ -31,7 +31,7 @@ from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
 from rdflib.store import Store
 
 from patchsync.capture._log import PatchLog, open_patch_log
-from patchsync.capture._store import RecordingStore, restore_namespaces
+from patchsync.capture._store import RecordingStore, StoreContext, restore_namespaces
 from patchsync.errors import UsageError
 from patchsync.options import PatchOptions, StatementType
 from patchsync.units import Kind, TransactionError, UnitTracker
@@ -136,7 +136,7 @@ class _Recording:
 
     # -- the store's callbacks ------------------------------------------------------------
 
-    def context_id(self, context: Any) -> Any:
+    def context_id(self, context: StoreContext) -> Any:
         """The identifier of a write's context, its object kept for the rollback."""
         cid = context.identifier if isinstance(context, Graph) else context
         if cid not in self.contexts:
@@ -172,7 +172,7 @@ class _Recording:
         if not self.units.in_transaction and self.autocommit is not None and self.changes >= self.autocommit:
             self.flush()
 
-    def added(self, triple: Any, context: Any) -> None:
+    def added(self, triple: Any, context: StoreContext) -> None:
         if not self.open:
             self.begin()
         s, p, o = triple
@@ -193,7 +193,7 @@ class _Recording:
         if self.autocommit is not None and not self.units.in_transaction and self.changes >= self.autocommit:
             self.flush()
 
-    def deleted(self, triple: Any, context: Any) -> None:
+    def deleted(self, triple: Any, context: StoreContext) -> None:
         if not self.open:
             self.begin()
         s, p, o = triple

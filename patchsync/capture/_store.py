@@ -11,18 +11,22 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any, Protocol
 
-from rdflib import URIRef
+from rdflib import Graph, URIRef
 from rdflib.plugins.stores.memory import Memory, SimpleMemory
 from rdflib.store import Store
 
 from patchsync.errors import UsageError
 
+#: The context rdflib hands a store with a write or a read (its ``Store`` API's type): the
+#: graph, or ``None`` for every graph.
+StoreContext = Graph | None
+
 
 class ChangeListener(Protocol):
     """What a :class:`RecordingStore` reports to (the recorder's state)."""
 
-    def added(self, triple: Any, context: Any) -> None: ...
-    def deleted(self, triple: Any, context: Any) -> None: ...
+    def added(self, triple: Any, context: StoreContext) -> None: ...
+    def deleted(self, triple: Any, context: StoreContext) -> None: ...
     def namespaces_changed(self, before: dict[str, URIRef], after: dict[str, URIRef]) -> None: ...
 
 
@@ -74,7 +78,7 @@ class RecordingStore(Store):
 
     # -- writes -------------------------------------------------------------------------
 
-    def add(self, triple: Any, context: Any, quoted: bool = False) -> None:
+    def add(self, triple: Any, context: Graph, quoted: bool = False) -> None:
         if quoted:
             raise UsageError("formulae (quoted graphs) cannot be recorded as RDF Patch")
         spo = self._spo
@@ -115,7 +119,7 @@ class RecordingStore(Store):
         for s, p, o, c in quads:
             add((s, p, o), c)
 
-    def remove(self, triple: Any, context: Any = None) -> None:
+    def remove(self, triple: Any, context: StoreContext = None) -> None:
         inner = self.inner
         removed: list[tuple[Any, Any]] = []
         for t, contexts in inner.triples(triple, context):
@@ -169,13 +173,13 @@ class RecordingStore(Store):
 
     # -- reads and the rest: forwarded ---------------------------------------------------
 
-    def triples(self, triple_pattern: Any, context: Any = None) -> Iterator[Any]:
+    def triples(self, triple_pattern: Any, context: StoreContext = None) -> Iterator[Any]:
         return self.inner.triples(triple_pattern, context)
 
-    def triples_choices(self, triple: Any, context: Any = None) -> Any:
+    def triples_choices(self, triple: Any, context: StoreContext = None) -> Any:
         return self.inner.triples_choices(triple, context)
 
-    def __len__(self, context: Any = None) -> int:
+    def __len__(self, context: StoreContext = None) -> int:
         return self.inner.__len__(context)
 
     def contexts(self, triple: Any = None) -> Any:

@@ -49,7 +49,7 @@ from patchsync.events import (
     TxCommit,
     TxStart,
 )
-from patchsync.options import PATCH_VERSION, Limits, PatchOptions, StatementType, StreamType
+from patchsync.options import PATCH_VERSION, Limits, PatchOptions, StatementType, StreamType, name_table_too_small
 from patchsync.terms import TermAdapter, default_adapter
 from patchsync.units import QUIET, Kind, TransactionError, UnitTracker
 
@@ -105,8 +105,9 @@ def options_from_proto(msg: Any, limits: Limits) -> PatchOptions:
             f"version tag {msg.version} is newer than the supported version {PATCH_VERSION} "
             "(consumers SHOULD reject versions greater than their own)"
         )
-    if msg.max_name_table_size < 8:
-        raise RuleViolation(f"max_name_table_size is {msg.max_name_table_size} (it MUST be at least 8)")
+    broken = name_table_too_small(msg.max_name_table_size)
+    if broken:
+        raise RuleViolation(broken)
     for field, limit in (
         ("max_name_table_size", limits.max_name_table_size),
         ("max_prefix_table_size", limits.max_prefix_table_size),
@@ -410,7 +411,7 @@ class PatchDecoder(FramedDecoder[Event], Generic[T]):
                 raise RuleViolation(
                     f"header row of {size} bytes exceeds this reader's limit of {self._max_header_bytes} bytes"
                 )
-            value = terms.handlers[field](getattr(header, field))
+            value = terms.handlers[field](terms, getattr(header, field))
             self._units.send(Kind.HEADER)
             queue.append(Header(header.key, value, offset, frame, index))
         elif kind in _TX_KINDS:

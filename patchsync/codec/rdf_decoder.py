@@ -50,7 +50,7 @@ from patchsync.events import (
     StreamOptions,
     base_logical_type,
 )
-from patchsync.options import Limits
+from patchsync.options import Limits, name_table_too_small
 from patchsync.terms import TermAdapter, default_adapter
 
 __all__ = ["END", "NEED_DATA", "PureRdfDecoder", "RdfDecoder", "messages", "options_from_proto"]
@@ -103,8 +103,9 @@ def options_from_proto(msg: Any, limits: Limits) -> RdfOptions:
         raise RuleViolation(
             f"logical_type {logical} has no base type (the base type, value mod 10, MUST be one of 1-4)"
         )
-    if msg.max_name_table_size < 8:
-        raise RuleViolation(f"max_name_table_size is {msg.max_name_table_size} (it MUST be at least 8)")
+    broken = name_table_too_small(msg.max_name_table_size)
+    if broken:
+        raise RuleViolation(broken)
     for field, limit in (
         ("max_name_table_size", limits.max_name_table_size),
         ("max_prefix_table_size", limits.max_prefix_table_size),
@@ -285,7 +286,7 @@ class RdfDecoder(FramedDecoder[RdfEvent], Generic[T]):
                 raise RuleViolation(
                     "graph_start names no graph (exactly one field in RdfGraphStart MUST be set; no repeated terms)"
                 )
-            self._graph = terms.handlers[field](getattr(start, field))
+            self._graph = terms.handlers[field](terms, getattr(start, field))
             self._in_graph = True
             queue.append(GraphStart(self._graph, offset, frame, index))
         elif kind == "graph_end":

@@ -430,11 +430,18 @@ class RdfPatchTextWriter(Generic[T]):
     it is dropped; a default-graph term is written by omitting the graph. ``Options``
     events are ignored. Transaction misuse raises :class:`EncodeError`, so the output
     always reads back.
+
+    ``canonical=True`` says the terms are N-Triples strings as an ``NTriplesTerms`` builder
+    made them (a decoder's output with that adapter): they are written as they are, not
+    parsed and formatted again to the same text (for a large literal, most of the cost).
     """
 
-    def __init__(self, adapter: TermAdapter[T] | None = None, *, segments: bool = True) -> None:
+    def __init__(
+        self, adapter: TermAdapter[T] | None = None, *, segments: bool = True, canonical: bool = False
+    ) -> None:
         self.adapter: TermAdapter[T] = adapter if adapter is not None else default_adapter()
         self.segments = segments
+        self._canonical = canonical
         self._out: list[str] = []
         self._units = UnitTracker()  # the transaction rules (patchsync.units)
 
@@ -481,11 +488,15 @@ class RdfPatchTextWriter(Generic[T]):
             self._out.append(line)
 
     def _term(self, term: T) -> str:
+        if self._canonical and isinstance(term, str):
+            return term
         return format_term(self.adapter, term)
 
     def _graph(self, g: T | None) -> str:
         if g is None:
             return ""
+        if self._canonical and isinstance(g, str):
+            return " " + g if g else ""
         u = self.adapter.unpack(g)
         if u[0] == DEFAULT_GRAPH:
             return ""
@@ -495,9 +506,11 @@ class RdfPatchTextWriter(Generic[T]):
 _CONTROL_LINES: dict[type, str] = {kind: ROW_CODES[kind] + " .\n" for kind in (TxStart, TxCommit, TxAbort)}
 
 
-def write_rdfp(events: Iterable[Event], adapter: TermAdapter[Any] | None = None, *, segments: bool = True) -> str:
+def write_rdfp(
+    events: Iterable[Event], adapter: TermAdapter[Any] | None = None, *, segments: bool = True, canonical: bool = False
+) -> str:
     """RDF Patch text for ``events`` (see :class:`RdfPatchTextWriter`)."""
-    writer: RdfPatchTextWriter[Any] = RdfPatchTextWriter(adapter, segments=segments)
+    writer: RdfPatchTextWriter[Any] = RdfPatchTextWriter(adapter, segments=segments, canonical=canonical)
     for event in events:
         writer.send(event)
     return writer.take()

@@ -204,22 +204,26 @@ class TermDecoder(Generic[T]):
         self._by_lang: dict[str, dict[str, T]] = {}
         self._by_datatype: dict[str, dict[str, T]] = {}
         self._default_graph = adapter.default_graph()
-        # Oneof field name -> builder for terms outside quoted triples. Fields the options
-        # forbid map to a builder that raises, so the hot path needs no feature checks.
-        self.handlers: dict[str, Callable[[Any], T]] = {}
+        # Oneof field name -> builder for terms outside quoted triples, called with this
+        # decoder: ``handlers[field](decoder, value)``. Fields the options forbid map to a
+        # builder that raises, so the hot path needs no feature checks. The builders are
+        # the class's functions, not this decoder's bound methods: a table of bound methods
+        # would be a reference cycle, leaving every decoder and its term caches (a patch's
+        # megabyte literal) to the garbage collector instead of freeing them when dropped.
+        self.handlers: dict[str, Callable[[TermDecoder[T], Any], T]] = {}
         for field, (kind, needs_generalized, needs_star) in _FIELDS.items():
             if (needs_generalized and not generalized) or (needs_star and not rdf_star):
-                self.handlers[field] = partial(self.term, field)
+                self.handlers[field] = partial(_refuse_field, field)
             elif kind == 0:
-                self.handlers[field] = self.iri
+                self.handlers[field] = TermDecoder.iri
             elif kind == 1:
-                self.handlers[field] = self.bnode
+                self.handlers[field] = TermDecoder.bnode
             elif kind == 2:
-                self.handlers[field] = self.literal
+                self.handlers[field] = TermDecoder.literal
             elif kind == 4:
-                self.handlers[field] = self._default_graph_term
+                self.handlers[field] = TermDecoder.default_graph_term
             else:
-                self.handlers[field] = partial(self.quoted, depth=1)
+                self.handlers[field] = _quoted_top
 
     # -- resumable state --------------------------------------------------------------
 
@@ -287,7 +291,8 @@ class TermDecoder(Generic[T]):
         self._by_lang = {}
         self._by_datatype = {}
 
-    def _default_graph_term(self, _value: Any) -> T:
+    def default_graph_term(self, _value: Any) -> T:
+        """The default graph (a ``g_default_graph`` field: its value says nothing more)."""
         return self._default_graph
 
     # -- lookup entries -------------------------------------------------------------
@@ -488,7 +493,7 @@ class TermDecoder(Generic[T]):
                     "repeated subject in the first statement (repeated terms MUST NOT occur in the first statement row)"
                 )
         else:
-            s = self.last_s = self.handlers[k](getattr(msg, k))
+            s = self.last_s = self.handlers[k](self, getattr(msg, k))
         k = msg.WhichOneof("predicate")
         if k is None:
             p = self.last_p
@@ -497,7 +502,7 @@ class TermDecoder(Generic[T]):
                     "repeated predicate in the first statement (repeated terms MUST NOT occur in the first statement row)"
                 )
         else:
-            p = self.last_p = self.handlers[k](getattr(msg, k))
+            p = self.last_p = self.handlers[k](self, getattr(msg, k))
         k = msg.WhichOneof("object")
         if k is None:
             o = self.last_o
@@ -506,7 +511,7 @@ class TermDecoder(Generic[T]):
                     "repeated object in the first statement (repeated terms MUST NOT occur in the first statement row)"
                 )
         else:
-            o = self.last_o = self.handlers[k](getattr(msg, k))
+            o = self.last_o = self.handlers[k](self, getattr(msg, k))
         return s, p, o
 
     def graph(self, msg: Any) -> T:
@@ -519,7 +524,7 @@ class TermDecoder(Generic[T]):
                     "repeated graph before any graph was given (repeated terms MUST NOT occur in the first statement row)"
                 )
             return g  # type: ignore[no-any-return]
-        g = self.last_g = self.handlers[k](getattr(msg, k))
+        g = self.last_g = self.handlers[k](self, getattr(msg, k))
         return g
 
 
@@ -532,3 +537,13 @@ def cache_iri(by_name: list[Any], rn: int, rp: int, prefix: str | None, term: An
         by_name[rn] = {slot[0]: (slot[1], slot[2]), rp: (prefix, term)}
     else:
         slot[rp] = (prefix, term)
+
+
+def _refuse_field(field: str, decoder: TermDecoder[Any], value: Any) -> Any:
+    """The builder of a field the stream's options forbid: :meth:`TermDecoder.term` refuses it."""
+    return decoder.term(field, value)
+
+
+def _quoted_top(decoder: TermDecoder[Any], value: Any) -> Any:
+    """The builder of a quoted triple outside another (nesting depth 1)."""
+    return decoder.quoted(value, depth=1)

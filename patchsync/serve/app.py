@@ -21,6 +21,7 @@ from typing import Any
 from patchsync.errors import UsageError
 from patchsync.serve.auth import Access
 from patchsync.serve.catalog import Topics, build_topic, log_root_spec, log_root_specs, retire
+from patchsync.serve.context import DoorFactory
 from patchsync.serve.doors import DOORS, FrontDoor
 from patchsync.serve.errors import ServeError, ShuttingDown, TooBusy, reason_of
 from patchsync.serve.metrics import ServeMetrics
@@ -159,7 +160,8 @@ class Server:
                 kind = DOORS.get(name)
                 if kind is None:
                     raise UsageError(f"no front door named {name} (known: {', '.join(sorted(DOORS))})")
-                door = kind.create(self.context, address)
+                factory: DoorFactory = kind.load()
+                door = factory(self.context, address)
                 bound = await door.start()
                 self.doors.append(door)
                 self.addresses[name] = bound

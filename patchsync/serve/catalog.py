@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator, Set
+from enum import Enum
 from pathlib import Path
 
-from patchsync.errors import UsageError
+from patchsync.errors import PatchsyncError, UsageError
 from patchsync.serve.errors import ReadOnlyTopic, UnknownTopic, WrongKind
-from patchsync.serve.topics import NAME_RULE, LogTopic, TargetTopic, Topic, TopicOptions, check_name
+from patchsync.serve.topics import LOG, NAME_RULE, TARGET, LogTopic, TargetTopic, Topic, TopicOptions, check_name
 
 #: Where removed log-root topics go (not a topic name: names cannot start with '.').
 REMOVED = ".removed"
@@ -86,6 +87,36 @@ def retire(root: Path, name: str) -> Path | None:
     return moved
 
 
+class Use(Enum):
+    """What a request does with a topic."""
+
+    #: Read its patches (subscribe, fetch, the change feed).
+    PATCHES = "patches"
+    #: Append patches (publish, POST).
+    APPEND = "append"
+    #: Read its state as RDF (``SubscribeRdf``, a target's ``init``).
+    STATE = "state"
+
+
+#: What each kind of topic offers: the one rule both doors ask (:meth:`Topics.offering`).
+#: (A log topic's ``GET /NAME/init`` is the snapshot file kept beside it, an RDF Delta
+#: bootstrap of the HTTP door, not the log's state: see ``datasource_files``.)
+OFFERS: dict[str, frozenset[Use]] = {
+    LOG: frozenset({Use.PATCHES, Use.APPEND}),
+    TARGET: frozenset({Use.STATE}),
+}
+#: The refusal of a use a topic's kind does not offer, and its words.
+REFUSALS: dict[Use, tuple[type[PatchsyncError], str]] = {
+    Use.PATCHES: (WrongKind, "topic {name}: a {kind} topic serves snapshots; {what} needs a log topic"),
+    Use.APPEND: (ReadOnlyTopic, "{what}: topic {name} is a {kind} topic, read-only; write to a log topic"),
+    Use.STATE: (
+        WrongKind,
+        "{what}: topic {name} is a {kind} topic: it streams patches, not RDF: subscribe with "
+        "patchsync.v1.PatchService/SubscribePatch",
+    ),
+}
+
+
 class Topics:
     """The topics of one serve process, by name."""
 
@@ -124,29 +155,42 @@ class Topics:
             raise UnknownTopic(f"topic {name!r}: not served here (served: {', '.join(sorted(self._topics))})")
         return topic
 
+    def offering(self, name: str, use: Use, what: str) -> Topic:
+        """The topic ``name`` if its kind offers ``use`` (:data:`OFFERS`, the one rule of every
+        door), else that use's refusal naming ``what`` (the request)."""
+        topic = self.get(name)
+        if use not in OFFERS.get(topic.kind, ()):
+            error, text = REFUSALS[use]
+            raise error(text.format(name=name, kind=topic.kind, what=what or "this operation"))
+        return topic
+
+    def offers(self, name: str, use: Use) -> bool:
+        """Whether the topic ``name`` offers ``use`` (:class:`UnknownTopic` if there is none)."""
+        return use in OFFERS.get(self.get(name).kind, ())
+
     def log(self, name: str, service: str = "") -> LogTopic:
         """The log topic ``name`` to read patches from; a target topic is refused naming ``service``."""
-        topic = self.get(name)
-        if not isinstance(topic, LogTopic):
-            raise WrongKind(
-                f"topic {name}: a target topic serves snapshots; {service or 'this operation'} needs a log topic"
-            )
+        topic = self.offering(name, Use.PATCHES, service)
+        assert isinstance(topic, LogTopic)  # only a log topic offers patches
         return topic
 
     def writable(self, name: str, what: str) -> LogTopic:
-        """The log topic ``name`` to write to (the one rule of every write through every door):
-        a target topic is read-only, :class:`ReadOnlyTopic` naming ``what``."""
-        topic = self.get(name)
-        if not isinstance(topic, LogTopic):
-            raise ReadOnlyTopic(f"{what}: topic {name} is a target topic, read-only; write to a log topic")
+        """The log topic ``name`` to write to: a target topic is read-only
+        (:class:`ReadOnlyTopic` naming ``what``)."""
+        topic = self.offering(name, Use.APPEND, what)
+        assert isinstance(topic, LogTopic)  # only a log topic takes appends
         return topic
 
     def target(self, name: str, service: str = "") -> TargetTopic:
-        """The target topic ``name``; a log topic is refused naming ``service``."""
-        topic = self.get(name)
-        if not isinstance(topic, TargetTopic):
-            raise WrongKind(f"topic {name}: a log topic; {service or 'this operation'} needs a target topic")
+        """The target topic ``name``, whose state is served as RDF; a log topic is refused
+        naming ``service``."""
+        topic = self.offering(name, Use.STATE, service)
+        assert isinstance(topic, TargetTopic)  # only a target topic has a state to send
         return topic
+
+    def logs(self) -> list[LogTopic]:
+        """The log topics (RDF Delta's data sources)."""
+        return [t for t in self._topics.values() if isinstance(t, LogTopic)]
 
     async def open(self) -> None:
         """Open every topic (a failure closes those already open)."""
@@ -166,4 +210,15 @@ class Topics:
             await topic.close()
 
 
-__all__ = ["REMOVED", "Topics", "build_topic", "log_root_spec", "log_root_specs", "parse_topic", "retire"]
+__all__ = [
+    "OFFERS",
+    "REFUSALS",
+    "REMOVED",
+    "Topics",
+    "Use",
+    "build_topic",
+    "log_root_spec",
+    "log_root_specs",
+    "parse_topic",
+    "retire",
+]

@@ -1,8 +1,9 @@
 """The registry of front doors: each kind of listener a serve process can start.
 
 A :class:`DoorKind` names the flag that gives the door's address (``--listen`` for gRPC)
-and a lazy ``"module:attr"`` factory, called with the process's
-``ServeContext`` (:mod:`patchsync.serve.app`) and that address, that returns a
+and a lazy ``"module:attr"`` factory (a :data:`~patchsync.serve.context.DoorFactory`),
+called with the process's shared state (a :class:`~patchsync.serve.context.DoorContext`:
+``ServeContext`` of :mod:`patchsync.serve.app`) and that address, that returns a
 :class:`FrontDoor`. ``patchsync serve`` adds one flag per registered kind, so a new door
 is one :func:`register_door` call (or one entry below) and a module of its own.
 """
@@ -37,13 +38,9 @@ class DoorKind:
     help: str
 
     def load(self) -> Any:
-        """The door's factory, its module imported on first use (a missing extra is one line)."""
+        """The door's factory, its module imported on first use (a missing extra is one line);
+        :mod:`patchsync.serve.app` calls it with its context and the address."""
         return load(self.factory, f"patchsync serve {self.flag}")
-
-    def create(self, context: Any, address: Any) -> FrontDoor:
-        """The door listening at ``address`` (a :class:`~patchsync.serve.settings.Address`)."""
-        door: FrontDoor = self.load()(context, address)
-        return door
 
 
 DOORS: dict[str, DoorKind] = {

@@ -3,12 +3,11 @@
 Each front door is an adapter: it calls a topic operation and, when that raises, answers
 with the status :func:`status_of` gives for the error's class, the same for every door
 (docs/decisions/0001-serve-and-topics.md). gRPC codes are named by their ``StatusCode``
-name so that this module needs no gRPC import; HTTP statuses are numbers.
+name so that this module needs no gRPC import; HTTP statuses are numbers. The rows live in
+:mod:`patchsync.streams.refusals`, where the clients map a refusal back to an error.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 from patchsync.errors import (
     ApplyError,
@@ -21,6 +20,8 @@ from patchsync.errors import (
     TargetUnavailable,
     UsageError,
 )
+from patchsync.streams import refusals as wire
+from patchsync.streams.refusals import Status
 
 
 class ServeError(PatchsyncError):
@@ -82,47 +83,36 @@ class ShuttingDown(ServeError):
     """The server is stopping: the request was refused whole, nothing of it done."""
 
 
-@dataclass(frozen=True, slots=True)
-class Status:
-    """How a door answers one class of error, and how the refusal is counted."""
-
-    #: A ``grpc.StatusCode`` member name.
-    grpc: str
-    #: An HTTP status code.
-    http: int
-    #: The ``reason`` label of ``patchsync_topic_refusals_total``.
-    reason: str = "other"
-
-
 #: From the most specific class to the root; the first class the error is an instance of wins.
+#: The rows (gRPC code, HTTP status, metrics reason, retryable, the client's error) are
+#: :mod:`patchsync.streams.refusals`', which the clients read back.
 STATUSES: tuple[tuple[type[BaseException], Status], ...] = (
-    (Unauthenticated, Status("UNAUTHENTICATED", 401, "auth")),
-    (Forbidden, Status("PERMISSION_DENIED", 403, "auth")),
-    (ReadOnlyTopic, Status("PERMISSION_DENIED", 403, "kind")),
-    (UnknownTopic, Status("NOT_FOUND", 404, "topic")),
-    (NotFound, Status("NOT_FOUND", 404, "missing")),
-    (NotAllowed, Status("UNIMPLEMENTED", 405)),
-    (TooBusy, Status("RESOURCE_EXHAUSTED", 503, "limit")),
-    (OverLimit, Status("RESOURCE_EXHAUSTED", 413, "limit")),
-    (TooSlow, Status("RESOURCE_EXHAUSTED", 408, "timeout")),
-    (UnsupportedMedia, Status("INVALID_ARGUMENT", 415, "decode")),
-    (ShuttingDown, Status("UNAVAILABLE", 503, "unavailable")),
-    # RDF Delta answers a version conflict with 400 and a JSON body (docs/decisions/0002).
-    (ChainError, Status("FAILED_PRECONDITION", 400, "chain")),
-    (CheckpointError, Status("OUT_OF_RANGE", 410)),
-    (TargetUnavailable, Status("UNAVAILABLE", 503, "unavailable")),
-    (DecodeError, Status("INVALID_ARGUMENT", 400, "decode")),
-    (EncodeError, Status("INVALID_ARGUMENT", 400, "decode")),
-    (FormatError, Status("INVALID_ARGUMENT", 400, "decode")),
-    (WrongKind, Status("INVALID_ARGUMENT", 400, "kind")),
-    (UsageError, Status("INVALID_ARGUMENT", 400)),
-    (ApplyError, Status("FAILED_PRECONDITION", 409)),
-    (PatchsyncError, Status("INTERNAL", 500)),
+    (Unauthenticated, wire.UNAUTHENTICATED),
+    (Forbidden, wire.FORBIDDEN),
+    (ReadOnlyTopic, wire.READ_ONLY),
+    (UnknownTopic, wire.UNKNOWN_TOPIC),
+    (NotFound, wire.MISSING),
+    (NotAllowed, wire.NOT_ALLOWED),
+    (TooBusy, wire.BUSY),
+    (OverLimit, wire.OVER_LIMIT),
+    (TooSlow, wire.TOO_SLOW),
+    (UnsupportedMedia, wire.UNSUPPORTED_MEDIA),
+    (ShuttingDown, wire.STOPPING),
+    (ChainError, wire.CHAIN),
+    (CheckpointError, wire.REPLACED),
+    (TargetUnavailable, wire.UNAVAILABLE),
+    (DecodeError, wire.DECODE),
+    (EncodeError, wire.DECODE),
+    (FormatError, wire.DECODE),
+    (WrongKind, wire.WRONG_KIND),
+    (UsageError, wire.BAD_REQUEST),
+    (ApplyError, wire.TARGET_REFUSED),
+    (PatchsyncError, wire.SERVER),
 )
 
 #: The answer to an error that is not a :class:`PatchsyncError` (a bug): its text stays in
 #: the server's log, the client gets this line.
-INTERNAL = Status("INTERNAL", 500, "internal")
+INTERNAL = wire.INTERNAL
 INTERNAL_MESSAGE = "internal error of the server (its log has the details)"
 
 
@@ -136,9 +126,9 @@ def status_of(exc: BaseException) -> Status:
 
 def is_retryable(exc: BaseException) -> bool:
     """Whether a client should try the same request again later (the server is busy or
-    stopping, what it serves is out of reach, or it dropped a client too slow for it),
-    rather than give up."""
-    return isinstance(exc, TooBusy | TooSlow | ShuttingDown | TargetUnavailable)
+    stopping, what it serves is out of reach, it dropped a client too slow for it, or it
+    failed on its own), rather than give up: the row's word, from the same table."""
+    return status_of(exc).retryable
 
 
 def reason_of(exc: BaseException) -> str:

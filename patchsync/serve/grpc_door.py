@@ -37,13 +37,24 @@ from patchsync._proto import grpc_pb2, grpc_pb2_grpc, patch_service_pb2, patch_s
 from patchsync.errors import PatchsyncError, UsageError
 from patchsync.options import PatchOptions
 from patchsync.serve.auth import Access, bearer
-from patchsync.serve.errors import TooSlow, WrongKind, client_message, is_retryable, status_of
+from patchsync.serve.context import DoorContext
+from patchsync.serve.errors import TooSlow
+from patchsync.serve.patch_calls import (
+    END,
+    GROUP,
+    MAX_BATCH_BYTES,
+    RESUME_KEY,
+    PublishTally,
+    batch_bounds,
+    refusal_of,
+    start_of,
+    take_group,
+)
 from patchsync.serve.patch_options import negotiate_patch
 from patchsync.serve.patch_wire import batch_message, patch_message
 from patchsync.serve.rdf_frames import FrameStatements, negotiate, reencode
 from patchsync.serve.settings import Address
-from patchsync.serve.topics import Appended, Entry, LogTopic, Start, TargetTopic, flatten, in_reader, thread_batches
-from patchsync.streams.grpc_client import RETRYABLE_KEY
+from patchsync.serve.topics import Entry, LogTopic, flatten, in_reader, thread_batches
 from patchsync.streams.payloads import encode_patch, read_payload
 
 DOOR = "grpc"
@@ -51,19 +62,6 @@ RDF_SERVICE = "eu.ostrzyciel.jelly.core.proto.v1.RdfStreamService"
 PATCH_SERVICE = "patchsync.v1.PatchService"
 #: The metadata key naming the topic of a ``PublishRdf`` stream (its frames cannot).
 TOPIC_KEY = "topic"
-#: The trailing metadata key of a dropped subscriber: the last version it was sent.
-RESUME_KEY = "patchsync-resume-after"
-#: Most patches appended in one write by a ``PublishPatch`` stream.
-GROUP = 64
-#: Most patches in one ``SubscribePatch`` response, whatever the subscriber asks.
-MAX_BATCH = 1024
-#: Most bytes in one ``SubscribePatch`` response, as serialized: well within the 4 MiB a
-#: stock gRPC client takes, and what a subscriber that stops reading holds the server to
-#: (about three copies of one response: its patches, the message, gRPC's buffer) until it
-#: is dropped. A patch larger than that goes alone, in a message of its own size (up to
-#: ``--max-message-bytes``): a subscriber of such a log must allow that size.
-MAX_BATCH_BYTES = 1 << 20
-
 log = logging.getLogger("patchsync.serve")
 
 
@@ -91,7 +89,7 @@ class _Call:
 class _Door:
     """What both servicers share: the serve context, and the boundary every method runs in."""
 
-    def __init__(self, context: Any) -> None:
+    def __init__(self, context: DoorContext) -> None:
         self.ctx = context
 
     @contextlib.asynccontextmanager
@@ -108,14 +106,8 @@ class _Door:
             self.ctx.refused(call.topic, exc)
             if not isinstance(exc, PatchsyncError):
                 log.error("%s %s: internal error", call.method, call.topic, exc_info=exc)
-            trailing: tuple[tuple[str, str], ...] = ((RETRYABLE_KEY, "1"),) if is_retryable(exc) else ()
-            resume = getattr(exc, "resume_after", None)
-            if resume is not None:
-                trailing += ((RESUME_KEY, str(resume)),)
-            line = client_message(exc)
-            if not isinstance(exc, PatchsyncError):
-                line = f"{call.method} {call.topic}: {line}"
-            await rpc.abort(getattr(grpc.StatusCode, status_of(exc).grpc), line, trailing_metadata=trailing)
+            refusal = refusal_of(exc, call.method, call.topic)
+            await rpc.abort(getattr(grpc.StatusCode, refusal.code), refusal.line, trailing_metadata=refusal.trailing)
 
     def authorize(self, rpc: grpc.aio.ServicerContext, call: _Call, access: Access) -> None:
         """The token check, before any message of the call is read."""
@@ -157,14 +149,9 @@ class RdfStreamServicer(_Door, grpc_pb2_grpc.RdfStreamServiceServicer):  # type:
         async with self.boundary(context, call):
             self.authorize(context, call, Access.READ)
             async with self.ctx.stream(DOOR, call.method, call.topic):
-                topic = self.ctx.topics.get(call.topic)
-                if not isinstance(topic, TargetTopic):
-                    raise WrongKind(
-                        f"SubscribeRdf {call.topic}: a log topic streams patches, not RDF: subscribe with "
-                        f"{PATCH_SERVICE}/SubscribePatch"
-                    )
+                topic = self.ctx.topics.target(call.topic, f"SubscribeRdf {call.topic}")
                 options = negotiate(request.requested_options if request.HasField("requested_options") else None)
-                snapshot = await topic.snapshot()  # type: ignore[attr-defined]
+                snapshot = await topic.snapshot()
                 frames = snapshot.frames
                 if options is not None:
                     # Re-encoded as it is read: the snapshot is never held in memory whole.
@@ -198,8 +185,8 @@ class RdfStreamServicer(_Door, grpc_pb2_grpc.RdfStreamServiceServicer):  # type:
         raise AssertionError("the boundary aborts")  # pragma: no cover
 
     def _only_log_topic(self) -> str:
-        logs = [t.name for t in self.ctx.topics if isinstance(t, LogTopic)]
-        return logs[0] if len(logs) == 1 else ""
+        logs = self.ctx.topics.logs()
+        return logs[0].name if len(logs) == 1 else ""
 
 
 class PatchServicer(_Door, patch_service_pb2_grpc.PatchServiceServicer):  # type: ignore[misc]
@@ -215,14 +202,11 @@ class PatchServicer(_Door, patch_service_pb2_grpc.PatchServiceServicer):  # type
     async def _subscribe(self, request: Any, context: grpc.aio.ServicerContext, call: _Call) -> None:
         name = call.topic
         topic = self.ctx.topics.log(name, "SubscribePatch")
-        start = _start(request.start) if request.HasField("start") else Start.beginning()
+        start = start_of(request.start if request.HasField("start") else None)
         options = negotiate_patch(request.requested_options if request.HasField("requested_options") else None)
         subscribers = self.ctx.metrics.subscribers.labels(name)
         sent = self.ctx.metrics.bytes.labels(name, "out")
-        limit = min(request.max_batch, MAX_BATCH) if request.max_batch > 1 else 1
-        # A response stays small (a larger patch goes alone), and within half the message
-        # limit: a subscriber's buffered responses are what a stalled one costs.
-        max_bytes = min(self.ctx.settings.max_message_bytes // 2, MAX_BATCH_BYTES)
+        limit, max_bytes = batch_bounds(request.max_batch, self.ctx.settings.max_message_bytes)
         last: int | None = None
         subscribers.inc()
         try:
@@ -253,73 +237,42 @@ class PatchServicer(_Door, patch_service_pb2_grpc.PatchServiceServicer):  # type
         raise AssertionError("the boundary aborts")  # pragma: no cover
 
     async def _publish(self, topic: LogTopic, first: Any, iterator: AsyncIterator[Any], call: _Call) -> Any:
-        name = call.topic
-        appended = duplicates = 0
-        received = self.ctx.metrics.bytes.labels(name, "in")
-        number = 0
-        last: Appended | None = None
-        head: tuple[str, int] = ("", 0)
+        tally = PublishTally(call.topic)
+        received = self.ctx.metrics.bytes.labels(call.topic, "in")
+        duplicates = self.ctx.metrics.duplicates.labels(call.topic)
         # The messages that arrived while the last group was appended are the next
         # group: one write for many patches when the publisher is ahead, none waiting
         # for it when not.
         arrived: asyncio.Queue[Any] = asyncio.Queue(GROUP)
         reader = asyncio.create_task(self._read_ahead(first, iterator, arrived, call))
+
+        def ready() -> Any | None:
+            return arrived.get_nowait() if not arrived.empty() else None
+
         try:
             ended = False
             while not ended:
-                group = [await arrived.get()]
-                while not arrived.empty() and len(group) < GROUP:
-                    group.append(arrived.get_nowait())
-                if group[-1] is None:
-                    group.pop()
-                    ended = True
-                if not group:
+                group = take_group(await arrived.get(), ready)
+                if group.error is not None:
+                    raise group.error
+                ended = group.ended
+                if not group.requests:
                     continue
-                if isinstance(group[-1], BaseException):
-                    raise group[-1]
-                payloads = []
-                for request in group:
-                    number += 1
-                    if request.topic and request.topic != name:
-                        raise UsageError(
-                            f"PublishPatch {name} message {number}: names topic {request.topic}; one stream, one topic"
-                        )
-                    self.ctx.refuse_if_stopping(f"PublishPatch {name} message {number}")
-                    received.inc(len(request.patch))
-                    payloads.append((request.patch, f"PublishPatch {name} message {number}"))
+                payloads = tally.payloads(group.requests, self.ctx.refuse_if_stopping)
+                received.inc(sum(len(p) for p, _ in payloads))
                 results = await topic.append_many(payloads)
-                # The head as this group left it, read before anything else can append:
-                # the stream's own last patch when it was appended.
-                info = topic.describe()
-                for result in results:
-                    if result.duplicate:
-                        duplicates += 1
-                        self.ctx.metrics.duplicates.labels(name).inc()
-                    else:
-                        appended += 1
-                if results:
-                    last = results[-1]
-                    head = (last.patch_id, last.version) if not last.duplicate else (info.head or "", info.version)
+                # The head as this group left it, read before anything else can append.
+                duplicates.inc(tally.count(results, topic.describe()))
         finally:
             reader.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await reader
-        if last is None:
-            info = topic.describe()
-            head = (info.head or "", info.version)
-        return patch_service_pb2.PublishPatchResponse(
-            version=last.version if last is not None else 0,
-            patch_id=last.patch_id if last is not None else "",
-            head=head[0],
-            head_version=head[1],
-            appended=appended,
-            duplicates=duplicates,
-        )
+        return patch_service_pb2.PublishPatchResponse(**tally.answer(topic.describe()))
 
     async def _read_ahead(
         self, first: Any, iterator: AsyncIterator[Any], arrived: asyncio.Queue[Any], call: _Call
     ) -> None:
-        """Queue the requests of a stream as they arrive, then ``None`` (or the error that ended it)."""
+        """Queue the requests of a stream as they arrive, then ``END`` (or the error that ended it)."""
         try:
             request = first
             while request is not None:
@@ -330,7 +283,7 @@ class PatchServicer(_Door, patch_service_pb2_grpc.PatchServiceServicer):  # type
         except Exception as exc:  # the stream broke: the appender raises it in its own task
             await arrived.put(exc)
             return
-        await arrived.put(None)
+        await arrived.put(END)
 
     async def Describe(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
         call = _Call("Describe", request.topic)
@@ -351,17 +304,6 @@ def _blocking(items: AsyncIterator[bytes], loop: asyncio.AbstractEventLoop) -> I
             yield asyncio.run_coroutine_threadsafe(anext(items), loop).result()  # type: ignore[arg-type]
         except StopAsyncIteration:
             return
-
-
-def _start(start: Any) -> Start:
-    which = start.WhichOneof("position")
-    if which == "after_id":
-        return Start.after_patch(start.after_id)
-    if which == "after_version":
-        return Start.after_version(start.after_version)
-    if which == "now":
-        return Start.now()
-    return Start.beginning()
 
 
 def _reencode_batch(batch: list[Entry], options: PatchOptions, topic: str) -> list[Entry]:
@@ -424,7 +366,7 @@ def _check_free(address: Address) -> None:
 class GrpcDoor:
     """The gRPC listener (``--listen HOST:PORT``) of one serve process."""
 
-    def __init__(self, context: Any, address: Address) -> None:
+    def __init__(self, context: DoorContext, address: Address) -> None:
         self.ctx = context
         self.address = address
         self.server: grpc.aio.Server | None = None

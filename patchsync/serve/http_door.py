@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
@@ -45,23 +44,34 @@ from typing import Any
 from aiohttp import web
 
 from patchsync.codec.framing import encode_varint
-from patchsync.codec.rdfp import read_rdfp, write_rdfp
+from patchsync.codec.rdfp import read_rdfp
 from patchsync.errors import ChainError, PatchsyncError, UsageError
-from patchsync.events import Options
 from patchsync.serve import datasource_files as df
 from patchsync.serve import delta_protocol as dp
-from patchsync.serve import feed
+from patchsync.serve import feed, rpc
 from patchsync.serve import http_routes as routes
+from patchsync.serve.answers import (
+    Answer,
+    appended_answer,
+    conflict_answer,
+    json_answer,
+    line_answer,
+    patch_answer,
+    service_answer,
+)
 from patchsync.serve.auth import Access, bearer
+from patchsync.serve.catalog import Use
 from patchsync.serve.connections import ConnectionTable, body_deadline, connection_budget
+from patchsync.serve.context import DoorContext
 from patchsync.serve.delta_locks import LockTable
-from patchsync.serve.errors import NotFound, OverLimit, TooBusy, TooSlow, UnknownTopic, client_message, status_of
+from patchsync.serve.errors import NotFound, OverLimit, TooBusy, TooSlow, client_message, status_of
+from patchsync.serve.feed import patch_text
 from patchsync.serve.http_listener import LINGER, Listener, http_log
 from patchsync.serve.settings import Address
 from patchsync.serve.target_topic import read_frames
-from patchsync.serve.topics import Entry, LogTopic, Start, TargetTopic, flatten, in_reader, thread_batches
+from patchsync.serve.topics import Entry, LogTopic, Start, flatten, in_reader, thread_batches
 from patchsync.streams.http_client import parse_http_url
-from patchsync.streams.payloads import NT_TERMS, encode_patch, read_payload, text_options
+from patchsync.streams.payloads import NT_TERMS, encode_patch, text_options
 
 #: The binary change feed's media type (records of one-patch Jelly-Patch streams).
 FEED_BINARY = feed.FEED_BINARY
@@ -79,25 +89,6 @@ RESPONSE = web.RequestKey("response", web.StreamResponse)
 log = logging.getLogger("patchsync.serve")
 
 
-def one_line(status: int, text: str) -> web.Response:
-    """A refusal: ``text/plain``, one line."""
-    return web.Response(status=status, text=" ".join(text.split()) + "\n", content_type="text/plain")
-
-
-def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
-    """A JSON answer typed exactly ``application/json``: Java's RDF Delta client compares the
-    whole header to recognise a conflict body (a charset parameter would hide it)."""
-    return web.Response(
-        status=status, body=json.dumps(body).encode(), headers={"Content-Type": dp.JSON, **(headers or {})}
-    )
-
-
-def patch_text(payload: bytes) -> str:
-    """A one-patch Jelly-Patch stream as RDF Patch text."""
-    events = [e for e in read_payload(payload) if type(e) is not Options]
-    return write_rdfp(events, NT_TERMS, segments=False)
-
-
 def text_payload(body: bytes, where: str) -> bytes:
     """RDF Patch text as a one-patch Jelly-Patch stream (the topic checks it whole)."""
     events = read_rdfp(body, NT_TERMS, source=where)
@@ -107,7 +98,7 @@ def text_payload(body: bytes, where: str) -> bytes:
 class HttpDoor:
     """The HTTP listener of one serve process (see the module docstring)."""
 
-    def __init__(self, context: Any, address: Address) -> None:
+    def __init__(self, context: DoorContext, address: Address) -> None:
         self.ctx = context
         self.address = address
         self.settings = context.settings
@@ -119,11 +110,20 @@ class HttpDoor:
         self.locks = LockTable()
         self._runner: web.AppRunner | None = None
         self._listener: Listener | None = None
+        #: What each kind of route (:mod:`patchsync.serve.http_routes`) is answered by.
+        self._handlers: dict[str, Callable[[web.Request, routes.Route], Awaitable[web.StreamResponse]]] = {
+            routes.SERVICE: self._service,
+            routes.RPC: self._rpc,
+            routes.APPEND: self._append,
+            routes.FETCH: self._fetch,
+            routes.CHANGES: self._changes,
+            routes.INIT: self._init,
+        }
 
     # -- listening ---------------------------------------------------------------------
 
     async def start(self) -> str:
-        for topic in self._logs():
+        for topic in self.ctx.topics.logs():
             uri = await asyncio.to_thread(df.read_uri, topic)
             if uri:
                 self.uris[topic.name] = uri
@@ -187,7 +187,7 @@ class HttpDoor:
                 if request.transport is not None:
                     request.transport.abort()
                 return started
-            response = one_line(status_of(exc).http, client_message(exc))
+            response = self._answer(line_answer(status_of(exc).http, client_message(exc)))
             if isinstance(exc, TooSlow | OverLimit):
                 response.force_close()  # the rest of the body is not read
             return response
@@ -214,44 +214,20 @@ class HttpDoor:
                 f"{request.method} {path}: a body of {declared} bytes, over the {route.body_limit} byte limit "
                 "of this request"
             )
-        if route.kind == routes.SERVICE:
-            return await self._service(request, route.service)
-        if route.kind == routes.RPC:
-            return await self._rpc(request, route)
-        if route.kind == routes.APPEND:
-            return await self._append(request, route)
-        if route.kind == routes.CHANGES:
-            return await self._changes(request, route.topic)
-        if route.kind == routes.INIT:
-            return await self._init(request, route.topic)
-        assert route.ref is not None
-        return await self._fetch(request, route.topic, route.ref)
+        return await self._handlers[route.kind](request, route)
 
     def _authorize(self, request: web.Request, needed: Access) -> None:
         what = f"{request.method} {dp.shorten(request.path)}"
         self.ctx.authorize(bearer(request.headers.get("Authorization")), needed, what)
 
-    async def _service(self, request: web.Request, name: str) -> web.StreamResponse:
-        if name == "healthz":
-            return web.Response(text="ok\n")
-        if name == "ready":
-            why = self._not_ready()
-            return one_line(503, why) if why else web.Response(text="ready\n")
-        if name == "ping":
-            return json_response(dp.ping_body())
-        assert name == "metrics"
-        body = await asyncio.to_thread(self.metrics.render)
-        return web.Response(body=body, headers={"Content-Type": self.metrics.content_type})
-
-    def _not_ready(self) -> str | None:
-        if self.ctx.stopping:
-            return "the server is stopping"
-        for topic in self.ctx.topics:
-            error = getattr(topic, "error", None)
-            if error:
-                # Without tokens only the fact: topic names are not told to anyone who asks.
-                return f"topic {topic.name}: {error}" if not self.settings.tokens.required else "a topic is unavailable"
-        return None
+    async def _service(self, request: web.Request, route: routes.Route) -> web.StreamResponse:
+        name = route.service
+        if name == "metrics":
+            body = await asyncio.to_thread(self.metrics.render)
+            return self._answer(Answer(200, {"Content-Type": self.metrics.content_type}, body))
+        errors = {t.name: t.error for t in self.ctx.topics if t.error}
+        required = self.settings.tokens.required
+        return self._answer(service_answer(name, self.ctx.stopping, errors, tokens_required=required))
 
     async def _body(self, request: web.Request, limit: int) -> bytes:
         """The request body, at most ``limit`` bytes (its declared length was checked), read
@@ -292,60 +268,54 @@ class HttpDoor:
         await response.prepare(request)
         return response
 
-    # -- RPC ---------------------------------------------------------------------------
+    def _answer(self, answer: Answer) -> web.Response:
+        """A whole answer of the pure core as aiohttp's response."""
+        return web.Response(status=answer.status, body=answer.body, headers=answer.headers)
 
-    def _logs(self) -> list[LogTopic]:
-        return [t for t in self.ctx.topics if isinstance(t, LogTopic)]
+    async def _write(
+        self, request: web.Request, answer: Answer, *, in_thread: bool = False
+    ) -> tuple[web.StreamResponse, int]:
+        """Write a streamed answer of the pure core, its chunks as they come (made in a
+        reader thread when ``in_thread``: blocking work); returns it and the bytes sent."""
+        assert answer.chunks is not None
+        chunks = answer.chunks
+        response = await self._stream(request, dict(answer.headers))
+        sent = 0
+        if in_thread:
+            async with contextlib.aclosing(flatten(thread_batches(lambda: iter(chunks), batch=16))) as parts:
+                async for chunk in parts:
+                    sent += len(chunk)
+                    await self._send(request, response, chunk)
+        else:
+            for chunk in chunks:
+                sent += len(chunk)
+                await self._send(request, response, chunk)
+        await response.write_eof()
+        return response, sent
+
+    # -- RPC ---------------------------------------------------------------------------
 
     async def _rpc(self, request: web.Request, route: routes.Route) -> web.StreamResponse:
         # The token was checked (read) before the body was read; a write op needs more.
         call = dp.parse_rpc(await self._body(request, route.body_limit))
-        if call.op in dp.WRITE_OPERATIONS:
+        if rpc.needs_write(call):
             self._authorize(request, Access.WRITE)
-        logs = {t.name: t for t in self._logs()}
         with self.metrics.timed("http", f"rpc {call.op}", ""):
-            if call.op in dp.LOCK_OPERATIONS:
-                return json_response(self.locks.answer(call, logs))
-            if call.op == "ping":
-                return json_response(dp.ping_body())
-            if call.op == "list_datasource":
-                return json_response({"array": [dp.datasource_id(n) for n in logs]})
-            if call.op == "list_descriptions":
-                infos = [dp.describe_datasource(t.describe(), self.uris.get(n, "")) for n, t in logs.items()]
-                return json_response({"array": infos})
-            if call.op == "list_log_info":
-                infos = [dp.describe_log(t.describe(), self.uris.get(n, "")) for n, t in logs.items()]
-                return json_response({"array": infos})
-            if call.op == "describe_datasource":
-                found = dp.find_datasource(call, logs, self.uris)
-                if found is None:
-                    return json_response({})
-                return json_response(dp.describe_datasource(logs[found].describe(), self.uris.get(found, "")))
-            if call.op == "describe_log":
-                found = dp.datasource_arg(call, logs)
-                if found is None:
-                    return json_response({})
-                return json_response(dp.describe_log(logs[found].describe(), self.uris.get(found, "")))
-            if call.op == "create_datasource":
-                name = call.string("name", required=True)
-                assert name is not None
-                self.ctx.refuse_if_stopping(f"create_datasource {dp.shorten(name)}")
-                uri = call.string("uri")
-                topic = await self.ctx.create_topic(name)
-                if uri:
-                    await asyncio.to_thread(df.write_uri, topic, uri)
-                    self.uris[name] = uri
-                return json_response({"id": dp.datasource_id(name)})
-            assert call.op == "remove_datasource"
-            found = dp.datasource_arg(call, logs)
-            if found is None:
-                raise UnknownTopic(
-                    f"remove_datasource: No such datasource: '{dp.shorten(call.string('datasource') or '')}'"
-                )
-            await self.ctx.remove_topic(found)
-            self.uris.pop(found, None)
-            self.locks.forget(found)
-            return json_response({})
+            logs = {t.name: t.describe() for t in self.ctx.topics.logs()}
+            done = rpc.step(call, rpc.Datasources(logs, self.uris, self.locks))
+            if isinstance(done, rpc.Create):
+                self.ctx.refuse_if_stopping(f"create_datasource {dp.shorten(done.name)}")
+                topic = await self.ctx.create_topic(done.name)
+                if done.uri:
+                    await asyncio.to_thread(df.write_uri, topic, done.uri)
+                    self.uris[done.name] = done.uri
+                done = rpc.created(done.name)
+            elif isinstance(done, rpc.Remove):
+                await self.ctx.remove_topic(done.name)
+                self.uris.pop(done.name, None)
+                self.locks.forget(done.name)
+                done = rpc.removed(done.name)
+            return self._answer(json_answer(done))
 
     # -- appending ---------------------------------------------------------------------
 
@@ -373,13 +343,10 @@ class HttpDoor:
                     appended = await topic.append_events(events, where=where)
             except ChainError as exc:
                 self.ctx.refused(name, exc)
-                body_json = dp.conflict_body(topic.describe(), self.uris.get(name, "")) | {"message": str(exc)}
-                return json_response(body_json, status=400)
-            headers = {"Location": f"{request.path}?version={appended.version}"}
+                return self._answer(conflict_answer(topic.describe(), self.uris.get(name, ""), str(exc)))
             if appended.duplicate:
                 self.metrics.duplicates.labels(name).inc()
-                headers["Patchsync-Duplicate"] = "true"
-            return json_response(dp.appended_body(appended.version, headers["Location"]), headers=headers)
+            return self._answer(appended_answer(request.path, appended.version, duplicate=appended.duplicate))
 
     # -- reading -----------------------------------------------------------------------
 
@@ -392,7 +359,9 @@ class HttpDoor:
         finally:
             await reader.aclose()
 
-    async def _fetch(self, request: web.Request, name: str, ref: dp.PatchRef) -> web.StreamResponse:
+    async def _fetch(self, request: web.Request, route: routes.Route) -> web.StreamResponse:
+        name, ref = route.topic, route.ref
+        assert ref is not None  # a fetch route names what it fetches
         topic = self.ctx.topics.log(name, "fetching a patch")
         async with self.ctx.stream("http", "fetch", name):
             if ref.kind == "version":
@@ -407,16 +376,13 @@ class HttpDoor:
                 raise NotFound(
                     f"GET {dp.shorten(request.path)}: Patch not found: {missing} (the head is version {topic.version})"
                 )
-            if dp.accepts_jelly(request.headers.get("Accept")):
-                body, content_type = entry.payload, dp.JELLY_PATCH
-            else:
-                body, content_type = (await in_reader(patch_text, entry.payload)).encode(), dp.PATCH_TEXT
+            jelly = dp.accepts_jelly(request.headers.get("Accept"))
+            body = entry.payload if jelly else (await in_reader(patch_text, entry.payload)).encode()
             self.metrics.bytes.labels(name, "out").inc(len(body))
-            return web.Response(
-                body=body, headers={"Content-Type": content_type, "Patchsync-Version": str(entry.version)}
-            )
+            return self._answer(patch_answer(entry.version, body, jelly=jelly))
 
-    async def _changes(self, request: web.Request, name: str) -> web.StreamResponse:
+    async def _changes(self, request: web.Request, route: routes.Route) -> web.StreamResponse:
+        name = route.topic
         topic = self.ctx.topics.log(name, "the change feed")
         async with self.ctx.stream("http", "changes", name):
             query = dp.feed_query(request.query)
@@ -427,41 +393,15 @@ class HttpDoor:
             await self._wait_for_news(topic, query)
             entries = await self._batch(topic, query)
             if feed.FEED_BINARY in (request.headers.get("Accept") or ""):
-                last = entries[-1].version if entries else query.after
-                records = [(feed.record_head(e.payload), e.payload) for e in entries]
-                sent = sum(len(head) + len(payload) for head, payload in records)
-                # Its length known, the answer goes out as it is, each payload unjoined.
-                headers = feed.binary_headers(query.after, last, topic.version) | {"Content-Length": str(sent)}
-                response = await self._stream(request, headers)
-                for head, payload in records:
-                    await self._send(request, response, head)
-                    await self._send(request, response, payload)
+                response, sent = await self._write(request, feed.binary_answer(entries, query.after, topic.version))
             else:
-                response = await self._stream(request, {"Content-Type": dp.JSON})
-                sent = await self._json_feed(request, response, topic, entries, query.after)
+                info = topic.describe()
+                chunks = feed.json_chunks(entries, query.after, (info.version, info.head))
+                del entries  # the chunks hold them: each patch's text is made as it is written
+                answer = Answer(200, {"Content-Type": dp.JSON}, chunks=chunks)
+                response, sent = await self._write(request, answer, in_thread=True)
             self.metrics.bytes.labels(name, "out").inc(sent)
-            await response.write_eof()
             return response
-
-    async def _json_feed(
-        self, request: web.Request, response: web.StreamResponse, topic: LogTopic, entries: list[Entry], after: int
-    ) -> int:
-        """Write the JSON answer of ``entries``, each patch as text, as long as the answer
-        stays within the feed's bytes; returns the bytes of changes written."""
-        await self._send(request, response, feed.json_start())
-        written, last = 0, after
-        for entry in entries:
-            change = feed.json_change(
-                entry.version, entry.patch_id, await in_reader(patch_text, entry.payload), first=not written
-            )
-            if not feed.fits(written, len(change), first=not written):
-                break
-            await self._send(request, response, change)
-            written += len(change)
-            last = entry.version
-        info = topic.describe()
-        await self._send(request, response, feed.json_end(last, info.version, info.head))
-        return written
 
     async def _wait_for_news(self, topic: LogTopic, query: dp.FeedQuery) -> None:
         """When the log holds nothing after ``after``, wait up to ``wait`` seconds for an append."""
@@ -485,14 +425,14 @@ class HttpDoor:
         finally:
             await batches.aclose()
 
-    async def _init(self, request: web.Request, name: str) -> web.StreamResponse:
-        topic = self.ctx.topics.get(name)
-        if isinstance(topic, LogTopic):
-            return await self._log_init(request, topic)
-        if not isinstance(topic, TargetTopic):
-            raise NotFound(f"GET {request.path}: topic {name} has no bootstrap snapshot")
+    async def _init(self, request: web.Request, route: routes.Route) -> web.StreamResponse:
+        name = route.topic
+        if not self.ctx.topics.offers(name, Use.STATE):
+            # A log's bootstrap: the snapshot file kept beside it (RDF Delta's init-data).
+            return await self._log_init(request, self.ctx.topics.log(name, f"GET {request.path}"))
+        topic = self.ctx.topics.target(name, f"GET {request.path}")
         async with self.ctx.stream("http", "init", name):
-            snapshot = await topic.snapshot()  # type: ignore[attr-defined]
+            snapshot = await topic.snapshot()
             response = await self._stream(request, {"Content-Type": dp.JELLY_RDF})
             sent = 0
             async with contextlib.aclosing(snapshot.frames) as frames:

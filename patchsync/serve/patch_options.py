@@ -13,10 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from patchsync.errors import UsageError
-from patchsync.options import PatchOptions, StatementType
-
-#: The spec's smallest name lookup (Jelly, "Stream options": max_name_table_size >= 8).
-MIN_NAME_TABLE = 8
+from patchsync.options import MIN_NAME_TABLE, PatchOptions, StatementType, name_table_too_small
 
 
 def negotiate_patch(requested: Any | None) -> PatchOptions | None:
@@ -26,8 +23,9 @@ def negotiate_patch(requested: Any | None) -> PatchOptions | None:
         return None
     defaults = PatchOptions()
     names = requested.max_name_table_size or defaults.max_name_table_size
-    if names < MIN_NAME_TABLE:
-        raise UsageError(f"requested_options.max_name_table_size {names}: the spec's minimum is {MIN_NAME_TABLE}")
+    broken = name_table_too_small(names)
+    if broken:
+        raise UsageError(f"requested_options: {broken}")
     statement = defaults.statement_type
     if requested.statement_type:
         known = {int(t) for t in StatementType}

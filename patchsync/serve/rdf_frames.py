@@ -23,7 +23,7 @@ from patchsync.codec.rdf_decoder import RdfDecoder
 from patchsync.codec.rdf_encoder import RdfEncoder
 from patchsync.errors import EncodeError, UsageError
 from patchsync.events import RDF_VERSION, LogicalType, Namespace, PhysicalType, RdfOptions, Statement
-from patchsync.options import Limits
+from patchsync.options import Limits, name_table_too_small
 from patchsync.streams.payloads import NT_TERMS
 
 #: The options of a snapshot as ``patchsync snapshot`` writes it (features declared when used).
@@ -49,8 +49,9 @@ def negotiate(requested: Any | None) -> RdfOptions | None:
     if logical == LogicalType.FLAT_TRIPLES and physical != PhysicalType.TRIPLES:
         raise UsageError("requested_options.logical_type FLAT_TRIPLES needs physical_type TRIPLES")
     names = _size(requested.max_name_table_size, _DEFAULTS.max_name_table_size)
-    if names < 8:
-        raise UsageError(f"requested_options.max_name_table_size {names}: the spec's minimum is 8")
+    broken = name_table_too_small(names)
+    if broken:
+        raise UsageError(f"requested_options: {broken}")
     version = requested.version or RDF_VERSION
     if version < 1:
         raise UsageError("requested_options.version: must be at least 1")

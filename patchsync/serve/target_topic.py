@@ -12,26 +12,16 @@ import asyncio
 import os
 import shutil
 import tempfile
-from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 
 from patchsync.apply.snapshot_file import Position, write_snapshot
 from patchsync.codec.framing import read_varint
 from patchsync.errors import DecodeError
-from patchsync.serve.topics import TargetTopic, TopicInfo, flatten, thread_batches
+from patchsync.serve.topics import Snapshot, TargetTopic, TopicInfo, flatten, thread_batches
 
 #: Bytes read from the snapshot file at a time.
 CHUNK = 1 << 20
-
-
-@dataclass
-class Snapshot:
-    """A target's state: its position, and its Jelly-RDF frames (serialized ``RdfStreamFrame``s)."""
-
-    position: Position
-    quads: int
-    frames: AsyncIterator[bytes]
 
 
 class RegisteredTargetTopic(TargetTopic):

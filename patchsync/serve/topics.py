@@ -29,11 +29,14 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, S
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from patchsync.errors import UsageError
 from patchsync.events import Event
 from patchsync.streams.payloads import encode_patch, text_options
+
+if TYPE_CHECKING:
+    from patchsync.apply.snapshot_file import Position
 
 #: The longest topic name: a name is a directory under ``--log-root``, and a removed one
 #: is moved aside under it with a suffix, within a file system's 255 bytes a name.
@@ -181,6 +184,8 @@ class Topic:
     def __init__(self, name: str, spec: str) -> None:
         self.name = name
         self.spec = spec
+        #: Why the topic cannot be served now (its server out of reach), or ``None``.
+        self.error: str | None = None
 
     async def open(self) -> None:
         """Open the log or target (the first scan of a log builds its version index)."""
@@ -455,10 +460,23 @@ class LogTopic(Topic):
             await asyncio.to_thread(writer.shutdown)
 
 
+@dataclass
+class Snapshot:
+    """A target's state: its position, and its Jelly-RDF frames (serialized ``RdfStreamFrame``s)."""
+
+    position: Position
+    quads: int
+    frames: AsyncGenerator[bytes, None]
+
+
 class TargetTopic(Topic):
     """A target served read-only: its state as a snapshot (see :mod:`patchsync.serve.target_topic`)."""
 
     kind = TARGET
+
+    async def snapshot(self) -> Snapshot:
+        """The target's committed state now, with its position."""
+        raise NotImplementedError
 
 
 #: Worker threads for what readers make the server do (reading logs, converting patches):
@@ -555,6 +573,7 @@ __all__ = [
     "Entry",
     "Hub",
     "LogTopic",
+    "Snapshot",
     "Start",
     "StartKind",
     "TargetTopic",

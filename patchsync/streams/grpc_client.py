@@ -29,8 +29,8 @@ from urllib.parse import urlsplit
 from patchsync.errors import ChainError, PatchsyncError, UsageError
 from patchsync.options import Limits, PatchOptions
 from patchsync.streams import remote_errors as remote
-from patchsync.streams.errors import StreamUnavailable
 from patchsync.streams.publish import PublishReport, StreamSettings, patches_after_head
+from patchsync.streams.refusals import RETRYABLE_KEY, refusal
 from patchsync.streams.writer import PatchWriter
 from patchsync.terms import TermAdapter
 
@@ -93,10 +93,6 @@ def client_token() -> str | None:
     except OSError as exc:
         raise UsageError(f"{path}: cannot read the token file ({exc.strerror or exc})") from None
 
-
-#: Trailing metadata key of a refusal worth retrying later (the server is busy or stopping):
-#: RESOURCE_EXHAUSTED alone cannot tell "too many streams now" from "this message is too large".
-RETRYABLE_KEY = "patchsync-retryable"
 
 #: How the gRPC core reports a connection that failed (not a request the server refused):
 #: the last address's error, after the address.
@@ -164,17 +160,10 @@ class GrpcLog:
         failed = _CONNECT_FAILED.search(details or "")
         if failed is not None:
             return self._connect_error(failed.group(1).strip())
-        text = f"{where}: {details}"
-        if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED):
-            return StreamUnavailable(text)
         trailing = exc.trailing_metadata() if isinstance(exc, grpc.Call) else None
-        if any(key == RETRYABLE_KEY for key, _ in trailing or ()):
-            return StreamUnavailable(text)
-        if code == grpc.StatusCode.UNAUTHENTICATED:
-            return UsageError(f"{text}; {remote.credential_hint(token_sent=bool(self.metadata))}")
-        if code == grpc.StatusCode.FAILED_PRECONDITION:
-            return ChainError(text)
-        return UsageError(text)
+        retryable = any(key == RETRYABLE_KEY for key, _ in trailing or ())
+        name = code.name if code is not None else "UNKNOWN"
+        return refusal(f"{where}: {details}", name, retryable=retryable, token_sent=bool(self.metadata))
 
     def _connect_error(self, why: str) -> PatchsyncError:
         """What a connection that failed (``why``: the core's words for it) means."""
@@ -466,6 +455,7 @@ def publish_logs(
 
 
 __all__ = [
+    "RETRYABLE_KEY",
     "GrpcLog",
     "GrpcURL",
     "GrpcWriter",

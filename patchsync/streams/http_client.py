@@ -32,6 +32,7 @@ from patchsync.streams import remote_errors as remote
 from patchsync.streams.errors import StreamUnavailable
 from patchsync.streams.grpc_client import client_ca, client_token
 from patchsync.streams.publish import PublishReport, StreamSettings, patches_after_head
+from patchsync.streams.refusals import refusal
 from patchsync.streams.writer import PatchWriter
 from patchsync.terms import TermAdapter
 
@@ -186,11 +187,7 @@ class HttpLog:
 
     def _refusal(self, status: int, data: bytes) -> PatchsyncError:
         text = f"{self.url}: HTTP {status}: {data.decode('utf-8', 'replace').strip()}"
-        if status >= 500:
-            return StreamUnavailable(text)
-        if status == 401:
-            return UsageError(f"{text}; {remote.credential_hint(token_sent='Authorization' in self.headers)}")
-        return UsageError(text)
+        return refusal(text, status, token_sent="Authorization" in self.headers)
 
     def feed(self, after: int, limit: int, wait: float = 0.0) -> Feed:
         """The patches after version ``after`` (at most ``limit``; when none, wait up to ``wait`` s)."""

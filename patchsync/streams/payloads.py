@@ -34,7 +34,8 @@ from patchsync.units import ENDS_PATCH, Mark, UnitReader, patch_headers
 
 #: Terms as N-Triples strings: each is re-encoded exactly as it was read.
 NT_TERMS = NTriplesTerms()
-# The smallest name lookup a message declares (the spec's minimum is 8).
+# The smallest name lookup a message declares: above the spec's minimum
+# (options.MIN_NAME_TABLE), so that a short patch still has room for its names.
 _MIN_NAMES = 16
 #: Bytes read from a log at a time.
 CHUNK_SIZE = 1 << 20
