@@ -24,9 +24,9 @@ from patchsync._proto import patch_service_pb2, patch_service_pb2_grpc
 from patchsync.apply.snapshot_file import read_position
 from patchsync.capture import record
 from patchsync.errors import ChainError
+from patchsync.logs.payloads import read_patches
+from patchsync.remote.grpc_client import GrpcWriter
 from patchsync.sources import resolve_source
-from patchsync.streams.grpc_client import GrpcWriter
-from patchsync.streams.payloads import read_patches
 
 from .grpc_helpers import ServeProcess, cli, patch_stub, publish, subscribe
 from .process_helpers import wait_for_value
@@ -114,12 +114,12 @@ def test_both_doors_give_one_checkpoint_after_a_patch(tmp_path: Path) -> None:
         seen = []
         for url in (server.url("t"), f"http://127.0.0.1:{server.http_port}/t"):
             source = resolve_source(url)
-            after = source.role("checkpoint_after")
+            after = source.checkpoint_after()
             checkpoint = after(url, patch_id(7))
             assert checkpoint is not None and checkpoint.fingerprint == url
             seen.append((checkpoint.offset, checkpoint.frame, checkpoint.row, checkpoint.patches, checkpoint.last_id))
             assert after(url, "urn:test:elsewhere") is None
-            with closing(source.role("client")(source.address)) as client:
+            with closing(source.connect()(source.address)) as client:
                 assert [client.patch_id_at(v) for v in (1, 7, 12, 13)] == [patch_id(1), patch_id(7), patch_id(12), None]
         assert seen[0] == seen[1]
         assert seen[0][0] == 7 and seen[0][-1] == patch_id(7)

@@ -1,6 +1,6 @@
 """``patchsync compact LOG... -o NET.jellyp``: the net effect of patch logs as one patch.
 
-See :mod:`patchsync.streams.compact` for what the net patch holds and how it chains.
+See :mod:`patchsync.logs.compact` for what the net patch holds and how it chains.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     """Compact; prints one summary line."""
     from pathlib import Path
 
-    from patchsync.streams.compact import compact_logs
+    from patchsync.logs.compact import compact_logs
 
     for log in args.logs:
         if not Path(log).is_file():

@@ -35,7 +35,9 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from patchsync._proto import grpc_pb2, grpc_pb2_grpc, patch_service_pb2, patch_service_pb2_grpc, rdf_pb2
 from patchsync.errors import PatchsyncError, UsageError
+from patchsync.logs.payloads import encode_patch, read_payload
 from patchsync.options import PatchOptions
+from patchsync.remote.grpc_client import RETRYABLE_KEY
 from patchsync.serve.auth import Access, bearer
 from patchsync.serve.errors import TooSlow, WrongKind, client_message, is_retryable, status_of
 from patchsync.serve.patch_options import negotiate_patch
@@ -43,8 +45,6 @@ from patchsync.serve.patch_wire import batch_message, patch_message
 from patchsync.serve.rdf_frames import FrameStatements, negotiate, reencode
 from patchsync.serve.settings import Address
 from patchsync.serve.topics import Appended, Entry, LogTopic, Start, TargetTopic, flatten, in_reader, thread_batches
-from patchsync.streams.grpc_client import RETRYABLE_KEY
-from patchsync.streams.payloads import encode_patch, read_payload
 
 DOOR = "grpc"
 RDF_SERVICE = "eu.ostrzyciel.jelly.core.proto.v1.RdfStreamService"

@@ -48,6 +48,8 @@ from patchsync.codec.framing import encode_varint
 from patchsync.codec.rdfp import read_rdfp, write_rdfp
 from patchsync.errors import ChainError, PatchsyncError, UsageError
 from patchsync.events import Options
+from patchsync.logs.payloads import NT_TERMS, encode_patch, read_payload, text_options
+from patchsync.remote.http_client import parse_http_url
 from patchsync.serve import datasource_files as df
 from patchsync.serve import delta_protocol as dp
 from patchsync.serve import feed
@@ -60,8 +62,6 @@ from patchsync.serve.http_listener import LINGER, Listener, http_log
 from patchsync.serve.settings import Address
 from patchsync.serve.target_topic import read_frames
 from patchsync.serve.topics import Entry, LogTopic, Start, TargetTopic, flatten, in_reader, thread_batches
-from patchsync.streams.http_client import parse_http_url
-from patchsync.streams.payloads import NT_TERMS, encode_patch, read_payload, text_options
 
 #: The binary change feed's media type (records of one-patch Jelly-Patch streams).
 FEED_BINARY = feed.FEED_BINARY

@@ -33,7 +33,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from patchsync.errors import UsageError
 from patchsync.events import Event
-from patchsync.streams.payloads import encode_patch, text_options
+from patchsync.logs.payloads import encode_patch, text_options
 
 #: The longest topic name: a name is a directory under ``--log-root``, and a removed one
 #: is moved aside under it with a suffix, within a file system's 255 bytes a name.

@@ -30,6 +30,7 @@ from patchsync.sources.registry import (
     scheme_of,
     source_schemes,
 )
+from patchsync.sources.roles import Roles
 
 __all__ = [
     "APPEND",
@@ -40,6 +41,7 @@ __all__ = [
     "LAG",
     "LOG_SUFFIX",
     "READ_AT",
+    "Roles",
     "Source",
     "SourceKind",
     "address_forms",

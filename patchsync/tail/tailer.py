@@ -18,8 +18,8 @@ from patchsync import formats
 from patchsync.apply.target import Target, discard_target
 from patchsync.errors import PatchsyncError, TargetUnavailable, UsageError, param
 from patchsync.options import Limits
-from patchsync.sources import directory_logs, resolve_source
-from patchsync.streams.errors import StreamUnavailable
+from patchsync.remote.errors import StreamUnavailable
+from patchsync.sources import directory_logs
 from patchsync.tail.network_source import NetworkSource
 from patchsync.tail.observer import DirectoryWatch, Waker
 from patchsync.tail.options import (
@@ -144,8 +144,7 @@ class Tailer:
                 self.log_once("waiting", {"source": str(p), "reason": "no such directory yet; tailed once it appears"})
         for url in self.streams:
             if url not in self.sources:
-                follower = resolve_source(url).role("follow")
-                stream = self.sources[url] = follower(self, url)
+                stream = self.sources[url] = NetworkSource(self, url)
                 self._order.append(stream)
 
     def _source(self, path: Path) -> Source:
