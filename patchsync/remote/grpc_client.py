@@ -212,10 +212,11 @@ class GrpcLog(RemoteLog):
         except Exception as exc:
             raise self.error(exc) from None
 
-    def subscribe_call(self, after_version: int, *, follow: bool, batch: int = 1) -> Any:
+    def subscribe_call(self, after_version: int, *, follow: bool, batch: int = 1, timeout: float | None = None) -> Any:
         """The ``SubscribePatch`` call (iterate it; ``cancel()`` ends it from any thread).
 
-        With ``batch`` above 1 each response holds up to that many patches in ``batch``.
+        With ``batch`` above 1 each response holds up to that many patches in ``batch``;
+        ``timeout`` is the call's deadline (none: it lasts until cancelled or at the head).
         """
         from patchsync._proto import patch_service_pb2
 
@@ -225,18 +226,7 @@ class GrpcLog(RemoteLog):
             stop_at_head=not follow,
             max_batch=batch,
         )
-        return self.patches.SubscribePatch(request, metadata=self.metadata)
-
-    def subscribe(self, after_version: int, *, follow: bool) -> Iterator[Any]:
-        """The topic's ``PatchMessage``s after ``after_version``; without ``follow`` up to the head."""
-        call = self.subscribe_call(after_version, follow=follow, batch=BATCH)
-        try:
-            for response in call:
-                yield from response.batch
-        except Exception as exc:
-            raise self.error(exc) from None
-        finally:
-            call.cancel()
+        return self.patches.SubscribePatch(request, metadata=self.metadata, timeout=timeout)
 
     def head(self) -> LogHead:
         info = self.describe()
@@ -248,11 +238,15 @@ class GrpcLog(RemoteLog):
             raise UsageError(f"{self.url}: a {kind} topic is read-only; write to a log topic")
 
     def read(self, after: int, limit: int, wait: float) -> list[StreamMessage]:
-        del wait  # the topic's subscription follows by itself (pages)
-        call = self.subscribe_call(after, follow=False, batch=limit)
+        # One response of a subscription: up to the head, or (waiting) the first patches to
+        # come within its deadline.
+        call = self.subscribe_call(after, follow=wait > 0, batch=limit, timeout=wait if wait > 0 else self.timeout)
         try:
             response = next(iter(call), None)
         except Exception as exc:
+            grpc = _grpc()
+            if wait > 0 and isinstance(exc, grpc.Call) and exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+                return []  # nothing came within the wait
             raise self.error(exc) from None
         finally:
             call.cancel()

@@ -274,15 +274,15 @@ def resolve_source(name: str | os.PathLike[str]) -> Source:
     return Source(kind, text, parse(text))
 
 
-def address_role(name: str, role: str) -> Any:
-    """The object serving ``role`` for the kind of address ``name``, found by its scheme
-    alone: for addresses that name something other than a log (``…/NAME/init``), which the
-    role itself parses. A path, an unknown scheme or a kind without the role is one line."""
+def address_snapshot(name: str) -> FetchSnapshot:
+    """What fetches the snapshot served at address ``name``, found by its scheme alone (the
+    address names a snapshot, ``…/NAME/init``, not a log; the role parses it). A path, an
+    unknown scheme or a kind without snapshots is one line."""
     scheme = scheme_of(name)
     kind = _SCHEMES.get(scheme) if scheme is not None else None
     if kind is None:
         raise UsageError(f"{name}: not an address of a known source kind (known: {', '.join(source_schemes())})")
-    return _role(kind, name, role)
+    return cast(FetchSnapshot, _role(kind, name, "snapshot"))
 
 
 def kinds_with_role(role: str) -> list[str]:
@@ -317,7 +317,7 @@ __all__ = [
     "Source",
     "SourceKind",
     "address_forms",
-    "address_role",
+    "address_snapshot",
     "directory_logs",
     "is_address",
     "kinds_with_role",

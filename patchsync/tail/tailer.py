@@ -52,8 +52,8 @@ class _TargetLost(Exception):
 class Tailer:
     """Tails ``.jellyp`` logs (files or directories of them) and streams into ``target`` (see :mod:`patchsync.tail`).
 
-    ``paths`` are log files, directories or stream addresses (``nats://HOST:PORT/STREAM``,
-    :mod:`patchsync.tail.stream_source`); ``options`` say how (:class:`TailOptions`).
+    ``paths`` are log files, directories or remote log addresses (``nats://HOST:PORT/STREAM``,
+    ``grpc://``, ``http(s)://``: :mod:`patchsync.tail.network_source`); ``options`` say how (:class:`TailOptions`).
     With ``options.reopen``, a target, or a source's server, that becomes unavailable
     (:func:`is_transient`) is waited out: the target is discarded and reopened after a
     backoff, and every source reconnects and resumes from the reopened target's
