@@ -212,3 +212,20 @@ def test_the_command_twice_does_not_double_the_log(tmp_path: Path) -> None:
         and "<uuid:3>" in lines[0]
         and "--chain ignore" in lines[0]
     )
+
+
+def test_a_directory_of_segments_is_appended_in_file_name_order(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    patch_log(logs / "seg-000002.jellyp", patch(3, 2))
+    patch_log(logs / "seg-000001.jellyp", patch(1), patch(2, 1))
+    dest = tmp_path / "j.jellyp"
+    run = [sys.executable, "-m", "patchsync", "append", str(logs), "-o", str(dest)]
+    done = subprocess.run(run, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "appended 3, skipped 0 already present (from 2 logs)" in done.stdout, done.stderr
+    assert [p[0] for p in patches(read_events(dest))] == [Header("id", URIRef(f"uuid:{i}")) for i in (1, 2, 3)]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    done = subprocess.run([*run[:4], str(empty), "-o", str(dest)], capture_output=True, text=True, timeout=120)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode != 0 and len(lines) == 1 and "without .jellyp segments" in lines[0], done.stderr

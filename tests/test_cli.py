@@ -73,6 +73,20 @@ def test_triples_output_refuses_named_graphs_and_leaves_no_file(tmp_path: Path) 
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_quoted_triple_naming_a_graph_is_refused_naming_file_and_line(tmp_path: Path) -> None:
+    # Jelly's RdfQuad graph is an IRI, a blank node, the default graph or a literal, never a
+    # quoted triple (https://w3id.org/jelly/dev/specification/serialization/, "RDF statements
+    # and graphs"); RDF Patch text can write one, so only the text output keeps it.
+    src = tmp_path / "q.rdfp"
+    src.write_text(
+        'A <http://e/s> <http://e/p> "o" .\nA <http://e/s> <http://e/p> "o" <<( <http://e/a> <http://e/b> <http://e/c> )>> .\n'
+    )
+    proc = run("convert", str(src), str(tmp_path / "q.jellyp"))
+    assert_one_line_error(proc, "q.rdfp", "line 2", "a quoted triple names a graph")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["q.rdfp"]
+    assert run("convert", str(src), str(tmp_path / "q2.rdfp")).returncode == 0
+
+
 def test_truncated_input_names_file_offset_and_rule(tmp_path: Path) -> None:
     good = tmp_path / "good.jellyp"
     assert run("convert", str(EXAMPLE), str(good)).returncode == 0

@@ -120,3 +120,16 @@ def test_errors_are_one_line(tmp_path: Path) -> None:
     assert missing.returncode == 2 and b"nope.jellyp: no such file" in missing.stderr
     wrong = run("compact", str(a), "-o", str(tmp_path / "net.nq"))
     assert wrong.returncode != 0 and wrong.stderr.decode().count("\n") == 1 and b"Traceback" not in wrong.stderr
+
+
+def test_a_directory_stands_for_its_segments_in_file_name_order(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    write_chain(logs / "seg-1.jellyp", "d", 3, size=2)
+    ids = write_chain(logs / "seg-2.jellyp", "d", 2, start=4, prev=patch_id("d", 3), size=2)
+    net = tmp_path / "net.jellyp"
+    done = run("compact", str(logs), "-o", str(net))
+    assert done.returncode == 0, done.stderr
+    assert b"5 patches compacted into one" in done.stdout
+    assert dump_after(net) == dump_after(logs / "seg-1.jellyp", logs / "seg-2.jellyp")
+    assert headers(net) == [("id", f"<{ids[-1]}>")]

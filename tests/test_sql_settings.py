@@ -127,3 +127,11 @@ def test_the_command_line_says_one_line(tmp_path: Path, query: str, says: str) -
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and says in lines[0], done.stderr
     assert not db.exists()  # refused before anything was opened
+
+
+@pytest.mark.parametrize("query", ["timeout=", "cache_mb=&timeout=2", "sslmode="])
+def test_a_parameter_without_a_value_is_refused_not_taken_as_the_default(tmp_path: Path, query: str) -> None:
+    # SQLAlchemy's URL parser drops such a parameter, which would leave the default in force.
+    key = query.split("=")[0]
+    with pytest.raises(UsageError, match=f"parameter '{key}' has no value"):
+        create_sql_engine(f"sqlite:///{tmp_path / 'a.db'}?{query}")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from patchsync.cli.common import Subcommands, add_relative_iris_flag, limits
+from patchsync.cli.common import Subcommands, add_relative_iris_flag, limits, log_files_of
 
 
 def register(sub: Subcommands) -> None:
@@ -24,7 +24,12 @@ def register(sub: Subcommands) -> None:
         "previous appended patch; a patch without H prev only starts an empty DEST); a broken chain appends "
         "nothing (exit 1).",
     )
-    parser.add_argument("sources", nargs="+", metavar="SRC", help="logs to append, in order")
+    parser.add_argument(
+        "sources",
+        nargs="+",
+        metavar="SRC",
+        help="logs to append, in order; a directory stands for its .jellyp segments in file-name order",
+    )
     parser.add_argument("-o", "--output", required=True, metavar="DEST", help="the .jellyp log appended to")
     parser.add_argument("--fsync", action="store_true", help="fsync DEST after writing")
     parser.add_argument(
@@ -42,9 +47,10 @@ def run(args: argparse.Namespace) -> int:
     """Append; prints one summary line."""
     from patchsync.logs.append import append_logs
 
-    report = append_logs(args.output, args.sources, limits=limits(args), fsync=args.fsync, chain=args.chain)
+    sources = log_files_of(args.sources)
+    report = append_logs(args.output, sources, limits=limits(args), fsync=args.fsync, chain=args.chain)
     print(
         f"{args.output}: appended {report.appended}, skipped {report.skipped} already present "
-        f"(from {len(args.sources)} logs); head {report.head or '-'}"
+        f"(from {len(sources)} logs); head {report.head or '-'}"
     )
     return 0

@@ -135,7 +135,7 @@ def patch_format(path: str, given: str | None, *, writing: bool = False) -> str:
 
 def log_files_of(names: list[str]) -> list[str]:
     """The log files ``names`` stand for, in order, for the commands that read logs whole
-    (``apply``, ``publish``): a directory its ``.jellyp`` segments by file name (the source
+    (``apply``, ``publish``, ``compact``, ``append``): a directory its ``.jellyp`` segments by file name (the source
     registry's rule, as ``tail`` reads it); one without any is refused."""
     from patchsync.sources import DIRECTORY, resolve_source
 

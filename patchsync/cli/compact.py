@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from patchsync.cli.common import Subcommands, add_relative_iris_flag, limits
+from patchsync.cli.common import Subcommands, add_relative_iris_flag, limits, log_files_of
 from patchsync.errors import UsageError
 
 
@@ -21,7 +21,12 @@ def register(sub: Subcommands) -> None:
         "out. The patch's id is the last patch's and its prev the first patch's, so it stands for the run "
         "in the chain.",
     )
-    parser.add_argument("logs", nargs="+", metavar="LOG", help="patch logs, in chain order")
+    parser.add_argument(
+        "logs",
+        nargs="+",
+        metavar="LOG",
+        help="patch logs, in chain order; a directory stands for its .jellyp segments in file-name order",
+    )
     parser.add_argument("-o", "--output", required=True, metavar="NET", help="the .jellyp or .rdfp file written")
     add_relative_iris_flag(parser)
     parser.set_defaults(func=run)
@@ -33,10 +38,11 @@ def run(args: argparse.Namespace) -> int:
 
     from patchsync.logs.compact import compact_logs
 
-    for log in args.logs:
+    logs = log_files_of(args.logs)
+    for log in logs:
         if not Path(log).is_file():
             raise UsageError(f"{log}: no such file")
-    report = compact_logs(args.logs, args.output, limits=limits(args))
+    report = compact_logs(logs, args.output, limits=limits(args))
     print(
         f"{args.output}: {report.patches} patches compacted into one "
         f"({report.added} adds, {report.deleted} deletes; id {report.last_id or '(none)'}, "

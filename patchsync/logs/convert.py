@@ -83,8 +83,11 @@ class FeatureScan:
         used: list[str] = []
         if event.g:
             used.append("quads")
-            if self._adapter.unpack(event.g)[0] == LITERAL:
+            kind_g = self._adapter.unpack(event.g)[0]
+            if kind_g == LITERAL:
                 used.append("generalized")
+            elif kind_g == TRIPLE:
+                used.append("triple_graph")
         for position, term in (("s", event.s), ("p", event.p), ("o", event.o)):
             u = self._adapter.unpack(term)
             if u[0] == TRIPLE:
@@ -120,7 +123,7 @@ class FeatureScan:
             "rdf_star": options.rdf_star,
             "generalized": options.generalized_statements,
         }
-        return next((feature for feature in self.first if not declared[feature]), None)
+        return next((feature for feature in self.first if not declared.get(feature, True)), None)
 
     def require(self, options: PatchOptions, dest: object, verb: str) -> None:
         """Refuse, naming where it was first used, a feature seen that the options of the
@@ -133,16 +136,26 @@ class FeatureScan:
             )
 
 
-def scan_features(data: bytes, fmt: str, source: str) -> Features:
+def scan_features(data: bytes, fmt: str, source: str, out_fmt: str | None = None) -> Features:
     """One pass over a whole log: its options (Jelly-Patch) or the features it uses (text).
 
-    Decoding the whole input also validates it, so a conversion fails before writing.
+    Decoding the whole input also validates it, so a conversion fails before writing; a
+    text log whose graph name is a quoted triple, which Jelly-Patch cannot hold, is refused
+    naming where when ``out_fmt`` is ``jellyp``.
     """
     scan = FeatureScan()
     for event in stream_events(data, fmt, source):
         if type(event) is Options:
             return Features(event.options)
         scan.see(event, source)
+    if out_fmt == "jellyp" and "triple_graph" in scan.first:
+        # RdfQuad's graph oneof holds an IRI, a blank node, the default graph or a literal,
+        # never a quoted triple (https://w3id.org/jelly/dev/specification/serialization/,
+        # "RDF statements and graphs"; rdf.proto, message RdfQuad).
+        raise EncodeError(
+            f"{scan.where('triple_graph')}: a quoted triple names a graph, which Jelly-Patch cannot hold; "
+            "nothing was written"
+        )
     return Features(None, scan.quads, scan.rdf_star, scan.generalized)
 
 
@@ -163,7 +176,7 @@ def convert_log(
     QUADS with RDF-star or generalized statements declared only when the input uses them.
     ``stream_type`` and ``statement_type`` override; FLAT merges all patches into one.
     """
-    found = scan_features(data, in_fmt, source)
+    found = scan_features(data, in_fmt, source, out_fmt)
     base = found.options or PatchOptions(rdf_star=found.rdf_star, generalized_statements=found.generalized)
     options = PatchOptions(
         stream_type=stream_type or base.stream_type,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import parse_qsl
+
 from sqlalchemy import Engine, create_engine, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
@@ -26,6 +28,11 @@ def create_sql_engine(url: str) -> Engine:
         parsed = make_url(url)
     except ArgumentError as exc:
         raise UsageError(f"cannot open target {url!r}: {exc}") from exc
+    # SQLAlchemy drops a parameter given without a value, so ``?timeout=`` would silently
+    # mean the default; the user meant something, so say it.
+    for key, value in parse_qsl(url.partition("?")[2], keep_blank_values=True):
+        if not value:
+            raise UsageError(f"{parsed.render_as_string(hide_password=True)}: parameter {key!r} has no value")
     dialect = dialect_for_url(parsed)
     settings = url_settings(parsed, dialect)
     try:
