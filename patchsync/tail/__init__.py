@@ -1,8 +1,8 @@
 """The tail daemon: keeps a target in step with ``.jellyp`` logs while producers append to them.
 
 Modules: :mod:`.tailer` (the main loop, :class:`Tailer`, :func:`tail`), :mod:`.source` (one
-log's read loop), :mod:`.stream_source` (one NATS stream's, ``nats://HOST:PORT/STREAM``; it and the gRPC
-and HTTP sources share :mod:`.network_source`), :mod:`.options` (:class:`TailOptions`), :mod:`.retry` (backoff and
+log's read loop), :mod:`.network_source` (one remote log's: a NATS stream, a gRPC topic or a
+log served over HTTP, through :class:`patchsync.remote.base.RemoteLog`), :mod:`.options` (:class:`TailOptions`), :mod:`.retry` (backoff and
 :func:`is_transient`), :mod:`.state` (lock files, ``status.json``), :mod:`.observer`
 (wake-ups) and :mod:`.snapshot` (decoder snapshots).
 
