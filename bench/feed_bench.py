@@ -30,10 +30,10 @@ from typing import Any
 
 from patchsync.codec.rdfp import write_rdfp
 from patchsync.events import Add, Header, Options, PatchEnd, TxCommit, TxStart
+from patchsync.logs.payloads import NT_TERMS, encode_patch, read_payload
 from patchsync.options import PatchOptions
 from patchsync.serve import feed
 from patchsync.serve.topics import Entry, flatten, in_reader, thread_batches
-from patchsync.streams.payloads import NT_TERMS, encode_patch, read_payload
 
 
 def _patch(n: int, size: int) -> bytes:

@@ -46,8 +46,8 @@ from sqlalchemy import create_engine, text
 from patchsync._proto import patch_service_pb2, patch_service_pb2_grpc
 from patchsync.events import Add, Delete
 from patchsync.logs.patch_logs import read_events
-from patchsync.streams.grpc_client import publish_logs
-from patchsync.streams.payloads import encode_patch
+from patchsync.logs.payloads import encode_patch
+from patchsync.remote.grpc_client import publish_logs
 from patchsync.terms.ntriples import NTriplesTerms
 
 from .stream_bench import _summary

@@ -37,9 +37,9 @@ import httpx
 from patchsync.codec.rdfp import write_rdfp
 from patchsync.events import Add, Delete
 from patchsync.logs.patch_logs import read_events
+from patchsync.logs.payloads import NT_TERMS, encode_patch, text_options
+from patchsync.remote.http_client import publish_logs
 from patchsync.serve.file_topic import FileLogTopic
-from patchsync.streams.http_client import publish_logs
-from patchsync.streams.payloads import NT_TERMS, encode_patch, text_options
 from patchsync.terms.ntriples import NTriplesTerms
 
 from .tail_bench import _timed

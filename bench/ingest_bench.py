@@ -13,7 +13,7 @@ sensor's graph) in one N-Quads message log. Cases, in this order, on the same lo
 - ``add -> .jellyp`` and ``replace-graph -> .jellyp`` (the deletes from the log's replay,
   the new log here: an empty one);
 - ``publish .jellyp -> NATS`` (baseline for the stream): the ``add`` log's patches
-  published by :func:`patchsync.streams.publish_logs`, the same patches as the next case;
+  published by :func:`patchsync.nats.publish_logs`, the same patches as the next case;
 - ``add -> NATS``: ``ingest`` straight into a fresh stream;
 - ``NATS -> SQLite``: the stream's patches applied into a fresh SQLite target (one applier).
 
@@ -69,7 +69,7 @@ def main() -> None:
 
             from patchsync.apply.api import apply_events
             from patchsync.apply.registry import open_target
-            from patchsync.streams import NatsLog, decode_message, publish_logs
+            from patchsync.nats import NatsLog, decode_message, publish_logs
 
             first = f"{NATS_URL}/bench_ingest_{uuid.uuid4().hex[:8]}"
             second = f"{NATS_URL}/bench_ingest_{uuid.uuid4().hex[:8]}"

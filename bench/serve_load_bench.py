@@ -207,8 +207,8 @@ def _serve(work: Path) -> tuple[subprocess.Popen[str], str, str]:
 
 def _patch(tag: str, n: int, size: int = 0) -> bytes:
     from patchsync.events import Add, Header, PatchEnd, TxCommit, TxStart
+    from patchsync.logs.payloads import encode_patch
     from patchsync.options import PatchOptions
-    from patchsync.streams.payloads import encode_patch
 
     events: list[Any] = [Header("id", f"<urn:load:{tag}:{n}>")]
     if n > 1:

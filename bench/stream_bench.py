@@ -44,9 +44,9 @@ from sqlalchemy import create_engine, text
 
 from patchsync.events import Add, Delete
 from patchsync.logs.patch_logs import read_events
-from patchsync.streams import NatsLog, publish_logs
-from patchsync.streams.nats_log import EXPECTED_LAST_ID, MSG_ID
-from patchsync.streams.payloads import encode_patch
+from patchsync.logs.payloads import encode_patch
+from patchsync.nats import NatsLog, publish_logs
+from patchsync.nats.headers import EXPECTED_LAST_ID, MSG_ID
 from patchsync.terms.ntriples import NTriplesTerms
 
 from .tail_bench import _timed, _wait_patches

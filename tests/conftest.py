@@ -124,7 +124,7 @@ def sql_url(request: pytest.FixtureRequest) -> str:
     return str(request.getfixturevalue("pg_url"))
 
 
-# -- NATS JetStream (patchsync.streams) --------------------------------------------------
+# -- NATS JetStream (patchsync.nats) --------------------------------------------------
 # Like PostgreSQL: tests that need the server are skipped when it is unreachable, unless
 # PATCHSYNC_REQUIRE_NATS=1 (CI), which turns that into a failure.
 
@@ -144,7 +144,7 @@ def nats_server() -> str:
         import nats  # noqa: F401
     except ImportError as exc:  # pragma: no cover - the nats extra is missing
         _nats_missing(f"nats-py is not installed: {exc}")
-    from patchsync.streams import NatsLog, StreamNotFound, StreamUnavailable
+    from patchsync.nats import NatsLog, StreamNotFound, StreamUnavailable
 
     try:
         with NatsLog(f"{NATS_URL}/patchsync_probe", connect_timeout=2, reconnect_attempts=1) as log:
@@ -159,7 +159,7 @@ def nats_server() -> str:
 @pytest.fixture
 def nats_stream(nats_server: str) -> Iterator[str]:
     """A stream address of this test's own (``nats://HOST:PORT/STREAM``), deleted afterwards."""
-    from patchsync.streams import NatsLog
+    from patchsync.nats import NatsLog
 
     from .nats_helpers import unique_stream
 

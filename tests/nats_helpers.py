@@ -19,8 +19,8 @@ from typing import TypeVar
 
 from patchsync.errors import PatchsyncError
 from patchsync.events import Add, Delete, Event, Header, PatchEnd, TxCommit, TxStart
+from patchsync.nats.errors import StreamRefused, StreamUnavailable
 from patchsync.options import PatchOptions
-from patchsync.streams.errors import StreamRefused, StreamUnavailable
 
 from .helpers import worker_tag, write_log
 from .process_helpers import wait_for

@@ -12,8 +12,8 @@ from typing import TypeVar
 import pytest
 
 from patchsync.events import Add, Event, Header, PatchEnd, TxCommit, TxStart
+from patchsync.logs.payloads import NT_TERMS, encode_patch
 from patchsync.options import PatchOptions
-from patchsync.streams.payloads import NT_TERMS, encode_patch
 
 from .helpers import write_log
 

@@ -17,7 +17,7 @@ from patchsync.apply.api import apply_events
 from patchsync.apply.targets.memory import MemoryTarget
 from patchsync.capture import PatchLog, record
 from patchsync.errors import ChainError, UsageError
-from patchsync.streams import NatsLog, StreamUnavailable, StreamWriter, decode_message
+from patchsync.nats import NatsLog, StreamUnavailable, StreamWriter, decode_message
 from patchsync.terms.ntriples import NTriplesTerms
 
 EX = Namespace("http://example.org/")

@@ -21,9 +21,9 @@ from patchsync.codec.patch_decoder import PatchDecoder, PurePatchDecoder
 from patchsync.codec.rdf_decoder import PureRdfDecoder, RdfDecoder
 from patchsync.codec.rdf_encoder import RdfEncoder
 from patchsync.events import Add, Header, PatchEnd, RdfOptions, TxCommit, TxStart
+from patchsync.logs.payloads import NT_TERMS, encode_patch, read_payload
 from patchsync.options import PatchOptions
 from patchsync.serve.feed import patch_text
-from patchsync.streams.payloads import NT_TERMS, encode_patch, read_payload
 
 
 @pytest.fixture

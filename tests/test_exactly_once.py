@@ -22,7 +22,7 @@ import pytest
 
 from patchsync.apply import MemoryTarget, apply_file
 from patchsync.apply.targets.sql import SqlTarget
-from patchsync.streams import publish_logs
+from patchsync.nats import publish_logs
 
 from .apply_helpers import state
 from .nats_helpers import patch_id, write_chain
@@ -166,7 +166,7 @@ def start_tail(url: str, target: str) -> subprocess.Popen[str]:
 
 def stream_patches(target: str, stream: str) -> int:
     """Messages of ``stream`` the target has passed (-1 while it cannot be read)."""
-    from patchsync.streams import parse_stream_url
+    from patchsync.nats import parse_stream_url
 
     name = str(parse_stream_url(stream))
     try:
@@ -216,7 +216,7 @@ def test_a_tail_whose_target_another_apply_moved_on_skips_what_that_apply_applie
 
 
 def _delete_streams(urls: list[str]) -> None:
-    from patchsync.streams import NatsLog
+    from patchsync.nats import NatsLog
 
     for url in urls:
         with NatsLog(url) as log:

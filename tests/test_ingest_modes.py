@@ -243,7 +243,7 @@ def test_a_killed_ingest_rerun_appends_each_message_once(tmp_path: Path) -> None
 def test_into_a_stream_with_a_state_target(tmp_path: Path, nats_stream: str) -> None:
     """One patch per message published to the stream (§1.3: the stream keeps the messages'
     order); a rerun publishes nothing; the stream replayed gives the mode's dataset."""
-    from patchsync.streams import NatsLog, decode_message
+    from patchsync.nats import NatsLog, decode_message
 
     source = message_log(tmp_path / "in.nq", MESSAGES)
     state = f"sqlite:///{tmp_path / 'state.db'}"
@@ -264,7 +264,7 @@ def test_into_a_stream_with_a_state_target(tmp_path: Path, nats_stream: str) -> 
 
 
 def test_add_into_a_stream_and_its_refusals(tmp_path: Path, nats_stream: str) -> None:
-    from patchsync.streams import NatsLog
+    from patchsync.nats import NatsLog
 
     source = message_log(tmp_path / "in.nq", MESSAGES[:3])
     with pytest.raises(UsageError, match=r"--mode replace needs the current state.*name --state TARGET"):

@@ -171,7 +171,7 @@ def test_a_token_file_flag_wins_over_the_environment(tmp_path: Path, monkeypatch
     import argparse
 
     from patchsync.cli.common import use_client_flags
-    from patchsync.streams.grpc_client import client_token
+    from patchsync.remote.grpc_client import client_token
 
     (tmp_path / "token").write_text("from-the-flag\n")
     monkeypatch.setenv("PATCHSYNC_TOKEN", "from-the-shell")

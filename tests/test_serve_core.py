@@ -19,7 +19,10 @@ from patchsync._proto import patch_pb2, patch_service_pb2, rdf_pb2
 from patchsync.codec.rdfp import write_rdfp
 from patchsync.errors import ChainError, UsageError
 from patchsync.events import Add, Delete, Header, PatchEnd, TxCommit, TxStart
+from patchsync.logs.payloads import NT_TERMS, encode_patch, read_payload
 from patchsync.options import MIN_NAME_TABLE, PatchOptions
+from patchsync.remote.http_client import split_records
+from patchsync.remote.statuses import RETRYABLE_KEY
 from patchsync.serve import delta_protocol as dp
 from patchsync.serve import feed, rpc
 from patchsync.serve import http_routes as routes
@@ -59,9 +62,6 @@ from patchsync.serve.patch_calls import (
 from patchsync.serve.patch_options import negotiate_patch
 from patchsync.serve.rdf_frames import negotiate
 from patchsync.serve.topics import LOG, TARGET, Appended, Entry, LogTopic, StartKind, TargetTopic, TopicInfo
-from patchsync.streams.http_client import split_records
-from patchsync.streams.payloads import NT_TERMS, encode_patch, read_payload
-from patchsync.streams.refusals import RETRYABLE_KEY
 
 from .workloads.rdf_data import generate_quads
 
@@ -398,7 +398,7 @@ PURE_CORE = [
     "patchsync.serve.patch_calls",
     "patchsync.serve.patch_options",
     "patchsync.serve.rpc",
-    "patchsync.streams.refusals",
+    "patchsync.remote.statuses",
 ]
 DOOR_LIBRARIES = ("aiohttp", "grpc", "grpc_health")
 

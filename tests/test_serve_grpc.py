@@ -21,9 +21,9 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from patchsync._proto import grpc_pb2, grpc_pb2_grpc, patch_service_pb2, rdf_pb2
 from patchsync.codec.rdf_encoder import RdfEncoder
 from patchsync.events import RdfOptions
-from patchsync.streams.errors import StreamUnavailable
-from patchsync.streams.grpc_client import GrpcLog
-from patchsync.streams.payloads import NT_TERMS, read_patches, read_payload
+from patchsync.logs.payloads import NT_TERMS, read_patches, read_payload
+from patchsync.remote.errors import StreamUnavailable
+from patchsync.remote.grpc_client import GrpcLog
 
 from .grpc_helpers import ROOT, ServeProcess, bearer, channel, cli, patch_stub, publish, subscribe
 from .helpers import content

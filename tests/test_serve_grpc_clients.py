@@ -24,9 +24,11 @@ from patchsync._proto import patch_service_pb2, patch_service_pb2_grpc
 from patchsync.apply.snapshot_file import read_position
 from patchsync.capture import record
 from patchsync.errors import ChainError
+from patchsync.logs.payloads import read_patches
+from patchsync.remote.base import Appended, RemoteLog
+from patchsync.remote.grpc_client import GrpcWriter
+from patchsync.remote.rules import lag
 from patchsync.sources import resolve_source
-from patchsync.streams.grpc_client import GrpcWriter
-from patchsync.streams.payloads import read_patches
 
 from .grpc_helpers import ServeProcess, cli, patch_stub, publish, subscribe
 from .process_helpers import wait_for_value
@@ -114,15 +116,56 @@ def test_both_doors_give_one_checkpoint_after_a_patch(tmp_path: Path) -> None:
         seen = []
         for url in (server.url("t"), f"http://127.0.0.1:{server.http_port}/t"):
             source = resolve_source(url)
-            after = source.role("checkpoint_after")
+            after = source.checkpoint_after()
             checkpoint = after(url, patch_id(7))
             assert checkpoint is not None and checkpoint.fingerprint == url
             seen.append((checkpoint.offset, checkpoint.frame, checkpoint.row, checkpoint.patches, checkpoint.last_id))
             assert after(url, "urn:test:elsewhere") is None
-            with closing(source.role("client")(source.address)) as client:
+            with closing(source.connect()(source.address)) as client:
                 assert [client.patch_id_at(v) for v in (1, 7, 12, 13)] == [patch_id(1), patch_id(7), patch_id(12), None]
         assert seen[0] == seen[1]
         assert seen[0][0] == 7 and seen[0][-1] == patch_id(7)
+    finally:
+        server.close()
+
+
+def test_both_doors_answer_the_remote_log_interface_alike(tmp_path: Path) -> None:
+    """Differential: the gRPC and HTTP clients of one served log answer each operation of the
+    remote-log interface alike (patchsync.remote.base.RemoteLog), and gRPC's own forms (its
+    streamed pages, its lookup of a patch) agree with the defaults written over the four
+    operations. Versions count the log's patches from 1 (docs/design.md, "Versions")."""
+    log = chain_log(tmp_path / "log.jellyp", 30)
+    last = list(read_patches(log))[-1].message()
+    server = ServeProcess(["--http", "127.0.0.1:0", "--topic", "t=t"], tmp_path).start()
+    try:
+        cli("publish", str(log), server.url("t"), cwd=tmp_path)
+        answers = []
+        for url in (server.url("t"), f"http://127.0.0.1:{server.http_port}/t"):
+            source = resolve_source(url)
+            with closing(source.connect()(source.address)) as client:
+                streamed = [m.seq for page in client.pages(0, 0.0) for m in page]
+                assert streamed == [m.seq for page in RemoteLog.pages(client, 0, 0.0) for m in page]
+                answers.append(
+                    (
+                        client.head(),
+                        [(m.seq, m.payload) for m in client.read(10, 5, 0.0)],
+                        streamed,
+                        [client.patch_id_at(v) for v in (1, 17, 30, 31)],
+                        [client.position_of(patch_id(n)) for n in (1, 17, 30)] + [client.position_of("urn:x")],
+                        client.append(last),
+                        lag(client, 20),
+                    )
+                )
+                if url.startswith("grpc"):
+                    assert RemoteLog.position_of(client, patch_id(17)) == 17
+        assert answers[0] == answers[1]
+        head, read, streamed, ids, positions, appended, behind = answers[0]
+        assert (head.seq, head.patch_id) == (30, patch_id(30))
+        assert [v for v, _ in read] == [11, 12, 13, 14, 15] and streamed == list(range(1, 31))
+        assert ids == [patch_id(1), patch_id(17), patch_id(30), None]
+        assert positions == [1, 17, 30, None]
+        assert appended == Appended(30, duplicate=True)
+        assert (behind.messages, behind.seconds) == (10, 0.0)
     finally:
         server.close()
 

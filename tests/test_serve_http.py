@@ -22,11 +22,11 @@ from prometheus_client.parser import text_string_to_metric_families
 from rdf_delta import DeltaClient
 
 from patchsync.codec.rdfp import read_rdfp
+from patchsync.logs.payloads import NT_TERMS, encode_patch, text_options
 from patchsync.serve.auth import Access, Tokens
 from patchsync.serve.delta_protocol import datasource_id
 from patchsync.serve.http_door import INLINE_BYTES
 from patchsync.serve.http_door import patch_text as door_text
-from patchsync.streams.payloads import NT_TERMS, encode_patch, text_options
 
 from .http_helpers import ServerThread, patch_text, serving, uuid_id
 

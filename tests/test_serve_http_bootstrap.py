@@ -66,7 +66,7 @@ def test_a_new_replica_starts_from_the_served_snapshot_and_continues_the_feed(tm
     with serving(tmp_path) as server:
         url = f"{server.url}/boot"
         assert _rpc(server.url, "create_datasource", {"name": "boot"}).status_code == 200
-        publish = resolve_source(url).role("publish")
+        publish = resolve_source(url).publish()
         publish([first], url)
         assert httpx.get(f"{url}/init").status_code == 404  # no snapshot yet
         _run("tail", url, "--target", f"sqlite:///{replica}", "--once")
@@ -91,7 +91,7 @@ def test_a_new_replica_starts_from_the_served_snapshot_and_continues_the_feed(tm
         assert len(graph) == len(_quads(replica)[0])
 
         # A base taken elsewhere continues this log after the version holding its head.
-        after = resolve_source(url).role("checkpoint_after")
+        after = resolve_source(url).checkpoint_after()
         assert (after(url, ids[-1]).offset, after(url, ids[-1]).last_id) == (20, ids[-1])
         assert after(url, "urn:patch:elsewhere:1") is None
         # A fresh target: the snapshot, then the feed from version 21 (not from 1).

@@ -145,7 +145,7 @@ def test_tail_of_a_served_log_resumes_from_its_checkpoint_and_equals_apply(
     with serving(tmp_path) as server:
         url = f"{server.url}/t"
         httpx.post(server.url + "/$/rpc", json={"operation": "create_datasource", "arg": {"name": "t"}})
-        publish = resolve_source(url).role("publish")
+        publish = resolve_source(url).publish()
         assert publish([first], url).published == 30
         tail = [sys.executable, "-m", "patchsync", "tail", url, "--target", f"sqlite:///{db}"]
         assert subprocess.run([*tail, "--once"], capture_output=True).returncode == 0

@@ -32,11 +32,11 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from patchsync._proto import patch_service_pb2, patch_service_pb2_grpc
+from patchsync.logs.payloads import read_payload
+from patchsync.remote.grpc_client import RETRYABLE_KEY
+from patchsync.remote.http_client import split_records
 from patchsync.serve.grpc_door import RESUME_KEY
 from patchsync.serve.settings import Address
-from patchsync.streams.grpc_client import RETRYABLE_KEY
-from patchsync.streams.http_client import split_records
-from patchsync.streams.payloads import read_payload
 
 from .grpc_helpers import ServeProcess, cli
 from .http_helpers import ServerThread, settings

@@ -2,7 +2,7 @@
 
 The server answers an error with the row ``patchsync.serve.errors.status_of`` picks (a gRPC
 code and an HTTP status); the clients map what they receive back through
-``patchsync.streams.refusals.refusal``. For every class the server refuses with, both
+``patchsync.remote.statuses.refusal``. For every class the server refuses with, both
 doors' answers must come back as the error a client should raise: retryable ones as
 ``StreamUnavailable`` (the tail daemon retries them), a chain conflict as ``ChainError``,
 anything else as a ``UsageError`` line; and the gRPC client and the HTTP client must agree.
@@ -15,9 +15,9 @@ from __future__ import annotations
 import pytest
 
 from patchsync.errors import ChainError, PatchsyncError, UsageError
+from patchsync.remote import statuses as refusals
+from patchsync.remote.errors import StreamUnavailable
 from patchsync.serve.errors import STATUSES, TooSlow, is_retryable, status_of
-from patchsync.streams import refusals
-from patchsync.streams.errors import StreamUnavailable
 
 
 def _server_error(cls: type[BaseException]) -> BaseException:

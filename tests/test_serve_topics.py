@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from patchsync.errors import ChainError, DecodeError, UsageError
+from patchsync.logs.payloads import encode_patch, read_patches, read_payload
 from patchsync.options import PatchOptions
 from patchsync.serve.catalog import Topics, build_topic, parse_topic
 from patchsync.serve.file_topic import FileLogTopic
 from patchsync.serve.topics import Appended, Entry, Start
-from patchsync.streams.payloads import encode_patch, read_patches, read_payload
 
 from .helpers import content
 from .serve_helpers import chain_log, patch_events, patch_id, payload, run

@@ -123,7 +123,7 @@ def test_logs_that_do_not_continue_the_snapshot_load_nothing(tmp_path: Path) -> 
 
 def test_a_stream_sequence_checkpoint_travels_with_the_snapshot(tmp_path: Path) -> None:
     # A stream source's checkpoint holds the message sequence as its offset (see
-    # patchsync.streams.payloads.decode_message); the snapshot carries it as stored.
+    # patchsync.logs.payloads.decode_message); the snapshot carries it as stored.
     stream = "nats://127.0.0.1:4222/orders"
     nt = NTriplesTerms()
     source = MemoryTarget()
@@ -390,8 +390,8 @@ def test_tail_continues_a_directory_of_segments_after_the_base(tmp_path: Path, s
 def test_tail_base_continues_a_stream(tmp_path: Path, nats_stream: str) -> None:
     # The daemon following a stream (issue #15 part A) resumes after the snapshot's stream
     # sequence, here reaching the server through another address than the snapshot's.
-    pytest.importorskip("patchsync.tail.stream_source")
-    from patchsync.streams import publish_logs
+    pytest.importorskip("nats")
+    from patchsync.nats import publish_logs
     from patchsync.tail import tail
 
     first, rest, full = tmp_path / "first.jellyp", tmp_path / "rest.jellyp", tmp_path / "full.jellyp"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from patchsync.streams import NatsLog, PublishReport, StreamSettings, StreamUnavailable, publish_logs
+from patchsync.nats import NatsLog, PublishReport, StreamSettings, StreamUnavailable, publish_logs
 
 from .nats_helpers import STALL, NatsCluster, retrying, write_chain
 from .process_helpers import wait_for

@@ -10,9 +10,9 @@ from patchsync.apply.api import apply_file
 from patchsync.apply.targets.memory import MemoryTarget
 from patchsync.errors import ChainError, DecodeError, UsageError
 from patchsync.events import Add, Delete, PatchEnd, TxAbort, TxCommit, TxStart
+from patchsync.logs.compact import compact_logs
 from patchsync.logs.patch_logs import read_events, write_events
 from patchsync.options import PatchOptions
-from patchsync.streams.compact import compact_logs
 from patchsync.terms.ntriples import NTriplesTerms
 
 from .apply_helpers import rdfp_to_jellyp

@@ -16,7 +16,7 @@ import pytest
 
 from patchsync.errors import ChainError, UsageError
 from patchsync.logs.patch_logs import read_events
-from patchsync.streams import (
+from patchsync.nats import (
     MessageTooLarge,
     NatsLog,
     StreamGap,
@@ -184,9 +184,9 @@ def test_reading_ahead_hands_out_every_message_once_in_order(tmp_path: Path, nat
 
 
 def test_reading_ahead_across_many_requests_hands_out_every_message_once(nats_stream: str) -> None:
-    # More messages than one request of the reader asks for (patchsync.streams.pull.WINDOW),
+    # More messages than one request of the reader asks for (patchsync.nats.pull.WINDOW),
     # so the requests it sends ahead from its callback are exercised, then a jump back.
-    from patchsync.streams.pull import WINDOW
+    from patchsync.nats.pull import WINDOW
 
     total = WINDOW * 2 + 37
     with NatsLog(nats_stream) as log:
@@ -278,7 +278,7 @@ def test_an_existing_stream_must_carry_the_patch_subject(nats_stream: str) -> No
 
 PUBLISHER = """
 import sys
-from patchsync.streams import publish_logs
+from patchsync.nats import publish_logs
 publish_logs(sys.argv[2:], sys.argv[1], on_published=lambda m, r: print(r.seq, flush=True))
 """
 

@@ -10,9 +10,9 @@ import pytest
 from patchsync.errors import DecodeError, UsageError
 from patchsync.events import Add, Header, Options, PatchEnd
 from patchsync.logs.patch_logs import read_events
-from patchsync.streams import StreamMessage, StreamUnavailable, decode_message, log_patches, parse_stream_url
-from patchsync.streams.payloads import read_payload
-from patchsync.streams.publish import message_size
+from patchsync.logs.payloads import read_payload
+from patchsync.nats import StreamMessage, StreamUnavailable, decode_message, log_patches, parse_stream_url
+from patchsync.nats.headers import message_size
 from patchsync.terms.ntriples import NTriplesTerms
 
 from .helpers import content, patches
@@ -61,7 +61,7 @@ def test_bad_stream_addresses_are_one_usage_line(text: str, rule: str) -> None:
 
 
 def test_an_unreachable_server_is_stream_unavailable_not_a_client_error() -> None:
-    from patchsync.streams import NatsLog
+    from patchsync.nats import NatsLog
 
     pytest.importorskip("nats")
     with pytest.raises(StreamUnavailable, match="cannot connect"):
@@ -222,7 +222,7 @@ def test_one_decoder_for_many_messages_decodes_each_as_a_new_one_would(tmp_path:
     # Lookup sizes and features change between messages; one message leans on the lookups
     # of the one before it, another holds two patches: each outcome, events or refusal,
     # must be the one a decoder of its own gives.
-    from patchsync.streams.payloads import MessageDecoder
+    from patchsync.logs.payloads import MessageDecoder
 
     small, big, two = tmp_path / "small.jellyp", tmp_path / "big.jellyp", tmp_path / "two.jellyp"
     write_chain(small, "a", 3)
@@ -296,7 +296,7 @@ def test_lookup_entries_repeated_from_the_last_message_decode_as_a_new_decoder_w
     # own, its lookups start empty): each message must still decode exactly as alone, an
     # entry it does not define stays undefined, and a changed entry changes the IRI.
     from patchsync.codec.patch_decoder import PatchDecoder, PurePatchDecoder
-    from patchsync.streams.payloads import MessageDecoder
+    from patchsync.logs.payloads import MessageDecoder
 
     a, b = {1: "http://a/"}, {1: "http://b/"}
     names = {1: "s", 2: "p", 3: "o"}

@@ -153,12 +153,12 @@ def address_checkpoints(
     skip = set(known)
     found: dict[str, Checkpoint] = {}
     for source in map(resolve_source, paths):
-        if source.is_path or "checkpoint_after" not in source.kind.roles:
+        if source.is_path or not source.has("checkpoint_after"):
             continue
         name = str(source.address)
         if name in skip or source.name in skip:
             continue
-        checkpoint = source.role("checkpoint_after")(source.name, head)
+        checkpoint = source.checkpoint_after()(source.name, head)
         if checkpoint is None:
             raise ChainError(
                 f"{source.name}: holds no patch {head}, the base's last patch: it does not continue the base"

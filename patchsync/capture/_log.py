@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any, Protocol, runtime_checkable
 
@@ -75,7 +74,7 @@ class PatchSink(Protocol):
 @runtime_checkable
 class PatchLog(Protocol):
     """Where a recorder commits its patches: a :class:`LogWriter`, a stream's
-    :class:`patchsync.streams.StreamWriter`, or a caller's own.
+    :class:`patchsync.nats.StreamWriter`, or a caller's own.
 
     The recorder writes one patch at a time into :attr:`sink`, naming :attr:`head` as its
     ``prev``, then calls :meth:`commit` with the patch's id; the patch must reach the log
@@ -343,8 +342,7 @@ def open_patch_log(
         if fmt not in (None, "jellyp") or fsync or max_segment_bytes is not None or max_segment_patches is not None:
             raise UsageError(f"{log}: a stream takes no fmt, fsync or segment limits (one message per patch)")
         # The writer's module (the streams package, nats-py when connecting) loads only here.
-        writer: Callable[[str, PatchOptions | None], PatchLog] = destination.role("writer")
-        return writer(log, options)
+        return destination.writer()(log, options)
     return LogWriter(
         log,
         options,

@@ -284,7 +284,7 @@ class Recorder:
     ``.rdfp`` path, a directory of segments, a binary stream), a stream address
     ``nats://HOST:PORT/STREAM`` (each patch is published as one message when it commits,
     appended only if it follows the stream's head; see
-    :class:`patchsync.streams.StreamWriter`), or any other :class:`PatchLog`. When a commit
+    :class:`patchsync.nats.StreamWriter`), or any other :class:`PatchLog`. When a commit
     fails (the stream refused the patch, the disk failed) the patch's changes are rolled
     back in the store too and the recorder stops. Datasets are recorded as
     QUADS and plain graphs as TRIPLES unless ``options`` say otherwise; ``fmt``

@@ -177,11 +177,11 @@ def check_base(args: argparse.Namespace) -> None:
 
     if not args.base:
         return
-    from patchsync.sources import address_role
+    from patchsync.sources import address_snapshot
 
     if is_address(args.base):
         # A served snapshot, fetched when the base is loaded; a kind without one is refused now.
-        address_role(args.base, "snapshot")
+        address_snapshot(args.base)
         return
     formats.require(args.base, None, formats.RDF_CONVERT, "RDF", nameable=False)
     if not Path(args.base).is_file():
@@ -283,14 +283,14 @@ def load_base(target: Target, args: argparse.Namespace, logs: list[str]) -> None
     if not args.base:
         return
     from patchsync.apply.base import load_base as load
-    from patchsync.sources import address_role, is_address
+    from patchsync.sources import address_snapshot, is_address
 
     if is_address(args.base):
         # A served snapshot, fetched whole first (nothing is loaded from half of one); found by
         # the address's scheme alone, as http://HOST:PORT/NAME/init names no log.
         with tempfile.TemporaryDirectory(prefix="patchsync-base-") as folder:
             path = Path(folder) / "base.jelly"
-            address_role(args.base, "snapshot")(args.base, path)
+            address_snapshot(args.base)(args.base, path)
             report = load(target, path, logs, limits=limits(args), name=args.base)
     else:
         report = load(target, args.base, logs, limits=limits(args))

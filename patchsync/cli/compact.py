@@ -1,6 +1,6 @@
 """``patchsync compact LOG... -o NET.jellyp``: the net effect of patch logs as one patch.
 
-See :mod:`patchsync.streams.compact` for what the net patch holds and how it chains.
+See :mod:`patchsync.logs.compact` for what the net patch holds and how it chains.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     """Compact; prints one summary line."""
     from pathlib import Path
 
-    from patchsync.streams.compact import compact_logs
+    from patchsync.logs.compact import compact_logs
 
     logs = log_files_of(args.logs)
     for log in logs:

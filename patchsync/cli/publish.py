@@ -67,8 +67,8 @@ def run(args: argparse.Namespace) -> int:
     use_client_flags(args)
     from pathlib import Path
 
+    from patchsync.remote.publish import StreamSettings
     from patchsync.sources import APPEND, is_address, resolve_source
-    from patchsync.streams import StreamSettings
 
     *names, address = args.args
     if not names or not is_address(address):
@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     if args.replicas < 1 or args.replicas > 5:
         raise UsageError(f"--replicas {args.replicas}: a stream has 1 to 5 replicas")
     destination = resolve_source(address).require(APPEND, "publish")
-    publish_logs = destination.role("publish")
+    publish_logs = destination.publish()
     url = destination.address
     settings = StreamSettings(
         create=not args.no_create,

@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.output.lower().endswith(".jelly"):
         raise UsageError(f"{args.output}: a snapshot is a Jelly-RDF file; name it FILE.jelly")
     if scheme_of(args.target) in source_schemes():  # a source's address, not a target's URL
-        return _fetch(args, resolve_source(args.target).role("snapshot"))
+        return _fetch(args, resolve_source(args.target).snapshot())
     target = open_target(args.target, existing=True)
     try:
         report = write_snapshot(target, args.output, name=_without_password(args.target))

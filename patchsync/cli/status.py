@@ -78,9 +78,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _stream_row(source: str, cp: Any, when: str | None, tail: dict[str, Any] | None) -> dict[str, Any]:
     """A stream replica's row: its checkpoint's sequence, and its lag asked of the server."""
-    from patchsync.sources import resolve_source
+    from patchsync.tail.network_source import status_lag
 
-    stream_lag = resolve_source(source).role("lag")
     return {
         "source": source,
         "stream": True,
@@ -89,7 +88,7 @@ def _stream_row(source: str, cp: Any, when: str | None, tail: dict[str, Any] | N
         "last_id": cp.last_id,
         "updated_at": when,
         "fingerprint": cp.fingerprint,
-        **stream_lag(source, cp),
+        **status_lag(source, cp),
         "tail": tail,
     }
 

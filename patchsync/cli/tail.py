@@ -134,8 +134,8 @@ def run(args: argparse.Namespace) -> int:
     # daemon waits for a directory that does not exist yet; --once has nothing to wait for.
     split_paths(args.paths, missing_dirs=not args.once)
     for source in resolve_sources(args.paths):
-        if "check" in source.kind.roles:  # a stream that does not exist: refused before a replica is made
-            source.role("check")(source.name)
+        if source.has("check"):  # a stream that does not exist: refused before a replica is made
+            source.check()(source.name)
     listen = None
     if args.metrics_listen:
         from patchsync.tail.metrics import parse_listen

@@ -47,12 +47,12 @@ def build_topic(text: str, options: TopicOptions | None = None) -> Topic:
 
         return RegisteredTargetTopic(name, spec)
     source = resolve_source(spec)
-    if "topic" not in source.kind.roles:
+    if not source.has("topic"):
         raise UsageError(
             f"--topic {text}: a {source.kind.name} source cannot be served as a topic "
             f"(a log topic is one of: {', '.join(kinds_with_role('topic'))}; a target topic: a target URL)"
         )
-    topic: Topic = source.role("topic")(name, spec, source.address, options or TopicOptions())
+    topic: Topic = source.topic()(name, spec, source.address, options or TopicOptions())
     return topic
 
 

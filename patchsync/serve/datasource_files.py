@@ -31,8 +31,8 @@ from patchsync.codec.framing import encode_varint
 from patchsync.codec.rdf_decoder import RdfDecoder
 from patchsync.errors import ChainError
 from patchsync.events import Statement
+from patchsync.logs.payloads import NT_TERMS
 from patchsync.serve.topics import LogTopic
-from patchsync.streams.payloads import NT_TERMS
 
 #: The bootstrap snapshot's name in a segment directory, and its suffix beside a file log.
 INIT_NAME = "init.jelly"

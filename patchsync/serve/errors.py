@@ -4,7 +4,7 @@ Each front door is an adapter: it calls a topic operation and, when that raises,
 with the status :func:`status_of` gives for the error's class, the same for every door
 (docs/decisions/0001-serve-and-topics.md). gRPC codes are named by their ``StatusCode``
 name so that this module needs no gRPC import; HTTP statuses are numbers. The rows live in
-:mod:`patchsync.streams.refusals`, where the clients map a refusal back to an error.
+:mod:`patchsync.remote.statuses`, where the clients map a refusal back to an error.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from patchsync.errors import (
     TargetUnavailable,
     UsageError,
 )
-from patchsync.streams import refusals as wire
-from patchsync.streams.refusals import Status
+from patchsync.remote import statuses as wire
+from patchsync.remote.statuses import Status
 
 
 class ServeError(PatchsyncError):
@@ -85,7 +85,7 @@ class ShuttingDown(ServeError):
 
 #: From the most specific class to the root; the first class the error is an instance of wins.
 #: The rows (gRPC code, HTTP status, metrics reason, retryable, the client's error) are
-#: :mod:`patchsync.streams.refusals`', which the clients read back.
+#: :mod:`patchsync.remote.statuses`', which the clients read back.
 STATUSES: tuple[tuple[type[BaseException], Status], ...] = (
     (Unauthenticated, wire.UNAUTHENTICATED),
     (Forbidden, wire.FORBIDDEN),

@@ -30,9 +30,9 @@ from json.encoder import encode_basestring_ascii
 from patchsync.codec.framing import encode_varint
 from patchsync.codec.rdfp import write_rdfp
 from patchsync.events import Options
+from patchsync.logs.payloads import NT_TERMS, read_payload
 from patchsync.serve.answers import Answer
 from patchsync.serve.topics import BATCH_BYTES, Entry
-from patchsync.streams.payloads import NT_TERMS, read_payload
 
 #: The binary change feed's media type (records of one-patch Jelly-Patch streams).
 FEED_BINARY = "application/x-patchsync-changes"

@@ -40,11 +40,11 @@ from patchsync.errors import ChainError, PatchsyncError, UsageError
 from patchsync.events import Event, Options, PatchEnd
 from patchsync.logs.convert import FeatureScan
 from patchsync.logs.patch_logs import CHUNK_SIZE, exclusive_lock
+from patchsync.logs.payloads import NT_TERMS, encode_patch, message_options
 from patchsync.options import Limits, PatchOptions, StreamType
 from patchsync.serve.incoming import Incoming, checked_patch, decode_patch, statement_patch
 from patchsync.serve.topics import BATCH_BYTES, Appended, Entry, LogTopic, TopicOptions, stored_entries
 from patchsync.sources import LOG_SUFFIX, directory_logs
-from patchsync.streams.payloads import NT_TERMS, encode_patch, message_options
 from patchsync.units import ENDS_PATCH, UnitReader
 
 #: The lock file of a directory log (the recorder's, so the two exclude each other).

@@ -35,6 +35,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from patchsync._proto import grpc_pb2, grpc_pb2_grpc, patch_service_pb2, patch_service_pb2_grpc, rdf_pb2
 from patchsync.errors import PatchsyncError, UsageError
+from patchsync.logs.payloads import encode_patch, read_payload
 from patchsync.options import PatchOptions
 from patchsync.serve.auth import Access, bearer
 from patchsync.serve.context import DoorContext
@@ -55,7 +56,6 @@ from patchsync.serve.patch_wire import batch_message, patch_message
 from patchsync.serve.rdf_frames import FrameStatements, negotiate, reencode
 from patchsync.serve.settings import Address
 from patchsync.serve.topics import Entry, LogTopic, flatten, in_reader, thread_batches
-from patchsync.streams.payloads import encode_patch, read_payload
 
 DOOR = "grpc"
 RDF_SERVICE = "eu.ostrzyciel.jelly.core.proto.v1.RdfStreamService"

@@ -46,6 +46,8 @@ from aiohttp import web
 from patchsync.codec.framing import encode_varint
 from patchsync.codec.rdfp import read_rdfp
 from patchsync.errors import ChainError, PatchsyncError, UsageError
+from patchsync.logs.payloads import NT_TERMS, encode_patch, text_options
+from patchsync.remote.http_client import parse_http_url
 from patchsync.serve import datasource_files as df
 from patchsync.serve import delta_protocol as dp
 from patchsync.serve import feed, rpc
@@ -70,8 +72,6 @@ from patchsync.serve.http_listener import LINGER, Listener, http_log
 from patchsync.serve.settings import Address
 from patchsync.serve.target_topic import read_frames
 from patchsync.serve.topics import Entry, LogTopic, Start, flatten, in_reader, thread_batches
-from patchsync.streams.http_client import parse_http_url
-from patchsync.streams.payloads import NT_TERMS, encode_patch, text_options
 
 #: The binary change feed's media type (records of one-patch Jelly-Patch streams).
 FEED_BINARY = feed.FEED_BINARY

@@ -1,7 +1,7 @@
 """Patches arriving at a server: checked whole before any log sees them.
 
 A published patch is a one-patch Jelly-Patch stream (the payload of a stream message,
-:mod:`patchsync.streams.payloads`); it is decoded and checked here, in full, so a topic
+:mod:`patchsync.logs.payloads`); it is decoded and checked here, in full, so a topic
 appends it in one write or not at all. An RDF message published as statements becomes a
 patch here too: one transaction adding them, a new id, and the head as ``prev``.
 """
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from patchsync.codec.patch_decoder import PatchDecoder
 from patchsync.errors import DecodeError
 from patchsync.events import Add, Event, Header, PatchEnd, TxCommit, TxStart
+from patchsync.logs.payloads import NT_TERMS
 from patchsync.options import Limits
-from patchsync.streams.payloads import NT_TERMS
 from patchsync.units import patch_ends
 
 

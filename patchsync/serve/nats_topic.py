@@ -19,14 +19,14 @@ import threading
 from collections.abc import AsyncIterator, Iterator
 
 from patchsync.errors import ChainError, PatchsyncError
+from patchsync.logs.payloads import MSG_ID, PatchMessage, StreamMessage, encode_patch, text_options
+from patchsync.nats.headers import check_size
+from patchsync.nats.nats_log import NatsLog
+from patchsync.nats.publish import prepare
+from patchsync.nats.url import StreamURL
 from patchsync.options import Limits
 from patchsync.serve.incoming import Incoming, decode_patch, statement_patch
 from patchsync.serve.topics import BATCH_BYTES, Appended, Entry, LogTopic, TopicOptions, stored_entries
-from patchsync.streams.nats_log import MSG_ID, NatsLog
-from patchsync.streams.payloads import PatchMessage, encode_patch, text_options
-from patchsync.streams.publish import StreamSettings, check_size
-from patchsync.streams.pull import StreamMessage
-from patchsync.streams.url import StreamURL
 
 #: Messages read per request.
 BATCH = 256
@@ -65,7 +65,7 @@ class NatsTopic(LogTopic):
         def connect() -> tuple[NatsLog, NatsLog]:
             log = NatsLog(self.url)
             try:
-                StreamSettings().apply(log)
+                prepare(log, None)
                 return log, NatsLog(self.url)
             except BaseException:
                 log.close()
@@ -144,7 +144,8 @@ class NatsTopic(LogTopic):
 
         def publish() -> tuple[int, bool]:
             with self._io:
-                check_size(PatchMessage(incoming.patch_id, incoming.prev, payload, f"topic {self.name}", 1), log)
+                message = PatchMessage(incoming.patch_id, incoming.prev, payload, f"topic {self.name}", 1)
+                check_size(message, log.name, str(log.url), log.max_message_bytes)
                 result = log.publish_patch(payload, incoming.patch_id, incoming.prev)
                 return result.seq, result.duplicate
 

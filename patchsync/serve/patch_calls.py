@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from patchsync.errors import PatchsyncError, UsageError
+from patchsync.remote.statuses import RETRYABLE_KEY
 from patchsync.serve.errors import TooSlow, client_message, is_retryable, status_of
 from patchsync.serve.topics import Appended, Start, TopicInfo
-from patchsync.streams.refusals import RETRYABLE_KEY
 
 #: The trailing metadata key of a dropped subscriber: the last version it was sent.
 RESUME_KEY = "patchsync-resume-after"

@@ -23,8 +23,8 @@ from patchsync.codec.rdf_decoder import RdfDecoder
 from patchsync.codec.rdf_encoder import RdfEncoder
 from patchsync.errors import EncodeError, UsageError
 from patchsync.events import RDF_VERSION, LogicalType, Namespace, PhysicalType, RdfOptions, Statement
+from patchsync.logs.payloads import NT_TERMS
 from patchsync.options import Limits, name_table_too_small
-from patchsync.streams.payloads import NT_TERMS
 
 #: The options of a snapshot as ``patchsync snapshot`` writes it (features declared when used).
 SNAPSHOT_PHYSICAL = PhysicalType.QUADS

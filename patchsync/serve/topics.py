@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from patchsync.errors import UsageError
 from patchsync.events import Event
-from patchsync.streams.payloads import encode_patch, text_options
+from patchsync.logs.payloads import encode_patch, text_options
 
 if TYPE_CHECKING:
     from patchsync.apply.snapshot_file import Position

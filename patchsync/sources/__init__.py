@@ -20,7 +20,7 @@ from patchsync.sources.registry import (
     Source,
     SourceKind,
     address_forms,
-    address_role,
+    address_snapshot,
     directory_logs,
     is_address,
     log_files,
@@ -30,6 +30,7 @@ from patchsync.sources.registry import (
     scheme_of,
     source_schemes,
 )
+from patchsync.sources.roles import Roles
 
 __all__ = [
     "APPEND",
@@ -40,10 +41,11 @@ __all__ = [
     "LAG",
     "LOG_SUFFIX",
     "READ_AT",
+    "Roles",
     "Source",
     "SourceKind",
     "address_forms",
-    "address_role",
+    "address_snapshot",
     "directory_logs",
     "is_address",
     "log_files",

@@ -5,29 +5,34 @@ is looked up by its scheme (``nats://HOST:PORT/STREAM``); any other name is a pa
 directory standing for its ``.jellyp`` segments in file-name order (docs/design.md §6).
 
 Each kind is registered once, with what it can do (:data:`READ_AT`, :data:`FOLLOW`,
-:data:`APPEND`, :data:`LAG`) and, for network kinds, lazy ``"module:attr"`` loaders of the
-parts that serve each role (``"follow"``: the tail daemon's reader, ``"writer"``: a log
-writer, ``"publish"``: the bulk publisher, ``"lag"``: how far a checkpoint is behind, for
-``status``, ``"snapshot"``: fetch a served target's snapshot file, for ``--base`` and
-``snapshot``, ``"checkpoint_after"``: a replica's checkpoint just past a base's head,
-``"client"``: a served log's client, which ``checkpoint_after`` asks, ``"check"``: refuse a
-log that does not exist at the server, before a replica is created, ``"topic"``: the log
-topic ``patchsync serve`` makes of it; a kind without it cannot be served).
-Commands ask a resolved :class:`Source` for a
-capability or a role instead of testing schemes, so a new transport plugs in by one call
-to :func:`register_source`.
+:data:`APPEND`, :data:`LAG`) and, for network kinds, the parts that fill its roles
+(:class:`~patchsync.sources.roles.Roles`, each role a typed protocol in
+:mod:`patchsync.sources.roles`: ``connect`` gives the :class:`~patchsync.remote.base.RemoteLog`
+every reading, following, lag and publishing rule is written on). Commands ask a resolved
+:class:`Source` for a capability or a role instead of testing schemes, so a new transport
+plugs in by one call to :func:`register_source`.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from patchsync._lazy import load, require
 from patchsync.errors import UsageError
+from patchsync.sources.roles import (
+    Check,
+    CheckpointAfter,
+    Connect,
+    FetchSnapshot,
+    Publish,
+    Roles,
+    TopicFactory,
+    Writer,
+)
 
 #: The source can be read from a stored position (a checkpoint) instead of its start.
 READ_AT = "read_at"
@@ -51,8 +56,8 @@ class SourceKind:
     ``scheme`` is set for network kinds (the part before ``://``); ``parse`` is a
     ``"module:function"`` that turns an address into its parsed form, raising
     :class:`UsageError` for a malformed one, and whose ``stream`` attribute names the log at
-    the server (the same log may be reached through several host names); ``roles`` maps a role
-    name to the ``"module:attr"`` that serves it. ``requires`` names the optional modules the
+    the server (the same log may be reached through several host names); ``roles`` names the
+    ``"module:attr"`` that fills each of its roles (:class:`~patchsync.sources.roles.Roles`). ``requires`` names the optional modules the
     roles import when they first connect: they are imported with the first role asked for, so
     a missing one is named, with its extra, before anything is opened or created. ``form`` is
     how an address is written, for help texts (``nats://HOST:PORT/STREAM``).
@@ -62,7 +67,7 @@ class SourceKind:
     capabilities: frozenset[str]
     scheme: str | None = None
     parse: str | None = None
-    roles: Mapping[str, str] = field(default_factory=dict)
+    roles: Roles = field(default_factory=Roles)
     requires: tuple[str, ...] = ()
     form: str = ""
 
@@ -73,7 +78,7 @@ class SourceKind:
 
 def _role(kind: SourceKind, name: str, role: str) -> Any:
     """What serves ``role`` for ``kind`` (the source ``name``), with the modules it requires."""
-    loader = kind.roles.get(role)
+    loader = getattr(kind.roles, role, None)
     if loader is None:
         raise UsageError(f"{name}: a {kind.name} source has no {role}")
     require(kind.requires, name)
@@ -110,9 +115,39 @@ class Source:
             raise UsageError(f"{self.name}: {command} cannot use a {self.kind.name} source (it cannot {capability})")
         return self
 
-    def role(self, name: str) -> Any:
-        """The object that serves role ``name`` for this kind (imported on first use)."""
-        return _role(self.kind, self.name, name)
+    def has(self, role: str) -> bool:
+        """Whether this source's kind fills ``role``."""
+        return self.kind.roles.has(role)
+
+    # Each role typed by its protocol (patchsync.sources.roles); loaded on first use, so the
+    # loaded object is the kind's word for it.
+    def connect(self) -> Connect:
+        """How to open a :class:`~patchsync.remote.base.RemoteLog` to this source."""
+        return cast(Connect, _role(self.kind, self.name, "connect"))
+
+    def writer(self) -> Writer:
+        """A recorder's writer to this source."""
+        return cast(Writer, _role(self.kind, self.name, "writer"))
+
+    def publish(self) -> Publish:
+        """Publish log files to this source."""
+        return cast(Publish, _role(self.kind, self.name, "publish"))
+
+    def snapshot(self) -> FetchSnapshot:
+        """Fetch the snapshot this source serves."""
+        return cast(FetchSnapshot, _role(self.kind, self.name, "snapshot"))
+
+    def checkpoint_after(self) -> CheckpointAfter:
+        """A replica's checkpoint just past a patch of this source."""
+        return cast(CheckpointAfter, _role(self.kind, self.name, "checkpoint_after"))
+
+    def check(self) -> Check:
+        """Refuse this source if it does not exist."""
+        return cast(Check, _role(self.kind, self.name, "check"))
+
+    def topic(self) -> TopicFactory:
+        """What makes a served log topic of this source."""
+        return cast(TopicFactory, _role(self.kind, self.name, "topic"))
 
     def log_files(self) -> list[Path]:
         """The log files this source stands for, in log order (none for an address).
@@ -135,7 +170,7 @@ def directory_logs(directory: Path, suffixes: tuple[str, ...] = (LOG_SUFFIX,)) -
 
 
 #: A log served by ``patchsync serve`` from this machine: the server is its one writer.
-_FILE_TOPIC = {"topic": "patchsync.serve.file_topic:file_topic"}
+_FILE_TOPIC = Roles(topic="patchsync.serve.file_topic:file_topic")
 FILE = SourceKind("file", frozenset({READ_AT, FOLLOW, APPEND, LAG}), roles=_FILE_TOPIC)
 DIRECTORY = SourceKind("directory", frozenset({READ_AT, FOLLOW, APPEND, LAG}), roles=_FILE_TOPIC)
 
@@ -144,15 +179,14 @@ _SCHEMES: dict[str, SourceKind] = {
         "nats",
         frozenset({READ_AT, FOLLOW, APPEND, LAG}),
         scheme="nats",
-        parse="patchsync.streams.url:parse_stream_url",
-        roles={
-            "follow": "patchsync.tail.stream_source:StreamSource",
-            "writer": "patchsync.streams.publish:StreamWriter",
-            "publish": "patchsync.streams.publish:publish_logs",
-            "lag": "patchsync.tail.stream_source:stream_lag",
-            "check": "patchsync.tail.stream_source:check_stream",
-            "topic": "patchsync.serve.nats_topic:nats_topic",
-        },
+        parse="patchsync.nats.url:parse_stream_url",
+        roles=Roles(
+            connect="patchsync.nats.nats_log:connect",
+            writer="patchsync.nats.publish:StreamWriter",
+            publish="patchsync.nats.publish:publish_logs",
+            check="patchsync.nats.publish:check_stream",
+            topic="patchsync.serve.nats_topic:nats_topic",
+        ),
         requires=("nats",),
         form="nats://HOST:PORT/STREAM",
     ),
@@ -161,16 +195,14 @@ _SCHEMES: dict[str, SourceKind] = {
         "grpc",
         frozenset({READ_AT, FOLLOW, APPEND, LAG}),
         scheme="grpc",
-        parse="patchsync.streams.grpc_client:parse_grpc_url",
-        roles={
-            "follow": "patchsync.tail.grpc_source:GrpcSource",
-            "writer": "patchsync.streams.grpc_client:GrpcWriter",
-            "publish": "patchsync.streams.grpc_client:publish_logs",
-            "lag": "patchsync.tail.grpc_source:grpc_lag",
-            "snapshot": "patchsync.streams.grpc_client:fetch_snapshot",
-            "checkpoint_after": "patchsync.tail.network_source:checkpoint_after",
-            "client": "patchsync.streams.grpc_client:GrpcLog",
-        },
+        parse="patchsync.remote.grpc_client:parse_grpc_url",
+        roles=Roles(
+            connect="patchsync.remote.grpc_client:connect",
+            writer="patchsync.remote.grpc_client:GrpcWriter",
+            publish="patchsync.remote.grpc_client:publish_logs",
+            snapshot="patchsync.remote.grpc_client:fetch_snapshot",
+            checkpoint_after="patchsync.tail.network_source:checkpoint_after",
+        ),
         requires=("grpc",),
         form="grpc://HOST:PORT/TOPIC",
     ),
@@ -181,16 +213,14 @@ for _scheme in ("http", "https"):
         _scheme,
         frozenset({READ_AT, FOLLOW, APPEND, LAG}),
         scheme=_scheme,
-        parse="patchsync.streams.http_client:parse_http_url",
-        roles={
-            "follow": "patchsync.tail.http_source:HttpSource",
-            "publish": "patchsync.streams.http_client:publish_logs",
-            "lag": "patchsync.streams.http_client:http_lag",
-            "writer": "patchsync.streams.http_client:HttpWriter",
-            "snapshot": "patchsync.streams.http_client:fetch_snapshot",
-            "checkpoint_after": "patchsync.tail.network_source:checkpoint_after",
-            "client": "patchsync.streams.http_client:HttpLog",
-        },
+        parse="patchsync.remote.http_client:parse_http_url",
+        roles=Roles(
+            connect="patchsync.remote.http_client:connect",
+            publish="patchsync.remote.http_client:publish_logs",
+            writer="patchsync.remote.http_client:HttpWriter",
+            snapshot="patchsync.remote.http_client:fetch_snapshot",
+            checkpoint_after="patchsync.tail.network_source:checkpoint_after",
+        ),
         form=f"{_scheme}://HOST:PORT/NAME",
     )
 
@@ -244,22 +274,22 @@ def resolve_source(name: str | os.PathLike[str]) -> Source:
     return Source(kind, text, parse(text))
 
 
-def address_role(name: str, role: str) -> Any:
-    """The object serving ``role`` for the kind of address ``name``, found by its scheme
-    alone: for addresses that name something other than a log (``…/NAME/init``), which the
-    role itself parses. A path, an unknown scheme or a kind without the role is one line."""
+def address_snapshot(name: str) -> FetchSnapshot:
+    """What fetches the snapshot served at address ``name``, found by its scheme alone (the
+    address names a snapshot, ``…/NAME/init``, not a log; the role parses it). A path, an
+    unknown scheme or a kind without snapshots is one line."""
     scheme = scheme_of(name)
     kind = _SCHEMES.get(scheme) if scheme is not None else None
     if kind is None:
         raise UsageError(f"{name}: not an address of a known source kind (known: {', '.join(source_schemes())})")
-    return _role(kind, name, role)
+    return cast(FetchSnapshot, _role(kind, name, "snapshot"))
 
 
 def kinds_with_role(role: str) -> list[str]:
     """The names of the kinds that have ``role`` (paths first, then schemes as ``SCHEME://``),
     for a line saying which kinds would have done."""
-    paths = [kind.name for kind in (FILE, DIRECTORY) if role in kind.roles]
-    return paths + [f"{scheme}://" for scheme in source_schemes() if role in _SCHEMES[scheme].roles]
+    paths = [kind.name for kind in (FILE, DIRECTORY) if kind.roles.has(role)]
+    return paths + [f"{scheme}://" for scheme in source_schemes() if _SCHEMES[scheme].roles.has(role)]
 
 
 def resolve_sources(names: Iterable[str | os.PathLike[str]]) -> list[Source]:
@@ -287,7 +317,7 @@ __all__ = [
     "Source",
     "SourceKind",
     "address_forms",
-    "address_role",
+    "address_snapshot",
     "directory_logs",
     "is_address",
     "kinds_with_role",

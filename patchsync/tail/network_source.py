@@ -1,19 +1,25 @@
-"""What the network follow sources share: a log of whole-patch messages, read by position.
+"""One remote log being tailed (``nats://``, ``grpc://``, ``http(s)://``): its reader and applier.
 
-A NATS stream (:mod:`~patchsync.tail.stream_source`), a gRPC topic
-(:mod:`~patchsync.tail.grpc_source`) and a log served over HTTP
-(:mod:`~patchsync.tail.http_source`) all hand the daemon one whole patch per message at a
-position (stream sequence or version) that the applier checkpoints in the target's
-transaction (``offset`` = position). :class:`NetworkSource` holds what follows from that
-alike for the three: the resume bookkeeping, decoding each message whole before any of it
-reaches the applier, pausing the applier (committing) at most every ``PAUSE_SECONDS`` while
-a backlog is worked through, and losing, failing and closing. A subclass says how it
-connects and resumes (``open``), reads (``_pump``), reports lag and disconnects.
+Every kind of remote log hands the daemon one whole patch per message at a position (stream
+sequence or version) that the applier checkpoints in the target's transaction (``offset`` =
+position), through one interface (:class:`~patchsync.remote.base.RemoteLog`, opened by the
+kind's ``connect`` role). :class:`NetworkSource` is the one follower of them all: it resumes
+(:func:`patchsync.remote.rules.resume_position`), reads pages (ahead of the applier on a thread
+of their own, :mod:`patchsync.remote.read_ahead`, unless the log reads ahead itself), decodes
+each message whole before any of it reaches the applier (a malformed message stops the replica
+exactly before it, with nothing of it applied), pauses the applier (committing) at most every
+``PAUSE_SECONDS`` while a backlog is worked through, reports lag
+(:func:`patchsync.remote.rules.lag`) and loses, fails and closes alike for every kind.
 
-A served log (gRPC or HTTP door) numbers its patches by version, one patch each, and never
-removes one. What follows from that is written once here for both clients
-(:class:`ServedLog`): where a replica resumes (:func:`resume_version`) and the checkpoint of
-a replica that holds the log up to a patch (:func:`checkpoint_at`, :func:`checkpoint_after`).
+No decoder snapshots: every message decodes on its own, so resuming costs one request
+whatever the log's length. The server being out of reach
+(:class:`~patchsync.remote.errors.StreamUnavailable`, a
+:class:`~patchsync.errors.TargetUnavailable`) goes through the daemon's reconnect path with
+its backoff, like a lost target; a gap (retention removed messages this replica still needs)
+is fatal, with one line. ``--once`` reads up to the head as it is when reached and stops.
+
+:func:`status_lag` (``patchsync status``) and :func:`checkpoint_after` (a base's head, for
+``--base``) are the same rules asked once, outside the daemon.
 """
 
 from __future__ import annotations
@@ -25,11 +31,13 @@ from typing import Any, Protocol
 
 from patchsync.apply.applier import Applier
 from patchsync.apply.target import PAST, Checkpoint
-from patchsync.errors import DecodeError
+from patchsync.errors import DecodeError, PatchsyncError
 from patchsync.events import Event
+from patchsync.logs.payloads import MessageDecoder, StreamMessage
+from patchsync.remote.base import RemoteLog
+from patchsync.remote.read_ahead import Pages, open_pages
+from patchsync.remote.rules import lag, resume_position
 from patchsync.sources import resolve_source
-from patchsync.streams.payloads import MessageDecoder
-from patchsync.streams.pull import StreamMessage
 from patchsync.tail.follower import Follower, FollowerHost
 
 #: Seconds a replica working through a backlog (full batches) may go without a pause of the
@@ -40,51 +48,44 @@ PAUSE_SECONDS = 1.0
 FEED_EVENTS = 8192
 #: Seconds between two lag queries to the server (each is one or two requests).
 LAG_SECONDS = 1.0
-
-
-class ServedLog(Protocol):
-    """What the daemon asks of a served log's client (``GrpcLog``, ``HttpLog``: the
-    ``client`` role of their source kinds), beyond reading and appending."""
-
-    def patch_id_at(self, version: int) -> str | None:
-        """The id of the patch at ``version`` (``None`` if there is none)."""
-
-    def version_of(self, patch_id: str) -> int | None:
-        """The version of patch ``patch_id`` (``None`` if the log holds no such patch)."""
-
-    def close(self) -> None:
-        """Disconnect."""
+#: Messages taken per pass (a full batch is a backlog).
+BATCH = 256
+#: Seconds a pass waits for a page in ``--once`` mode before looking again.
+ONCE_WAIT = 1.0
 
 
 def checkpoint_at(name: str, version: int, patch_id: str | None) -> Checkpoint:
-    """The checkpoint of a replica of the served log ``name`` that applied every patch up to
+    """The checkpoint of a replica of the log ``name`` that applied every patch up to
     ``version`` whole, the last one ``patch_id``: the same whether the replica applied them
     or loaded a base holding them. Its fingerprint is the log's name, as the replica's own
     checkpoints have it."""
     return Checkpoint(version, PAST, PAST, version, patch_id, name, time.time())
 
 
-def resume_version(log: ServedLog, stored: Checkpoint | None) -> int:
-    """The version a replica at ``stored`` goes on from: the one after the checkpoint's when
-    its patch was applied whole (the checkpoint's ``last_id`` is that patch's id), else the
-    checkpoint's own (the applier passes over the units of it already applied)."""
-    if stored is None:
-        return 1
-    if stored.last_id is not None and stored.offset >= 1 and log.patch_id_at(stored.offset) != stored.last_id:
-        return stored.offset
-    return stored.offset + 1
-
-
 def checkpoint_after(source: str, patch_id: str) -> Checkpoint | None:
-    """The checkpoint of a replica of the served log ``source`` that holds its patches up to
-    ``patch_id`` (a base's head), so that it resumes at the next version; ``None`` when the
+    """The checkpoint of a replica of the remote log ``source`` that holds its patches up to
+    ``patch_id`` (a base's head), so that it resumes at the next position; ``None`` when the
     log holds no such patch (the ``checkpoint_after`` role,
     :func:`patchsync.apply.base.address_checkpoints`)."""
     resolved = resolve_source(source)
-    log: ServedLog = resolved.role("client")(resolved.address)
-    with closing(log):
-        version = log.version_of(patch_id)
-    return None if version is None else checkpoint_at(str(resolved.address), version, patch_id)
+    with closing(resolved.connect()(resolved.address)) as log:
+        position = log.position_of(patch_id)
+        fingerprint = log.fingerprint()
+    return None if position is None else checkpoint_at(fingerprint, position, patch_id)
+
+
+def status_lag(source: str, checkpoint: Checkpoint) -> dict[str, Any]:
+    """How far a replica at ``checkpoint`` is behind the remote log ``source``, for ``patchsync
+    status``: ``{"lag_messages": N, "lag_seconds": S}`` (seconds 0 when the server keeps no
+    times), or ``{"lag_error": "..."}`` when the server cannot be asked (it is out of reach,
+    or the log is gone): status must still answer."""
+    resolved = resolve_source(source)
+    try:
+        with closing(resolved.connect()(resolved.address, timeout=2.0)) as log:
+            behind = lag(log, resume_position(log, checkpoint) - 1)
+    except PatchsyncError as exc:
+        return {"lag_error": str(exc)}
+    return {"lag_messages": behind.messages, "lag_seconds": round(behind.seconds, 3)}
 
 
 class StreamHost(FollowerHost, Protocol):
@@ -97,14 +98,16 @@ class StreamHost(FollowerHost, Protocol):
 
 
 class NetworkSource(Follower):
-    """One network log being tailed: next position to apply, applier, decoder, lag."""
+    """One remote log being followed: connection, pages, next position to apply, applier, lag."""
 
-    #: How the ``resume`` record names a position: ``from_seq``/``cp_seq`` for a stream.
-    position_word = "version"
-
-    def __init__(self, host: StreamHost, name: str) -> None:
-        super().__init__(host, name)
+    def __init__(self, host: StreamHost, url: str) -> None:
+        resolved = resolve_source(url)
+        self.address = resolved.address
+        self._connect = resolved.connect()
+        super().__init__(host, str(resolved.address))
         self.host: StreamHost = host
+        self.log: RemoteLog | None = None
+        self.pages: Pages | None = None
         self.report.applied_seq = 0
         self.report.lag_messages = 0
         self.applier: Applier | None = None
@@ -117,8 +120,22 @@ class NetworkSource(Follower):
     # -- opening and resuming ----------------------------------------------------------
 
     def open(self) -> None:
-        """Connect and resume after the target's checkpoint."""
-        raise NotImplementedError
+        """Connect, resume after the target's checkpoint (on the log it was taken on: a stream
+        deleted and made again is another log, refused by the applier's fingerprint check or
+        started over with reset), and start reading pages."""
+        self._lock()
+        log = self._connect(self.address, follow=True)
+        try:
+            applier, stored = self._applier(log.fingerprint())
+            start = resume_position(log, stored)
+            wait = self.host.stream_wait
+            pages = open_pages(log, lambda: self._connect(self.address, follow=True), start - 1, wait)
+        except BaseException:
+            log.close()
+            raise
+        self.log, self.pages = log, pages
+        self._resumed(applier, start, stored, log.position_word)
+        self._update_lag(time.monotonic(), force=True)
 
     def _applier(self, fingerprint: str) -> tuple[Applier, Checkpoint | None]:
         """An applier of this source into the target, and the checkpoint to resume from."""
@@ -129,7 +146,7 @@ class NetworkSource(Follower):
         stored = None if self.options.reset else target.checkpoint(self.name)
         return applier, stored
 
-    def _resumed(self, applier: Applier, start: int, stored: Checkpoint | None) -> None:
+    def _resumed(self, applier: Applier, start: int, stored: Checkpoint | None, word: str) -> None:
         """Start applying at position ``start`` (connected) and log where from."""
         applier.result = self.report.result
         self.applier, self.next_seq = applier, start
@@ -139,7 +156,6 @@ class NetworkSource(Follower):
         self.report.resumed_from = start
         # A backlog's first commit comes a pause interval after the start, like the next ones.
         self._paused_at = time.monotonic()
-        word = self.position_word
         fields: dict[str, Any] = {"source": self.name, f"from_{word}": start}
         if stored is not None:
             fields |= {f"cp_{word}": stored.offset, "cp_patches": stored.patches}
@@ -159,7 +175,43 @@ class NetworkSource(Follower):
 
     def _pump(self, now: float) -> bool:
         """One pass of a connected source (see :meth:`pump`)."""
-        raise NotImplementedError
+        pages = self.pages
+        assert pages is not None
+        wait = self.host.stream_wait
+        messages = pages.take(BATCH, wait if wait > 0 else ONCE_WAIT)
+        # A page may start before the next position (a gRPC subscription resumed after a
+        # version): what was applied is passed over.
+        self._apply(m for m in messages if m.seq >= self.next_seq)
+        progressed = bool(messages)
+        backlog = len(messages) >= BATCH and not self.host.stopping
+        if not self._pause(progressed=progressed, backlog=backlog):
+            return True
+        # At most once a second: asking costs requests that a busy replica needs for reading.
+        self._update_lag(now, force=pages.ended)
+        if progressed:
+            self.host.log("applied", self.report.as_dict())
+        if pages.ended and not messages:
+            return False  # --once: caught up with the log as it was when reached
+        return progressed or wait <= 0
+
+    def _update_lag(self, now: float, *, force: bool) -> None:
+        """Ask the server how far behind the replica is, at most every ``LAG_SECONDS``."""
+        if self.log is None or not self._lag_due(now, force=force):
+            return
+        applied = self.report.applied_seq or 0
+        behind = lag(self.log, applied)
+        self.report.lag_messages = behind.messages
+        self.report.lag_seconds = behind.seconds
+        self.report.size = applied + behind.messages
+        self.report.applied_end = applied
+
+    def _disconnect(self) -> None:
+        pages, self.pages = self.pages, None
+        if pages is not None:
+            pages.close()
+        log, self.log = self.log, None
+        if log is not None:
+            log.close()
 
     def _apply(self, messages: Iterable[StreamMessage]) -> None:
         """Decode each message whole and feed its events to the applier, until stopping.
@@ -233,13 +285,13 @@ class NetworkSource(Follower):
 
 
 __all__ = [
+    "BATCH",
     "FEED_EVENTS",
     "LAG_SECONDS",
     "PAUSE_SECONDS",
     "NetworkSource",
-    "ServedLog",
     "StreamHost",
     "checkpoint_after",
     "checkpoint_at",
-    "resume_version",
+    "status_lag",
 ]

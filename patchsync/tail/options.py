@@ -105,7 +105,7 @@ def split_paths(paths: Sequence[str | os.PathLike[str]], *, missing_dirs: bool =
     streams = [source.name for source in sources if not source.is_path]
     for source in sources:
         if not source.is_path:
-            source.role("follow")  # loaded now: a client that is not installed is named before a target exists
+            source.connect()  # loaded now: a client that is not installed is named before a target exists
     logs = [source.path for source in sources if source.is_path]
     for p in logs:
         if p.is_dir():

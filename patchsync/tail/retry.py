@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from patchsync.apply.target import Target
 from patchsync.errors import PatchsyncError, UsageError, causes, is_transient
-from patchsync.streams.errors import StreamUnavailable
+from patchsync.remote.errors import StreamUnavailable
 from patchsync.tail.options import RETRY_INITIAL_SECONDS, RETRY_MAX_DELAY, RETRY_TIMEOUT, Log, no_log
 
 

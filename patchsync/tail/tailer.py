@@ -18,8 +18,8 @@ from patchsync import formats
 from patchsync.apply.target import Target, discard_target
 from patchsync.errors import PatchsyncError, TargetUnavailable, UsageError, param
 from patchsync.options import Limits
-from patchsync.sources import directory_logs, resolve_source
-from patchsync.streams.errors import StreamUnavailable
+from patchsync.remote.errors import StreamUnavailable
+from patchsync.sources import directory_logs
 from patchsync.tail.file_follower import FileFollower
 from patchsync.tail.follower import SourceReport
 from patchsync.tail.network_source import NetworkSource
@@ -53,8 +53,8 @@ class _TargetLost(Exception):
 class Tailer:
     """Tails ``.jellyp`` logs (files or directories of them) and streams into ``target`` (see :mod:`patchsync.tail`).
 
-    ``paths`` are log files, directories or stream addresses (``nats://HOST:PORT/STREAM``,
-    :mod:`patchsync.tail.stream_source`); ``options`` say how (:class:`TailOptions`).
+    ``paths`` are log files, directories or remote log addresses (``nats://HOST:PORT/STREAM``,
+    ``grpc://``, ``http(s)://``: :mod:`patchsync.tail.network_source`); ``options`` say how (:class:`TailOptions`).
     With ``options.reopen``, a target, or a source's server, that becomes unavailable
     (:func:`is_transient`) is waited out: the target is discarded and reopened after a
     backoff, and every source reconnects and resumes from the reopened target's
@@ -145,8 +145,7 @@ class Tailer:
                 self.log_once("waiting", {"source": str(p), "reason": "no such directory yet; tailed once it appears"})
         for url in self.streams:
             if url not in self.followers:
-                follower = resolve_source(url).role("follow")
-                stream = self.followers[url] = follower(self, url)
+                stream = self.followers[url] = NetworkSource(self, url)
                 self._order.append(stream)
 
     def _follow_file(self, path: Path) -> FileFollower:

@@ -30,8 +30,8 @@ from patchsync.capture.reverse_log import reverse_log
 from patchsync.codec.patch_encoder import PatchEncoder
 from patchsync.errors import DecodeError, UsageError
 from patchsync.events import Add, Delete, Event, Header, PatchEnd, PrefixAdd, PrefixDelete, TxAbort, TxCommit, TxStart
+from patchsync.logs.compact import compact_logs
 from patchsync.options import PatchOptions, StatementType, StreamType
-from patchsync.streams.compact import compact_logs
 from patchsync.terms.ntriples import NTriplesTerms, format_term
 
 NT = NTriplesTerms()

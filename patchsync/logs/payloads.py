@@ -14,9 +14,9 @@ server deduplicates by, and the next patch's ``prev``).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from patchsync import formats
 from patchsync.codec import backend
@@ -26,8 +26,6 @@ from patchsync.codec.rdfp import RdfPatchTextReader
 from patchsync.errors import DecodeError, UsageError
 from patchsync.events import Add, Delete, Event, Options
 from patchsync.options import Limits, PatchOptions, StreamType
-from patchsync.streams.nats_log import MSG_ID
-from patchsync.streams.pull import StreamMessage
 from patchsync.terms import BNODE, LITERAL, TRIPLE
 from patchsync.terms.ntriples import NTriplesTerms
 from patchsync.units import ENDS_PATCH, Mark, UnitReader, patch_headers
@@ -41,6 +39,20 @@ _MIN_NAMES = 16
 CHUNK_SIZE = 1 << 20
 
 _new_tuple = tuple.__new__
+
+#: The header naming the patch a message holds (NATS deduplicates messages by it; the gRPC
+#: and HTTP clients fill it from the patch's id).
+MSG_ID = "Nats-Msg-Id"
+
+
+class StreamMessage(NamedTuple):
+    """One message read from the stream, in stream order."""
+
+    seq: int
+    #: When the server stored the message (seconds since the epoch).
+    published: float
+    headers: Mapping[str, str]
+    payload: bytes
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,8 +28,9 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import deque
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
+
+from patchsync.logs.payloads import StreamMessage
 
 if TYPE_CHECKING:
     from nats.aio.client import Client
@@ -48,16 +49,6 @@ _GRACE = 1.0
 
 _STATUS = "Status"
 _HEARTBEAT = "100"
-
-
-class StreamMessage(NamedTuple):
-    """One message read from the stream, in stream order."""
-
-    seq: int
-    #: When the server stored the message (seconds since the epoch).
-    published: float
-    headers: Mapping[str, str]
-    payload: bytes
 
 
 class PullReader:

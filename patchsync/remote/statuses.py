@@ -10,7 +10,7 @@ classes to these rows, most specific first); the clients (:mod:`.grpc_client`,
 
 - a row a client may retry (the server is busy or stopping, what it serves is out of reach,
   it dropped a client too slow for it, or failed on its own) comes back as
-  :class:`~patchsync.streams.errors.StreamUnavailable`, which the tail daemon retries; gRPC
+  :class:`~patchsync.remote.errors.StreamUnavailable`, which the tail daemon retries; gRPC
   cannot tell a retryable ``RESOURCE_EXHAUSTED`` from one that is not by its code, so the
   server says so in trailing metadata (:data:`RETRYABLE_KEY`);
 - a code that only one kind of client error has (``FAILED_PRECONDITION``: the patch does
@@ -27,8 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from patchsync.errors import ChainError, PatchsyncError, UsageError
-from patchsync.streams.errors import StreamUnavailable
-from patchsync.streams.remote_errors import credential_hint
+from patchsync.remote.errors import StreamUnavailable
+from patchsync.remote.refusals import credential_hint
 
 #: Trailing metadata key of a gRPC refusal worth retrying later: RESOURCE_EXHAUSTED alone
 #: cannot tell "too many streams now" from "this message is too large".

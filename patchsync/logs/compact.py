@@ -39,8 +39,8 @@ from patchsync.events import (
     TxCommit,
     TxStart,
 )
+from patchsync.logs.payloads import NT_TERMS, log_events, text_options
 from patchsync.options import Limits, PatchOptions, StreamType
-from patchsync.streams.payloads import NT_TERMS, log_events, text_options
 from patchsync.units import Unit, read_units
 
 

@@ -19,24 +19,27 @@ reads the stream's last message itself: if that is this very patch the result is
 sequence instead, which pins the same state of the stream.
 
 Reading uses an ephemeral pull consumer (no acknowledgements, started at the wanted
-sequence; :mod:`patchsync.streams.pull`): the reader's position lives with the reader (the tail daemon keeps it in the
-target's checkpoint), never on the server. See :mod:`patchsync.streams._loop` for why the
+sequence; :mod:`patchsync.nats.pull`): the reader's position lives with the reader (the tail daemon keeps it in the
+target's checkpoint), never on the server. See :mod:`patchsync.nats._loop` for why the
 facade runs the asyncio client on a private thread.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 from patchsync.errors import ChainError, PatchsyncError, UsageError
-from patchsync.streams._loop import LoopThread
-from patchsync.streams._nats import import_client
-from patchsync.streams.errors import StreamGap, translate
-from patchsync.streams.pull import PullReader, StreamMessage
-from patchsync.streams.url import StreamURL, parse_stream_url, subject_matches
+from patchsync.logs.payloads import MSG_ID, PatchMessage, StreamMessage
+from patchsync.nats._client import import_client
+from patchsync.nats._loop import LoopThread
+from patchsync.nats.errors import StreamGap, translate
+from patchsync.nats.headers import EXPECTED_LAST_ID, EXPECTED_LAST_SEQ, check_size
+from patchsync.nats.pull import PullReader
+from patchsync.nats.url import StreamURL, parse_stream_url, subject_matches
+from patchsync.remote.base import Appended, LogHead, LogLag, RemoteLog
+from patchsync.remote.rules import lag
 
 if TYPE_CHECKING:
     from nats.aio.client import Client
@@ -44,10 +47,6 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-MSG_ID = "Nats-Msg-Id"
-EXPECTED_LAST_ID = "Nats-Expected-Last-Msg-Id"
-EXPECTED_LAST_SEQ = "Nats-Expected-Last-Sequence"
-EXPECTED_STREAM = "Nats-Expected-Stream"
 
 # JetStream error codes (server's errors.json) the facade acts on.
 _WRONG_LAST_ID = 10070
@@ -57,22 +56,11 @@ _NO_MESSAGE = 10037
 _RECONNECT_WAIT = 0.5
 
 
-@dataclass(frozen=True, slots=True)
-class PublishResult:
-    """The server's answer to one published patch."""
-
-    seq: int
-    #: The stream already held this patch (nothing was stored).
-    duplicate: bool
-
-
-@dataclass(frozen=True, slots=True)
-class StreamHead:
-    """The stream's last message: its sequence (0 if empty), patch id and time."""
-
-    seq: int
-    patch_id: str | None
-    published: float | None
+#: The answer to one published patch, the head, the lag: every remote log's types
+#: (:mod:`patchsync.remote.base`), by the names the stream API has always used.
+PublishResult = Appended
+StreamHead = LogHead
+StreamLag = LogLag
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,25 +75,21 @@ class StreamState:
     created: bool
 
 
-@dataclass(frozen=True, slots=True)
-class StreamLag:
-    """How far a reader is behind: messages not yet applied, and the age of the oldest."""
-
-    messages: int
-    seconds: float
-
-
-class NatsLog:
+class NatsLog(RemoteLog):
     """A connection to one stream (``nats://HOST:PORT/STREAM``), used synchronously.
 
     Connects on construction; every call waits at most about ``request_timeout`` seconds.
-    Client failures are translated (:mod:`patchsync.streams.errors`): a lost server is
+    Client failures are translated (:mod:`patchsync.nats.errors`): a lost server is
     :class:`StreamUnavailable`, never a ``nats`` exception. ``reconnect_attempts`` bounds the
     client's own reconnecting; after that, calls fail and the caller reopens (the tail
     daemon does so with its backoff). Use as a context manager or call :meth:`close`.
     One thread at a time: the reader's position is the facade's state. ``read_ahead``:
-    see :meth:`fetch`.
+    see :meth:`fetch`. A :class:`~patchsync.remote.base.RemoteLog` whose positions are
+    stream sequences.
     """
+
+    position_word = "seq"
+    url: StreamURL
 
     def __init__(
         self,
@@ -251,7 +235,7 @@ class NatsLog:
         import nats.js.errors as je
         from nats.js.api import StorageType, StreamConfig
 
-        from patchsync.streams.errors import StreamNotFound, StreamRefused
+        from patchsync.nats.errors import StreamNotFound, StreamRefused
 
         created = False
         try:
@@ -300,11 +284,11 @@ class NatsLog:
 
         return self._call(delete)
 
-    def head(self) -> StreamHead:
+    def head(self) -> LogHead:
         """The stream's last message (sequence 0 and no id when it is empty)."""
         return self._call(self._head)
 
-    async def _head(self) -> StreamHead:
+    async def _head(self) -> LogHead:
         import nats.js.errors as je
 
         try:
@@ -312,10 +296,10 @@ class NatsLog:
         except je.NotFoundError as exc:
             if exc.err_code != _NO_MESSAGE:
                 raise
-            return StreamHead(0, None, None)
+            return LogHead(0, None, None)
         headers = msg.headers or {}
         published = msg.time.timestamp() if msg.time is not None else None
-        return StreamHead(int(msg.seq or 0), headers.get(MSG_ID), published)
+        return LogHead(int(msg.seq or 0), headers.get(MSG_ID), published)
 
     def message(self, seq: int) -> StreamMessage | None:
         """The message at ``seq``, or ``None`` when the stream does not hold it (never, or removed)."""
@@ -372,7 +356,7 @@ class NatsLog:
 
     # -- writing ------------------------------------------------------------------------
 
-    def publish_patch(self, payload: bytes, patch_id: str, prev: str | None) -> PublishResult:
+    def publish_patch(self, payload: bytes, patch_id: str, prev: str | None) -> Appended:
         """Append one patch if it follows the stream's head; see the module docstring.
 
         Returns the stored sequence, or the existing one with ``duplicate=True`` when the
@@ -381,7 +365,7 @@ class NatsLog:
         """
         return self._call(lambda: self._publish(payload, patch_id, prev))
 
-    async def _publish(self, payload: bytes, patch_id: str, prev: str | None) -> PublishResult:
+    async def _publish(self, payload: bytes, patch_id: str, prev: str | None) -> Appended:
         import nats.js.errors as je
 
         expect = {EXPECTED_LAST_SEQ: "0"} if prev is None else {EXPECTED_LAST_ID: prev}
@@ -392,7 +376,7 @@ class NatsLog:
                 raise
         head = await self._head()
         if head.patch_id == patch_id:
-            return PublishResult(head.seq, duplicate=True)
+            return Appended(head.seq, duplicate=True)
         if prev is not None and head.patch_id == prev:
             # The server forgot its last message id (restart, or older than the
             # duplicate window): the same condition, stated by sequence.
@@ -404,14 +388,14 @@ class NatsLog:
             head = await self._head()
         raise self._fork(patch_id, prev, head)
 
-    async def _send(self, payload: bytes, patch_id: str, expect: dict[str, str]) -> PublishResult:
+    async def _send(self, payload: bytes, patch_id: str, expect: dict[str, str]) -> Appended:
         headers = {MSG_ID: patch_id, **expect}
         ack = await self.js.publish(
             self.subject, payload, timeout=self.request_timeout, stream=self.name, headers=headers
         )
-        return PublishResult(int(ack.seq), bool(ack.duplicate))
+        return Appended(int(ack.seq), bool(ack.duplicate))
 
-    def _fork(self, patch_id: str, prev: str | None, head: StreamHead) -> ChainError:
+    def _fork(self, patch_id: str, prev: str | None, head: LogHead) -> ChainError:
         if head.seq == 0:
             where = "the stream is empty"
         else:
@@ -428,7 +412,7 @@ class NatsLog:
 
         Waits up to ``timeout`` seconds for the first; an empty list means nothing beyond
         ``from_seq - 1`` exists yet. Consecutive calls continuing where the last ended
-        reuse one consumer (:class:`~patchsync.streams.pull.PullReader`). Raises
+        reuse one consumer (:class:`~patchsync.nats.pull.PullReader`). Raises
         :class:`StreamGap` when ``from_seq`` was removed by the stream's retention (the
         reader must start from a snapshot).
 
@@ -515,27 +499,31 @@ class NatsLog:
         if reader is not None:
             await reader.stop()
 
-    def lag(self, applied_seq: int) -> StreamLag:
-        """How far a reader that applied everything up to ``applied_seq`` is behind.
+    def lag(self, applied_seq: int) -> LogLag:
+        """How far a reader that applied everything up to ``applied_seq`` is behind
+        (:func:`patchsync.remote.rules.lag`)."""
+        return lag(self, applied_seq)
 
-        Messages: the stream's last sequence minus ``applied_seq``. Seconds: the age of
-        the first message not yet applied (0 when caught up).
-        """
-        return self._call(lambda: self._lag(applied_seq))
+    # -- the remote log interface ----------------------------------------------------------
 
-    async def _lag(self, applied_seq: int) -> StreamLag:
-        import nats.js.errors as je
+    @property
+    def reads_ahead(self) -> bool:
+        return self._read_ahead
 
-        last = int((await self.js.stream_info(self.name)).state.last_seq)
-        behind = max(0, last - applied_seq)
-        if not behind:
-            return StreamLag(0, 0.0)
-        try:
-            msg = await self.js.get_msg(self.name, seq=applied_seq + 1)
-        except je.NotFoundError:
-            return StreamLag(behind, 0.0)
-        age = time.time() - msg.time.timestamp() if msg.time is not None else 0.0
-        return StreamLag(behind, max(0.0, age))
+    def read(self, after: int, limit: int, wait: float) -> list[StreamMessage]:
+        return self.fetch(after + 1, limit, timeout=wait if wait > 0 else self.request_timeout)
+
+    def append(self, message: PatchMessage) -> Appended:
+        check_size(message, self.name, str(self.url), self.max_message_bytes)
+        return self.publish_patch(message.payload, message.patch_id, message.prev)
+
+    def patch_id_at(self, position: int) -> str | None:
+        message = self.message(position) if position >= 1 else None
+        return None if message is None else message.headers.get(MSG_ID, "")
+
+    def published_at(self, position: int) -> float | None:
+        message = self.message(position) if position >= 1 else None
+        return None if message is None else message.published
 
     # -- closing ------------------------------------------------------------------------
 
@@ -556,8 +544,17 @@ class NatsLog:
         finally:
             self._loop.close()
 
-    def __enter__(self) -> NatsLog:
-        return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+def connect(url: StreamURL | str, *, timeout: float | None = None, follow: bool = False) -> NatsLog:
+    """A connection to a stream (the source kind's ``connect`` role): for following it (the
+    daemon: a few reconnect attempts, reading ahead; beyond those the daemon's own backoff
+    reopens the connection), or for one question (``status``: one attempt). ``timeout``
+    bounds each request (2 s by default)."""
+    request = 2.0 if timeout is None else timeout
+    return NatsLog(
+        url,
+        connect_timeout=min(2.0 if follow else 1.0, request),
+        request_timeout=request,
+        reconnect_attempts=3 if follow else 1,
+        read_ahead=follow,
+    )

@@ -9,7 +9,7 @@ both say the same thing and retry the same ones:
   (:func:`untrusted`, :func:`tls_mismatch`, :func:`wrong_protocol`): one
   :class:`~patchsync.errors.UsageError` line naming the server and what to change;
 - anything else that stops a connection (refused, reset, timed out) is
-  :func:`unreachable`, a :class:`~patchsync.streams.errors.StreamUnavailable` that the
+  :func:`unreachable`, a :class:`~patchsync.nats.errors.StreamUnavailable` that the
   tail daemon retries;
 - a refusal for want of a credential gets :func:`credential_hint`.
 
@@ -23,7 +23,7 @@ import socket
 import ssl
 
 from patchsync.errors import UsageError
-from patchsync.streams.errors import StreamUnavailable
+from patchsync.remote.errors import StreamUnavailable
 
 #: The settings a client's credentials come from, as a user sets them: the command line's
 #: flag, or the environment variable it sets.

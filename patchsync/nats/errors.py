@@ -1,7 +1,7 @@
-"""Errors of the stream layer, and the one table that translates the NATS client's.
+"""The one table that translates the NATS client's exceptions into remote-log errors.
 
 Every exception nats-py raises is translated here, at the boundary, into the patchsync
-tree; callers never see a ``nats.*`` exception::
+tree (:mod:`patchsync.remote.errors`); callers never see a ``nats.*`` exception::
 
     PatchsyncError
     ├── UsageError
@@ -23,35 +23,14 @@ from __future__ import annotations
 
 from functools import cache
 
-from patchsync.errors import (
-    CheckpointError,
-    ErrorRule,
-    ErrorTable,
-    PatchsyncError,
-    TargetUnavailable,
-    UsageError,
-    permanent_failure,
+from patchsync.errors import ErrorRule, ErrorTable, PatchsyncError, permanent_failure
+from patchsync.remote.errors import (
+    MessageTooLarge,
+    StreamGap,
+    StreamNotFound,
+    StreamRefused,
+    StreamUnavailable,
 )
-
-
-class StreamUnavailable(TargetUnavailable):
-    """The stream's server is out of reach for now (connection lost, no leader, timeout)."""
-
-
-class StreamNotFound(UsageError):
-    """The named stream does not exist on the server."""
-
-
-class StreamRefused(UsageError):
-    """The server refused a request in a way retrying cannot fix."""
-
-
-class MessageTooLarge(UsageError):
-    """A patch is larger than the largest message the server (or the stream) accepts."""
-
-
-class StreamGap(CheckpointError):
-    """The messages following a replica's position were removed from the stream."""
 
 
 def _unavailable(kind: type[BaseException], what: str) -> ErrorRule:
@@ -120,3 +99,6 @@ def _table() -> ErrorTable:
 def translate(exc: BaseException, where: str) -> PatchsyncError | None:
     """The patchsync error for a client exception (``None`` if it is not the client's)."""
     return _table().find(exc, where)
+
+
+__all__ = ["MessageTooLarge", "StreamGap", "StreamNotFound", "StreamRefused", "StreamUnavailable", "translate"]

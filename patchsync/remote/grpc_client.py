@@ -3,7 +3,7 @@
 The topic's patches arrive one message each (``patchsync.v1.PatchService``), every message
 a self-contained one-patch Jelly-Patch stream with its version, so a reader checkpoints the
 version exactly as a NATS reader checkpoints a stream sequence. Publishing resumes as
-:func:`patchsync.streams.publish.publish_logs` does: the server's head says how far a
+:func:`patchsync.nats.publish.publish_logs` does: the server's head says how far a
 previous run got, and the server acknowledges a patch it holds already without appending
 it again.
 
@@ -16,22 +16,22 @@ uses TLS). The command line's ``--token-file`` and ``--tls-ca`` set the latter t
 from __future__ import annotations
 
 import os
-import queue
 import re
-import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from patchsync.errors import ChainError, PatchsyncError, UsageError
+from patchsync.errors import PatchsyncError, UsageError
+from patchsync.logs.payloads import MSG_ID, PatchMessage, StreamMessage
 from patchsync.options import Limits, PatchOptions
-from patchsync.streams import remote_errors as remote
-from patchsync.streams.publish import PublishReport, StreamSettings, patches_after_head
-from patchsync.streams.refusals import RETRYABLE_KEY, refusal
-from patchsync.streams.writer import PatchWriter
+from patchsync.remote import refusals as remote
+from patchsync.remote.base import Appended, LogHead, RemoteLog
+from patchsync.remote.publish import PublishReport, StreamSettings, publish_patches
+from patchsync.remote.statuses import RETRYABLE_KEY, refusal
+from patchsync.remote.writer import PatchWriter
 from patchsync.terms import TermAdapter
 
 #: The environment variables credentials come from.
@@ -125,8 +125,11 @@ def _grpc() -> Any:
     return grpc
 
 
-class GrpcLog:
-    """A connection to one topic of a ``patchsync serve`` process (synchronous)."""
+class GrpcLog(RemoteLog):
+    """A connection to one topic of a ``patchsync serve`` process (synchronous): a
+    :class:`~patchsync.remote.base.RemoteLog` whose positions are the topic's versions."""
+
+    url: GrpcURL
 
     def __init__(self, url: GrpcURL | str, *, timeout: float = 10.0) -> None:
         grpc = _grpc()
@@ -198,10 +201,11 @@ class GrpcLog:
         except Exception as exc:
             raise self.error(exc) from None
 
-    def subscribe_call(self, after_version: int, *, follow: bool, batch: int = 1) -> Any:
+    def subscribe_call(self, after_version: int, *, follow: bool, batch: int = 1, timeout: float | None = None) -> Any:
         """The ``SubscribePatch`` call (iterate it; ``cancel()`` ends it from any thread).
 
-        With ``batch`` above 1 each response holds up to that many patches in ``batch``.
+        With ``batch`` above 1 each response holds up to that many patches in ``batch``;
+        ``timeout`` is the call's deadline (none: it lasts until cancelled or at the head).
         """
         from patchsync._proto import patch_service_pb2
 
@@ -211,28 +215,72 @@ class GrpcLog:
             stop_at_head=not follow,
             max_batch=batch,
         )
-        return self.patches.SubscribePatch(request, metadata=self.metadata)
+        return self.patches.SubscribePatch(request, metadata=self.metadata, timeout=timeout)
 
-    def subscribe(self, after_version: int, *, follow: bool) -> Iterator[Any]:
-        """The topic's ``PatchMessage``s after ``after_version``; without ``follow`` up to the head."""
-        call = self.subscribe_call(after_version, follow=follow, batch=BATCH)
+    def head(self) -> LogHead:
+        info = self.describe()
+        return LogHead(int(info.version), info.head or None)
+
+    def writable(self) -> None:
+        kind = self.describe().kind
+        if kind != "log":
+            raise UsageError(f"{self.url}: a {kind} topic is read-only; write to a log topic")
+
+    def read(self, after: int, limit: int, wait: float) -> list[StreamMessage]:
+        # One response of a subscription: up to the head, or (waiting) the first patches to
+        # come within its deadline.
+        call = self.subscribe_call(after, follow=wait > 0, batch=limit, timeout=wait if wait > 0 else self.timeout)
+        try:
+            response = next(iter(call), None)
+        except Exception as exc:
+            grpc = _grpc()
+            if wait > 0 and isinstance(exc, grpc.Call) and exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+                return []  # nothing came within the wait
+            raise self.error(exc) from None
+        finally:
+            call.cancel()
+        return [] if response is None else [_message(m) for m in response.batch]
+
+    def pages(self, after: int, wait: float) -> Generator[list[StreamMessage]]:
+        """The topic's patches after ``after``, one server response a page; following the
+        topic when ``wait`` is above 0 (one ``SubscribePatch`` call, kept open), up to its
+        head otherwise."""
+        call = self.subscribe_call(after, follow=wait > 0, batch=BATCH)
         try:
             for response in call:
-                yield from response.batch
+                yield [_message(m) for m in response.batch]
         except Exception as exc:
             raise self.error(exc) from None
         finally:
             call.cancel()
 
-    def publish(self, payloads: Iterable[tuple[str, bytes]]) -> Any:
-        """Send ``(patch id, payload)`` pairs in one ``PublishPatch`` stream; the response."""
+    def append(self, message: PatchMessage) -> Appended:
+        response = self._publish([message])
+        return Appended(int(response.version), duplicate=int(response.duplicates) > 0)
+
+    def append_all(
+        self,
+        messages: Iterable[PatchMessage],
+        on_appended: Callable[[PatchMessage, Appended], None] | None = None,
+    ) -> tuple[int, int]:
+        """Send the patches in one ``PublishPatch`` stream, answered once at its end
+        (``on_appended`` is not called)."""
+        del on_appended
+        pending = iter(messages)
+        first = next(pending, None)
+        if first is None:  # an empty stream would still be one call
+            return 0, 0
+        response = self._publish(chain([first], pending))
+        return int(response.appended), int(response.duplicates)
+
+    def _publish(self, messages: Iterable[PatchMessage]) -> Any:
         from patchsync._proto import patch_service_pb2
 
         topic = self.url.topic
 
         def requests() -> Iterator[Any]:
-            for _patch_id, payload in payloads:
-                yield patch_service_pb2.PublishPatchRequest(topic=topic, patch=payload)
+            for message in messages:
+                yield patch_service_pb2.PublishPatchRequest(topic=topic, patch=message.payload)
 
         try:
             return self.patches.PublishPatch(requests(), metadata=self.metadata)
@@ -265,7 +313,7 @@ class GrpcLog:
             call.cancel()
         return str(first.patch_id) if first is not None and first.version == version else None
 
-    def version_of(self, patch_id: str) -> int | None:
+    def position_of(self, patch_id: str) -> int | None:
         """The version of patch ``patch_id`` in the topic's log, or ``None`` if it holds no such patch."""
         from patchsync._proto import patch_service_pb2
 
@@ -290,11 +338,16 @@ class GrpcLog:
     def close(self) -> None:
         self.channel.close()
 
-    def __enter__(self) -> GrpcLog:
-        return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+def _message(patch: Any) -> StreamMessage:
+    """A ``PatchMessage`` of the service as a remote log's message."""
+    return StreamMessage(int(patch.version), 0.0, {MSG_ID: patch.patch_id}, patch.patch)
+
+
+def connect(url: GrpcURL | str, *, timeout: float | None = None, follow: bool = False) -> GrpcLog:
+    """A connection to a topic (the source kind's ``connect`` role; ``timeout``: 10 s by default)."""
+    del follow
+    return GrpcLog(url, timeout=10.0 if timeout is None else timeout)
 
 
 def fetch_snapshot(url: GrpcURL | str, path: str | os.PathLike[str]) -> None:
@@ -319,76 +372,12 @@ def fetch_snapshot(url: GrpcURL | str, path: str | os.PathLike[str]) -> None:
             partial.unlink(missing_ok=True)
 
 
-class Subscription:
-    """A subscription read by a background thread into a bounded queue, so a reader can
-    wait for the next message with a timeout (the tail daemon's loop must stay responsive)."""
-
-    _END = object()
-
-    def __init__(self, log: GrpcLog, after_version: int, *, follow: bool, buffer: int = 8) -> None:
-        # Each item is one response: a list of patches, so the buffer holds batches.
-        self._queue: queue.Queue[Any] = queue.Queue(buffer)
-        self._call = log.subscribe_call(after_version, follow=follow, batch=BATCH)
-        self._log = log
-        self.error: BaseException | None = None
-        self.ended = False
-        self._thread = threading.Thread(target=self._run, name=f"subscribe {log.url}", daemon=True)
-        self._closed = False
-        self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            for response in self._call:
-                patches = list(response.batch)
-                while not self._closed:
-                    try:
-                        self._queue.put(patches, timeout=0.2)
-                        break
-                    except queue.Full:
-                        continue
-                if self._closed:
-                    return
-        except Exception as exc:  # handed to the reader
-            if self._closed:
-                return
-            self.error = self._log.error(exc)
-        self._queue.put(self._END)
-
-    def take(self, limit: int, wait: float) -> list[Any]:
-        """The messages of the next responses (at least ``limit`` if that many are ready),
-        waiting up to ``wait`` seconds for the first."""
-        out: list[Any] = []
-        if self.ended:
-            return out  # nothing follows the end: no wait
-        try:
-            item = self._queue.get(timeout=wait) if wait > 0 else self._queue.get_nowait()
-        except queue.Empty:
-            return out
-        while True:
-            if item is self._END:
-                self.ended = True
-                if self.error is not None and not out:
-                    raise self.error
-                return out
-            out.extend(item)
-            if len(out) >= limit:
-                return out
-            try:
-                item = self._queue.get_nowait()
-            except queue.Empty:
-                return out
-
-    def close(self) -> None:
-        self._closed = True
-        self._call.cancel()
-
-
 class GrpcWriter(PatchWriter):
     """Where a recorder commits its patches when they go straight to a served topic.
 
-    A :class:`~patchsync.streams.writer.PatchWriter` (``Recorder(graph,
+    A :class:`~patchsync.remote.writer.PatchWriter` (``Recorder(graph,
     "grpc://HOST:PORT/TOPIC")``, the source registry's ``writer`` role, as
-    :class:`patchsync.streams.StreamWriter` is for a NATS stream). Each patch is one
+    :class:`patchsync.nats.StreamWriter` is for a NATS stream). Each patch is one
     ``PublishPatch`` call, appended by the server only if it follows the topic's head; a
     refused or failed commit raises (:class:`ChainError`, :class:`StreamUnavailable`,
     :class:`UsageError`) and the patch is not in the topic.
@@ -399,27 +388,7 @@ class GrpcWriter(PatchWriter):
     def __init__(
         self, url: GrpcURL | str, options: PatchOptions | None = None, adapter: TermAdapter[Any] | None = None
     ) -> None:
-        super().__init__(options, adapter)
-        self.log = GrpcLog(url)
-        try:
-            info = self.log.describe()
-            if info.kind != "log":
-                raise UsageError(f"{self.log.url}: a {info.kind} topic is read-only; record to a log topic")
-        except BaseException:
-            self.log.close()
-            raise
-        self.head = info.head or None
-
-    def _send(self, patch_id: str, payload: bytes) -> None:
-        response = self.log.publish([(patch_id, payload)])
-        if response.head != patch_id:
-            # Acknowledged as a duplicate of a patch that is not the head: not ours to follow.
-            raise ChainError(f"{self.log.url}: patch {patch_id} is in the topic already, not at its head")
-        self.last_seq = int(response.version)
-
-    def close(self) -> None:
-        """Disconnect (every patch was appended whole by its commit)."""
-        self.log.close()
+        super().__init__(GrpcLog(url), options, adapter)
 
 
 def publish_logs(
@@ -429,29 +398,14 @@ def publish_logs(
     settings: StreamSettings | None = None,
     limits: Limits | None = None,
 ) -> PublishReport:
-    """Publish every complete patch of the logs to the topic, continuing its head.
+    """Publish every complete patch of the logs to the topic, continuing its head
+    (:func:`patchsync.remote.publish.publish_patches`).
 
     ``settings`` (how a NATS stream is created) do not apply to a served topic.
     """
     del settings
-    logs = [os.fspath(p) for p in paths]
     with GrpcLog(url) as log:
-        info = log.describe()
-        if info.kind != "log":
-            raise UsageError(f"{log.url}: a {info.kind} topic is read-only; publish to a log topic")
-        head = info.head or None
-        pending, skipped = patches_after_head(logs, head, limits)
-        first = next(pending, None)
-        if first is None:
-            return PublishReport(0, skipped, int(info.version), head)
-        messages = (p.message() for p in chain([first], pending))
-        response = log.publish((m.patch_id, m.payload) for m in messages)
-        # The topic's head, not the last patch sent: when every patch was in the topic
-        # already, the topic may have grown past the end of these logs.
-        after = log.describe()
-    return PublishReport(
-        int(response.appended), skipped + int(response.duplicates), int(after.version), after.head or None
-    )
+        return publish_patches(log, paths, limits=limits)
 
 
 __all__ = [
@@ -459,7 +413,7 @@ __all__ = [
     "GrpcLog",
     "GrpcURL",
     "GrpcWriter",
-    "Subscription",
+    "connect",
     "client_token",
     "fetch_snapshot",
     "parse_grpc_url",

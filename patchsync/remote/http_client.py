@@ -3,11 +3,11 @@
 Reading uses the door's change feed in its binary form (each patch a one-patch Jelly-Patch
 stream, versions in order), so a reader checkpoints the version exactly as a NATS reader
 checkpoints a stream sequence; publishing posts one patch per request, continuing the
-head, as :func:`patchsync.streams.publish.publish_logs` does for a stream: a patch the log
+head, as :func:`patchsync.nats.publish.publish_logs` does for a stream: a patch the log
 holds already is acknowledged, not appended again, so a rerun after ``kill -9`` publishes
 nothing twice.
 
-Credentials are the gRPC client's (:mod:`patchsync.streams.grpc_client`):
+Credentials are the gRPC client's (:mod:`patchsync.remote.grpc_client`):
 ``PATCHSYNC_TOKEN`` or ``PATCHSYNC_TOKEN_FILE``, sent as ``Authorization: Bearer``, and
 ``PATCHSYNC_TLS_CA`` for an ``https://`` server whose certificate the system does not trust.
 One keep-alive connection per client (``http.client``), so a long catch-up costs no
@@ -27,19 +27,23 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 from patchsync.errors import ChainError, PatchsyncError, UsageError
+from patchsync.logs.payloads import PatchMessage, StreamMessage
 from patchsync.options import Limits, PatchOptions
-from patchsync.streams import remote_errors as remote
-from patchsync.streams.errors import StreamUnavailable
-from patchsync.streams.grpc_client import client_ca, client_token
-from patchsync.streams.publish import PublishReport, StreamSettings, patches_after_head
-from patchsync.streams.refusals import refusal
-from patchsync.streams.writer import PatchWriter
+from patchsync.remote import refusals as remote
+from patchsync.remote.base import Appended, LogHead, RemoteLog
+from patchsync.remote.errors import StreamUnavailable
+from patchsync.remote.grpc_client import client_ca, client_token
+from patchsync.remote.publish import PublishReport, StreamSettings, publish_patches
+from patchsync.remote.statuses import refusal
+from patchsync.remote.writer import PatchWriter
 from patchsync.terms import TermAdapter
 
 #: The door's binary change feed and Jelly-Patch media types.
 FEED_BINARY = "application/x-patchsync-changes"
 JELLY_PATCH = "application/x-jelly-rdf-patch"
 JELLY_RDF = "application/x-jelly-rdf"
+#: Longest long poll of the change feed (the door's limit is higher).
+MAX_WAIT = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,8 +99,14 @@ class Feed:
     head: int
 
 
-class HttpLog:
-    """A connection to one log of a ``patchsync serve`` HTTP door (synchronous)."""
+class HttpLog(RemoteLog):
+    """A connection to one log of a ``patchsync serve`` HTTP door (synchronous): a
+    :class:`~patchsync.remote.base.RemoteLog` whose positions are the log's versions."""
+
+    url: HttpURL
+
+    #: Patches asked for per change feed request.
+    page_size = 1000
 
     def __init__(self, url: HttpURL | str, *, timeout: float = 10.0) -> None:
         self.url = url if isinstance(url, HttpURL) else parse_http_url(url)
@@ -197,13 +207,16 @@ class HttpLog:
             raise self._refusal(status, data)
         return Feed(int(headers["patchsync-first-version"]), split_records(data), int(headers["patchsync-head"]))
 
-    def head(self) -> tuple[int, str | None]:
-        """The log's head: its version and patch id."""
+    def head(self) -> LogHead:
         status, _, data = self.request("GET", f"{self._path}/changes?after=0&limit=1")
         if status != 200:
             raise self._refusal(status, data)
         body = json.loads(data)
-        return int(body["head"]), body.get("head_id") or None
+        return LogHead(int(body["head"]), body.get("head_id") or None)
+
+    def read(self, after: int, limit: int, wait: float) -> list[StreamMessage]:
+        feed = self.feed(after, limit, min(max(wait, 0.0), MAX_WAIT))
+        return [StreamMessage(feed.first + i, 0.0, {}, payload) for i, payload in enumerate(feed.payloads)]
 
     def patch_id_at(self, version: int) -> str | None:
         """The id of the patch at ``version`` (``None`` if there is none)."""
@@ -213,7 +226,7 @@ class HttpLog:
         changes = json.loads(data)["changes"]
         return str(changes[0]["id"]) if changes else None
 
-    def version_of(self, patch_id: str) -> int | None:
+    def position_of(self, patch_id: str) -> int | None:
         """The version the log holds patch ``patch_id`` at (``None`` if it holds none)."""
         status, headers, data = self.request("GET", f"{self._path}?patch={quote(patch_id, safe='')}")
         if status == 404:
@@ -222,12 +235,12 @@ class HttpLog:
             raise self._refusal(status, data)
         return int(headers["patchsync-version"])
 
-    def append(self, payload: bytes) -> tuple[int, bool]:
+    def append(self, message: PatchMessage) -> Appended:
         """Post one patch (a one-patch Jelly-Patch stream): its version, and whether the log
         held it already. A patch not following the head is a :class:`ChainError`."""
-        status, headers, data = self.request("POST", self._path, payload, {"Content-Type": JELLY_PATCH})
+        status, headers, data = self.request("POST", self._path, message.payload, {"Content-Type": JELLY_PATCH})
         if status == 200:
-            return int(json.loads(data)["version"]), headers.get("patchsync-duplicate") == "true"
+            return Appended(int(json.loads(data)["version"]), headers.get("patchsync-duplicate") == "true")
         if status == 400 and headers.get("content-type", "").startswith("application/json"):
             info = json.loads(data).get("log_info", {})
             raise ChainError(
@@ -241,11 +254,11 @@ class HttpLog:
             self._conn.close()
             self._conn = None
 
-    def __enter__(self) -> HttpLog:
-        return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+def connect(url: HttpURL | str, *, timeout: float | None = None, follow: bool = False) -> HttpLog:
+    """A connection to a served log (the source kind's ``connect`` role; ``timeout``: 10 s by default)."""
+    del follow
+    return HttpLog(url, timeout=10.0 if timeout is None else timeout)
 
 
 def split_records(data: bytes) -> list[bytes]:
@@ -277,35 +290,22 @@ def publish_logs(
     settings: StreamSettings | None = None,
     limits: Limits | None = None,
 ) -> PublishReport:
-    """Publish every complete patch of the logs to the served log, continuing its head.
+    """Publish every complete patch of the logs to the served log, continuing its head
+    (:func:`patchsync.remote.publish.publish_patches`).
 
     ``settings`` (how a NATS stream is created) do not apply to a served log.
     """
     del settings
-    logs = [os.fspath(p) for p in paths]
     with HttpLog(url) as log:
-        version, head = log.head()
-        pending, skipped = patches_after_head(logs, head, limits)
-        published = 0
-        for patch in pending:
-            message = patch.message()
-            _, duplicate = log.append(message.payload)
-            if duplicate:
-                skipped += 1
-            else:
-                published += 1
-        # The log's head, not the last patch sent: when every patch was in the log already,
-        # the log may have grown past the end of these logs.
-        version, head = log.head()
-    return PublishReport(published, skipped, version, head)
+        return publish_patches(log, paths, limits=limits)
 
 
 class HttpWriter(PatchWriter):
     """Where a recorder commits its patches when they go to a served log over HTTP.
 
-    A :class:`~patchsync.streams.writer.PatchWriter` (``Recorder(graph,
+    A :class:`~patchsync.remote.writer.PatchWriter` (``Recorder(graph,
     "http://HOST:PORT/NAME")``, ``patchsync ingest … -o http://HOST:PORT/NAME``), as
-    :class:`~patchsync.streams.publish.StreamWriter` is for a NATS stream. Each patch is
+    :class:`~patchsync.nats.publish.StreamWriter` is for a NATS stream. Each patch is
     one ``POST``, appended only if it follows the log's head; a failed commit raises
     (:class:`ChainError`, :class:`StreamUnavailable`, a refusal as :class:`UsageError`)
     and the patch is not in the log.
@@ -316,22 +316,7 @@ class HttpWriter(PatchWriter):
     def __init__(
         self, url: HttpURL | str, options: PatchOptions | None = None, adapter: TermAdapter[Any] | None = None
     ) -> None:
-        super().__init__(options, adapter)
-        self.log = HttpLog(url)
-        try:
-            #: The log's version: of its head on opening, then of the last patch committed.
-            self.version, self.head = self.log.head()
-        except BaseException:
-            self.log.close()
-            raise
-
-    def _send(self, patch_id: str, payload: bytes) -> None:
-        self.version, _ = self.log.append(payload)
-        self.last_seq = self.version
-
-    def close(self) -> None:
-        """Disconnect (every patch was appended whole by its own request)."""
-        self.log.close()
+        super().__init__(HttpLog(url), options, adapter)
 
 
 def fetch_snapshot(address: str, path: str | os.PathLike[str]) -> None:
@@ -348,23 +333,13 @@ def fetch_snapshot(address: str, path: str | os.PathLike[str]) -> None:
     partial.replace(target)
 
 
-def http_lag(source: str, checkpoint: Any) -> dict[str, Any]:
-    """How many patches a replica at ``checkpoint`` is behind the served log, for ``patchsync status``."""
-    try:
-        with HttpLog(source, timeout=2.0) as log:
-            version, _ = log.head()
-    except PatchsyncError as exc:
-        return {"lag_error": str(exc)}
-    return {"lag_messages": max(0, version - checkpoint.offset), "lag_seconds": 0.0}
-
-
 __all__ = [
     "Feed",
     "HttpLog",
     "HttpURL",
     "HttpWriter",
     "fetch_snapshot",
-    "http_lag",
+    "connect",
     "parse_http_url",
     "publish_logs",
     "split_records",
