@@ -2,8 +2,8 @@
 
 Modules: :mod:`.tailer` (the main loop, :class:`Tailer`, :func:`tail`), :mod:`.follower`
 (what the daemon holds for each source it follows), :mod:`.file_follower` (one log file's read
-loop), :mod:`.network_source` (one remote log's: a NATS stream, a gRPC topic or a log served
-over HTTP, through :class:`patchsync.remote.base.RemoteLog`), :mod:`.options` (:class:`TailOptions`), :mod:`.retry` (backoff and
+loop), :mod:`.network_follower` (one remote log's: a NATS stream, a gRPC topic or a log served
+over HTTP, through :class:`patchsync.remote.interface.RemoteLog`), :mod:`.options` (:class:`TailOptions`), :mod:`.retry` (backoff and
 :func:`is_transient`), :mod:`.state` (lock files, ``status.json``), :mod:`.observer`
 (wake-ups); decoder snapshots are :mod:`patchsync.logs.resume_point`.
 

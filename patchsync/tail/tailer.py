@@ -22,7 +22,7 @@ from patchsync.remote.errors import StreamUnavailable
 from patchsync.sources import directory_logs
 from patchsync.tail.file_follower import FileFollower
 from patchsync.tail.follower import SourceReport
-from patchsync.tail.network_source import NetworkSource
+from patchsync.tail.network_follower import NetworkFollower
 from patchsync.tail.observer import DirectoryWatch, Waker
 from patchsync.tail.options import (
     HOLD_EVENTS,
@@ -54,7 +54,7 @@ class Tailer:
     """Tails ``.jellyp`` logs (files or directories of them) and streams into ``target`` (see :mod:`patchsync.tail`).
 
     ``paths`` are log files, directories or remote log addresses (``nats://HOST:PORT/STREAM``,
-    ``grpc://``, ``http(s)://``: :mod:`patchsync.tail.network_source`); ``options`` say how (:class:`TailOptions`).
+    ``grpc://``, ``http(s)://``: :mod:`patchsync.tail.network_follower`); ``options`` say how (:class:`TailOptions`).
     With ``options.reopen``, a target, or a source's server, that becomes unavailable
     (:func:`is_transient`) is waited out: the target is discarded and reopened after a
     backoff, and every source reconnects and resumes from the reopened target's
@@ -79,8 +79,8 @@ class Tailer:
         self.stopping = False
         #: A one-shot run (:meth:`run_once`): a source out of reach is not waited for.
         self.once = False
-        self.followers: dict[Path | str, FileFollower | NetworkSource] = {}
-        self._order: list[FileFollower | NetworkSource] = []
+        self.followers: dict[Path | str, FileFollower | NetworkFollower] = {}
+        self._order: list[FileFollower | NetworkFollower] = []
         #: Seconds a stream source's fetch may wait for new messages (0 with ``run_once``).
         self.stream_wait = 0.0
         self._waker = Waker()
@@ -145,7 +145,7 @@ class Tailer:
                 self.log_once("waiting", {"source": str(p), "reason": "no such directory yet; tailed once it appears"})
         for url in self.streams:
             if url not in self.followers:
-                stream = self.followers[url] = NetworkSource(self, url)
+                stream = self.followers[url] = NetworkFollower(self, url)
                 self._order.append(stream)
 
     def _follow_file(self, path: Path) -> FileFollower:

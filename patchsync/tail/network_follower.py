@@ -2,8 +2,8 @@
 
 Every kind of remote log hands the daemon one whole patch per message at a position (stream
 sequence or version) that the applier checkpoints in the target's transaction (``offset`` =
-position), through one interface (:class:`~patchsync.remote.base.RemoteLog`, opened by the
-kind's ``connect`` role). :class:`NetworkSource` is the one follower of them all: it resumes
+position), through one interface (:class:`~patchsync.remote.interface.RemoteLog`, opened by the
+kind's ``connect`` role). :class:`NetworkFollower` is the one follower of them all: it resumes
 (:func:`patchsync.remote.rules.resume_position`), reads pages (ahead of the applier on a thread
 of their own, :mod:`patchsync.remote.read_ahead`, unless the log reads ahead itself), decodes
 each message whole before any of it reaches the applier (a malformed message stops the replica
@@ -34,7 +34,7 @@ from patchsync.apply.target import PAST, Checkpoint
 from patchsync.errors import DecodeError, PatchsyncError
 from patchsync.events import Event
 from patchsync.logs.payloads import MessageDecoder, StreamMessage
-from patchsync.remote.base import RemoteLog
+from patchsync.remote.interface import RemoteLog
 from patchsync.remote.read_ahead import Pages, open_pages
 from patchsync.remote.rules import lag, resume_position
 from patchsync.sources import resolve_source
@@ -97,7 +97,7 @@ class StreamHost(FollowerHost, Protocol):
         """Seconds a fetch may wait for new messages (0: caught up means done, ``--once``)."""
 
 
-class NetworkSource(Follower):
+class NetworkFollower(Follower):
     """One remote log being followed: connection, pages, next position to apply, applier, lag."""
 
     def __init__(self, host: StreamHost, url: str) -> None:
@@ -289,7 +289,7 @@ __all__ = [
     "FEED_EVENTS",
     "LAG_SECONDS",
     "PAUSE_SECONDS",
-    "NetworkSource",
+    "NetworkFollower",
     "StreamHost",
     "checkpoint_after",
     "checkpoint_at",
