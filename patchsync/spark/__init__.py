@@ -8,6 +8,7 @@ Importing this package imports pyspark, so ``patchsync`` itself never imports it
   ``jelly`` (quads of Jelly-RDF snapshots), ``patchsync-nquads`` and ``patchsync-rdf`` (quads
   of RDF files of every format ``patchsync convert`` reads) to a SparkSession;
 * :func:`replay` gives the state after a sequence of logs as a DataFrame of quads;
+* ``spark.readStream.format("jelly-patch")`` follows growing logs (:mod:`._stream`);
 * :func:`compact` gives one net patch equivalent to the logs; :func:`write_compact` writes
   it as a ``.jellyp`` file;
 * :func:`codec_errors` turns a job failed by a bad file back into the codec's
@@ -39,13 +40,12 @@ from patchsync.spark._sources import (  # noqa: E402
     CHANGE_SCHEMA,
     QUAD_SCHEMA,
     JellyDataSource,
-    JellyPatchDataSource,
     NQuadsDataSource,
     RdfDataSource,
     decode_change_batches,
     decode_jelly_batches,
-    register,
 )
+from patchsync.spark._stream import JellyPatchDataSource, register  # noqa: E402
 
 #: Alias of :func:`build_session`: a SparkSession with the data sources registered.
 session = build_session
