@@ -94,8 +94,12 @@ def test_replaced_or_cut_log_is_refused_unless_full(spark: Any, tmp_path: Path) 
         ps.replay_into(spark, logs, state)
     with pytest.raises(UsageError, match=r"holds parquet; --format nq needs --full"):
         ps.replay_into(spark, logs, state, fmt="nq")
+    # What a run killed while writing leaves: a version without its positions file.
+    (state / "v000002").mkdir()
+    (state / "v000002" / "part-00000.parquet").write_bytes(b"cut short")
     full = ps.replay_into(spark, logs, state, full=True)
     assert state_of(spark, full) == reference([log])
+    assert full.path.name == "v000003" and not (state / "v000002").exists()
     other = typed_log(tmp_path / "b.jellyp", generate_log(rng, 3), StreamType.PUNCTUATED)
     with pytest.raises(UsageError, match=r"a.jellyp: replayed into .* but not among the logs given"):
         ps.replay_into(spark, [other], state)

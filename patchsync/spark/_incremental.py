@@ -14,7 +14,8 @@ previous quads (:func:`~._replay.fold_onto`). The new version is written beside 
 previous one, its positions file last; ``CURRENT`` then names it (``os.replace``), and only
 then are versions beyond ``keep`` removed, so a run killed at any point leaves the previous
 version current and whole. A version directory without its positions file is an unfinished
-run's and is never read.
+run's and is never read (the next run removes it). One run at a time may write a state
+directory.
 """
 
 from __future__ import annotations
@@ -133,8 +134,12 @@ def replay_into(
         write_quads(quads, out, fmt)
     _write_atomic(out / POSITIONS, json.dumps({"logs": end["logs"], "format": fmt, "base": bases}, indent=1))
     _write_atomic(root / CURRENT, out.name + "\n")
-    for _, old in _versions(root)[:-keep]:
-        shutil.rmtree(old, ignore_errors=True)
+    # Kept: the newest ``keep`` complete versions; a version without its positions file is
+    # what a run killed midway left, and goes.
+    complete = [p for _, p in _versions(root) if (p / POSITIONS).exists()]
+    for _, old in _versions(root):
+        if old not in complete[-keep:]:
+            shutil.rmtree(old, ignore_errors=True)
     return StateVersion(out, number, end["logs"], fmt, bases)
 
 
