@@ -60,7 +60,7 @@ def incremental_case(spark: Any, logs: list[Path], extra: Path, work: Path) -> d
     for log in logs:
         os.symlink(log.resolve(), live / log.name)
     t0 = time.monotonic()
-    ps.replay_into(spark, live, work / "warmup", full=True)  # JVM warm-up on another state
+    ps.replay_into(spark, extra, work / "warmup", full=True)  # JVM warm-up: the 1% segment alone
     warmup = time.monotonic() - t0
     t0 = time.monotonic()
     ps.replay_into(spark, live, state, full=True)
@@ -132,8 +132,11 @@ def lag_case(spark: Any, work: Path, seconds: float, rate: float, trigger: float
         # Until the last patch is in the sink (a query that fell behind is measured too).
         while last not in arrived and query.isActive:
             time.sleep(0.1)
+        failure = query.exception()
     finally:
         query.stop()
+    if failure is not None:
+        raise RuntimeError(f"the streaming query failed: {failure}")
     lags = [arrived[k] - t for k, t in written.items() if k in arrived]
     return {
         "patches": len(written),

@@ -103,3 +103,18 @@ def test_replaced_or_cut_log_is_refused_unless_full(spark: Any, tmp_path: Path) 
     other = typed_log(tmp_path / "b.jellyp", generate_log(rng, 3), StreamType.PUNCTUATED)
     with pytest.raises(UsageError, match=r"a.jellyp: replayed into .* but not among the logs given"):
         ps.replay_into(spark, [other], state)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("few", [True, False])
+def test_fold_onto_a_state_equals_the_group_by(spark: Any, tmp_path: Path, few: bool) -> None:
+    import patchsync.spark as ps
+    from patchsync.spark._replay import fold, fold_onto
+
+    rng = random.Random(52)
+    a = typed_log(tmp_path / "a.jellyp", generate_log(rng, 15), StreamType.PUNCTUATED)
+    b = typed_log(tmp_path / "b.jellyp", deletes_of(reference([a]), rng) + generate_log(rng, 10), StreamType.PUNCTUATED)
+    state = ps.replay(spark, [a])
+    rows = ps.change_rows(spark, [b])
+    expected = reference([a, b])
+    assert spark_state(fold_onto(state, rows, few=few)) == expected == spark_state(fold(rows, state))

@@ -40,6 +40,9 @@ from patchsync.spark._stream import Offset, advance, plan, ranges_option
 CURRENT = "CURRENT"
 POSITIONS = "_patchsync_positions.json"
 _VERSION = re.compile(r"v(\d{6})")
+#: New log bytes up to which the quads they touch are broadcast to the fold's join (their
+#: quads fit a driver's memory many times over), so the previous state is not shuffled.
+BROADCAST_BYTES = 64 << 20
 
 
 @dataclass(frozen=True)
@@ -123,7 +126,8 @@ def replay_into(
         return StateVersion(prev.path, prev.number, prev.logs, prev.fmt, prev.base, written=False)
     rows = spark.read.format("jelly-patch").option("ranges", ranges_option(start, end)).load()
     if prev is not None:
-        quads = fold_onto(read_state(spark, prev), rows)
+        new_bytes = sum(p.end - p.start for p in plan(start, end))
+        quads = fold_onto(read_state(spark, prev), rows, few=new_bytes <= BROADCAST_BYTES)
     else:
         quads = fold(rows, snapshot(spark, bases) if bases else None)
     versions = _versions(root)

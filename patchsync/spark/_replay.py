@@ -164,16 +164,20 @@ def _last_ops(ops: DataFrame) -> DataFrame:
     )
 
 
-def fold_onto(state: DataFrame, rows: DataFrame) -> DataFrame:
+def fold_onto(state: DataFrame, rows: DataFrame, *, few: bool = False) -> DataFrame:
     """:func:`fold` of ``rows`` onto a ``state`` that holds each quad once (a replay's result).
 
     The same answer by another road, for an incremental replay: only the quads the rows
-    touch are grouped; the state is kept but for those (an anti-join, which Spark
-    broadcasts when the new rows are few), so the state is not shuffled.
+    touch are grouped; the state is kept but for those (an anti-join). With ``few`` (the
+    caller knows the new rows are few) the touched quads are broadcast, so the state is
+    not shuffled; otherwise Spark chooses.
     """
     ops = _committed_ops(rows)
     last = _last_ops(ops)
-    kept = state.select("s", "p", "o", "g").join(last.select("s", "p", "o", "g"), ["s", "p", "o", "g"], "left_anti")
+    touched = last.select("s", "p", "o", "g")
+    kept = state.select("s", "p", "o", "g").join(
+        F.broadcast(touched) if few else touched, ["s", "p", "o", "g"], "left_anti"
+    )
     return kept.unionByName(last.where(F.col("add")).select("s", "p", "o", "g"))
 
 
