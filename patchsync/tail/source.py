@@ -28,7 +28,7 @@ from patchsync.codec.framing import read_varint, whole_frames
 from patchsync.codec.patch_decoder import PatchDecoder
 from patchsync.errors import CheckpointError, DecodeError
 from patchsync.events import Event
-from patchsync.logs.fingerprint import FINGERPRINT_BYTES, fingerprint, jelly_head
+from patchsync.logs.fingerprint import FINGERPRINT_BYTES, fingerprint, jelly_head, log_removed, log_replaced, log_shrank
 from patchsync.logs.snapshot import ANCHOR_BYTES, MAX_SNAPSHOT_BYTES, SnapshotError, decode_snapshot, encode_snapshot
 from patchsync.tail.options import TailOptions
 from patchsync.tail.state import lock_source, snapshot_path
@@ -412,7 +412,7 @@ class Source(TailedSource):
         try:
             st = os.stat(self.path)
         except FileNotFoundError:
-            raise CheckpointError(f"{self.name}: the log was removed while being tailed") from None
+            raise log_removed(self.name) from None
         size = st.st_size
         self.report.size = size
         if st.st_ino != self.ino:
@@ -431,7 +431,7 @@ class Source(TailedSource):
         if head != self.head:
             if len(head) < len(self.head):  # cut back after the size was taken above
                 raise self._shrank(os.fstat(fd).st_size)
-            raise CheckpointError(f"{self.name}, byte 0: the log's first frame changed: it was replaced")
+            raise log_replaced(self.name)
         # A writer only appends: the bytes just before the read position never change. If
         # they did, the log was cut back and written again past the old end (the size
         # check cannot see that), and decoding on from here would read another log.
@@ -446,10 +446,7 @@ class Source(TailedSource):
                 )
 
     def _shrank(self, size: int) -> CheckpointError:
-        return CheckpointError(
-            f"{self.name}, byte {size}: the log shrank below what was already decoded (byte {self.buf_base}); "
-            "it was truncated or rewritten"
-        )
+        return log_shrank(self.name, size, self.buf_base)
 
     def _consumed(self, data: bytes | bytearray) -> None:
         """Move the read position past ``data`` (bytes handed to the decoder)."""
