@@ -268,6 +268,14 @@ BENCHES: tuple[Bench, ...] = (
         why_not_quick="starts a JVM per format",
     ),
     Bench(
+        "spark-stream",
+        "bench.spark_stream_bench",
+        "Spark: incremental replay and streaming lag",
+        "a full replay of the same logs in the same run",
+        needs=("spark",),
+        why_not_quick="starts a JVM per master and streams for 30 s",
+    ),
+    Bench(
         "soak",
         "bench.soak_bench",
         "Soak: 1,000 patches/s for 10 minutes with kill -9",

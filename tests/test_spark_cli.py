@@ -15,6 +15,7 @@ pytest.importorskip("pyarrow")
 from patchsync.apply import MemoryTarget, apply_file
 from patchsync.options import StreamType
 
+from .process_helpers import read_until, wait_for_value
 from .test_spark import generate_log, typed_log
 
 
@@ -23,7 +24,7 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
         [sys.executable, "-m", "patchsync", "spark-replay", *args, "--master", "local[2]"],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=900,  # a hang guard only: a loaded 2-core machine takes minutes per JVM
     )
 
 
@@ -34,12 +35,14 @@ def test_spark_replay_writes_nquads_equal_to_apply(tmp_path: Path) -> None:
     logs.mkdir()
     paths = [typed_log(logs / f"{i}.jellyp", generate_log(rng, 15), StreamType.PUNCTUATED) for i in range(3)]
     bad = tmp_path / "bad.jellyp"
-    data = paths[1].read_bytes()
-    bad.write_bytes(data[: len(data) // 2])
+    # Bytes that can never start a frame after a whole log (a log cut inside a frame is one
+    # still being written: its whole units are replayed, the rest waits for the next run).
+    bad.write_bytes(paths[1].read_bytes() + b"\xff" * 12)
 
     done = _run(str(logs), "--out", str(tmp_path / "out"), "--format", "nq")
     assert done.returncode == 0, done.stderr
-    parts = list((tmp_path / "out").glob("part-*"))
+    current = (tmp_path / "out" / "CURRENT").read_text().strip()
+    parts = list((tmp_path / "out" / current).glob("part-*"))
     assert parts and all(f.suffix == ".nq" for f in parts)  # named for what they hold, not part-*.txt
     lines = sorted(line for f in parts for line in f.read_text().splitlines())
     target = MemoryTarget()
@@ -53,3 +56,80 @@ def test_spark_replay_writes_nquads_equal_to_apply(tmp_path: Path) -> None:
     last = failed.stderr.strip().splitlines()[-1]
     assert last.startswith(f"patchsync: {bad}, byte ")
     assert "Traceback" not in failed.stderr and "at org.apache" not in failed.stderr
+
+
+@pytest.mark.slow
+def test_spark_replay_again_folds_new_units_and_refuses_a_cut_log(tmp_path: Path) -> None:
+    rng = random.Random(12)
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    whole = typed_log(tmp_path / "whole.jellyp", generate_log(rng, 20), StreamType.PUNCTUATED)
+    data = whole.read_bytes()
+    live = logs / "a.jellyp"
+    live.write_bytes(data[: len(data) // 2])
+    state = tmp_path / "state"
+    assert _run(str(logs), "--out", str(state), "--format", "nq").returncode == 0
+    live.write_bytes(data)
+    done = _run(str(logs), "--out", str(state), "--format", "nq", "--keep", "1")
+    assert done.returncode == 0 and "v000002: nq written" in done.stdout, done.stderr
+    assert sorted(p.name for p in state.iterdir()) == ["CURRENT", "v000002"]
+    lines = sorted(line for f in (state / "v000002").glob("part-*") for line in f.read_text().splitlines())
+    target = MemoryTarget()
+    apply_file(whole, target, chain="ignore")
+    assert lines == sorted(f"{s} {p} {o} {g} ." if g else f"{s} {p} {o} ." for s, p, o, g in target.quads())
+
+    live.write_bytes(data[:100])
+    refused = _run(str(logs), "--out", str(state), "--format", "nq")
+    assert refused.returncode == 1
+    assert refused.stderr.strip().splitlines()[-1] == (
+        f"patchsync: {live}, byte 100: the log shrank below what was already decoded (byte {len(data)}); "
+        f"it was truncated or rewritten; it cannot be folded into {state} (--full replays every log)"
+    )
+    assert "Traceback" not in refused.stderr
+
+
+@pytest.mark.slow
+def test_spark_replay_follow_keeps_the_state_up_to_date(tmp_path: Path) -> None:
+    from patchsync.spark import current_version
+
+    rng = random.Random(13)
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    whole = typed_log(tmp_path / "whole.jellyp", generate_log(rng, 25), StreamType.FRAME)
+    data = whole.read_bytes()
+    live = logs / "a.jellyp"
+    live.write_bytes(data[: len(data) // 3])
+    state = tmp_path / "state"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "patchsync", "spark-replay", str(logs), "--out", str(state), "--follow",
+         "--trigger", "0.5", "--master", "local[1]", "--format", "nq"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        read_until(proc, "following 1 log path(s), trigger 0.5s")
+
+        def position() -> int:
+            version = current_version(state)
+            return version.logs["0"]["at"] if version is not None else -1
+
+        for end in (2 * len(data) // 3, len(data)):
+            with open(live, "ab") as f:
+                f.write(data[live.stat().st_size : end])
+        wait_for_value(position, len(data), "the state's position at the log's end")
+        version = current_version(state)
+        assert version is not None
+        lines = sorted(line for f in version.path.glob("part-*") for line in f.read_text().splitlines())
+        target = MemoryTarget()
+        apply_file(whole, target, chain="ignore")
+        assert lines == sorted(f"{s} {p} {o} {g} ." if g else f"{s} {p} {o} ." for s, p, o, g in target.quads())
+
+        # A log cut under the query stops it, in one line.
+        live.write_bytes(data[:50])
+        _, err = proc.communicate(timeout=900)
+        assert proc.returncode == 1, err
+        assert err.strip().splitlines()[-1].startswith(f"patchsync: {live}, byte 50: the log shrank below")
+        assert "Traceback" not in err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()

@@ -1,10 +1,14 @@
-"""``patchsync spark-replay LOG... --out DIR``: replay logs on Spark."""
+"""``patchsync spark-replay LOG... --out STATE``: replay logs on Spark, incrementally."""
 
 from __future__ import annotations
 
 import argparse
+import signal
+import sys
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from patchsync import formats
 from patchsync.cli.common import Subcommands
@@ -26,16 +30,39 @@ def register(sub: Subcommands) -> None:
         help="starting state (repeatable): RDF files or directories of them, in any convert format: "
         + ", ".join(formats.suffixes(formats.RDF_CONVERT)),
     )
-    replay.add_argument("--out", required=True, metavar="DIR", help="output directory (replaced)")
+    replay.add_argument(
+        "--out",
+        required=True,
+        metavar="STATE",
+        help="state directory: each run writes a new version beside the previous one (STATE/v000001, ...) "
+        "folding in only what was committed since, and names it in STATE/CURRENT",
+    )
+    replay.add_argument(
+        "--full",
+        action="store_true",
+        help="replay every log from its start (a log replaced or cut is refused without it)",
+    )
+    replay.add_argument(
+        "--keep", type=int, default=2, metavar="N", help="versions kept, the new one included (default 2)"
+    )
     replay.add_argument("--master", default="local[2]", help="Spark master URL (default local[2])")
     replay.add_argument(
         "--format", default="parquet", choices=["parquet", "nq"], help="output format (default parquet)"
+    )
+    replay.add_argument(
+        "--follow",
+        action="store_true",
+        help="keep running as a streaming query: fold in what is committed, a new version per trigger "
+        "in which the logs grew, until SIGTERM or SIGINT",
+    )
+    replay.add_argument(
+        "--trigger", type=float, default=10.0, metavar="SECONDS", help="with --follow: trigger interval (default 10)"
     )
     replay.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from patchsync.spark import build_session, snapshot_files, write_replay
+    from patchsync.spark import build_session, codec_errors, replay_into, snapshot_files
 
     for path in args.logs:
         if not Path(path).exists():
@@ -44,7 +71,12 @@ def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     spark = build_session(args.master, app_name="patchsync spark-replay", quiet=True)
     try:
-        write_replay(spark, args.logs, args.out, base=args.base, fmt=args.format)
+        with codec_errors():
+            if args.follow:
+                return _follow(spark, args)
+            version = replay_into(
+                spark, args.logs, args.out, base=args.base, fmt=args.format, full=args.full, keep=args.keep
+            )
     except Exception as exc:
         # Any other job failure arrives as a py4j/pyspark exception carrying both stack
         # traces; the user gets its first line.
@@ -54,5 +86,35 @@ def run(args: argparse.Namespace) -> int:
         raise PatchsyncError(f"Spark job failed: {first}") from None
     finally:
         spark.stop()
-    print(f"{args.out}: {args.format} written in {time.monotonic() - started:.2f}s")
+    took = time.monotonic() - started
+    if version.written:
+        print(f"{version.path}: {args.format} written in {took:.2f}s, now current")
+    else:
+        print(f"{version.path}: up to date, nothing committed since ({took:.2f}s)")
+    return 0
+
+
+def _follow(spark: Any, args: argparse.Namespace) -> int:
+    """Run the incremental replay as a streaming query until SIGTERM or SIGINT (exit 0)."""
+    from patchsync.spark import StateVersion, follow
+
+    stop = threading.Event()
+
+    def written(version: StateVersion) -> None:
+        print(f"{version.path}: {args.format} written, now current", flush=True)
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    query = follow(
+        spark, args.logs, args.out, trigger=args.trigger, fmt=args.format, keep=args.keep,
+        base=args.base, on_version=written,
+    )  # fmt: skip
+    print(f"{args.out}: following {len(args.logs)} log path(s), trigger {args.trigger:g}s", file=sys.stderr, flush=True)
+    # Wake up now and then to see the query fail (a log replaced or cut) or a signal arrive.
+    while not stop.is_set() and query.isActive:
+        stop.wait(0.5)
+    if query.isActive:
+        query.stop()
+        return 0
+    query.awaitTermination()  # raises the query's failure
     return 0

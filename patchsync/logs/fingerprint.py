@@ -11,7 +11,7 @@ import hashlib
 from dataclasses import dataclass
 
 from patchsync.codec.framing import Framer
-from patchsync.errors import DecodeError
+from patchsync.errors import CheckpointError, DecodeError
 from patchsync.logs.patch_logs import CHUNK_SIZE
 
 #: Bytes read up front to fingerprint a log (its first frame or line, cut at this size).
@@ -58,4 +58,28 @@ def fingerprint(start: bytes, fmt: str) -> str:
     return hashlib.sha256(first).hexdigest()
 
 
-__all__ = ["FINGERPRINT_BYTES", "LogStart", "fingerprint", "jelly_start"]
+# -- a log that is no longer the one being read ---------------------------------------
+# A reader that follows a growing log (the tail daemon, Spark's streaming source, an
+# incremental replay) stops with one of these lines when the file stops being the log it
+# read: a writer only appends, so anything else means another log, not more of this one.
+
+
+def log_removed(name: str) -> CheckpointError:
+    """The log was removed while being read."""
+    return CheckpointError(f"{name}: the log was removed while being tailed")
+
+
+def log_replaced(name: str) -> CheckpointError:
+    """The log's first frame (its identity, :func:`fingerprint`) changed."""
+    return CheckpointError(f"{name}, byte 0: the log's first frame changed: it was replaced")
+
+
+def log_shrank(name: str, size: int, position: int) -> CheckpointError:
+    """The log is shorter (``size`` bytes) than the ``position`` already decoded from it."""
+    return CheckpointError(
+        f"{name}, byte {size}: the log shrank below what was already decoded (byte {position}); "
+        "it was truncated or rewritten"
+    )
+
+
+__all__ = ["FINGERPRINT_BYTES", "LogStart", "fingerprint", "jelly_start", "log_removed", "log_replaced", "log_shrank"]

@@ -8,6 +8,10 @@ Importing this package imports pyspark, so ``patchsync`` itself never imports it
   ``jelly`` (quads of Jelly-RDF snapshots), ``patchsync-nquads`` and ``patchsync-rdf`` (quads
   of RDF files of every format ``patchsync convert`` reads) to a SparkSession;
 * :func:`replay` gives the state after a sequence of logs as a DataFrame of quads;
+  :func:`replay_into` keeps it in a state directory of versions, folding in only what was
+  committed since the last run (:mod:`._incremental`), and :func:`follow` runs that as a
+  streaming query;
+* ``spark.readStream.format("jelly-patch")`` follows growing logs (:mod:`._stream`);
 * :func:`compact` gives one net patch equivalent to the logs; :func:`write_compact` writes
   it as a ``.jellyp`` file;
 * :func:`codec_errors` turns a job failed by a bad file back into the codec's
@@ -24,6 +28,7 @@ check_extra()
 
 from patchsync.spark._env import DEFAULT_MASTER, build_session, check_environment, configure_python  # noqa: E402
 from patchsync.spark._errors import WorkerDecodeError, codec_errors  # noqa: E402
+from patchsync.spark._incremental import StateVersion, current_version, follow, read_state, replay_into  # noqa: E402
 from patchsync.spark._replay import (  # noqa: E402
     change_rows,
     compact,
@@ -39,13 +44,12 @@ from patchsync.spark._sources import (  # noqa: E402
     CHANGE_SCHEMA,
     QUAD_SCHEMA,
     JellyDataSource,
-    JellyPatchDataSource,
     NQuadsDataSource,
     RdfDataSource,
     decode_change_batches,
     decode_jelly_batches,
-    register,
 )
+from patchsync.spark._stream import JellyPatchDataSource, register  # noqa: E402
 
 #: Alias of :func:`build_session`: a SparkSession with the data sources registered.
 session = build_session
@@ -58,6 +62,7 @@ __all__ = [
     "JellyPatchDataSource",
     "NQuadsDataSource",
     "RdfDataSource",
+    "StateVersion",
     "WorkerDecodeError",
     "build_session",
     "change_rows",
@@ -65,12 +70,16 @@ __all__ = [
     "codec_errors",
     "compact",
     "configure_python",
+    "current_version",
     "decode_change_batches",
     "decode_jelly_batches",
+    "follow",
     "iter_quads",
     "nquads_lines",
+    "read_state",
     "register",
     "replay",
+    "replay_into",
     "session",
     "snapshot",
     "snapshot_files",

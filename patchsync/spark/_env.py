@@ -87,7 +87,7 @@ def build_session(
     configure_python()
     from pyspark.sql import SparkSession
 
-    from patchsync.spark._sources import register
+    from patchsync.spark._stream import register
 
     builder = (
         SparkSession.builder.master(master)

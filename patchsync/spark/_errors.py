@@ -14,10 +14,16 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from patchsync.errors import DecodeError, PatchsyncError
+from patchsync.errors import CheckpointError, DecodeError, PatchsyncError, UsageError
 
 _MARK = "PATCHSYNC-DECODE-ERROR"
 _FOUND = re.compile(_MARK + r"<(\{.*?\})>" + _MARK)
+
+#: Other one-line refusals a worker or a streaming source may raise, carried by class name:
+#: the message is already the whole line (a log replaced or cut under a streaming query).
+_OTHER_MARK = "PATCHSYNC-ERROR"
+_OTHER_FOUND = re.compile(_OTHER_MARK + r"<(\{.*?\})>" + _OTHER_MARK)
+_CARRIED: dict[str, type[PatchsyncError]] = {"CheckpointError": CheckpointError, "UsageError": UsageError}
 
 
 class WorkerDecodeError(RuntimeError):
@@ -37,11 +43,24 @@ def encode_decode_error(exc: DecodeError) -> WorkerDecodeError:
     return WorkerDecodeError(f"{_MARK}<{json.dumps(fields)}>{_MARK} {exc}")
 
 
-def decode_error_in(text: str) -> DecodeError | None:
-    """The :class:`DecodeError` carried in a Spark exception's text, if there is one."""
+def encode_error(exc: PatchsyncError) -> WorkerDecodeError:
+    """Wrap a :class:`DecodeError`, :class:`CheckpointError` or :class:`UsageError` for the trip
+    from a worker (or the process running a streaming source) to the driver."""
+    if isinstance(exc, DecodeError):
+        return encode_decode_error(exc)
+    fields = {"kind": type(exc).__name__, "message": str(exc)}
+    return WorkerDecodeError(f"{_OTHER_MARK}<{json.dumps(fields)}>{_OTHER_MARK} {exc}")
+
+
+def decode_error_in(text: str) -> PatchsyncError | None:
+    """The :class:`DecodeError` (or other carried refusal) in a Spark exception's text, if any."""
     m = _FOUND.search(text)
     if m is None:
-        return None
+        other = _OTHER_FOUND.search(text)
+        if other is None:
+            return None
+        doc = json.loads(other.group(1))
+        return _CARRIED.get(doc["kind"], PatchsyncError)(doc["message"])
     f = json.loads(m.group(1))
     return DecodeError(
         f["rule"], source=f["source"], offset=f["offset"], frame=f["frame"], row=f["row"], line=f["line"]

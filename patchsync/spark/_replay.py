@@ -33,7 +33,8 @@ from patchsync.terms.ntriples import NTriplesTerms
 PathLike = str | os.PathLike[str]
 
 
-def _as_list(paths: PathLike | Sequence[PathLike]) -> list[str]:
+def path_list(paths: PathLike | Sequence[PathLike]) -> list[str]:
+    """One path or several, as a list of strings."""
     if isinstance(paths, (str, os.PathLike)):
         return [os.fspath(paths)]
     return [os.fspath(p) for p in paths]
@@ -45,7 +46,7 @@ def change_rows(spark: SparkSession, logs: PathLike | Sequence[PathLike]) -> Dat
     Directories are listed here, on the driver, so that a missing path fails at once with a
     :class:`~patchsync.errors.UsageError` and the log order is fixed before any task runs.
     """
-    files = expand_paths(_as_list(logs), (".jellyp",))
+    files = expand_paths(path_list(logs), (".jellyp",))
     return spark.read.format("jelly-patch").option("paths", paths_option(files)).load()
 
 
@@ -66,7 +67,7 @@ def snapshot_files(paths: PathLike | Sequence[PathLike]) -> list[str]:
     Checked on the driver, so that a missing path or a file of no RDF format fails at once
     with a one-line :class:`~patchsync.errors.UsageError`, before any task runs.
     """
-    files = _as_list(paths)
+    files = path_list(paths)
     for f in files:
         _snapshot_format(f)
     return expand_paths(files, RDF_SUFFIXES)
@@ -131,21 +132,53 @@ def replay(
     the result is lazy: a bad file fails the first action, which :func:`codec_errors`
     turns into the codec's :class:`~patchsync.errors.DecodeError`.
     """
-    rows = change_rows(spark, logs)
-    ops = rows.where(F.col("committed") & F.col("op").isin("A", "D")).select(
-        "s", "p", "o", F.coalesce(F.col("g"), F.lit("")).alias("g"), "log_index", "row", "op"
-    )
+    return fold(change_rows(spark, logs), None if base is None else snapshot(spark, base))
+
+
+def fold(rows: DataFrame, base: DataFrame | None) -> DataFrame:
+    """The quads after applying change ``rows`` (columns of ``jelly-patch``) to ``base``
+    (quads ``s, p, o, g``, or none): per quad, its last committed operation wins."""
+    ops = _committed_ops(rows)
     if base is not None:
-        start = snapshot(spark, base).select(
-            "s", "p", "o", "g", F.lit(-1).alias("log_index"), "row", F.lit("A").alias("op")
+        start = base.select(
+            "s", "p", "o", "g", F.lit(-1).alias("log_index"), F.lit(0).cast("long").alias("row"), F.lit("A").alias("op")
         )
         ops = start.unionByName(ops)
-    last = (
+    last = _last_ops(ops)
+    return last.where(F.col("add")).select("s", "p", "o", "g")
+
+
+def _committed_ops(rows: DataFrame) -> DataFrame:
+    """The committed adds and deletes among change rows, ``g`` ``""`` for the default graph."""
+    return rows.where(F.col("committed") & F.col("op").isin("A", "D")).select(
+        "s", "p", "o", F.coalesce(F.col("g"), F.lit("")).alias("g"), "log_index", "row", "op"
+    )
+
+
+def _last_ops(ops: DataFrame) -> DataFrame:
+    """Per quad, whether its last operation (the greatest ``(log_index, row)``) is an add."""
+    return (
         ops.select("s", "p", "o", "g", _at().alias("at"), (F.col("op") == "A").alias("add"))
         .groupBy("s", "p", "o", "g")
         .agg(F.max_by("add", "at").alias("add"))
     )
-    return last.where(F.col("add")).select("s", "p", "o", "g")
+
+
+def fold_onto(state: DataFrame, rows: DataFrame, *, few: bool = False) -> DataFrame:
+    """:func:`fold` of ``rows`` onto a ``state`` that holds each quad once (a replay's result).
+
+    The same answer by another road, for an incremental replay: only the quads the rows
+    touch are grouped; the state is kept but for those (an anti-join). With ``few`` (the
+    caller knows the new rows are few) the touched quads are broadcast, so the state is
+    not shuffled; otherwise Spark chooses.
+    """
+    ops = _committed_ops(rows)
+    last = _last_ops(ops)
+    touched = last.select("s", "p", "o", "g")
+    kept = state.select("s", "p", "o", "g").join(
+        F.broadcast(touched) if few else touched, ["s", "p", "o", "g"], "left_anti"
+    )
+    return kept.unionByName(last.where(F.col("add")).select("s", "p", "o", "g"))
 
 
 def compact(spark: SparkSession, logs: PathLike | Sequence[PathLike]) -> DataFrame:
@@ -269,7 +302,13 @@ def write_replay(
     """
     if fmt not in ("parquet", "nq"):
         raise UsageError(f"unknown output format {fmt!r} (expected parquet or nq)")
-    quads = replay(spark, logs, base)
+    write_quads(replay(spark, logs, base), out, fmt)
+
+
+def write_quads(quads: DataFrame, out: PathLike, fmt: str) -> None:
+    """Write quads to the directory ``out`` (replaced if present) as ``parquet`` or ``nq``."""
+    if fmt not in ("parquet", "nq"):
+        raise UsageError(f"unknown output format {fmt!r} (expected parquet or nq)")
     with codec_errors():
         if fmt == "parquet":
             quads.write.mode("overwrite").parquet(os.fspath(out))

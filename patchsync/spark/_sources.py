@@ -130,7 +130,7 @@ def expand_paths(paths: Sequence[str], suffixes: tuple[str, ...]) -> list[str]:
     return out
 
 
-def _option_paths(options: Mapping[str, str]) -> list[str]:
+def option_paths(options: Mapping[str, str]) -> list[str]:
     # ``load(path)`` arrives as the "path" option; several paths are passed as a JSON list in
     # "paths", because Python data sources get a single path from DataFrameReader.load.
     if "paths" in options:
@@ -152,19 +152,33 @@ class FilePartition(InputPartition):
         self.path = path
 
 
-class _FileReader(DataSourceReader):
+class FileReader(DataSourceReader):
+    """A batch reader of files: one partition per file, in log order."""
+
     suffixes: tuple[str, ...] = ()
 
     def __init__(self, options: Mapping[str, str]) -> None:
-        self.files = expand_paths(_option_paths(options), self.suffixes)
+        self.files = expand_paths(option_paths(options), self.suffixes)
 
     def partitions(self) -> Sequence[InputPartition]:
         return [FilePartition(i, path) for i, path in enumerate(self.files)]
 
 
-def _chunks(path: str) -> Iterator[bytes]:
+def chunks(path: str, end: int | None = None, cut: int = 0) -> Iterator[bytes]:
+    """The file's bytes (up to ``end`` if given) in pieces of at most :data:`CHUNK_BYTES`,
+    one of them ending at byte ``cut``."""
+    pos = 0
     with open(path, "rb") as f:
-        while chunk := f.read(CHUNK_BYTES):
+        while True:
+            size = CHUNK_BYTES
+            if end is not None:
+                size = min(size, end - pos)
+            if pos < cut:
+                size = min(size, cut - pos)
+            chunk = f.read(size) if size > 0 else b""
+            if not chunk:
+                return
+            pos += len(chunk)
             yield chunk
 
 
@@ -229,11 +243,20 @@ class _ChangeColumns:
         return batch
 
 
-def decode_change_batches(path: str, index: int, *, batch_rows: int = BATCH_ROWS) -> Iterator[pa.RecordBatch]:
+def decode_change_batches(
+    path: str, index: int, *, batch_rows: int = BATCH_ROWS, start: int = 0, end: int | None = None
+) -> Iterator[pa.RecordBatch]:
     """Decode one ``.jellyp`` log into record batches of change rows (runs in a worker).
 
     Raises :class:`DecodeError` for a file that breaks a codec rule, including one that
     ends inside a unit; the batches of the units before it have been handed out by then.
+
+    With ``end`` (a byte offset where a whole frame ends, for a log still being written),
+    only the bytes before it are read and only the units they complete are given: a unit
+    still open there is left for a later read. With ``start`` (another such offset), the
+    units completed before it are left out, so that the reads of ``[0, a)``, ``[a, b)``, ...
+    give every unit once. The log is still decoded from its first byte: its lookup tables
+    run through the whole file.
     """
     cols = _ChangeColumns(path, index)
     # Bound methods and locals: this loop runs once per row of every log.
@@ -302,18 +325,32 @@ def decode_change_batches(path: str, index: int, *, batch_rows: int = BATCH_ROWS
             if cols.unit_start >= batch_rows:
                 yield cols.take()
 
-    for chunk in _chunks(path):
+    # Units complete in row order, so the units completed before ``start`` are the rows
+    # taken out of the columns once its bytes are decoded: those are dropped, the rows of the
+    # unit open there stay and are given with the rest of it.
+    reached, fed = not start, 0
+    for chunk in chunks(path, end, cut=start):
         decoder.feed(chunk)
+        fed += len(chunk)
+        for batch in drain():
+            if reached:
+                yield batch
+        if not reached and fed >= start:
+            if cols.unit_start:
+                cols.take()
+            reached = True
+    if end is None:
+        decoder.close()
         yield from drain()
-    decoder.close()
-    yield from drain()
-    # The decoder fails a stream that ends inside a unit, so nothing is left open here.
-    cols.end_unit(False)
-    if len(cols):
+        # The decoder fails a stream that ends inside a unit, so nothing is left open here.
+        cols.end_unit(False)
+    if cols.unit_start:
         yield cols.take()
 
 
-class _ChangeReader(_FileReader):
+class ChangeReader(FileReader):
+    """The batch reader of ``jelly-patch``: each file whole, one partition per file."""
+
     suffixes = (".jellyp",)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -322,27 +359,6 @@ class _ChangeReader(_FileReader):
             yield from decode_change_batches(part.path, part.index)
         except DecodeError as exc:
             raise encode_decode_error(exc) from None
-
-
-class JellyPatchDataSource(DataSource):
-    """``spark.read.format("jelly-patch")``: change rows of ``.jellyp`` logs, one partition per file.
-
-    Columns: ``log`` (path), ``log_index`` (place in log order), ``patch`` (patch index in
-    the file), ``row`` (row order in the file), ``op`` (``A``, ``D``, ``PA``, ``PD``,
-    ``H``), ``s``/``p``/``o``/``g`` (N-Triples strings; ``g`` is ``""`` for the default graph
-    of a QUADS log and null in a TRIPLES log), ``key`` (header key or prefix name; for
-    ``PA``/``PD``/``H`` the IRI or header value is in ``o``) and ``committed``.
-    """
-
-    @classmethod
-    def name(cls) -> str:
-        return "jelly-patch"
-
-    def schema(self) -> StructType:
-        return CHANGE_SCHEMA
-
-    def reader(self, schema: StructType) -> DataSourceReader:
-        return _ChangeReader(self.options)
 
 
 # -- snapshots ------------------------------------------------------------------------
@@ -385,7 +401,7 @@ def decode_jelly_batches(path: str, index: int, *, batch_rows: int = BATCH_ROWS)
                     done += len(s)
                     s, p, o, g = [], [], [], []
 
-    for chunk in _chunks(path):
+    for chunk in chunks(path):
         decoder.feed(chunk)
         yield from drain()
     decoder.close()
@@ -437,7 +453,7 @@ def decode_any_rdf_batches(path: str, index: int) -> Iterator[pa.RecordBatch]:
     return RDF_DECODERS.get(found.name, decode_rdf_file_batches)(path, index)
 
 
-class _JellyReader(_FileReader):
+class _JellyReader(FileReader):
     suffixes = (".jelly",)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -448,7 +464,7 @@ class _JellyReader(_FileReader):
             raise encode_decode_error(exc) from None
 
 
-class _NQuadsReader(_FileReader):
+class _NQuadsReader(FileReader):
     suffixes = (".nq", ".nt")
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -459,7 +475,7 @@ class _NQuadsReader(_FileReader):
             raise encode_decode_error(exc) from None
 
 
-class _RdfReader(_FileReader):
+class _RdfReader(FileReader):
     suffixes = RDF_SUFFIXES
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -522,12 +538,6 @@ class RdfDataSource(DataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return _RdfReader(self.options)
-
-
-def register(spark: Any) -> None:
-    """Register the ``jelly-patch``, ``jelly``, ``patchsync-nquads`` and ``patchsync-rdf`` formats."""
-    for source in (JellyPatchDataSource, JellyDataSource, NQuadsDataSource, RdfDataSource):
-        spark.dataSource.register(source)
 
 
 def paths_option(paths: Sequence[str | os.PathLike[str]]) -> str:

@@ -27,7 +27,14 @@ from patchsync.codec.framing import read_varint, whole_frames
 from patchsync.codec.patch_decoder import PatchDecoder
 from patchsync.errors import CheckpointError, DecodeError
 from patchsync.events import Event
-from patchsync.logs.fingerprint import FINGERPRINT_BYTES, fingerprint, jelly_start
+from patchsync.logs.fingerprint import (
+    FINGERPRINT_BYTES,
+    fingerprint,
+    jelly_start,
+    log_removed,
+    log_replaced,
+    log_shrank,
+)
 from patchsync.logs.resume_point import (
     ANCHOR_BYTES,
     MAX_RESUME_POINT_BYTES,
@@ -312,7 +319,7 @@ class FileFollower(Follower):
         try:
             st = os.stat(self.path)
         except FileNotFoundError:
-            raise CheckpointError(f"{self.name}: the log was removed while being tailed") from None
+            raise log_removed(self.name) from None
         size = st.st_size
         self.report.size = size
         if st.st_ino != self.ino:
@@ -331,7 +338,7 @@ class FileFollower(Follower):
         if start != self.start_bytes:
             if len(start) < len(self.start_bytes):  # cut back after the size was taken above
                 raise self._shrank(os.fstat(fd).st_size)
-            raise CheckpointError(f"{self.name}, byte 0: the log's first frame changed: it was replaced")
+            raise log_replaced(self.name)
         # A writer only appends: the bytes just before the read position never change. If
         # they did, the log was cut back and written again past the old end (the size
         # check cannot see that), and decoding on from here would read another log.
@@ -346,10 +353,7 @@ class FileFollower(Follower):
                 )
 
     def _shrank(self, size: int) -> CheckpointError:
-        return CheckpointError(
-            f"{self.name}, byte {size}: the log shrank below what was already decoded (byte {self.buf_offset}); "
-            "it was truncated or rewritten"
-        )
+        return log_shrank(self.name, size, self.buf_offset)
 
     def _consumed(self, data: bytes | bytearray) -> None:
         """Move the read position past ``data`` (bytes handed to the decoder)."""

@@ -1,0 +1,235 @@
+"""Continuous Spark pipeline benchmark: incremental replay against a full replay, and the lag of
+a streaming query, on ``local[1]`` and ``local[2]``.
+
+    .venv/bin/python -m bench.spark_stream_bench                              # 4 x 250,000 rows
+    .venv/bin/python -m bench.spark_stream_bench --rows-per-file 20000 --stream-seconds 10   # quick
+
+Per master, in a process (and JVM) of its own, the session start and a warm-up replay of
+the 1% segment reported apart:
+
+* full: ``replay_into(..., full=True)`` of the :mod:`bench.workload` logs (the baseline, in
+  the same run);
+* incremental: a new segment of 1% more rows is added to the log directory, then
+  ``replay_into`` folds only it into the previous version; issue #50's target is at most 15%
+  of the full replay's time;
+* lag: a writer appends one patch (a transaction adding one quad that names it) every
+  ``1/rate`` seconds to a growing log, flushed after each; a streaming query
+  (``readStream.format("jelly-patch")``, trigger ``--trigger`` seconds, each micro-batch
+  appended to a Parquet sink) records when each patch's row is in the sink. Lag is that
+  time minus the time its bytes were written; the target is p99 at most 10 s at 100
+  patches/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from patchsync.codec.patch_encoder import PatchEncoder
+from patchsync.logs.patch_logs import write_events
+from patchsync.options import PatchOptions
+from patchsync.terms.ntriples import NTriplesTerms
+
+from .spark_bench import make_logs
+from .workload import DEFAULT_SEED, iter_events
+
+NT = NTriplesTerms()
+EX = "http://example.org/lag/"
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+def incremental_case(spark: Any, logs: list[Path], extra: Path, work: Path) -> dict[str, Any]:
+    import patchsync.spark as ps
+
+    live, state = work / "logs", work / "state"
+    live.mkdir()
+    for log in logs:
+        os.symlink(log.resolve(), live / log.name)
+    t0 = time.monotonic()
+    ps.replay_into(spark, extra, work / "warmup", full=True)  # JVM warm-up: the 1% segment alone
+    warmup = time.monotonic() - t0
+    t0 = time.monotonic()
+    ps.replay_into(spark, live, state, full=True)
+    full = time.monotonic() - t0
+    os.symlink(extra.resolve(), live / "zz-extra.jellyp")
+    t0 = time.monotonic()
+    version = ps.replay_into(spark, live, state)
+    incremental = time.monotonic() - t0
+    quads = spark.read.parquet(str(version.path)).count()
+    return {
+        "warmup_s": round(warmup, 2),
+        "full_s": round(full, 2),
+        "incremental_s": round(incremental, 2),
+        "incremental_over_full": round(incremental / full, 3),
+        "quads_out": quads,
+    }
+
+
+def lag_case(spark: Any, work: Path, seconds: float, rate: float, trigger: float) -> dict[str, Any]:
+    live, sink = work / "stream", work / "sink"
+    live.mkdir()
+    log = live / "growing.jellyp"
+    written: dict[str, float] = {}
+    arrived: dict[str, float] = {}
+    stop = threading.Event()
+    elapsed = [0.0]
+
+    def writer() -> None:
+        encoder: PatchEncoder[str] = PatchEncoder(PatchOptions(), NT)
+        with open(log, "wb") as f:
+            n, started = 0, time.monotonic()
+            while not stop.is_set():
+                name = f"patch-{n}"
+                encoder.tx_start()
+                encoder.add(NT.iri(f"{EX}s{n % 1000}"), NT.iri(f"{EX}p"), NT.literal(name), "")
+                encoder.tx_commit()
+                encoder.end_patch()
+                f.write(encoder.take())
+                f.flush()
+                written[name] = time.monotonic()
+                n += 1
+                # Paced to the rate from the start, so a slow write does not lower it.
+                time.sleep(max(0.0, started + n / rate - time.monotonic()))
+            elapsed[0] = time.monotonic() - started
+
+    def batch(rows: Any, _batch_id: int) -> None:
+        rows = rows.persist()
+        names = [r["o"] for r in rows.where("op = 'A'").select("o").collect()]
+        rows.write.mode("append").parquet(str(sink))
+        now = time.monotonic()
+        rows.unpersist()
+        for literal in names:
+            arrived[literal[1:-1]] = now
+
+    thread = threading.Thread(target=writer, daemon=True)
+    thread.start()
+    query = (
+        spark.readStream.format("jelly-patch")
+        .load(str(live))
+        .writeStream.foreachBatch(batch)
+        .trigger(processingTime=f"{trigger} seconds")
+        .start()
+    )
+    try:
+        time.sleep(seconds)
+        stop.set()
+        thread.join()
+        last = f"patch-{len(written) - 1}"
+        # Until the last patch is in the sink (a query that fell behind is measured too).
+        while last not in arrived and query.isActive:
+            time.sleep(0.1)
+        failure = query.exception()
+    finally:
+        query.stop()
+    if failure is not None:
+        raise RuntimeError(f"the streaming query failed: {failure}")
+    lags = [arrived[k] - t for k, t in written.items() if k in arrived]
+    return {
+        "patches": len(written),
+        "rate_per_s": round(len(written) / elapsed[0], 1),
+        "in_sink": len(lags),
+        "lag_p50_s": round(_percentile(lags, 0.50), 2),
+        "lag_p99_s": round(_percentile(lags, 0.99), 2),
+        "lag_max_s": round(max(lags), 2) if lags else None,
+    }
+
+
+def child(master: str, logs: list[Path], extra: Path, args: argparse.Namespace) -> dict[str, Any]:
+    import patchsync.spark as ps
+
+    work = Path(tempfile.mkdtemp(prefix="spark_stream_bench-"))
+    try:
+        t0 = time.monotonic()
+        spark = ps.session(master, app_name=f"spark_stream_bench {master}", quiet=True)
+        startup = time.monotonic() - t0
+        try:
+            result = {"master": master, "session_start_s": round(startup, 2)}
+            result |= incremental_case(spark, logs, extra, work)
+            result |= lag_case(spark, work, args.stream_seconds, args.rate, args.trigger)
+        finally:
+            spark.stop()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--files", type=int, default=4)
+    parser.add_argument("--rows-per-file", type=int, default=250_000)
+    parser.add_argument("--masters", default="local[1],local[2]")
+    parser.add_argument("--stream-seconds", type=float, default=30.0, help="how long the writer writes")
+    parser.add_argument("--rate", type=float, default=100.0, help="patches per second written")
+    parser.add_argument("--trigger", type=float, default=1.0, help="trigger interval of the streaming query")
+    parser.add_argument("--out", type=Path, default=Path("bench/out"))
+    parser.add_argument("--procs", type=int, default=2, help="processes generating logs")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--child-out", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    logs = make_logs(args.out, args.files, args.rows_per_file, args.procs)
+    rows = args.files * args.rows_per_file
+    extra = args.out / f"spark-stream-extra-{rows // 100}.jellyp"
+    if not extra.exists():
+        with open(extra, "wb") as f:
+            write_events(iter_events(rows // 100, DEFAULT_SEED + 1000), f, "jellyp", options=PatchOptions())
+    if args.child:
+        args.child_out.write_text(json.dumps(child(args.child, logs, extra, args)))
+        return 0
+
+    results = []
+    for master in args.masters.split(","):
+        print(f"running on {master} ...", flush=True)
+        out = args.out / f"spark_stream_bench-{master.replace('[', '').replace(']', '')}.json"
+        # One process (and JVM) per master, so that neither runs on a JVM warmed by the other.
+        subprocess.run(
+            [sys.executable, "-m", "bench.spark_stream_bench", *(argv or sys.argv[1:]), "--child", master,
+             "--child-out", str(out)],
+            check=True,
+        )  # fmt: skip
+        results.append(json.loads(out.read_text()))
+        print("  ", results[-1], flush=True)
+    summary = {
+        "files": args.files,
+        "rows": rows,
+        "extra_rows": rows // 100,
+        "results": results,
+        "env": {"python": sys.version.split()[0], "platform": platform.platform(), "cpus": os.cpu_count(),
+                "loadavg_at_end": os.getloadavg()},
+    }  # fmt: skip
+    (args.out / f"spark_stream_bench-{args.files}x{args.rows_per_file}.json").write_text(json.dumps(summary, indent=2))
+    print(f"\n{rows:,} rows in {args.files} files + {rows // 100:,} (1%); load average {os.getloadavg()[0]:.2f}")
+    print(
+        f"{'master':10} {'JVM s':>6} {'full s':>7} {'incr s':>7} {'incr/full':>9} {'lag p50':>8} {'lag p99':>8} {'rate':>6}"
+    )
+    for r in results:
+        print(
+            f"{r['master']:10} {r['session_start_s']:>6} {r['full_s']:>7} {r['incremental_s']:>7} "
+            f"{r['incremental_over_full']:>9} {r['lag_p50_s']:>8} {r['lag_p99_s']:>8} {r['rate_per_s']:>6}"
+        )
+    for r in results:
+        inc = "PASS" if r["incremental_over_full"] <= 0.15 else "FAIL"
+        lag = "PASS" if r["lag_p99_s"] <= 10 else "FAIL"
+        print(f"{r['master']}: incremental <= 15% of full: {inc}; lag p99 <= 10 s at {args.rate:g}/s: {lag}")
+    by = {r["master"]: r for r in results}
+    if "local[1]" in by and "local[2]" in by:
+        print(f"local[2] / local[1] full replay: {by['local[1]']['full_s'] / by['local[2]']['full_s']:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

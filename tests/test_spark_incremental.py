@@ -1,0 +1,120 @@
+"""Incremental ``spark-replay`` (a state directory of versions) against a full replay.
+
+Differential (docs/design.md §7): a state brought up to date run after run, while the logs
+grow (cut at random bytes, inside frames and units), gain segments and delete quads added
+in earlier runs, must equal a full replay of the same logs and what the single-process
+applier makes of them. Blank nodes, named graphs and aborted units are in the generated logs.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pyspark")
+pytest.importorskip("pyarrow")
+
+from patchsync.errors import CheckpointError, UsageError
+from patchsync.events import Delete, Event, PatchEnd, TxCommit, TxStart
+from patchsync.options import StreamType
+
+from .test_spark import generate_log, reference, spark_state, typed_log
+
+
+def deletes_of(quads: set[tuple[str, str, str, str]], rng: random.Random) -> list[Event]:
+    """A patch deleting some of ``quads`` (added by earlier logs, so in earlier runs)."""
+    chosen = rng.sample(sorted(quads), max(1, len(quads) // 3))
+    return [TxStart(), *(Delete(*q) for q in chosen), TxCommit(), PatchEnd()]
+
+
+def state_of(spark: Any, version: Any) -> set[tuple[str, str, str, str]]:
+    import patchsync.spark as ps
+
+    return spark_state(ps.read_state(spark, version))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fmt", ["parquet", "nq"])
+def test_incremental_runs_equal_a_full_replay(spark: Any, tmp_path: Path, fmt: str) -> None:
+    import patchsync.spark as ps
+
+    rng = random.Random(500 + len(fmt))
+    src = tmp_path / "src"
+    src.mkdir()
+    a = typed_log(src / "a.jellyp", generate_log(rng, 30), StreamType.PUNCTUATED)
+    b = typed_log(src / "b.jellyp", generate_log(rng, 20), StreamType.FRAME)
+    c = typed_log(src / "c.jellyp", deletes_of(reference([a]), rng), StreamType.PUNCTUATED)
+    logs, state = tmp_path / "logs", tmp_path / "state"
+    logs.mkdir()
+    live = logs / "a.jellyp"
+    data = a.read_bytes()
+    cuts = sorted(rng.sample(range(1, len(data)), 2))
+
+    live.write_bytes(data[: cuts[0]])
+    first = ps.replay_into(spark, logs, state, fmt=fmt, keep=2)
+    assert first.written and first.logs["0"]["at"] <= cuts[0]
+    with open(live, "ab") as f:
+        f.write(data[cuts[0] : cuts[1]])
+    second = ps.replay_into(spark, logs, state, fmt=fmt, keep=2)
+    assert second.number == first.number + 1
+    with open(live, "ab") as f:
+        f.write(data[cuts[1] :])
+    for seg in (b, c):
+        (logs / seg.name).write_bytes(seg.read_bytes())
+    third = ps.replay_into(spark, logs, state, fmt=fmt, keep=2)
+
+    expected = reference([a, b, c])
+    assert state_of(spark, third) == expected == spark_state(ps.replay(spark, [a, b, c]))
+    # Nothing new: the current version stands; --keep 2 left two versions.
+    again = ps.replay_into(spark, logs, state, fmt=fmt, keep=2)
+    assert not again.written and again.path == third.path == ps.current_version(state).path
+    assert sorted(p.name for p in state.iterdir() if p.name.startswith("v")) == [second.path.name, third.path.name]
+
+
+@pytest.mark.slow
+def test_replaced_or_cut_log_is_refused_unless_full(spark: Any, tmp_path: Path) -> None:
+    import patchsync.spark as ps
+
+    rng = random.Random(51)
+    logs, state = tmp_path / "logs", tmp_path / "state"
+    logs.mkdir()
+    log = typed_log(logs / "a.jellyp", generate_log(rng, 12), StreamType.PUNCTUATED)
+    done = ps.replay_into(spark, logs, state)
+    size = log.stat().st_size
+    assert done.logs["0"]["at"] == size
+    with open(log, "r+b") as f:
+        f.truncate(size - 3)
+    with pytest.raises(CheckpointError, match=rf"^{log}, byte {size - 3}: the log shrank below .*--full replays"):
+        ps.replay_into(spark, logs, state)
+    typed_log(log, generate_log(rng, 40), StreamType.PUNCTUATED)  # longer: not seen as cut
+    with pytest.raises(CheckpointError, match=rf"^{log}, byte 0: the log's first frame changed: it was replaced"):
+        ps.replay_into(spark, logs, state)
+    with pytest.raises(UsageError, match=r"holds parquet; --format nq needs --full"):
+        ps.replay_into(spark, logs, state, fmt="nq")
+    # What a run killed while writing leaves: a version without its positions file.
+    (state / "v000002").mkdir()
+    (state / "v000002" / "part-00000.parquet").write_bytes(b"cut short")
+    full = ps.replay_into(spark, logs, state, full=True)
+    assert state_of(spark, full) == reference([log])
+    assert full.path.name == "v000003" and not (state / "v000002").exists()
+    other = typed_log(tmp_path / "b.jellyp", generate_log(rng, 3), StreamType.PUNCTUATED)
+    with pytest.raises(UsageError, match=r"a.jellyp: replayed into .* but not among the logs given"):
+        ps.replay_into(spark, [other], state)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("few", [True, False])
+def test_fold_onto_a_state_equals_the_group_by(spark: Any, tmp_path: Path, few: bool) -> None:
+    import patchsync.spark as ps
+    from patchsync.spark._replay import fold, fold_onto
+
+    rng = random.Random(52)
+    a = typed_log(tmp_path / "a.jellyp", generate_log(rng, 15), StreamType.PUNCTUATED)
+    b = typed_log(tmp_path / "b.jellyp", deletes_of(reference([a]), rng) + generate_log(rng, 10), StreamType.PUNCTUATED)
+    state = ps.replay(spark, [a])
+    rows = ps.change_rows(spark, [b])
+    expected = reference([a, b])
+    assert spark_state(fold_onto(state, rows, few=few)) == expected == spark_state(fold(rows, state))
