@@ -248,3 +248,34 @@ def test_an_unwritable_index_place_falls_back_to_memory(tmp_path: Path, caplog: 
     finally:
         log.close()
     assert "keeping it in memory" in caplog.text
+
+
+def test_a_nats_topic_serves_what_another_writer_publishes(nats_stream: str) -> None:
+    """A stream appended to by another writer while served: its new patches become
+    fetchable, one by sequence (a direct get) as in a range."""
+    from patchsync.serve.nats_topic import NatsTopic
+    from patchsync.streams.nats_log import NatsLog
+    from patchsync.streams.url import parse_stream_url
+
+    url = parse_stream_url(nats_stream)
+
+    async def go() -> None:
+        topic = NatsTopic("n", nats_stream, url)
+        await topic.open()
+        try:
+            await topic.append(payload(1, None))
+            with NatsLog(url) as other:  # another writer, not through the server
+                for n in range(2, 6):
+                    other.publish_patch(payload(n, n - 1), patch_id(n), patch_id(n - 1))
+            reader = topic.read(Start.after_version(0))
+            seen = [await anext(reader) for _ in range(5)]
+            await reader.aclose()
+            assert [(e.version, e.patch_id) for e in seen] == [(n, patch_id(n)) for n in range(1, 6)]
+            for entry in seen:  # one at a time (GET /NAME/VERSION) equals the range read
+                [single] = [e async for batch in topic._stored(entry.version, entry.version) for e in batch]
+                assert single == entry
+            assert topic.version_of(patch_id(4)) == 4
+        finally:
+            await topic.close()
+
+    run(go())
