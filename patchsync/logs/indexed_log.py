@@ -57,7 +57,7 @@ from patchsync.units import ENDS_PATCH, UnitReader
 log = logging.getLogger("patchsync.index")
 
 #: Patches between two decoder checkpoints inside a stream: a read decodes at most this many.
-EVERY = 64
+EVERY = 128
 #: Patches indexed between two commits while a segment is indexed (bounds the memory used).
 FLUSH_EVERY = 8192
 #: Bytes read at a time when decoding from a checkpoint.
