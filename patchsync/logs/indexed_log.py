@@ -37,7 +37,7 @@ from patchsync.codec import wire
 from patchsync.codec.decoder_state import DecoderState
 from patchsync.codec.framing import read_varint
 from patchsync.codec.patch_decoder import PatchDecoder
-from patchsync.errors import DecodeError, PatchsyncError, UsageError
+from patchsync.errors import DecodeError, UsageError
 from patchsync.events import Event, Options
 from patchsync.logs.files import file_errors
 from patchsync.logs.fingerprint import FINGERPRINT_BYTES, fingerprint
@@ -232,7 +232,7 @@ class IndexedLog:
                 records = records[:seq]
                 head = None
                 first = record.first_version if record is not None else cp.version
-                next_version = self._scan(f, size, path, fp, cp, first, last=last, cut_tail=cut_tail) + 1
+                next_version = self._scan(f.fileno(), size, path, fp, cp, first, last=last, cut_tail=cut_tail) + 1
         if len(records) > len(self.paths):  # segments gone from the end of the log
             self.index.cut(len(self.paths), next_version)
         records = self.index.segments()
@@ -247,7 +247,7 @@ class IndexedLog:
 
     def _scan(
         self,
-        f: object,
+        fd: int,
         size: int,
         path: Path,
         fp: str,
@@ -258,7 +258,6 @@ class IndexedLog:
         cut_tail: Callable[[int], None] | None,
     ) -> int:
         """Index one segment from ``cp`` to its end; the version of its last patch."""
-        fd = f.fileno()  # type: ignore[attr-defined]
         decoder = _restored(cp, str(path), self.limits)
         reader = UnitReader(_TERMS)
         scan = _Scan(cp.seq, path, fp, first_version, cp.version - 1, [], [cp])
@@ -409,7 +408,7 @@ class IndexedLog:
                     if cursor is None or cursor.version != row.version or cursor.seq != row.seq:
                         if cursor is not None:
                             self._keep(cursor)
-                        cursor = None
+                        cursor = None  # kept: not to be kept again if the next one fails
                         cursor = self._cursor_at(row)
                     events = cursor.next_patch()
                     if events is None:
@@ -486,4 +485,4 @@ def _matches(record: SegmentRecord, path: Path, fp: str, size: int, fd: int) -> 
     )
 
 
-__all__ = ["CURSORS", "EVERY", "READ_CHUNK", "IndexedLog", "PatchsyncError", "StoredPatch", "starts_stream"]
+__all__ = ["CURSORS", "EVERY", "FLUSH_EVERY", "READ_CHUNK", "IndexedLog", "StoredPatch", "starts_stream"]
