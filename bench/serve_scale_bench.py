@@ -30,6 +30,7 @@ process serving both, plus the first segment as a topic of its own (the catch-up
 from __future__ import annotations
 
 import argparse
+import asyncio
 import random
 import subprocess
 import sys
@@ -39,6 +40,7 @@ from typing import Any
 
 import httpx
 
+from patchsync.serve.file_topic import FileLogTopic
 from patchsync.streams.payloads import read_patches
 
 from .tail_bench import _timed
@@ -104,6 +106,23 @@ class Server:
     def stop(self) -> None:
         self.proc.terminate()
         self.proc.wait(timeout=60)
+
+
+def open_topics(paths: list[Path]) -> float:
+    """Seconds to open the log topics of ``paths`` in this process (their indexes checked,
+    or built when missing), without the server process's own start."""
+
+    async def go() -> float:
+        started = time.perf_counter()
+        topics = [FileLogTopic(p.name, str(p), p) for p in paths]
+        for topic in topics:
+            await topic.open()
+        took = time.perf_counter() - started
+        for topic in topics:
+            await topic.close()
+        return took
+
+    return asyncio.run(go())
 
 
 def percentiles(samples: list[float]) -> tuple[float, float]:
@@ -193,6 +212,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     # The baseline start-up: the catch-up log without its index, which the server builds
     # by decoding the log once, as main decoded every log at every start.
     drop_indexes(first)
+    result["open_cold_s"] = open_topics([first])
+    drop_indexes(first)
     cold = Server({"first": first})
     cold.stop()
     result["startup_cold_s"] = cold.startup
@@ -200,6 +221,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     build = Server(topics)
     build.stop()
     result["first_start_s"] = build.startup
+    result["open_s"] = open_topics(list(topics.values()))
     server = Server(topics)
     rng = random.Random(args.seed)
     result.update(startup_s=server.startup, rss_start_mb=server.rss_mb())
@@ -224,8 +246,12 @@ def report(args: argparse.Namespace, r: dict[str, Any]) -> None:
     print("| measure | figure | baseline (same run) | target |")
     print("|---|---|---|---|")
     print(
-        f"| start-up, indexes present | {r['startup_s']:.2f} s | {r['startup_cold_s']:.1f} s indexes missing (built: main scanned every start) | < 2 s |"
+        f"| start-up, indexes present ({2 * args.patches + args.rotate:,} patches): process / opening the "
+        f"topics | {r['startup_s']:.2f} s / {r['open_s']:.2f} s | {r['startup_cold_s']:.1f} s / "
+        f"{r['open_cold_s']:.1f} s for the {args.rotate:,}-patch log alone without its index (decoded once, "
+        f"as main did at every start) | < 2 s |"
     )
+    print(f"| first start of this run (indexes missing are built) | {r['first_start_s']:.1f} s | | info |")
     print(f"| RSS after start-up / peak | {r['rss_start_mb']:.0f} MB / {r['rss_peak_mb']:.0f} MB | | < 200 MB |")
     for name, label in (("seg", "segments"), ("one", "one file")):
         p50, p99 = r[f"fetch_{name}"]
@@ -247,7 +273,9 @@ def report(args: argparse.Namespace, r: dict[str, Any]) -> None:
         f"| rdf-delta client, {args.sync:,} patches one by one | {one_by_one:.1f} s ({one_by_one / feed:.1f}x) | change feed {feed:.1f} s | within 3x |"
     )
     print()
-    print(f"{verdict(r['startup_s'] < 2)}: start-up {r['startup_s']:.2f} s (target < 2 s)")
+    print(
+        f"{verdict(r['startup_s'] < 2)}: start-up {r['startup_s']:.2f} s, of which opening the topics {r['open_s']:.2f} s (target < 2 s)"
+    )
     print(f"{verdict(r['rss_peak_mb'] < 200)}: peak RSS {r['rss_peak_mb']:.0f} MB (target < 200 MB)")
     worst = max(r["fetch_seg"][1], r["fetch_one"][1])
     print(f"{verdict(worst < 20)}: fetch p99 {worst:.1f} ms (target < 20 ms)")
