@@ -227,6 +227,10 @@ def test_killed_while_writing_the_index(tmp_path: Path) -> None:
         os.kill(proc.pid, signal.SIGKILL)
     finally:
         proc.wait()
+    assert proc.returncode == -signal.SIGKILL, "the index was built before it could be killed"
+    with sqlite3.connect(index) as db:  # what the killed writer committed: a part of the log
+        [(committed,)] = db.execute("SELECT count(*) FROM patches").fetchall()
+    assert 0 < committed < 6000
     log = indexed([path], index)
     try:
         expected = reference([path])
