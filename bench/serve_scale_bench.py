@@ -40,6 +40,7 @@ from typing import Any
 
 import httpx
 
+from patchsync.logs.version_index import index_path, remove_index
 from patchsync.serve.file_topic import FileLogTopic
 from patchsync.streams.payloads import read_patches
 
@@ -71,12 +72,9 @@ def ensure_logs(data: Path, patches: int, rotate: int, catchup: int) -> tuple[Pa
 
 
 def drop_indexes(*logs: Path) -> None:
+    """Delete the version index of each log (and its SQLite companions)."""
     for log in logs:
-        folder = log if log.is_dir() else log.parent
-        for index in folder.glob(".*.idx*"):
-            index.unlink()
-        for index in folder.glob(".patchsync.idx*"):
-            index.unlink()
+        remove_index(index_path(log))
 
 
 class Server:
