@@ -86,6 +86,7 @@ def test_fetch_anywhere_equals_a_sequential_read(tmp_path: Path, every: int) -> 
 
 def test_served_log_appends_and_reopens_without_a_scan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = segment(tmp_path / "log.jellyp", 1, 30)
+    indexed([path], index_path(path)).close()  # decoder states every 5 patches
 
     async def go() -> None:
         topic = FileLogTopic("t", str(path), path)
@@ -100,7 +101,13 @@ def test_served_log_appends_and_reopens_without_a_scan(tmp_path: Path, monkeypat
     run(go())
     expected = reference([path])
     assert len(expected) == 40
-    # Opening again: the index matches the log, so nothing is decoded to open it.
+    # Opening again, by another path to the same log (the directory moved): the index
+    # matches the log, so nothing is decoded to open it.
+    moved = tmp_path / "moved"
+    moved.mkdir()
+    for name in (path.name, index_path(path).name):
+        os.rename(tmp_path / name, moved / name)
+    path = moved / path.name
     monkeypatch.setattr(IndexedLog, "_scan", lambda *a, **k: pytest.fail("the log was scanned"))
     log = indexed([path], index_path(path))
     try:

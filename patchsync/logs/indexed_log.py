@@ -96,12 +96,16 @@ def _fresh(offset: int, source: str, limits: Limits | None) -> PatchDecoder[str]
     return PatchDecoder.from_state(state, _TERMS, source=source, limits=limits)
 
 
-def _restored(cp: Checkpoint, source: str, limits: Limits | None) -> PatchDecoder[str]:
+def _restored(cp: Checkpoint, path: Path, limits: Limits | None) -> PatchDecoder[str]:
+    source = str(path)
     if cp.state is None:
         return _fresh(cp.offset, source, limits)
     try:
         data = zlib.decompress(cp.state)
-        return decode_snapshot(data, _TERMS, source=source, limits=limits or Limits()).decoder
+        # A state names its segment by file name: the log may be opened by another path.
+        decoder = decode_snapshot(data, _TERMS, source=path.name, limits=limits or Limits()).decoder
+        decoder.source = source
+        return decoder
     except (zlib.error, SnapshotError) as exc:
         raise IndexCorrupt(f"{source}: the checkpoint at version {cp.version} is unusable: {exc}") from None
 
@@ -110,7 +114,7 @@ class _Cursor:
     """A decoder reading one segment's patches in order from a checkpoint."""
 
     def __init__(self, path: Path, cp: Checkpoint, end: int, limits: Limits | None) -> None:
-        self.decoder = _restored(cp, str(path), limits)
+        self.decoder = _restored(cp, path, limits)
         self.options = self.decoder.options
         self.fd = os.open(path, os.O_RDONLY)
         self.pos, self.end, self.version, self.seq = cp.offset, end, cp.version, cp.seq
@@ -258,7 +262,7 @@ class IndexedLog:
         cut_tail: Callable[[int], None] | None,
     ) -> int:
         """Index one segment from ``cp`` to its end; the version of its last patch."""
-        decoder = _restored(cp, str(path), self.limits)
+        decoder = _restored(cp, path, self.limits)
         reader = UnitReader(_TERMS)
         scan = _Scan(cp.seq, path, fp, first_version, cp.version - 1, [], [cp])
         since = 0  # patches since the last checkpoint
@@ -311,7 +315,7 @@ class IndexedLog:
             if open_at is None and since >= self.every and decoder.resumable:
                 anchor = os.pread(fd, min(pos, ANCHOR_BYTES), pos - min(pos, ANCHOR_BYTES))
                 state = encode_snapshot(
-                    decoder, source=str(path), fingerprint=fp, checkpoint=(scan.version + 1, 0), anchor=anchor
+                    decoder, source=path.name, fingerprint=fp, checkpoint=(scan.version + 1, 0), anchor=anchor
                 )
                 scan.checkpoints.append(Checkpoint(scan.version + 1, cp.seq, pos, zlib.compress(state, 1)))
                 since = 0
