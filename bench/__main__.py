@@ -184,6 +184,31 @@ BENCHES: tuple[Bench, ...] = (
         quick=("--rounds", "1", "--big-kb", "300"),
     ),
     Bench(
+        "serve-scale",
+        "bench.serve_scale_bench",
+        "`patchsync serve` on logs of a million patches (version index)",
+        "a log served without its index (decoded once, as main did at every start); main's fetch decoding "
+        "the segment from its first byte; `tail` of the local file; the change feed for the Delta client",
+        quick=(
+            "--patches",
+            "20000",
+            "--rotate",
+            "5000",
+            "--catchup",
+            "5000",
+            "--sync",
+            "2000",
+            "--fetches",
+            "200",
+            "--feeds",
+            "20",
+        ),
+        notes=(
+            "The logs (1,000,000 patches in 100,000-patch segments, and in one file) and their indexes are "
+            "kept under `bench/out/serve_scale` and written only when missing.",
+        ),
+    ),
+    Bench(
         "serve-load",
         "bench.serve_load_bench",
         "`patchsync serve` under slow, stalled and greedy clients",

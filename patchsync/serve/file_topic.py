@@ -5,12 +5,14 @@ lock on opening (a directory's ``.patchsync.lock`` and its last segment's own lo
 locks every patchsync writer takes, docs/design.md §6) and holds it, so the head it keeps
 in memory is the log's head, and another writer is refused rather than forking the log.
 
-Opening scans the log once: the version index (each patch's id and ``prev``) and the
-*restart points*, the offsets where a stream starts afresh (an options row: a segment's
-start, and every patch this server appends, which it writes as a stream of its own in
-append mode), from which a reader can decode without reading what comes before. A
-trailing partial frame, or the complete frames of a patch a crashed writer did not end,
-are cut off then, as every appender does.
+Opening brings the log's version index on disk up to date (:mod:`patchsync.logs.indexed_log`:
+``.NAME.idx`` beside a file, ``.patchsync.idx`` in a directory): a log the index knows
+costs a few reads, whatever its length; what was written since the index was last
+updated is indexed then, and a log the index does not match is indexed again. The index
+holds each patch's version, id and place, and decoder checkpoints, so a read anywhere in
+the log decodes at most a few dozen patches; the server keeps no entry per patch in memory.
+A trailing partial frame, or the complete frames of a patch a crashed writer did not end,
+are cut off on opening, as every appender does.
 
 Each append is one ``write`` of the whole patch (of a group of patches that arrived
 together, one ``write`` of them all), made only after each patch was decoded and checked
@@ -26,26 +28,23 @@ one message each.
 from __future__ import annotations
 
 import asyncio
-import bisect
 import os
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
 
-from patchsync.codec import wire
-from patchsync.codec.framing import read_varint
-from patchsync.codec.patch_decoder import PatchDecoder
 from patchsync.codec.patch_encoder import PatchEncoder
 from patchsync.errors import ChainError, PatchsyncError, UsageError
-from patchsync.events import Event, Options, PatchEnd
+from patchsync.events import Event, PatchEnd
 from patchsync.logs.convert import FeatureScan
-from patchsync.logs.patch_logs import CHUNK_SIZE, exclusive_lock
+from patchsync.logs.indexed_log import IndexedLog
+from patchsync.logs.patch_logs import exclusive_lock
 from patchsync.logs.payloads import NT_TERMS, encode_patch, message_options
+from patchsync.logs.version_index import IndexCorrupt, index_path
 from patchsync.options import Limits, PatchOptions, StreamType
 from patchsync.serve.incoming import Incoming, checked_patch, decode_patch, statement_patch
 from patchsync.serve.topics import BATCH_BYTES, Appended, Entry, LogTopic, TopicOptions, stored_entries
 from patchsync.sources import LOG_SUFFIX, directory_logs
-from patchsync.units import ENDS_PATCH, UnitReader
 
 #: The lock file of a directory log (the recorder's, so the two exclude each other).
 DIRECTORY_LOCK = ".patchsync.lock"
@@ -76,11 +75,7 @@ class FileLogTopic(LogTopic):
         self.directory = path.is_dir() or (not path.exists() and not path.name.lower().endswith(LOG_SUFFIX))
         self.options: PatchOptions | None = None
         self._segments: list[Path] = []
-        self._ids: list[str] = []
-        self._versions: dict[str, int] = {}
-        #: Restart points: the first version decoded from each, and where it is.
-        self._restart_versions: list[int] = []
-        self._restart_at: list[tuple[int, int]] = []
+        self._log: IndexedLog | None = None
         self._fd: int | None = None
         self._dir_fd: int | None = None
         self._size = 0
@@ -104,14 +99,24 @@ class FileLogTopic(LogTopic):
             self._segments = [self.path]
         try:
             self._fd = self._lock_file(self._segments[-1], where)
-            for index, segment in enumerate(self._segments):
-                self._scan(index, segment, last=index == len(self._segments) - 1)
+            self._log = IndexedLog(self._segments, index_path(self.path), limits=self.limits)
+            self._log.open(cut_tail=self._cut_tail)
+            self.options = self._log.options
+            self._size = os.fstat(self._fd).st_size
+            head = self._log.head()
+            if head is not None:
+                self.head, self.version = head.patch_id, head.version
         except BaseException:
             self._release()
             raise
         if self.options is not None and self.options.stream_type is StreamType.FLAT:
             self._release()
             raise UsageError(f"{where}: a FLAT log is one patch; nothing can be appended to it")
+
+    def _cut_tail(self, size: int) -> None:
+        """Cut an unfinished tail (a crashed writer's) off the last segment."""
+        assert self._fd is not None
+        os.ftruncate(self._fd, size)
 
     @staticmethod
     def _lock_file(path: Path, where: str) -> int:
@@ -122,65 +127,10 @@ class FileLogTopic(LogTopic):
                 f"{where}: another writer holds {path}; a served log has the server as its one writer"
             ) from None
 
-    def _scan(self, index: int, path: Path, *, last: bool) -> None:
-        """Index the patches of one segment; cut an unfinished tail off the last one."""
-        decoder: PatchDecoder[str] = PatchDecoder(NT_TERMS, source=str(path), limits=self.limits)
-        reader = UnitReader(NT_TERMS)  # patch ends and their chain ids
-        ended_frame = -1  # the frame offset of the last PatchEnd
-        open_at: int | None = None  # the first frame of a patch not ended yet
-        with open(path, "rb") as f:
-            while chunk := f.read(CHUNK_SIZE):
-                decoder.feed(chunk)
-                for event in decoder:
-                    offset = event[-3]
-                    if type(event) is Options:
-                        self.options = event.options
-                        self._restart_versions.append(self.version + 1)
-                        self._restart_at.append((index, offset))
-                        continue
-                    if open_at is None:
-                        open_at = offset
-                        if _starts_a_stream(f.fileno(), offset) and (
-                            not self._restart_at or self._restart_at[-1] != (index, offset)
-                        ):
-                            # An appended stream (a repeated options row, which decodes to
-                            # no event): a restart point of its own.
-                            self._restart_versions.append(self.version + 1)
-                            self._restart_at.append((index, offset))
-                    if reader.read(event) in ENDS_PATCH:
-                        self._index(reader.patch.id, reader.patch.prev, path)
-                        open_at = None
-                        ended_frame = offset
-            size = f.tell()
-        if not last:
-            return
-        end = decoder.offset  # past the last whole frame: a partial one is cut
-        if open_at is not None:
-            # A patch a crashed writer did not end: its frames go, and only they.
-            if open_at <= ended_frame:
-                raise UsageError(f"{path}: the log ends inside a patch that shares a frame with the one before")
-            end = open_at
-        while self._restart_at and self._restart_at[-1][0] == index and self._restart_at[-1][1] >= end > 0:
-            self._restart_at.pop()
-            self._restart_versions.pop()
-        self._size = size
-        if end < size:
-            assert self._fd is not None
-            os.ftruncate(self._fd, end)
-            self._size = end
-        if end == 0:
-            self._restart_at = [p for p in self._restart_at if p[0] != index]
-            self._restart_versions = self._restart_versions[: len(self._restart_at)]
-
-    def _index(self, patch_id: str | None, prev: str | None, path: Path) -> None:
-        if patch_id is None:
-            raise UsageError(f"{path}: patch {self.version + 1} has no 'id' header; a served log needs one per patch")
-        self._ids.append(patch_id)
-        self._versions.setdefault(patch_id, len(self._ids))
-        self.head = patch_id
-        self.version = len(self._ids)
-
     def _release(self) -> None:
+        if self._log is not None:
+            self._log.close()
+            self._log = None
         for fd in (self._fd, self._dir_fd):
             if fd is not None:
                 os.close(fd)
@@ -194,7 +144,9 @@ class FileLogTopic(LogTopic):
     # -- appending ---------------------------------------------------------------------
 
     def version_of(self, patch_id: str) -> int | None:
-        return self._versions.get(patch_id)
+        if self._log is None:
+            return None
+        return self._log.version_of(patch_id)
 
     async def append(self, payload: bytes, *, where: str = "") -> Appended:
         return (await self.append_many([(payload, where)]))[0]
@@ -248,7 +200,7 @@ class FileLogTopic(LogTopic):
         for make in makes:
             try:
                 incoming = make()
-                known = self._versions.get(incoming.patch_id) or staged.get(incoming.patch_id)
+                known = staged.get(incoming.patch_id) or self.version_of(incoming.patch_id)
                 if known is not None:
                     out.append((Appended(known, incoming.patch_id, duplicate=True), b""))
                     continue
@@ -294,12 +246,9 @@ class FileLogTopic(LogTopic):
                 raise
             self._size = start + len(data)
             self.options = options
-            segment = len(self._segments) - 1
-            for version, patch_id, offset in places:
-                self._restart_versions.append(version)
-                self._restart_at.append((segment, offset))
-                self._ids.append(patch_id)
-                self._versions[patch_id] = version
+            assert self._log is not None
+            # Indexed before the head moves: a reader asked for the new versions finds them.
+            self._log.appended(places, self._size, fd)
             self.head = places[-1][1]
             self.version = places[-1][0]
 
@@ -309,50 +258,28 @@ class FileLogTopic(LogTopic):
         return stored_entries(lambda: self._entries(first, last), max_bytes)
 
     def _entries(self, first: int, last: int) -> Iterator[Entry]:
-        """Versions ``first`` to ``last``, from the restart point at or before ``first``.
-
-        A restart point holding one patch is read as it is; one holding several (another
-        writer's stream) is decoded and each of its patches encoded as a message.
-        """
-        with self._io:
-            point = bisect.bisect_right(self._restart_versions, first) - 1
-            versions = self._restart_versions[point:]
-            places = self._restart_at[point:]
-            segments = list(self._segments)
-            size = self._size
-            total = self.version
-        versions.append(total + 1)
-        fd = -1
-        opened = -1
-        try:
-            for number, (segment, offset) in enumerate(places):
-                begin, end_version = versions[number], versions[number + 1]
-                if begin > last:
-                    return
-                if end_version <= first:
-                    continue
-                following = places[number + 1] if number + 1 < len(places) else None
-                end = following[1] if following is not None and following[0] == segment else None
-                if end is None and segment == len(segments) - 1:
-                    end = size
-                if end_version == begin + 1 and end is not None:
-                    if opened != segment:
-                        if fd >= 0:
-                            os.close(fd)
-                        fd = os.open(segments[segment], os.O_RDONLY)
-                        opened = segment
-                    yield Entry(begin, self._ids[begin - 1], os.pread(fd, end - offset, offset))
-                    continue
-                version = begin - 1
-                for events, options in _patches(segments[segment], offset, end, self.limits):
-                    version += 1
-                    if version >= end_version or version > last:
-                        break
-                    if version >= first:
-                        yield Entry(version, self._ids[version - 1], encode_patch(events, message_options(options)))
-        finally:
-            if fd >= 0:
-                os.close(fd)
+        """Versions ``first`` to ``last`` through the index: a patch that is a stream of its
+        own is read as it is; one of another writer's streams is decoded (from the checkpoint
+        before it) and encoded as a message of its own."""
+        log = self._log
+        if log is None:
+            raise UsageError(f"topic {self.name}: closed")
+        at = first
+        for attempt in (1, 2):
+            try:
+                for stored in log.read(at, last):
+                    payload = stored.raw
+                    if payload is None:
+                        assert stored.events is not None
+                        payload = encode_patch(stored.events, message_options(stored.options))
+                    yield Entry(stored.version, stored.patch_id, payload)
+                    at = stored.version + 1
+                return
+            except IndexCorrupt as exc:
+                if attempt == 2:
+                    raise
+                with self._io:
+                    log.rebuild(str(exc))
 
 
 def file_topic(name: str, spec: str, path: Path, options: TopicOptions) -> FileLogTopic:
@@ -368,21 +295,6 @@ def file_topic(name: str, spec: str, path: Path, options: TopicOptions) -> FileL
     )
 
 
-#: The start of a frame whose first row is an options row: ``RdfPatchFrame.rows`` (field 1).
-_ROWS_TAG = 0x0A
-
-
-def _starts_a_stream(fd: int, offset: int) -> bool:
-    """Whether the delimited frame at ``offset`` begins with an options row: a stream starts
-    there (an appended stream repeats the options row and refers to nothing before it)."""
-    head = os.pread(fd, 24, offset)
-    frame = read_varint(head, 0, len(head))
-    if frame is None or frame[1] >= len(head) or head[frame[1]] != _ROWS_TAG:
-        return False
-    row = read_varint(head, frame[1] + 1, len(head))
-    return row is not None and head[row[1] : row[1] + len(wire.ROW_OPTIONS)] == wire.ROW_OPTIONS
-
-
 def _encode(events: list[Event], options: PatchOptions, *, append: bool) -> bytes:
     """The bytes appended for one patch: a stream of its own (options row first)."""
     encoder: PatchEncoder[str] = PatchEncoder(options, NT_TERMS, append=append)
@@ -390,33 +302,6 @@ def _encode(events: list[Event], options: PatchOptions, *, append: bool) -> byte
         encoder.send(event)
     encoder.finish()
     return encoder.take()
-
-
-def _patches(
-    path: Path, start: int, end: int | None, limits: Limits | None
-) -> Iterator[tuple[list[Event], PatchOptions]]:
-    """The patches of ``path`` from the restart point ``start`` up to byte ``end``, with the options in force."""
-    decoder: PatchDecoder[str] = PatchDecoder(NT_TERMS, source=str(path), limits=limits)
-    options = PatchOptions()
-    pending: list[Event] = []
-    with open(path, "rb") as f:
-        f.seek(start)
-        remaining = None if end is None else end - start
-        while remaining is None or remaining > 0:
-            chunk = f.read(CHUNK_SIZE if remaining is None else min(CHUNK_SIZE, remaining))
-            if not chunk:
-                break
-            if remaining is not None:
-                remaining -= len(chunk)
-            decoder.feed(chunk)
-            for event in decoder:
-                if type(event) is Options:
-                    options = event.options
-                    continue
-                pending.append(event)
-                if type(event) is PatchEnd:
-                    yield pending, options
-                    pending = []
 
 
 __all__ = ["DIRECTORY_LOCK", "FIRST_SEGMENT", "NEW_LOG_OPTIONS", "FileLogTopic", "file_topic"]

@@ -53,7 +53,6 @@ class NatsTopic(LogTopic):
         self.url = url
         self.limits = limits
         self._versions: dict[str, int] = {}
-        self._ids: dict[int, str] = {}
         self._log: NatsLog | None = None
         self._follow: NatsLog | None = None
         self._io = threading.Lock()
@@ -92,9 +91,13 @@ class NatsTopic(LogTopic):
                 self._seen.notify_all()
         return bool(messages)
 
+    @staticmethod
+    def _id(message: StreamMessage) -> str:
+        """A message's patch id: its message id header (every publisher sets it)."""
+        return message.headers.get(MSG_ID) or f"seq:{message.seq}"
+
     def _see(self, message: StreamMessage) -> None:
-        patch_id = message.headers.get(MSG_ID) or f"seq:{message.seq}"
-        self._ids[message.seq] = patch_id
+        patch_id = self._id(message)
         self._versions.setdefault(patch_id, message.seq)
         self.head = patch_id
         self.version = message.seq
@@ -160,6 +163,13 @@ class NatsTopic(LogTopic):
     def _entries(self, first: int, last: int) -> Iterator[Entry]:
         log = self._log
         assert log is not None
+        if first == last:
+            # One patch (a fetch by version): a direct get by sequence, no consumer made.
+            with self._io:
+                message = log.message(first)
+            if message is not None:
+                yield Entry(message.seq, self._id(message), message.payload)
+            return
         seq = first
         while seq <= last:
             with self._io:
@@ -169,7 +179,7 @@ class NatsTopic(LogTopic):
             for message in messages:
                 if message.seq > last:
                     return
-                yield Entry(message.seq, self._ids.get(message.seq) or message.headers.get(MSG_ID, ""), message.payload)
+                yield Entry(message.seq, self._id(message), message.payload)
                 seq = message.seq + 1
 
 

@@ -500,21 +500,28 @@ async def thread_batches(
     *,
     max_bytes: int | None = None,
     size: Callable[[T], int] = len,  # type: ignore[assignment]
+    first: int | None = None,
 ) -> AsyncIterator[list[T]]:
     """Run the blocking iterator ``source()`` in a worker thread, ``batch`` items at a time
-    (and, with ``max_bytes``, no more than that by ``size`` unless one item is larger)."""
+    (and, with ``max_bytes``, no more than that by ``size`` unless one item is larger).
+
+    With ``first``, the first step takes that many items and each next one 16 times more, up
+    to ``batch``: a reader that wants one item (a fetch by version) makes the source produce
+    one, not a batch, and a long read still goes ``batch`` at a time."""
     iterator = await asyncio.to_thread(source)
     ended = False
+    step_size = batch if first is None else max(1, min(first, batch))
 
     def take() -> list[T]:
-        nonlocal ended
+        nonlocal ended, step_size
         items: list[T] = []
         total = 0
+        wanted, step_size = step_size, min(batch, step_size * 16)
         for item in iterator:
             items.append(item)
             if max_bytes is not None:
                 total += size(item)
-            if len(items) >= batch or (max_bytes is not None and total >= max_bytes):
+            if len(items) >= wanted or (max_bytes is not None and total >= max_bytes):
                 return items
         ended = True
         return items
@@ -538,8 +545,9 @@ async def thread_batches(
 
 def stored_entries(source: Callable[[], Iterator[Entry]], max_bytes: int = BATCH_BYTES) -> AsyncIterator[list[Entry]]:
     """The entries of a log read in a worker thread, about ``max_bytes`` at a time: a
-    reader of large patches holds a few megabytes of them, not hundreds of patches."""
-    return thread_batches(source, max_bytes=max_bytes, size=entry_cost)
+    reader of large patches holds a few megabytes of them, not hundreds of patches. The
+    first step reads one entry (then 16, then 256): a fetch of one version decodes one."""
+    return thread_batches(source, max_bytes=max_bytes, size=entry_cost, first=1)
 
 
 async def flatten(batches: AsyncIterator[list[T]]) -> AsyncGenerator[T, None]:

@@ -1,0 +1,292 @@
+"""The version index of a served log (docs/decisions/0020-version-index.md, docs/serving.md):
+a fetch anywhere in a log equals a sequential read of it, and an index that is missing,
+cut, corrupted or left by another log is built again, never trusted.
+
+Versions count a log's patches from 1 in log order, as RDF Delta numbers them
+(https://afs.github.io/rdf-delta/delta-protocol.html, "Patch Log": "the version number of
+a patch is its position in the log").
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from patchsync.events import Event
+from patchsync.logs.indexed_log import IndexedLog
+from patchsync.logs.payloads import NT_TERMS, read_patches, read_payload
+from patchsync.logs.version_index import IndexCorrupt, index_path
+from patchsync.serve.file_topic import FileLogTopic
+from patchsync.serve.topics import Start
+
+from .helpers import content, encode, write_log
+from .process_helpers import wait_for
+from .serve_helpers import patch_events, patch_id, payload, run
+
+
+def segment(path: Path, first: int, count: int) -> Path:
+    """Patches ``first`` .. ``first + count - 1`` chained, in one stream (shared lookups)."""
+    events: list[Event] = []
+    for n in range(first, first + count):
+        events += patch_events(n, n - 1 if n > 1 else None, rows=3)
+    return write_log(path, events, adapter=NT_TERMS)
+
+
+def reference(paths: list[Path]) -> list[tuple[str, list[Event]]]:
+    """Every patch of the log read sequentially by the log reader (not through the index)."""
+    return [(p.patch_id or "", content(p.events)) for path in paths for p in read_patches(path)]
+
+
+def fetched(log: IndexedLog, version: int) -> tuple[str, list[Event]]:
+    [stored] = list(log.read(version, version))
+    assert stored.version == version
+    events = stored.events if stored.raw is None else read_payload(stored.raw)
+    assert events is not None
+    return stored.patch_id, content(events)
+
+
+def indexed(paths: list[Path], index: Path | None, every: int = 5) -> IndexedLog:
+    log = IndexedLog(paths, index, every=every)
+    log.open(cut_tail=lambda size: os.truncate(paths[-1], size))
+    return log
+
+
+def check_every_version(log: IndexedLog, expected: list[tuple[str, list[Event]]], seed: int = 1) -> None:
+    head = log.head()
+    assert head is not None and head.version == len(expected)
+    versions = list(range(1, len(expected) + 1))
+    random.Random(seed).shuffle(versions)
+    for version in versions:  # random places: each from a checkpoint
+        assert fetched(log, version) == (expected[version - 1][0], expected[version - 1][1])
+    # One by one in order (a Delta client's sync), and all at once (the change feed).
+    assert [fetched(log, v)[1] for v in range(1, len(expected) + 1)] == [e for _, e in expected]
+    whole = [content(s.events if s.raw is None else read_payload(s.raw)) for s in log.read(1, len(expected))]  # type: ignore[arg-type]
+    assert whole == [e for _, e in expected]
+    for number, (patch, _) in enumerate(expected, 1):
+        assert log.version_of(patch) == number
+
+
+@pytest.mark.parametrize("every", [1, 5, 64])
+def test_fetch_anywhere_equals_a_sequential_read(tmp_path: Path, every: int) -> None:
+    # A directory of three segments, each one stream of many patches, as a recorder writes.
+    paths = [segment(tmp_path / f"{n:03d}.jellyp", 1 + 40 * n, 40) for n in range(3)]
+    log = indexed(paths, tmp_path / ".idx", every)
+    try:
+        check_every_version(log, reference(paths), seed=every)
+    finally:
+        log.close()
+
+
+def test_served_log_appends_and_reopens_without_a_scan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = segment(tmp_path / "log.jellyp", 1, 30)
+    indexed([path], index_path(path)).close()  # decoder states every 5 patches
+
+    async def go() -> None:
+        topic = FileLogTopic("t", str(path), path)
+        await topic.open()
+        for n in range(31, 41):
+            await topic.append(payload(n, n - 1))
+        entries = [e async for e in topic.read(Start.after_version(25), follow=False)]
+        assert [e.version for e in entries] == list(range(26, 41))
+        assert topic.version_of(patch_id(35)) == 35
+        await topic.close()
+
+    run(go())
+    expected = reference([path])
+    assert len(expected) == 40
+    # Opening again, by another path to the same log (the directory moved): the index
+    # matches the log, so nothing is decoded to open it.
+    moved = tmp_path / "moved"
+    moved.mkdir()
+    for name in (path.name, index_path(path).name):
+        os.rename(tmp_path / name, moved / name)
+    path = moved / path.name
+    monkeypatch.setattr(IndexedLog, "_scan", lambda *a, **k: pytest.fail("the log was scanned"))
+    log = indexed([path], index_path(path))
+    try:
+        check_every_version(log, expected)
+    finally:
+        log.close()
+
+
+def test_a_log_grown_while_the_server_was_down_is_indexed_from_its_tail(tmp_path: Path) -> None:
+    path = segment(tmp_path / "log.jellyp", 1, 30)
+    indexed([path], index_path(path)).close()
+    # Another writer (a recorder) appends a stream of its own while nobody serves the log.
+    more: list[Event] = []
+    for n in range(31, 61):
+        more += patch_events(n, n - 1, rows=3)
+    options = next(iter(read_patches(path))).options
+    assert options is not None
+    with open(path, "ab") as f:  # a stream of its own, as `patchsync append` writes it
+        f.write(encode(more, options, NT_TERMS, append=True))
+    log = indexed([path], index_path(path))
+    try:
+        check_every_version(log, reference([path]))
+    finally:
+        log.close()
+
+
+def _break_index(index: Path, how: str) -> None:
+    if how == "deleted":
+        index.unlink()
+    elif how == "truncated":
+        with open(index, "r+b") as f:
+            f.truncate(os.path.getsize(index) // 3)
+    elif how == "garbage":
+        with open(index, "r+b") as f:
+            f.seek(0)
+            f.write(b"not an index" * 100)
+    elif how == "row":  # a value changed behind the checksum's back
+        with sqlite3.connect(index) as db:
+            db.execute("UPDATE patches SET offset = offset + 7 WHERE version = 33")
+    elif how == "checkpoints":
+        with sqlite3.connect(index) as db:
+            db.execute("UPDATE checkpoints SET offset = offset + 3 WHERE version > 20")
+    elif how == "format":
+        with sqlite3.connect(index) as db:
+            db.execute("UPDATE meta SET value = 'patchsync-version-index 0' WHERE key = 'format'")
+
+
+@pytest.mark.parametrize("how", ["deleted", "truncated", "garbage", "row", "checkpoints", "format"])
+def test_a_broken_index_is_built_again(tmp_path: Path, how: str) -> None:
+    paths = [segment(tmp_path / f"{n:03d}.jellyp", 1 + 30 * n, 30) for n in range(2)]
+    index = tmp_path / ".idx"
+    indexed(paths, index).close()
+    for name in (index.with_name(".idx-wal"), index.with_name(".idx-shm")):
+        assert not name.exists() or name.stat().st_size >= 0  # SQLite checkpoints the WAL on close
+    _break_index(index, how)
+    log = indexed(paths, index)
+    try:
+        if how == "row":  # found only when read: refused, never answered from
+            with pytest.raises(IndexCorrupt, match="version 33 fails its checksum"):
+                fetched(log, 33)
+            log.rebuild("test")
+        check_every_version(log, reference(paths))
+    finally:
+        log.close()
+
+
+def test_a_topic_rebuilds_an_index_found_broken_while_serving(tmp_path: Path) -> None:
+    path = segment(tmp_path / "log.jellyp", 1, 40)
+    expected = reference([path])
+
+    async def go() -> None:
+        topic = FileLogTopic("t", str(path), path)
+        await topic.open()
+        try:
+            _break_index(index_path(path), "row")
+            entries = [e async for e in topic.read(Start.after_version(30), follow=False)]
+            assert [(e.patch_id, content(read_payload(e.payload))) for e in entries] == expected[30:]
+        finally:
+            await topic.close()
+
+    run(go())
+
+
+@pytest.mark.parametrize("change", ["replaced", "cut", "same-start"])
+def test_an_index_left_by_another_log_is_not_trusted(tmp_path: Path, change: str) -> None:
+    path = segment(tmp_path / "log.jellyp", 1, 50)
+    indexed([path], index_path(path)).close()
+    if change == "replaced":  # another log under the same name
+        segment(path, 100, 20)
+    elif change == "cut":  # cut below the indexed end, at a patch boundary
+        patches = list(read_patches(path))
+        events = [e for p in patches[:20] for e in p.events]
+        write_log(path, events, adapter=NT_TERMS)
+    else:  # the same first patch, different after it, and longer
+        events = patch_events(1, None, rows=3)
+        for n in range(2, 80):
+            events += patch_events(n, n - 1, rows=4)
+        write_log(path, events, adapter=NT_TERMS)
+    log = indexed([path], index_path(path))
+    try:
+        check_every_version(log, reference([path]))
+    finally:
+        log.close()
+
+
+_BUILD = """
+import sys
+from pathlib import Path
+from patchsync.logs import indexed_log
+indexed_log.FLUSH_EVERY = 200
+log = indexed_log.IndexedLog([Path(sys.argv[1])], Path(sys.argv[2]), every=1)
+log.open()
+"""
+
+
+def test_killed_while_writing_the_index(tmp_path: Path) -> None:
+    path = segment(tmp_path / "log.jellyp", 1, 6000)
+    index = tmp_path / ".idx"
+    proc = subprocess.Popen([sys.executable, "-c", _BUILD, str(path), str(index)])
+    wal = index.with_name(".idx-wal")
+    try:
+        # Killed once some rows were committed, while it is still writing more.
+        wait_for(lambda: (wal.exists() and wal.stat().st_size > 64 << 10) or proc.poll() is not None, what="index rows")
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL, "the index was built before it could be killed"
+    with sqlite3.connect(index) as db:  # what the killed writer committed: a part of the log
+        [(committed,)] = db.execute("SELECT count(*) FROM patches").fetchall()
+    assert 0 < committed < 6000
+    log = indexed([path], index)
+    try:
+        expected = reference([path])
+        head = log.head()
+        assert head is not None and head.version == len(expected)
+        for version in random.Random(3).sample(range(1, len(expected) + 1), 200):
+            assert fetched(log, version) == (expected[version - 1][0], expected[version - 1][1])
+    finally:
+        log.close()
+
+
+def test_an_unwritable_index_place_falls_back_to_memory(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = segment(tmp_path / "log.jellyp", 1, 20)
+    # A place the index cannot be written (as a read-only directory is for other users).
+    log = indexed([path], tmp_path / "no such directory" / ".idx")
+    try:
+        assert log.index.path is None
+        check_every_version(log, reference([path]))
+    finally:
+        log.close()
+    assert "keeping it in memory" in caplog.text
+
+
+def test_a_nats_topic_serves_what_another_writer_publishes(nats_stream: str) -> None:
+    """A stream appended to by another writer while served: its new patches become
+    fetchable, one by sequence (a direct get) as in a range."""
+    from patchsync.nats.nats_log import NatsLog
+    from patchsync.nats.url import parse_stream_url
+    from patchsync.serve.nats_topic import NatsTopic
+
+    url = parse_stream_url(nats_stream)
+
+    async def go() -> None:
+        topic = NatsTopic("n", nats_stream, url)
+        await topic.open()
+        try:
+            await topic.append(payload(1, None))
+            with NatsLog(url) as other:  # another writer, not through the server
+                for n in range(2, 6):
+                    other.publish_patch(payload(n, n - 1), patch_id(n), patch_id(n - 1))
+            reader = topic.read(Start.after_version(0))
+            seen = [await anext(reader) for _ in range(5)]
+            await reader.aclose()
+            assert [(e.version, e.patch_id) for e in seen] == [(n, patch_id(n)) for n in range(1, 6)]
+            for entry in seen:  # one at a time (GET /NAME/VERSION) equals the range read
+                [single] = [e async for batch in topic._stored(entry.version, entry.version) for e in batch]
+                assert single == entry
+            assert topic.version_of(patch_id(4)) == 4
+        finally:
+            await topic.close()
+
+    run(go())
