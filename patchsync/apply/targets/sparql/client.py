@@ -27,6 +27,8 @@ from .config import SparqlConfig
 
 #: The most of an answer read: a query result (a dump reads every quad) or an error text.
 MAX_ANSWER = 1 << 31
+#: How many times a query that deadlocked with a writer is asked again.
+DEADLOCK_RETRIES = 5
 #: The most of an error answer kept for the message.
 MAX_MESSAGE = 300
 
@@ -153,13 +155,15 @@ class Client:
     def select(self, text: str) -> list[dict[str, Any]]:
         """The bindings of one SELECT query (SPARQL 1.1 Protocol §2.1.3, results as JSON)."""
         body = urllib.parse.urlencode({"query": text}).encode("utf-8")
-        data = self.request(
-            "POST",
-            self.config.query,
-            body,
-            {"Content-Type": "application/x-www-form-urlencoded", "Accept": "application/sparql-results+json"},
-            retry_idle=True,
-        )
+        headers = {"Content-Type": "application/x-www-form-urlencoded", "Accept": "application/sparql-results+json"}
+        for attempt in range(DEADLOCK_RETRIES + 1):
+            try:
+                data = self.request("POST", self.config.query, body, headers, retry_idle=True)
+                break
+            except HttpStatus as exc:
+                # A read that a writer deadlocked (Virtuoso 40001, SR172) changed nothing: again.
+                if attempt == DEADLOCK_RETRIES or not (exc.status == 500 and "40001" in exc.message):
+                    raise
         try:
             return list(json.loads(data)["results"]["bindings"])
         except (ValueError, KeyError, TypeError) as exc:

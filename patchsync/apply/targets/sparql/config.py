@@ -56,6 +56,7 @@ class Layout:
     values_rows: int = 5_000
     op_triples: int = 50_000
     request_triples: int = 1_000_000
+    request_ops: int = 100_000
     max_request: int = 32 << 20
 
 
@@ -77,6 +78,8 @@ LAYOUTS: dict[str, Layout] = {
         values_rows=500,
         op_triples=4_000,
         request_triples=10_000,
+        # Each operation adds SQL code; a request's is bounded (SP031, 10,000 lines).
+        request_ops=16,
         max_request=8 << 20,
     ),
 }

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from patchsync.apply.target import Checkpoint, PatchRecord
-from patchsync.errors import ApplyError, SourceBusy
+from patchsync.errors import SourceBusy
 from patchsync.terms.ntriples import format_iri, format_string
 
 from .text import APPLIED, AT, CHECKPOINT, GUARD, HEAD, SOURCE
@@ -64,7 +64,11 @@ class LogState:
         return next(iter(self.positions)) if len(self.positions) == 1 else None
 
     def checkpoint(self) -> Checkpoint | None:
-        return decode_checkpoint(self.checkpoints[0]) if len(self.checkpoints) == 1 else None
+        """The checkpoint to resume from: the lowest where two appliers' requests overlapped on
+        a store that lets both commit (Oxigraph; 0019): replaying from it is harmless, its
+        writes being net changes, and the next request replaces both."""
+        found = [decode_checkpoint(c) for c in self.checkpoints]
+        return min(found, key=lambda cp: (cp.offset, cp.row), default=None)
 
 
 def state_query(s: str) -> str:
@@ -161,6 +165,25 @@ def make_guard(s: str, n: int) -> str:
     )
 
 
+def consolidate(s: str, st: LogState, position: int) -> str:
+    """One log's state made whole again at ``position`` with its lowest checkpoint (see
+    :meth:`LogState.checkpoint`): every guard dropped, one position, one guard."""
+    iri = format_iri(s)
+    ops = [f"DROP SILENT GRAPH {_guard(s, g)}" for g in sorted(st.guards)]
+    ops.append(
+        f"DELETE {{ GRAPH {iri} {{ {iri} ?p ?o }} }} WHERE {{ GRAPH {iri} {{ {iri} ?p ?o "
+        f"FILTER (?p = {AT} || ?p = {CHECKPOINT}) }} }}"
+    )
+    facts = [f"{iri} {AT} {position} ."]
+    lowest = st.checkpoint()
+    if lowest is not None:
+        facts.append(f"{iri} {CHECKPOINT} {format_string(encode_checkpoint(lowest))} .")
+    ops.append(f"INSERT DATA {{ GRAPH {iri} {{ " + " ".join(facts) + " } }")
+    ops.append(f"CREATE SILENT GRAPH {_guard(s, position)}")
+    ops.append(f"INSERT DATA {{ {_guard_triple(s, position)} }}")
+    return " ;\n".join(ops)
+
+
 def head_query(state: str) -> str:
     return f"SELECT ?h WHERE {{ GRAPH {format_iri(state + '/head')} {{ {format_iri(state)} {HEAD} ?h }} }}"
 
@@ -189,26 +212,34 @@ class Outcome:
     repair: str | None = None
 
 
-def settle(source: str, s: str, n: int, st: LogState) -> Outcome:
+def settle(source: str, s: str, n: int, st: LogState, mine: str | None) -> Outcome:
     """Decide, from ``st`` read back after a request moving ``source`` from ``n`` to ``n + 1``
-    (answered or not), whether it is applied; raise when another applier moved the log."""
-    if len(st.positions) > 1 or len(st.checkpoints) > 1:
-        ids = sorted({str(decode_checkpoint(c).last_id) for c in st.checkpoints})
-        raise ApplyError(
-            f"{source}: the store holds two checkpoints of this log (positions {sorted(st.positions)}, "
-            f"last patches {' and '.join(ids)}): two appliers forked it; apply the log again from the lower one"
+    (answered or not), whether it is applied; raise :class:`MovedError` when another applier
+    moved the log. ``mine`` is the checkpoint the request wrote (encoded), None for a request
+    that keeps the position (a part of a unit too large for one request).
+
+    Positions count requests, not units: two appliers that grouped units differently both
+    reach ``n + 1``, so only the checkpoint itself says whose request the store holds."""
+    if len(st.positions) > 1:
+        raise MovedError(
+            f"{source}: another applier wrote this log in the store at the same time (positions "
+            f"{sorted(st.positions)}): apply it again to resume from the lower checkpoint"
         )
     at = st.position
-    if at == n + 1:
-        return Outcome(
-            True,
+    if at == n + 1 and mine is not None and st.checkpoints == (mine,):
+        repair = (
             None
             if n + 1 in st.guards
-            else f"CREATE GRAPH {_guard(s, n + 1)} ;\nINSERT DATA {{ {_guard_triple(s, n + 1)} }}",
+            else f"CREATE GRAPH {_guard(s, n + 1)} ;\nINSERT DATA {{ {_guard_triple(s, n + 1)} }}"
         )
+        return Outcome(True, repair)
     if at == n:
         return Outcome(False, None if n in st.guards else make_guard(s, n))
-    raise MovedError(f"{source}: another applier moved this log in the store (position {at}, this applier's {n})")
+    ids = " and ".join(sorted({str(decode_checkpoint(c).last_id) for c in st.checkpoints}))
+    raise MovedError(
+        f"{source}: another applier moved this log in the store meanwhile (position {at}, last patch {ids}; "
+        f"this applier was at {n}): apply it again to resume from the store's checkpoint"
+    )
 
 
 class MovedError(SourceBusy):

@@ -38,7 +38,7 @@ from . import state as st
 from .client import ERRORS, Client, HttpStatus
 from .config import SparqlConfig, parse_url
 from .terms import SparqlTerms
-from .text import Terms, data_ops, dump_query, presence_query
+from .text import Terms, data_ops, dump_query, presence_query, split_requests, too_large
 
 
 class SparqlTarget:
@@ -56,6 +56,7 @@ class SparqlTarget:
         self._per_op = layout.op_triples
         self._per_request = layout.request_triples
         self._values_rows = layout.values_rows
+        self._per_request_ops = layout.request_ops
         self._positions: dict[str, int] = {}
         self._head: str | None = None
         self._ids: set[str] = set()
@@ -97,10 +98,13 @@ class SparqlTarget:
         if not state.positions:
             self._positions.pop(source, None)
             return None
-        if len(state.positions) > 1 or len(state.checkpoints) > 1:
-            st.settle(source, self._log(source), -1, state)  # raises, naming both checkpoints
         position = state.position
-        assert position is not None
+        if position is None or len(state.checkpoints) > 1:
+            # Two appliers' requests overlapped on a store that let both commit (Oxigraph):
+            # resume from the lowest checkpoint, at a new position (0019; replaying is harmless).
+            with self._errors(f"cannot consolidate the checkpoints of {source}"):
+                position = max(state.positions | state.guards) + 1
+                self._send(st.consolidate(self._log(source), state, position))
         self._positions[source] = position
         return state.checkpoint()
 
@@ -227,7 +231,7 @@ class SparqlTarget:
             self._send(st.setup_request(s, source))
         state = self._read_state(source)
         if state.position is None:
-            raise ApplyError(f"{self.url}: {source}: the store did not keep this log's first checkpoint")
+            raise st.MovedError(f"{self.url}: {source}: another applier set this log up at the same time")
         return state.position
 
     def _send(self, text: str) -> None:
@@ -251,24 +255,34 @@ class SparqlTarget:
             raise ApplyError(f"{source}: the unit ending at byte {checkpoint.offset}: {exc}") from None
         # Whole requests within the bounds; all but the last keep the guard (a unit too large
         # for one request is written in several, each idempotent; the checkpoint moves last).
-        requests: list[list[str]] = [[]]
-        size = count = 0
-        for text, triples in ops:
-            if requests[-1] and (size + len(text) > self.config.max_request or count + triples > self._per_request):
-                requests.append([])
-                size = count = 0
-            requests[-1].append(text)
-            size += len(text)
-            count += triples
-        for body in requests[:-1]:
-            self._request(source, s, n, st.keep_guard(s, n) + body, None)
-        last = [st.guard_first(s, n), *requests[-1], *st.checkpoint_last(s, self.config.state, n, checkpoint, records)]
-        self._request(source, s, n, last, checkpoint)
+        # A request the store finds too large to compile (Virtuoso: "10000 lines of SQL", which
+        # is also what it answers after an after-image over its limit, 0019) applied nothing: the
+        # bounds are halved and the rest of the unit sent again in smaller requests.
+        while True:
+            requests = split_requests(ops, self.config.max_request, self._per_request, self._per_request_ops)
+            try:
+                for body in requests[:-1]:
+                    self._request(source, s, n, st.keep_guard(s, n) + body, None)
+                    ops = ops[len(body) :]
+                last = [st.guard_first(s, n), *requests[-1]]
+                last += st.checkpoint_last(s, self.config.state, n, checkpoint, records)
+                self._request(source, s, n, last, checkpoint)
+                return
+            except _TooLarge:
+                if self._per_request_ops <= 1:
+                    raise ApplyError(
+                        f"{self.url}: {source}: the unit ending at byte {checkpoint.offset}: "
+                        "the store refuses even one operation as too large"
+                    ) from None
+                self._per_request_ops = max(1, min(self._per_request_ops, len(requests[0])) // 2)
+                self._per_request = max(1, self._per_request // 2)
 
     def _request(self, source: str, s: str, n: int, ops: list[str], checkpoint: Checkpoint | None) -> None:
         """Send one request; confirm by reading the state back; send it again where that is
         harmless and needed (see the module docstring); ``checkpoint``: it moves the log."""
         text = " ;\n".join(ops)
+        mine = st.encode_checkpoint(checkpoint) if checkpoint is not None else None
+        unit = f"{self.url}: {source}: the unit ending at byte {checkpoint.offset if checkpoint else '?'}"
         for attempt in (0, 1):
             failure: Exception | None = None
             try:
@@ -276,33 +290,35 @@ class SparqlTarget:
             except (HttpStatus, OSError, TimeoutError) as exc:
                 if isinstance(exc, HttpStatus) and exc.status in _NOT_SENT:
                     raise  # wrong endpoint or credentials: said by the error table
-                failure = exc
+                if isinstance(exc, HttpStatus) and too_large(exc.message):
+                    # Virtuoso also says so after a transaction it aborted under a concurrent
+                    # writer: only a state still at n means the request itself was too large.
+                    state = self._read_state(source)
+                    if state.position == n and n in state.guards:
+                        raise _TooLarge from None
+                    if st.settle(source, s, n, state, mine).applied:
+                        return
                 if isinstance(exc, HttpStatus) and exc.status in _REFUSED:
-                    # Refused as a whole at compile time (both stores): nothing applied.
-                    raise ApplyError(
-                        f"{self.url}: {source}: the store refused the unit ending at byte "
-                        f"{checkpoint.offset if checkpoint else '?'}: HTTP {exc.status}: {exc.message}"
-                    ) from None
+                    # Refused whole at compile time (both stores, 0019): nothing applied.
+                    raise ApplyError(f"{unit}: the store refused it: HTTP {exc.status}: {exc.message}") from None
+                failure = exc
             state = self._read_state(source)
-            if checkpoint is None:
-                if failure is None and n in state.guards:
-                    return
-                outcome = st.settle(source, s, n, state)
-                if outcome.applied:
-                    raise st.MovedError(f"{source}: another applier moved this log in the store")
-            else:
-                outcome = st.settle(source, s, n, state)
+            if checkpoint is None and failure is None and n in state.guards and state.position == n:
+                return  # a part of a unit: written, the log still at n
+            outcome = st.settle(source, s, n, state, mine)
             if outcome.repair is not None:
                 with contextlib.suppress(HttpStatus):  # another applier repaired it first: read again
                     self._send(outcome.repair)
-                outcome = st.settle(source, s, n, self._read_state(source))
+                outcome = st.settle(source, s, n, self._read_state(source), mine)
             if outcome.applied:
                 return
             if failure is None and checkpoint is not None:
-                raise ApplyError(f"{source}: the store answered the request but did not apply it")
+                raise ApplyError(f"{unit}: the store answered the request but did not apply it")
+            if attempt == 1 and isinstance(failure, HttpStatus):
+                raise ApplyError(f"{unit}: the store failed it twice: HTTP {failure.status}: {failure.message}")
             if attempt == 1 and failure is not None:
                 raise failure
-        raise ApplyError(f"{source}: the request failed twice")
+        raise AssertionError("unreachable")
 
     def _post_bulk(self, adds: list[Quad]) -> None:
         """A base's quads through the Graph Store Protocol: one POST of N-Quads where the store
@@ -330,6 +346,10 @@ class SparqlTarget:
 
     def close(self) -> None:
         self.client.close()
+
+
+class _TooLarge(Exception):
+    """The store refused a request as too large to compile; it applied nothing (0019)."""
 
 
 #: Answers to an update that mean it reached no store (wrong URL, credentials refused).
