@@ -23,7 +23,7 @@ from patchsync.apply.targets.sparql import SparqlTarget
 from patchsync.apply.targets.sparql.config import DEFAULT_GENID, parse_url
 from patchsync.errors import ApplyError, PatchsyncError, TargetUnavailable, UsageError, is_transient
 
-from .apply_helpers import apply_text, reference, state
+from .apply_helpers import apply_text, rdfp_to_jellyp, reference, state
 from .nats_helpers import free_port
 from .sparql_helpers import quads
 
@@ -263,3 +263,27 @@ def test_virtuoso_maps_the_default_graph(virtuoso_server: Any) -> None:
     assert quads(virtuoso_server.endpoints, ["urn:x-patchsync:default"]) == {(S, P, '"d"', "<urn:x-patchsync:default>")}
     assert state(target)[0] == {(S, P, '"d"', "")}
     target.close()
+
+
+def test_tail_once_keeps_the_store_in_step(sparql_server: Any, tmp_path: Path) -> None:
+    log = tmp_path / "a.jellyp"
+    log.write_bytes(rdfp_to_jellyp(LOG))
+    spec = url(sparql_server)
+    done = cli("tail", str(log), "--target", spec, "--once", "--state-dir", str(tmp_path / "state"))
+    assert done.returncode == 0, done.stderr
+    target = open_target(spec)
+    assert state(target)[0] == reference(LOG)[0]
+    target.close()
+
+
+def test_tail_once_gives_up_in_one_line_when_the_store_is_down(tmp_path: Path) -> None:
+    log = tmp_path / "a.jellyp"
+    log.write_bytes(rdfp_to_jellyp(LOG))
+    spec = f"sparql+http://127.0.0.1:{free_port()}?layout=oxigraph"
+    args = ("tail", str(log), "--target", spec, "--once", "--state-dir", str(tmp_path / "state"))
+    done = cli(*args, "--retry-timeout", "1")
+    assert done.returncode != 0
+    # Retried with backoff (one event a try), then one line giving up.
+    assert "event=target_unavailable" in done.stderr and "Traceback" not in done.stderr, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("patchsync: ") and "does not answer" in last
