@@ -13,7 +13,8 @@ loopback ports by ``tests.sparql_helpers``; a store whose program is missing is 
   log as text in memory. Target: at least its rate (add/delete rows a second). The store's state
   is checked against the memory target's afterwards.
 - **base**: ``--base-triples`` quads of ``bench.sparql_stores`` (blank nodes skolemized, 24
-  graphs) written as N-Quads and loaded by ``patchsync.apply.base.load_base`` through the target
+  graphs) written as N-Quads, converted to a Jelly base as ``patchsync snapshot`` writes one
+  (outside the timing), and loaded by ``patchsync.apply.base.load_base`` through the target
   (the Graph Store Protocol in bulk, then the checkpoint). Baseline: the store's own bulk loader
   (``oxigraph load``; Virtuoso's ``ld_dir`` + ``rdf_loader_run`` + ``checkpoint``), the
   ``bulk`` case of ``bench.sparql_stores``. Target: at least half its rate.
@@ -23,6 +24,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -88,10 +91,12 @@ def base_rates(store: str, data: dict[str, list[tuple[str, str, str]]]) -> tuple
         with open(nq, "w", encoding="utf-8") as out:
             for g, triples in data.items():
                 out.writelines(f"{s} {p} {o} <{g}> .\n" for s, p, o in triples)
+        jelly = root / "base.jelly"
+        subprocess.run([sys.executable, "-m", "patchsync", "convert", str(nq), str(jelly)], check=True)
         with server_for(store, root) as server:
             target: Any = open_target(spec_of(server))
             start = time.perf_counter()
-            load_base(target, nq)
+            load_base(target, jelly)
             seconds = time.perf_counter() - start
             held = sum(1 for _ in target.quads())
             target.close()
