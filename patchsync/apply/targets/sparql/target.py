@@ -18,6 +18,7 @@ the patch records as ids only. See docs/sparql-stores.md and docs/guarantees.md.
 from __future__ import annotations
 
 import contextlib
+import urllib.parse
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, ClassVar
@@ -359,8 +360,6 @@ _REFUSED = frozenset(range(400, 500)) - _NOT_SENT - {408, 409, 429}
 
 
 def _quote(iri: str) -> str:
-    import urllib.parse
-
     return urllib.parse.quote(iri, safe="")
 
 
