@@ -262,6 +262,17 @@ BENCHES: tuple[Bench, ...] = (
         ),
     ),
     Bench(
+        "sparql-apply",
+        "bench.sparql_apply_bench",
+        "A sparql+http target: apply and base load into the Oxigraph server and Virtuoso",
+        "rdflib's `Dataset.parse(format=\"patch\")` of the same log in memory; each store's own bulk loader",
+        quick=("--patches", "300", "--base-triples", "10000"),
+        notes=(
+            "Each store runs as a child process on free loopback ports, fresh for each case; a store whose program "
+            "is not installed is listed as not run.",
+        ),
+    ),
+    Bench(
         "memory",
         "bench.memory_bench",
         "Decoder memory",

@@ -186,3 +186,19 @@ def test_virtuoso_serializes_writers_guarded_by_the_checkpoint_graph(virtuoso_se
         ep, f"SELECT ?s (COUNT(DISTINCT ?by) AS ?n) WHERE {{ GRAPH <{EX}data> {{ ?s <{EX}by> ?by }} }} GROUP BY ?s"
     )
     assert len(rows) == positions * 50 and {r["n"]["value"] for r in rows} == {"1"}
+
+
+def test_virtuoso_delete_data_over_several_graph_blocks_deletes_part(virtuoso_server: Any) -> None:
+    """SPARQL 1.1 Update §3.1.2 (https://www.w3.org/TR/sparql11-update/#deleteData): every
+    triple of the QuadData is removed. Virtuoso 7.2.5 removes one of two per graph when one
+    DELETE DATA names two GRAPH blocks (and answers 200), all of them with one block an
+    operation, which is why a sparql+http target writes one graph an operation
+    (patchsync/apply/targets/sparql/text.py, data_ops). If this starts failing, Virtuoso fixed it."""
+    ep = virtuoso_server.endpoints
+    graphs = [f"{EX}d0", f"{EX}d1"]
+    blocks = [f'GRAPH <{g}> {{ <{EX}s> <{EX}p> "v"@en . <{EX}s> <{EX}p> <{EX}o> }}' for g in graphs]
+    update(ep, "INSERT DATA { " + "\n".join(blocks) + " }")
+    update(ep, "DELETE DATA { " + "\n".join(blocks) + " }")
+    assert [count(ep, g) for g in graphs] == [1, 1]
+    update(ep, " ;\n".join(f"DELETE DATA {{ {b} }}" for b in blocks))
+    assert [count(ep, g) for g in graphs] == [0, 0]

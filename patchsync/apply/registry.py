@@ -80,6 +80,8 @@ _TARGETS: dict[str, TargetEntry] = {
         "patchsync.apply.targets.oxigraph:OxigraphTarget", locate=_path_after_scheme("oxigraph:DIR")
     ),
     "memory": TargetEntry("patchsync.apply.targets.memory:open_memory_target"),
+    "sparql+http": TargetEntry("patchsync.apply.targets.sparql:SparqlTarget", whole_spec=True),
+    "sparql+https": TargetEntry("patchsync.apply.targets.sparql:SparqlTarget", whole_spec=True),
 }
 
 
