@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from patchsync.apply import MemoryTarget, apply_file
-from patchsync.apply.resume import LogReader, snapshot_file
+from patchsync.apply.resume import LogReader, resume_point_file
 from patchsync.apply.targets.file import FileTarget
 from patchsync.apply.targets.sql import SqlTarget
 from patchsync.codec.rdfp import read_rdfp
@@ -57,7 +57,7 @@ def test_second_apply_decodes_only_the_appended_patch(tmp_path: Path, kind: str)
     with closing(open_target()) as t:
         first = apply_file(log, t, snapshot_dir=snaps)
     assert (first.patches, first.replayed) == (30, 0)
-    assert snapshot_file(snaps, str(log.resolve())).is_file()
+    assert resume_point_file(snaps, str(log.resolve())).is_file()
     _append(log, 30, 1)
     with closing(open_target()) as t:
         with open(log, "rb") as f:
@@ -90,7 +90,7 @@ def test_a_bad_snapshot_falls_back_to_decoding_from_the_start(tmp_path: Path, da
     url = f"sqlite:///{tmp_path / 'db.sqlite'}"
     with SqlTarget(url) as t:
         apply_file(log, t, snapshot_dir=snaps)
-    path = snapshot_file(snaps, str(log.resolve()))
+    path = resume_point_file(snaps, str(log.resolve()))
     data = path.read_bytes()
     if damage == "corrupt":
         path.write_bytes(data[:-40] + bytes(b ^ 1 for b in data[-40:]))

@@ -19,7 +19,7 @@ import pytest
 from patchsync.apply.targets.sql import SqlTarget
 from patchsync.errors import CheckpointError
 from patchsync.tail import Tailer, TailOptions
-from patchsync.tail.source import Source
+from patchsync.tail.file_follower import FileFollower
 
 from .fault_helpers import (
     applied_ids,
@@ -152,16 +152,16 @@ def test_rewrite_landing_between_the_check_and_the_read(
         [first] = tailer.run_once()
     assert first.result.patches == 20
 
-    check_file = Source._check_file
+    check_file = FileFollower._check_file
 
-    def check_then_rewrite(self: Source) -> None:
+    def check_then_rewrite(self: FileFollower) -> None:
         check_file(self)
         if log.read_bytes() == original:  # once: the writer's one write, after the check
             with open(log, "r+b") as f:
                 f.seek(at)
                 f.write(other[at:])
 
-    monkeypatch.setattr(Source, "_check_file", check_then_rewrite)
+    monkeypatch.setattr(FileFollower, "_check_file", check_then_rewrite)
     with (
         pytest.raises(CheckpointError, match=expected),
         SqlTarget(sqlite_url) as target,

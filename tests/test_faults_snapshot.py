@@ -20,9 +20,9 @@ from patchsync.apply.targets.sql import SqlTarget
 from patchsync.codec.patch_decoder import PatchDecoder
 from patchsync.events import Add, Header, PatchEnd, TxCommit, TxStart
 from patchsync.logs.patch_logs import LogAppender
+from patchsync.logs.resume_point import MAGIC, VERSION, ResumePointError, decode_resume_point, encode_resume_point
 from patchsync.options import Limits, PatchOptions, StatementType, StreamType
 from patchsync.tail import Tailer, TailOptions
-from patchsync.tail.snapshot import MAGIC, VERSION, SnapshotError, decode_snapshot, encode_snapshot
 from patchsync.terms.ntriples import NTriplesTerms
 
 from .apply_helpers import state
@@ -219,12 +219,12 @@ def test_round_trip_at_every_frame_boundary_equals_uninterrupted_decoding(tmp_pa
         first.feed(data[:cut])
         head = list(first)
         try:
-            blob = encode_snapshot(
+            blob = encode_resume_point(
                 first, source="s", fingerprint="f", checkpoint=(cut, 0), anchor=data[max(0, cut - 4096) : cut]
             )
-        except SnapshotError:
+        except ResumePointError:
             continue  # not between patches
-        snap = decode_snapshot(blob, adapter, source="s", limits=Limits())
+        snap = decode_resume_point(blob, adapter, source="s", limits=Limits())
         assert snap.offset == cut and snap.fingerprint == "f"
         tail = _decode_all(data[cut:], snap.decoder)
         assert head + tail == whole
@@ -237,7 +237,7 @@ def test_snapshot_body_is_plain_json_with_tables_and_terms(tmp_path: Path) -> No
     decoder: PatchDecoder[Any] = PatchDecoder(NTriplesTerms(), source="s")
     decoder.feed(data[: frame_ends(data)[5]])
     list(decoder)
-    blob = encode_snapshot(decoder, source="s", fingerprint="f", checkpoint=(1, 0), anchor=b"")
+    blob = encode_resume_point(decoder, source="s", fingerprint="f", checkpoint=(1, 0), anchor=b"")
     header, body = blob.split(b"\n", 1)
     assert header == MAGIC + b" %d sha256=%s" % (VERSION, hashlib.sha256(body).hexdigest().encode())
     doc = json.loads(body)
@@ -250,8 +250,8 @@ def test_decoder_not_between_patches_is_not_snapshotted(tmp_path: Path) -> None:
     decoder: PatchDecoder[Any] = PatchDecoder(NTriplesTerms(), source="s")
     decoder.feed(data[: frame_ends(data)[3] + 3])  # a partial frame is buffered
     list(decoder)
-    with pytest.raises(SnapshotError):
-        encode_snapshot(decoder, source="s", fingerprint="f", checkpoint=(1, 0), anchor=b"")
+    with pytest.raises(ResumePointError):
+        encode_resume_point(decoder, source="s", fingerprint="f", checkpoint=(1, 0), anchor=b"")
 
 
 def test_decoder_inside_a_big_frame_is_not_snapshotted() -> None:
@@ -285,8 +285,8 @@ def test_decoder_inside_a_big_frame_is_not_snapshotted() -> None:
     while not isinstance(event := decoder.next_event(), Signal):
         if type(event) is PatchEnd and not decoder._queue and decoder._rows is not None:
             checked += 1
-            with pytest.raises(SnapshotError):
-                encode_snapshot(decoder, source="s", fingerprint="f", checkpoint=(1, 0), anchor=b"")
+            with pytest.raises(ResumePointError):
+                encode_resume_point(decoder, source="s", fingerprint="f", checkpoint=(1, 0), anchor=b"")
     assert checked >= 1 and decoder.frames == 1
 
 
@@ -313,13 +313,13 @@ def test_invalid_fields_are_rejected_not_trusted(tmp_path: Path, edit: Any) -> N
     decoder: PatchDecoder[Any] = PatchDecoder(NTriplesTerms(), source="s")
     decoder.feed(data[: frame_ends(data)[5]])
     list(decoder)
-    blob = encode_snapshot(decoder, source="s", fingerprint="f", checkpoint=(1, 0), anchor=b"")
+    blob = encode_resume_point(decoder, source="s", fingerprint="f", checkpoint=(1, 0), anchor=b"")
     doc = json.loads(blob.split(b"\n", 1)[1])
     edit(doc)
     body = json.dumps(doc).encode()
     forged = MAGIC + b" %d sha256=%s\n" % (VERSION, hashlib.sha256(body).hexdigest().encode()) + body
-    with pytest.raises(SnapshotError):
-        decode_snapshot(forged, NTriplesTerms(), source="s", limits=Limits())
+    with pytest.raises(ResumePointError):
+        decode_resume_point(forged, NTriplesTerms(), source="s", limits=Limits())
 
 
 def _nested(depth: int) -> Any:
@@ -332,8 +332,8 @@ def _nested(depth: int) -> Any:
 def test_deep_json_nesting_is_rejected(tmp_path: Path) -> None:
     body = b"[" * 100_000 + b"]" * 100_000
     forged = MAGIC + b" %d sha256=%s\n" % (VERSION, hashlib.sha256(body).hexdigest().encode()) + body
-    with pytest.raises(SnapshotError):
-        decode_snapshot(forged, NTriplesTerms(), source="s", limits=Limits())
+    with pytest.raises(ResumePointError):
+        decode_resume_point(forged, NTriplesTerms(), source="s", limits=Limits())
 
 
 def test_rdflib_terms_round_trip(tmp_path: Path) -> None:
@@ -347,8 +347,10 @@ def test_rdflib_terms_round_trip(tmp_path: Path) -> None:
     first: PatchDecoder[Any] = PatchDecoder(adapter, source="s")
     first.feed(data[:cut])
     head = list(first)
-    snap = decode_snapshot(
-        encode_snapshot(first, source="s", fingerprint="f", checkpoint=(cut, 0), anchor=data[max(0, cut - 4096) : cut]),
+    snap = decode_resume_point(
+        encode_resume_point(
+            first, source="s", fingerprint="f", checkpoint=(cut, 0), anchor=data[max(0, cut - 4096) : cut]
+        ),
         adapter,
         source="s",
         limits=Limits(),

@@ -1,6 +1,6 @@
 """The rules written once over the remote-log interface, against a real in-memory remote log.
 
-:class:`patchsync.remote.base.MemoryLog` stores patches at positions from 1 and checks the
+:class:`patchsync.remote.interface.MemoryLog` stores patches at positions from 1 and checks the
 chain rule and duplicates as a server does (docs/design.md §9: one patch per message, the
 position is the checkpoint). Each rule is asked here as the NATS, gRPC and HTTP logs ask it:
 where a replica resumes, how far it is behind, how a publish run continues a log's head, how
@@ -21,7 +21,7 @@ from patchsync.apply import MemoryTarget, apply_file
 from patchsync.apply.target import PAST, Checkpoint
 from patchsync.errors import ChainError, UsageError
 from patchsync.logs.payloads import MSG_ID, log_patches
-from patchsync.remote.base import LogHead, MemoryLog
+from patchsync.remote.interface import LogHead, MemoryLog
 from patchsync.remote.publish import publish_patches
 from patchsync.remote.read_ahead import DirectPages, ReadAhead
 from patchsync.remote.rules import lag, resume_position

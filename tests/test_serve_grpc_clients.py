@@ -25,8 +25,8 @@ from patchsync.apply.snapshot_file import read_position
 from patchsync.capture import record
 from patchsync.errors import ChainError
 from patchsync.logs.payloads import read_patches
-from patchsync.remote.base import Appended, RemoteLog
 from patchsync.remote.grpc_client import GrpcWriter
+from patchsync.remote.interface import Appended, RemoteLog
 from patchsync.remote.rules import lag
 from patchsync.sources import resolve_source
 
@@ -131,7 +131,7 @@ def test_both_doors_give_one_checkpoint_after_a_patch(tmp_path: Path) -> None:
 
 def test_both_doors_answer_the_remote_log_interface_alike(tmp_path: Path) -> None:
     """Differential: the gRPC and HTTP clients of one served log answer each operation of the
-    remote-log interface alike (patchsync.remote.base.RemoteLog), and gRPC's own forms (its
+    remote-log interface alike (patchsync.remote.interface.RemoteLog), and gRPC's own forms (its
     streamed pages, its lookup of a patch) agree with the defaults written over the four
     operations. Versions count the log's patches from 1 (docs/design.md, "Versions")."""
     log = chain_log(tmp_path / "log.jellyp", 30)

@@ -17,7 +17,7 @@ import pytest
 
 from patchsync.apply.targets.sql import SqlTarget
 from patchsync.tail import Tailer, TailOptions
-from patchsync.tail.source import Source
+from patchsync.tail.file_follower import FileFollower
 
 from .apply_helpers import state
 from .test_tail import log_bytes, reference, write_patches
@@ -47,10 +47,10 @@ def test_partial_frame_cut_and_rewritten_while_the_daemon_applies(tmp_path: Path
     more = tmp_path / "more.jellyp"
     write_patches(more, 11, 30)  # what the next writer appends (chained on patch 10)
 
-    feed_frames = Source._feed_frames
+    feed_frames = FileFollower._feed_frames
     appended: list[bool] = []
 
-    def feed_then_recover(self: Source) -> bool:
+    def feed_then_recover(self: FileFollower) -> bool:
         # The daemon holds the partial frame it read and applies the frames before it;
         # meanwhile the next writer recovers the log. Exactly once, in that window.
         progressed = feed_frames(self)
@@ -60,7 +60,7 @@ def test_partial_frame_cut_and_rewritten_while_the_daemon_applies(tmp_path: Path
         return progressed
 
     mp = pytest.MonkeyPatch()
-    mp.setattr(Source, "_feed_frames", feed_then_recover)
+    mp.setattr(FileFollower, "_feed_frames", feed_then_recover)
     try:
         with SqlTarget(sqlite_url) as target, Tailer([log], target, TailOptions(chain="strict")) as tailer:
             [report] = tailer.run_once()

@@ -4,7 +4,7 @@ Without a snapshot, resuming decodes the log from its first byte and passes over
 event up to the target's checkpoint (docs/design.md §3): applying one appended patch to a
 large log costs as much decoding as the whole log. After each apply of a ``.jellyp`` file
 that ends between patches, :class:`LogReader` saves the decoder's state (the lookup tables,
-the repeated terms, the position: :mod:`patchsync.logs.snapshot`, the format the tail
+the repeated terms, the position: :mod:`patchsync.logs.resume_point`, the format the tail
 daemon uses) in a snapshot directory; the next apply of that log restores it and decodes
 only the bytes after it.
 
@@ -38,7 +38,13 @@ from patchsync.codec.patch_decoder import PatchDecoder
 from patchsync.events import Event
 from patchsync.logs.fingerprint import FINGERPRINT_BYTES, fingerprint
 from patchsync.logs.patch_logs import CHUNK_SIZE
-from patchsync.logs.snapshot import ANCHOR_BYTES, MAX_SNAPSHOT_BYTES, SnapshotError, decode_snapshot, encode_snapshot
+from patchsync.logs.resume_point import (
+    ANCHOR_BYTES,
+    MAX_RESUME_POINT_BYTES,
+    ResumePointError,
+    decode_resume_point,
+    encode_resume_point,
+)
 from patchsync.options import Limits
 
 #: The environment variable naming the snapshot directory of the command line's ``apply``.
@@ -55,8 +61,8 @@ def default_snapshot_dir() -> Path:
     return Path(cache) / "patchsync" / "snapshots"
 
 
-def snapshot_file(snapshot_dir: str | os.PathLike[str], source: str) -> Path:
-    """The snapshot of the log named ``source`` in ``snapshot_dir``."""
+def resume_point_file(snapshot_dir: str | os.PathLike[str], source: str) -> Path:
+    """The file of the resume point (decoder snapshot) of the log named ``source`` in ``snapshot_dir``."""
     return Path(snapshot_dir) / f"{hashlib.sha256(source.encode()).hexdigest()[:32]}.apply-snapshot"
 
 
@@ -81,7 +87,7 @@ class LogReader:
         self.file = file
         self.source = source
         self.limits = limits or Limits()
-        self.path = snapshot_file(snapshot_dir, source)
+        self.path = resume_point_file(snapshot_dir, source)
         self.target = target
         head = os.pread(file.fileno(), FINGERPRINT_BYTES, 0)
         self.fingerprint = fingerprint(head, "jellyp")
@@ -96,24 +102,24 @@ class LogReader:
             return None
         try:
             with open(self.path, "rb") as f:
-                if os.fstat(f.fileno()).st_size > MAX_SNAPSHOT_BYTES:
-                    raise SnapshotError(f"larger than {MAX_SNAPSHOT_BYTES} bytes")
+                if os.fstat(f.fileno()).st_size > MAX_RESUME_POINT_BYTES:
+                    raise ResumePointError(f"larger than {MAX_RESUME_POINT_BYTES} bytes")
                 data = f.read()
         except FileNotFoundError:
             return None
         try:
-            snap = decode_snapshot(data, self.target.adapter, source=self.source, limits=self.limits)
+            snap = decode_resume_point(data, self.target.adapter, source=self.source, limits=self.limits)
             if snap.fingerprint != self.fingerprint:
-                raise SnapshotError("taken for another log with the same name (fingerprint differs)")
+                raise ResumePointError("taken for another log with the same name (fingerprint differs)")
             anchor = os.pread(self.file.fileno(), snap.anchor_len, snap.offset - snap.anchor_len)
             if not snap.anchored_in(anchor):
-                raise SnapshotError("taken for another log (the bytes before its offset differ)")
+                raise ResumePointError("taken for another log (the bytes before its offset differ)")
             stored = self.target.checkpoint(self.source)
             if stored is None or (stored.offset, stored.row) < snap.checkpoint:
-                raise SnapshotError("ahead of the target's checkpoint")
+                raise ResumePointError("ahead of the target's checkpoint")
             if stored.fingerprint and stored.fingerprint != self.fingerprint:
-                raise SnapshotError("the target's checkpoint is for another log (the applier reports it)")
-        except (OSError, SnapshotError) as exc:
+                raise ResumePointError("the target's checkpoint is for another log (the applier reports it)")
+        except (OSError, ResumePointError) as exc:
             self.ignored = str(exc)
             return None
         self.resumed_at = snap.offset
@@ -149,14 +155,14 @@ class LogReader:
         offset = decoder.offset
         anchor = os.pread(self.file.fileno(), min(offset, ANCHOR_BYTES), offset - min(offset, ANCHOR_BYTES))
         try:
-            data = encode_snapshot(
+            data = encode_resume_point(
                 decoder,
                 source=self.source,
                 fingerprint=self.fingerprint,
                 checkpoint=(stored.offset, stored.row),
                 anchor=anchor,
             )
-        except SnapshotError:
+        except ResumePointError:
             return False
         tmp = self.path.with_name(self.path.name + f".{os.getpid()}.tmp")
         try:
@@ -171,4 +177,4 @@ class LogReader:
         return True
 
 
-__all__ = ["SNAPSHOT_DIR_ENV", "LogReader", "default_snapshot_dir", "snapshot_file"]
+__all__ = ["SNAPSHOT_DIR_ENV", "LogReader", "default_snapshot_dir", "resume_point_file"]

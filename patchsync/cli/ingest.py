@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from patchsync.cli.common import Subcommands, add_relative_iris_flag, limits
-from patchsync.logs.ingest_modes import ADD, MODES
+from patchsync.ingest.modes import ADD, MODES
 
 
 def register(sub: Subcommands) -> None:

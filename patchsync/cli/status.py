@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _stream_row(source: str, cp: Any, when: str | None, tail: dict[str, Any] | None) -> dict[str, Any]:
     """A stream replica's row: its checkpoint's sequence, and its lag asked of the server."""
-    from patchsync.tail.network_source import status_lag
+    from patchsync.tail.network_follower import status_lag
 
     return {
         "source": source,

@@ -39,7 +39,7 @@ cdef Py_ssize_t _ENC_CACHE_LIMIT = ENCODER_CACHE_LIMIT
 cdef Py_ssize_t _ENC_CACHE_CHARS = ENCODER_CACHE_CHARS
 cdef Py_ssize_t _ENC_ENTRY_CHARS = ENCODER_ENTRY_CHARS
 
-# Term kinds (patchsync/terms/base.py).
+# Term kinds (patchsync/terms/adapter.py).
 cdef int _K_IRI = 0
 cdef int _K_BNODE = 1
 cdef int _K_LITERAL = 2

@@ -1,7 +1,7 @@
 """The pull side shared by every sans-I/O decoder (Jelly-Patch, Jelly-RDF, RDF Patch text).
 
 A decoder subclass only knows how to turn the next chunk of input it holds (a frame, a
-line) into events: :meth:`EventSource._advance`. This class owns the rest of the contract,
+line) into events: :meth:`PullDecoder._advance`. This class owns the rest of the contract,
 h11 style:
 
 * :meth:`next_event` answers an event, ``NEED_DATA`` (feed more bytes) or ``END`` (the
@@ -49,7 +49,7 @@ END: Final = Signal("END")
 ROW_BATCH = 4096
 
 
-class EventSource(Generic[E]):
+class PullDecoder(Generic[E]):
     """Queue, deferred errors and iteration for a decoder; subclasses implement ``_advance``."""
 
     def __init__(self) -> None:
@@ -100,8 +100,8 @@ class EventSource(Generic[E]):
             yield event
 
 
-class FramedSource(EventSource[E]):
-    """An :class:`EventSource` fed through a :class:`~patchsync.codec.framing.Framer`.
+class FramedDecoder(PullDecoder[E]):
+    """A :class:`PullDecoder` fed through a :class:`~patchsync.codec.framing.Framer`.
 
     Subclasses set ``_frame_type`` (the frame message), ``self._framer`` and ``self.frames``
     (frames finished), and implement ``_error(rule, offset, row)``;

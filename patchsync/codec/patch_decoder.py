@@ -32,7 +32,7 @@ from google.protobuf.message import DecodeError as ProtobufDecodeError
 from patchsync._proto import patch_pb2
 from patchsync.codec import backend
 from patchsync.codec.decoder_state import DecoderState
-from patchsync.codec.driver import END, NEED_DATA, ROW_BATCH, FramedSource
+from patchsync.codec.driver import END, NEED_DATA, ROW_BATCH, FramedDecoder
 from patchsync.codec.framing import Framer
 from patchsync.codec.term_decoder import RuleViolation, TermDecoder
 from patchsync.errors import DecodeError
@@ -53,7 +53,7 @@ from patchsync.options import PATCH_VERSION, Limits, PatchOptions, StatementType
 from patchsync.terms import TermAdapter, default_adapter
 from patchsync.units import QUIET, Kind, TransactionError, UnitTracker
 
-__all__ = ["END", "NEED_DATA", "PatchDecoder", "PurePatchDecoder", "options_from_message"]
+__all__ = ["END", "NEED_DATA", "PatchDecoder", "PurePatchDecoder", "options_from_proto"]
 
 T = TypeVar("T")
 
@@ -88,7 +88,7 @@ _CONTENT_ROWS = frozenset(
 )
 
 
-def options_from_message(msg: Any, limits: Limits) -> PatchOptions:
+def options_from_proto(msg: Any, limits: Limits) -> PatchOptions:
     """Validate an ``RdfPatchOptions`` message; raises :class:`RuleViolation`."""
     if msg.statement_type not in (1, 2):
         raise RuleViolation(
@@ -128,7 +128,7 @@ def options_from_message(msg: Any, limits: Limits) -> PatchOptions:
     )
 
 
-class PatchDecoder(FramedSource[Event], Generic[T]):
+class PatchDecoder(FramedDecoder[Event], Generic[T]):
     """Decodes a Jelly-Patch byte stream into :mod:`patchsync.events`.
 
     ``adapter`` builds the terms (rdflib terms when omitted). ``source`` names the input
@@ -459,7 +459,7 @@ class PatchDecoder(FramedSource[Event], Generic[T]):
             # The last stream's options row (see restart()): validated then.
             self._options_msg, options = spare[0], spare[1]
         else:
-            options = options_from_message(msg, self.limits)
+            options = options_from_proto(msg, self.limits)
             # A copy, so that holding it does not keep the whole first frame alive.
             self._options_msg = patch_pb2.RdfPatchOptions()
             self._options_msg.CopyFrom(msg)

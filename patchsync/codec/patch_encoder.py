@@ -44,7 +44,7 @@ DEFAULT_FRAME_ROWS = 1024
 DEFAULT_FRAME_BYTES = 1 << 20
 
 
-def options_message(options: PatchOptions) -> Any:
+def options_proto(options: PatchOptions) -> Any:
     """The ``RdfPatchOptions`` protobuf message for ``options``."""
     return patch_pb2.RdfPatchOptions(
         statement_type=int(options.statement_type),  # type: ignore[arg-type]
@@ -110,7 +110,7 @@ class PatchEncoder(Generic[T]):
         self._units = UnitTracker()  # the transaction rules (patchsync.units)
         self._finished = False
         self.patches_written = 0
-        self._emit_row(wire.ld(wire.ROW_OPTIONS, options_message(self.options).SerializeToString()))
+        self._emit_row(wire.ld(wire.ROW_OPTIONS, options_proto(self.options).SerializeToString()))
 
     # -- output -------------------------------------------------------------------------
 

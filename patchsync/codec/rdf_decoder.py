@@ -33,7 +33,7 @@ from typing import Any, Generic, TypeVar
 
 from patchsync._proto import rdf_pb2
 from patchsync.codec import backend
-from patchsync.codec.driver import END, NEED_DATA, ROW_BATCH, FramedSource
+from patchsync.codec.driver import END, NEED_DATA, ROW_BATCH, FramedDecoder
 from patchsync.codec.framing import Framer
 from patchsync.codec.term_decoder import RuleViolation, TermDecoder
 from patchsync.errors import DecodeError
@@ -53,7 +53,7 @@ from patchsync.events import (
 from patchsync.options import Limits, name_table_too_small
 from patchsync.terms import TermAdapter, default_adapter
 
-__all__ = ["END", "NEED_DATA", "PureRdfDecoder", "RdfDecoder", "messages", "options_from_message"]
+__all__ = ["END", "NEED_DATA", "PureRdfDecoder", "RdfDecoder", "messages", "options_from_proto"]
 
 T = TypeVar("T")
 
@@ -85,7 +85,7 @@ class _RowViolation(RuleViolation):
         self.row = row
 
 
-def options_from_message(msg: Any, limits: Limits) -> RdfOptions:
+def options_from_proto(msg: Any, limits: Limits) -> RdfOptions:
     """Validate an ``RdfStreamOptions`` message; raises :class:`RuleViolation`."""
     if msg.physical_type not in (1, 2, 3):
         raise RuleViolation(
@@ -144,7 +144,7 @@ def messages(events: Iterable[RdfEvent]) -> Iterator[list[Statement]]:
             current = []
 
 
-class RdfDecoder(FramedSource[RdfEvent], Generic[T]):
+class RdfDecoder(FramedDecoder[RdfEvent], Generic[T]):
     """Decodes a Jelly-RDF byte stream into :mod:`patchsync.events`.
 
     ``adapter`` builds the terms (rdflib terms when omitted). ``source`` names the input
@@ -309,7 +309,7 @@ class RdfDecoder(FramedSource[RdfEvent], Generic[T]):
             raise RuleViolation("row has no field set (a stream row has exactly one field set)")
 
     def _set_options(self, msg: Any, offset: int, frame: int, index: int) -> None:
-        options = options_from_message(msg, self.limits)
+        options = options_from_proto(msg, self.limits)
         self.options = options
         # A copy, so that holding it does not keep the whole first frame alive.
         self._options_msg = rdf_pb2.RdfStreamOptions()

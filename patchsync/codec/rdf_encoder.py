@@ -42,7 +42,7 @@ from patchsync.events import (
 )
 from patchsync.terms import DEFAULT_GRAPH, IRI, TermAdapter, default_adapter
 
-__all__ = ["PureRdfEncoder", "RdfEncoder", "encode_statements", "options_message"]
+__all__ = ["PureRdfEncoder", "RdfEncoder", "encode_statements", "options_proto"]
 
 T = TypeVar("T")
 
@@ -66,7 +66,7 @@ NS_NAME = wire.tag(1, 2)
 NS_VALUE = wire.tag(2, 2)
 
 
-def options_message(options: RdfOptions) -> Any:
+def options_proto(options: RdfOptions) -> Any:
     """The ``RdfStreamOptions`` protobuf message for ``options``."""
     return rdf_pb2.RdfStreamOptions(
         stream_name=options.stream_name,
@@ -130,7 +130,7 @@ class RdfEncoder(Generic[T]):
         self._in_graph = False
         self._finished = False
         self.content_rows = 0
-        self._emit_row(wire.ld(ROW_OPTIONS, options_message(self.options).SerializeToString()))
+        self._emit_row(wire.ld(ROW_OPTIONS, options_proto(self.options).SerializeToString()))
 
     # -- output -------------------------------------------------------------------------
 

@@ -36,7 +36,7 @@ import re
 from collections.abc import Iterable
 from typing import Any, Generic, TypeVar
 
-from patchsync.codec.driver import EventSource
+from patchsync.codec.driver import PullDecoder
 from patchsync.codec.term_decoder import RuleViolation, check_absolute_iri
 from patchsync.errors import DecodeError, EncodeError, UsageError
 from patchsync.events import (
@@ -99,7 +99,7 @@ _CONTROL: dict[str, tuple[Kind, type[TxStart | TxCommit | TxAbort | PatchEnd], s
 _CHANGE = Kind.CHANGE
 
 
-class RdfPatchTextReader(EventSource[Event], Generic[T]):
+class RdfPatchTextReader(PullDecoder[Event], Generic[T]):
     """Reads RDF Patch text into :mod:`patchsync.events` (see the module docstring).
 
     ``adapter`` builds the terms (rdflib terms when omitted); ``source`` names the input

@@ -15,7 +15,7 @@ destination's own log files replayed in memory (a stream destination is not read
 it needs ``--state``).
 
 Resuming: a patch's id is derived from its source, message number and content
-(:func:`patchsync.logs.ingest.message_patch_id`), so a rerun knows every message's id
+(:func:`patchsync.ingest.patches.message_patch_id`), so a rerun knows every message's id
 before writing. The messages up to the last one whose id the destination holds (any patch
 of a log file, the head of any other destination) are skipped. A ``--state`` target may
 lag the destination (a crash between the two writes): the missing patches are rebuilt from
@@ -37,9 +37,10 @@ from patchsync.capture._log import open_patch_log
 from patchsync.chains import held_prefix
 from patchsync.errors import UsageError
 from patchsync.events import Event
+from patchsync.ingest.modes import ADD, MODES
+from patchsync.ingest.patches import DatasetIndex, IngestMessage, logged_ids, patch_events, read_messages
 from patchsync.ingest.terms import TermConverter
 from patchsync.logs.convert import FeatureScan
-from patchsync.logs.ingest import ADD, MODES, DatasetIndex, IngestMessage, logged_ids, patch_events, read_messages
 from patchsync.options import Limits, PatchOptions, StatementType
 from patchsync.sources import APPEND, Source, resolve_source
 from patchsync.terms.rdflib_fast import FastRdflibTerms
@@ -123,7 +124,7 @@ def ingest_messages(
     """Append one patch per message of ``sources`` (in order) to ``dest``; see the module docstring.
 
     ``dest`` is a ``.jellyp``/``.rdfp`` path or a destination address; ``mode`` one of
-    :data:`patchsync.logs.ingest.MODES`; ``state`` an apply target spec holding the current
+    :data:`patchsync.ingest.modes.MODES`; ``state`` an apply target spec holding the current
     state (kept up to date). Every source is read and validated before anything is written:
     a malformed message raises :class:`DecodeError` and nothing is appended.
     """

@@ -19,8 +19,8 @@ FINGERPRINT_BYTES = CHUNK_SIZE
 
 
 @dataclass(frozen=True, slots=True)
-class LogHead:
-    """What the first bytes of a Jelly log say about it."""
+class LogStart:
+    """What the first bytes of a Jelly log say about it (its start; a log's *head* is its last patch)."""
 
     #: ``"delimited"``, ``"single"`` (one bare frame) or ``"auto"`` (too short to tell).
     framing: str
@@ -29,32 +29,32 @@ class LogHead:
     first_frame_end: int | None
 
 
-def jelly_head(head: bytes) -> LogHead:
+def jelly_start(start: bytes) -> LogStart:
     """Look at the start of a Jelly log: its framing and where its first frame ends."""
     framer = Framer(max_frame_bytes=1 << 62)
-    framer.feed(head)
+    framer.feed(start)
     try:
         frame = framer.next_frame()
     except DecodeError:
         frame = None
-    return LogHead(framer.framing, framer.offset if frame is not None else None)
+    return LogStart(framer.framing, framer.offset if frame is not None else None)
 
 
-def fingerprint(head: bytes, fmt: str) -> str:
+def fingerprint(start: bytes, fmt: str) -> str:
     """A log's identity (docs/design.md §3): the hash of its first frame (Jelly) or first line (text).
 
-    ``head`` is the start of the log (up to ``FINGERPRINT_BYTES``). Appending to a log
+    ``start`` is the start of the log (up to ``FINGERPRINT_BYTES``). Appending to a log
     keeps its fingerprint; replacing it with another log changes it.
     """
-    first = head
+    first = start
     if fmt == "jellyp":
-        end = jelly_head(head).first_frame_end
+        end = jelly_start(start).first_frame_end
         if end is not None:
-            first = head[:end]
+            first = start[:end]
     else:
-        end = head.find(b"\n")
+        end = start.find(b"\n")
         if end >= 0:
-            first = head[: end + 1]
+            first = start[: end + 1]
     return hashlib.sha256(first).hexdigest()
 
 
@@ -82,4 +82,4 @@ def log_shrank(name: str, size: int, position: int) -> CheckpointError:
     )
 
 
-__all__ = ["FINGERPRINT_BYTES", "LogHead", "fingerprint", "jelly_head", "log_removed", "log_replaced", "log_shrank"]
+__all__ = ["FINGERPRINT_BYTES", "LogStart", "fingerprint", "jelly_start", "log_removed", "log_replaced", "log_shrank"]

@@ -41,7 +41,7 @@ from patchsync.errors import DecodeError, UsageError
 from patchsync.events import Event, Options
 from patchsync.logs.files import file_errors
 from patchsync.logs.fingerprint import FINGERPRINT_BYTES, fingerprint
-from patchsync.logs.snapshot import ANCHOR_BYTES, SnapshotError, decode_snapshot, encode_snapshot
+from patchsync.logs.resume_point import ANCHOR_BYTES, ResumePointError, decode_resume_point, encode_resume_point
 from patchsync.logs.version_index import (
     Checkpoint,
     IndexCorrupt,
@@ -103,10 +103,10 @@ def _restored(cp: Checkpoint, path: Path, limits: Limits | None) -> PatchDecoder
     try:
         data = zlib.decompress(cp.state)
         # A state names its segment by file name: the log may be opened by another path.
-        decoder = decode_snapshot(data, _TERMS, source=path.name, limits=limits or Limits()).decoder
+        decoder = decode_resume_point(data, _TERMS, source=path.name, limits=limits or Limits()).decoder
         decoder.source = source
         return decoder
-    except (zlib.error, SnapshotError) as exc:
+    except (zlib.error, ResumePointError) as exc:
         raise IndexCorrupt(f"{source}: the checkpoint at version {cp.version} is unusable: {exc}") from None
 
 
@@ -314,7 +314,7 @@ class IndexedLog:
             pos = frame_end
             if open_at is None and since >= self.every and decoder.resumable:
                 anchor = os.pread(fd, min(pos, ANCHOR_BYTES), pos - min(pos, ANCHOR_BYTES))
-                state = encode_snapshot(
+                state = encode_resume_point(
                     decoder, source=path.name, fingerprint=fp, checkpoint=(scan.version + 1, 0), anchor=anchor
                 )
                 scan.checkpoints.append(Checkpoint(scan.version + 1, cp.seq, pos, zlib.compress(state, 1)))

@@ -11,7 +11,7 @@ The index of a log is one SQLite file (:func:`index_path`: ``.NAME.idx`` beside 
 - ``checkpoints``: where a decoder can start without reading what comes before: every
   stream start (an options row: ``state`` is empty, a fresh decoder starts there) and,
   inside a stream of many patches, every few patches the decoder's state (its lookup
-  tables, :mod:`patchsync.logs.snapshot`'s checksummed format, compressed).
+  tables, :mod:`patchsync.logs.resume_point`'s checksummed format, compressed).
 
 Every row carries a CRC-32 of its fields, checked when it is read: a row that does not
 match raises :class:`IndexCorrupt`, as does an SQLite file that is not one. The index is
@@ -100,7 +100,7 @@ class Checkpoint:
     """A place a decoder can start: the first patch it decodes is ``version``.
 
     ``state`` is empty at a stream start (a fresh decoder reads the options row there),
-    else a compressed decoder snapshot (:func:`patchsync.logs.snapshot.encode_snapshot`).
+    else a compressed decoder snapshot (:func:`patchsync.logs.resume_point.encode_resume_point`).
     """
 
     version: int

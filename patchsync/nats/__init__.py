@@ -1,7 +1,7 @@
 """Patch logs in NATS JetStream streams: one patch per message (layer 8, above ``remote``).
 
 - :mod:`.url`: ``nats://HOST:PORT/STREAM`` addresses.
-- :mod:`.nats_log`: :class:`NatsLog`, a :class:`~patchsync.remote.base.RemoteLog` behind a
+- :mod:`.nats_log`: :class:`NatsLog`, a :class:`~patchsync.remote.interface.RemoteLog` behind a
   synchronous facade over nats-py's asyncio client: create a stream, append a patch
   conditionally on its ``prev``, read from a sequence.
 - :mod:`.pull`: the reader behind :meth:`NatsLog.fetch` (an ephemeral pull consumer

@@ -38,7 +38,7 @@ from patchsync.nats.errors import StreamGap, translate
 from patchsync.nats.headers import EXPECTED_LAST_ID, EXPECTED_LAST_SEQ, check_size
 from patchsync.nats.pull import PullReader
 from patchsync.nats.url import StreamURL, parse_stream_url, subject_matches
-from patchsync.remote.base import Appended, LogHead, LogLag, RemoteLog
+from patchsync.remote.interface import Appended, LogHead, LogLag, RemoteLog
 from patchsync.remote.rules import lag
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ _RECONNECT_WAIT = 0.5
 
 
 #: The answer to one published patch, the head, the lag: every remote log's types
-#: (:mod:`patchsync.remote.base`), by the names the stream API has always used.
+#: (:mod:`patchsync.remote.interface`), by the names the stream API has always used.
 PublishResult = Appended
 StreamHead = LogHead
 StreamLag = LogLag
@@ -84,7 +84,7 @@ class NatsLog(RemoteLog):
     client's own reconnecting; after that, calls fail and the caller reopens (the tail
     daemon does so with its backoff). Use as a context manager or call :meth:`close`.
     One thread at a time: the reader's position is the facade's state. ``read_ahead``:
-    see :meth:`fetch`. A :class:`~patchsync.remote.base.RemoteLog` whose positions are
+    see :meth:`fetch`. A :class:`~patchsync.remote.interface.RemoteLog` whose positions are
     stream sequences.
     """
 

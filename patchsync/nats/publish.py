@@ -24,8 +24,8 @@ from patchsync.logs.payloads import PatchMessage
 from patchsync.nats.nats_log import NatsLog
 from patchsync.nats.url import StreamURL
 from patchsync.options import Limits, PatchOptions
-from patchsync.remote.base import Appended
 from patchsync.remote.errors import StreamUnavailable
+from patchsync.remote.interface import Appended
 from patchsync.remote.publish import PublishReport, StreamSettings, publish_patches
 from patchsync.remote.writer import PatchWriter
 from patchsync.terms import TermAdapter

@@ -1,8 +1,8 @@
 """Remote patch logs: one interface, the rules written on it, and the clients of served logs.
 
-- :mod:`.base`: :class:`~.base.RemoteLog`, what a NATS stream, a gRPC topic and a log served
+- :mod:`.interface`: :class:`~.interface.RemoteLog`, what a NATS stream, a gRPC topic and a log served
   over HTTP all are (head, read after a position, append under the chain rule, close), and
-  :class:`~.base.MemoryLog`, a real in-memory one.
+  :class:`~.interface.MemoryLog`, a real in-memory one.
 - :mod:`.rules`: where a replica resumes, how far it is behind.
 - :mod:`.publish`: the one publish loop (resumable from the log's head).
 - :mod:`.read_ahead`: the one read-ahead thread.

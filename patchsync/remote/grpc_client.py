@@ -28,7 +28,7 @@ from patchsync.errors import PatchsyncError, UsageError
 from patchsync.logs.payloads import MSG_ID, PatchMessage, StreamMessage
 from patchsync.options import Limits, PatchOptions
 from patchsync.remote import refusals as remote
-from patchsync.remote.base import Appended, LogHead, RemoteLog
+from patchsync.remote.interface import Appended, LogHead, RemoteLog
 from patchsync.remote.publish import PublishReport, StreamSettings, publish_patches
 from patchsync.remote.statuses import RETRYABLE_KEY, refusal
 from patchsync.remote.writer import PatchWriter
@@ -127,7 +127,7 @@ def _grpc() -> Any:
 
 class GrpcLog(RemoteLog):
     """A connection to one topic of a ``patchsync serve`` process (synchronous): a
-    :class:`~patchsync.remote.base.RemoteLog` whose positions are the topic's versions."""
+    :class:`~patchsync.remote.interface.RemoteLog` whose positions are the topic's versions."""
 
     url: GrpcURL
 

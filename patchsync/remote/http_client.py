@@ -30,9 +30,9 @@ from patchsync.errors import ChainError, PatchsyncError, UsageError
 from patchsync.logs.payloads import PatchMessage, StreamMessage
 from patchsync.options import Limits, PatchOptions
 from patchsync.remote import refusals as remote
-from patchsync.remote.base import Appended, LogHead, RemoteLog
 from patchsync.remote.errors import StreamUnavailable
 from patchsync.remote.grpc_client import client_ca, client_token
+from patchsync.remote.interface import Appended, LogHead, RemoteLog
 from patchsync.remote.publish import PublishReport, StreamSettings, publish_patches
 from patchsync.remote.statuses import refusal
 from patchsync.remote.writer import PatchWriter
@@ -101,7 +101,7 @@ class Feed:
 
 class HttpLog(RemoteLog):
     """A connection to one log of a ``patchsync serve`` HTTP door (synchronous): a
-    :class:`~patchsync.remote.base.RemoteLog` whose positions are the log's versions."""
+    :class:`~patchsync.remote.interface.RemoteLog` whose positions are the log's versions."""
 
     url: HttpURL
 

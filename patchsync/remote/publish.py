@@ -22,7 +22,7 @@ from itertools import chain
 from patchsync.chains import held_prefix
 from patchsync.logs.payloads import LogPatch, PatchMessage, read_patches
 from patchsync.options import Limits
-from patchsync.remote.base import Appended, RemoteLog
+from patchsync.remote.interface import Appended, RemoteLog
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,7 @@
 """Reading a remote log ahead of the applier: the one read-ahead thread.
 
 A replica's loop alternates reading the log and writing the target. A thread that reads the
-next pages (:meth:`~.base.RemoteLog.pages`) into a small bounded queue while the applier
+next pages (:meth:`~.interface.RemoteLog.pages`) into a small bounded queue while the applier
 works on the last ones makes the server's reading and the target's writing overlap instead
 of taking turns. It reads through a connection of its own (``connect()``), so closing it ends
 a long poll or a stream the thread is blocked in. A log that reads ahead by itself
@@ -18,7 +18,7 @@ from collections.abc import Callable, Generator
 from typing import Protocol
 
 from patchsync.logs.payloads import StreamMessage
-from patchsync.remote.base import RemoteLog
+from patchsync.remote.interface import RemoteLog
 
 #: Pages held ahead of the applier.
 AHEAD = 4

@@ -1,4 +1,4 @@
-"""The rules of reading a remote log, written once over :class:`~.base.RemoteLog`.
+"""The rules of reading a remote log, written once over :class:`~.interface.RemoteLog`.
 
 - :func:`resume_position`: where a replica goes on from its checkpoint. The checkpoint's
   position (``offset``) is the last message the applier reached; that message was applied
@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from typing import Protocol
 
-from patchsync.remote.base import LogLag, RemoteLog
+from patchsync.remote.interface import LogLag, RemoteLog
 
 
 class Position(Protocol):

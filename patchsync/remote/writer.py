@@ -1,14 +1,14 @@
 """A recorder's writer to a remote log: one patch in a sink, committed as one message.
 
 A :class:`patchsync.capture.PatchLog` that sends each patch away whole on commit, to any
-:class:`~patchsync.remote.base.RemoteLog` (:class:`~patchsync.nats.publish.StreamWriter` to a
+:class:`~patchsync.remote.interface.RemoteLog` (:class:`~patchsync.nats.publish.StreamWriter` to a
 NATS stream, :class:`~patchsync.remote.grpc_client.GrpcWriter` to a gRPC topic,
 :class:`~patchsync.remote.http_client.HttpWriter` to a log served over HTTP):
 :attr:`~PatchWriter.sink` (an encoder the recorder writes one patch into),
 :attr:`~PatchWriter.options`, :attr:`~PatchWriter.head` (the next patch's ``prev``, read
 from the log on opening), :meth:`~PatchWriter.commit`, :meth:`~PatchWriter.abandon` and
 :meth:`~PatchWriter.close`. The log appends a patch only if it follows the head
-(:meth:`~patchsync.remote.base.RemoteLog.append`), and a refused or failed commit raises with
+(:meth:`~patchsync.remote.interface.RemoteLog.append`), and a refused or failed commit raises with
 the patch not in the log; a patch the log holds already, but not at its head, is a
 :class:`~patchsync.errors.ChainError` (the next patches would not follow it).
 """
@@ -21,7 +21,7 @@ from patchsync.codec.patch_encoder import PatchEncoder
 from patchsync.errors import ChainError, UsageError
 from patchsync.logs.payloads import PatchMessage, message_options
 from patchsync.options import PatchOptions, StreamType
-from patchsync.remote.base import RemoteLog
+from patchsync.remote.interface import RemoteLog
 from patchsync.terms import TermAdapter, default_adapter
 
 

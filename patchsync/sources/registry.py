@@ -7,7 +7,7 @@ directory standing for its ``.jellyp`` segments in file-name order (docs/design.
 Each kind is registered once, with what it can do (:data:`READ_AT`, :data:`FOLLOW`,
 :data:`APPEND`, :data:`LAG`) and, for network kinds, the parts that fill its roles
 (:class:`~patchsync.sources.roles.Roles`, each role a typed protocol in
-:mod:`patchsync.sources.roles`: ``connect`` gives the :class:`~patchsync.remote.base.RemoteLog`
+:mod:`patchsync.sources.roles`: ``connect`` gives the :class:`~patchsync.remote.interface.RemoteLog`
 every reading, following, lag and publishing rule is written on). Commands ask a resolved
 :class:`Source` for a capability or a role instead of testing schemes, so a new transport
 plugs in by one call to :func:`register_source`.
@@ -122,7 +122,7 @@ class Source:
     # Each role typed by its protocol (patchsync.sources.roles); loaded on first use, so the
     # loaded object is the kind's word for it.
     def connect(self) -> Connect:
-        """How to open a :class:`~patchsync.remote.base.RemoteLog` to this source."""
+        """How to open a :class:`~patchsync.remote.interface.RemoteLog` to this source."""
         return cast(Connect, _role(self.kind, self.name, "connect"))
 
     def writer(self) -> Writer:
@@ -201,7 +201,7 @@ _SCHEMES: dict[str, SourceKind] = {
             writer="patchsync.remote.grpc_client:GrpcWriter",
             publish="patchsync.remote.grpc_client:publish_logs",
             snapshot="patchsync.remote.grpc_client:fetch_snapshot",
-            checkpoint_after="patchsync.tail.network_source:checkpoint_after",
+            checkpoint_after="patchsync.tail.network_follower:checkpoint_after",
         ),
         requires=("grpc",),
         form="grpc://HOST:PORT/TOPIC",
@@ -219,7 +219,7 @@ for _scheme in ("http", "https"):
             publish="patchsync.remote.http_client:publish_logs",
             writer="patchsync.remote.http_client:HttpWriter",
             snapshot="patchsync.remote.http_client:fetch_snapshot",
-            checkpoint_after="patchsync.tail.network_source:checkpoint_after",
+            checkpoint_after="patchsync.tail.network_follower:checkpoint_after",
         ),
         form=f"{_scheme}://HOST:PORT/NAME",
     )

@@ -4,7 +4,7 @@ A kind names the part that fills each of its roles as ``"module:attr"``, loaded 
 (so that ``patchsync status`` does not import a network client it does not use), and a
 :class:`~patchsync.sources.registry.Source` hands each out typed by its protocol here:
 
-- ``connect`` (:class:`Connect`): a :class:`~patchsync.remote.base.RemoteLog` to the address.
+- ``connect`` (:class:`Connect`): a :class:`~patchsync.remote.interface.RemoteLog` to the address.
   Every rule of reading, following, lag and publishing is written once over it (the tail
   daemon follows any kind that can connect; ``status`` asks any for its lag).
 - ``writer`` (:class:`Writer`): a recorder's writer committing each patch to the address.
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:  # imported by the roles' users: `status` needs no encoder loaded
     from patchsync.options import Limits, PatchOptions
-    from patchsync.remote.base import RemoteLog
+    from patchsync.remote.interface import RemoteLog
     from patchsync.remote.publish import PublishReport, StreamSettings
     from patchsync.remote.writer import PatchWriter
 

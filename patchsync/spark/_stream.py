@@ -40,7 +40,14 @@ from pyspark.sql.types import StructType
 
 from patchsync.codec.framing import read_varint, whole_frames
 from patchsync.errors import PatchsyncError, UsageError
-from patchsync.logs.fingerprint import FINGERPRINT_BYTES, fingerprint, jelly_head, log_removed, log_replaced, log_shrank
+from patchsync.logs.fingerprint import (
+    FINGERPRINT_BYTES,
+    fingerprint,
+    jelly_start,
+    log_removed,
+    log_replaced,
+    log_shrank,
+)
 from patchsync.options import Limits
 from patchsync.spark._errors import encode_error
 from patchsync.spark._sources import (
@@ -107,7 +114,7 @@ def first_position(path: str) -> Offset | None:
     """A new log's entry (identity, position 0), or ``None`` while its first frame is incomplete."""
     with open(path, "rb") as f:
         head = f.read(FINGERPRINT_BYTES)
-    found = jelly_head(head)
+    found = jelly_start(head)
     if found.framing == "single":
         raise UsageError(f"{path}, byte 0: a streaming source reads delimited logs; this is one bare frame")
     if found.first_frame_end is None:

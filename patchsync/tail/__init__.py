@@ -1,10 +1,11 @@
 """The tail daemon: keeps a target in step with ``.jellyp`` logs while producers append to them.
 
-Modules: :mod:`.tailer` (the main loop, :class:`Tailer`, :func:`tail`), :mod:`.source` (one
-log's read loop), :mod:`.network_source` (one remote log's: a NATS stream, a gRPC topic or a
-log served over HTTP, through :class:`patchsync.remote.base.RemoteLog`), :mod:`.options` (:class:`TailOptions`), :mod:`.retry` (backoff and
+Modules: :mod:`.tailer` (the main loop, :class:`Tailer`, :func:`tail`), :mod:`.follower`
+(what the daemon holds for each source it follows), :mod:`.file_follower` (one log file's read
+loop), :mod:`.network_follower` (one remote log's: a NATS stream, a gRPC topic or a log served
+over HTTP, through :class:`patchsync.remote.interface.RemoteLog`), :mod:`.options` (:class:`TailOptions`), :mod:`.retry` (backoff and
 :func:`is_transient`), :mod:`.state` (lock files, ``status.json``), :mod:`.observer`
-(wake-ups) and :mod:`.snapshot` (decoder snapshots).
+(wake-ups); decoder snapshots are :mod:`patchsync.logs.resume_point`.
 
 Theory of operation. Each log file is a *source* with one live :class:`PatchDecoder` and
 one :class:`Applier` for the life of the daemon, so bytes appended to the file are decoded
@@ -35,7 +36,7 @@ the daemon also keeps a *snapshot* per source: the decoder's resumable state
 (:meth:`PatchDecoder.export_state`: lookup tables, repeated terms, position; not its
 caches of built terms) at a frame boundary between patches, with the checkpoint it was
 taken at, written every few seconds and at exit, as checksummed JSON
-(:mod:`patchsync.tail.snapshot`; never pickle, so a writable state directory cannot make
+(:mod:`patchsync.logs.resume_point`; never pickle, so a writable state directory cannot make
 the daemon run code). On restart a snapshot whose log (fingerprint and the bytes before
 its offset) matches and whose checkpoint is not ahead of the target's resumes decoding at
 its byte offset (:meth:`PatchDecoder.from_state`), so resuming costs the same however
@@ -72,9 +73,9 @@ from patchsync._lazy import lazy_attributes
 from patchsync.tail.state import default_state_dir, lag_bytes, read_status
 
 if TYPE_CHECKING:
+    from patchsync.tail.follower import SourceReport
     from patchsync.tail.options import TailOptions
     from patchsync.tail.retry import Backoff, is_transient, open_retrying
-    from patchsync.tail.source import SourceReport
     from patchsync.tail.tailer import Tailer, tail
 
 # The daemon itself loads on first use: ``patchsync status`` reads the state directory only.
@@ -83,7 +84,7 @@ _LAZY = {
     "Backoff": "patchsync.tail.retry",
     "is_transient": "patchsync.tail.retry",
     "open_retrying": "patchsync.tail.retry",
-    "SourceReport": "patchsync.tail.source",
+    "SourceReport": "patchsync.tail.follower",
     "Tailer": "patchsync.tail.tailer",
     "tail": "patchsync.tail.tailer",
 }

@@ -28,7 +28,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily
 
 from patchsync.errors import UsageError
-from patchsync.tail.source import SourceReport
+from patchsync.tail.follower import SourceReport
 
 #: The text format's media type, as Prometheus scrapers expect it.
 PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"

@@ -1,4 +1,4 @@
-"""The daemon's state directory: per-source lock files, snapshot paths and ``status.json``.
+"""The daemon's state directory: per-source lock files, decoder snapshots and ``status.json``.
 
 The state directory belongs to one target. Each source (a log, by its resolved path) has
 a lock file, so two daemons cannot both apply it, and a snapshot file, both named by a
@@ -37,7 +37,7 @@ def _key(source: str) -> str:
     return hashlib.sha256(source.encode()).hexdigest()[:24]
 
 
-def snapshot_path(state_dir: Path, source: str) -> Path:
+def resume_point_path(state_dir: Path, source: str) -> Path:
     """Where the decoder snapshot of ``source`` is kept."""
     return state_dir / f"{_key(source)}.snapshot"
 
@@ -156,6 +156,6 @@ __all__ = [
     "lag_bytes",
     "lock_source",
     "read_status",
-    "snapshot_path",
+    "resume_point_path",
     "write_status",
 ]

@@ -20,7 +20,9 @@ from patchsync.errors import PatchsyncError, TargetUnavailable, UsageError, para
 from patchsync.options import Limits
 from patchsync.remote.errors import StreamUnavailable
 from patchsync.sources import directory_logs
-from patchsync.tail.network_source import NetworkSource
+from patchsync.tail.file_follower import FileFollower
+from patchsync.tail.follower import SourceReport
+from patchsync.tail.network_follower import NetworkFollower
 from patchsync.tail.observer import DirectoryWatch, Waker
 from patchsync.tail.options import (
     HOLD_EVENTS,
@@ -33,7 +35,6 @@ from patchsync.tail.options import (
     split_paths,
 )
 from patchsync.tail.retry import Backoff, is_transient, lost_part
-from patchsync.tail.source import Source, SourceReport
 from patchsync.tail.state import hold_daemon_lock, write_status
 
 #: Seconds between rewrites of the state directory's status.json while running.
@@ -53,7 +54,7 @@ class Tailer:
     """Tails ``.jellyp`` logs (files or directories of them) and streams into ``target`` (see :mod:`patchsync.tail`).
 
     ``paths`` are log files, directories or remote log addresses (``nats://HOST:PORT/STREAM``,
-    ``grpc://``, ``http(s)://``: :mod:`patchsync.tail.network_source`); ``options`` say how (:class:`TailOptions`).
+    ``grpc://``, ``http(s)://``: :mod:`patchsync.tail.network_follower`); ``options`` say how (:class:`TailOptions`).
     With ``options.reopen``, a target, or a source's server, that becomes unavailable
     (:func:`is_transient`) is waited out: the target is discarded and reopened after a
     backoff, and every source reconnects and resumes from the reopened target's
@@ -78,8 +79,8 @@ class Tailer:
         self.stopping = False
         #: A one-shot run (:meth:`run_once`): a source out of reach is not waited for.
         self.once = False
-        self.sources: dict[Path | str, Source | NetworkSource] = {}
-        self._order: list[Source | NetworkSource] = []
+        self.followers: dict[Path | str, FileFollower | NetworkFollower] = {}
+        self._order: list[FileFollower | NetworkFollower] = []
         #: Seconds a stream source's fetch may wait for new messages (0 with ``run_once``).
         self.stream_wait = 0.0
         self._waker = Waker()
@@ -97,7 +98,7 @@ class Tailer:
         #: reconnected too (a stream's server may still be out of reach).
         self._reopened_at: int | None = None
 
-    # -- what sources see (SourceHost) ---------------------------------------------------
+    # -- what followers see (FollowerHost) -----------------------------------------------
 
     def log(self, event: str, fields: dict[str, Any]) -> None:
         """Emit a structured log record through ``options.log``."""
@@ -134,24 +135,24 @@ class Tailer:
                 self._watch.add(str(p))  # watched from now on if it appeared after the start
                 files = directory_logs(p)
                 for i, f in enumerate(files):
-                    src = self._source(f)
+                    src = self._follow_file(f)
                     if i < len(files) - 1:
                         src.finished = True
             elif formats.by_suffix(p) is not None:
-                self._source(p)  # a log file (split_paths let only .jellyp ones through)
+                self._follow_file(p)  # a log file (split_paths let only .jellyp ones through)
             else:
                 # A directory that does not exist yet (a fresh volume): looked for every pass.
                 self.log_once("waiting", {"source": str(p), "reason": "no such directory yet; tailed once it appears"})
         for url in self.streams:
-            if url not in self.sources:
-                stream = self.sources[url] = NetworkSource(self, url)
+            if url not in self.followers:
+                stream = self.followers[url] = NetworkFollower(self, url)
                 self._order.append(stream)
 
-    def _source(self, path: Path) -> Source:
-        src = self.sources.get(path)
-        if not isinstance(src, Source):
-            src = Source(self, path)
-            self.sources[path] = src
+    def _follow_file(self, path: Path) -> FileFollower:
+        src = self.followers.get(path)
+        if not isinstance(src, FileFollower):
+            src = FileFollower(self, path)
+            self.followers[path] = src
             self._order.append(src)
         return src
 
@@ -242,8 +243,8 @@ class Tailer:
                 break
             try:
                 more |= src.pump(now)
-                if now - src.last_snapshot >= self.options.snapshot_seconds:
-                    src.save_snapshot(now)
+                if now - src.last_saved >= self.options.snapshot_seconds:
+                    src.save_resume_point(now)
             except PatchsyncError as exc:
                 error = self._failure(exc)
                 if error is None:
@@ -279,7 +280,7 @@ class Tailer:
             if src.applier is not None and not src.failed:
                 try:
                     src.applier.pause()
-                    src.save_snapshot(now)
+                    src.save_resume_point(now)
                 except PatchsyncError as exc:
                     if self.options.reopen is not None and is_transient(exc):
                         raise _TargetLost(exc) from exc

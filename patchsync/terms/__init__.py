@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from patchsync.terms.base import (
+from patchsync.terms.adapter import (
     BNODE,
     DEFAULT_GRAPH,
     IRI,

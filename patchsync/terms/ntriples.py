@@ -23,7 +23,7 @@ import sys
 from typing import Any, TypeVar
 
 from patchsync.errors import EncodeError
-from patchsync.terms.base import BNODE, DEFAULT_GRAPH, IRI, LITERAL, TRIPLE, TermAdapter, Unpacked
+from patchsync.terms.adapter import BNODE, DEFAULT_GRAPH, IRI, LITERAL, TRIPLE, TermAdapter, Unpacked
 from patchsync.terms.caches import DATATYPE_SUFFIX, LANG_SUFFIX
 
 T = TypeVar("T")

@@ -15,7 +15,7 @@ from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
 from rdflib.term import BNode, Literal, Node, URIRef
 
 from patchsync.errors import EncodeError
-from patchsync.terms.base import BNODE, DEFAULT_GRAPH, IRI, LITERAL, TRIPLE, TripleTerm, Unpacked
+from patchsync.terms.adapter import BNODE, DEFAULT_GRAPH, IRI, LITERAL, TRIPLE, TripleTerm, Unpacked
 
 RdflibTerm = Node | TripleTerm
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Generic, TypeVar
 
-from patchsync.codec.driver import ROW_BATCH, EventSource
+from patchsync.codec.driver import ROW_BATCH, PullDecoder
 from patchsync.codec.jena.terms import TermReader, TermWriter
 from patchsync.codec.term_decoder import RuleViolation
 from patchsync.errors import DecodeError, EncodeError, UsageError
@@ -60,7 +60,7 @@ def stream_varint(
             raise RuleViolation(long_rule)
 
 
-class BinaryDecoder(EventSource[RdfEvent], Generic[T]):
+class BinaryDecoder(PullDecoder[RdfEvent], Generic[T]):
     """Decodes an RDF Binary byte stream into :class:`~patchsync.events.Statement` and
     :class:`~patchsync.events.Namespace` events.
 
@@ -176,7 +176,7 @@ class BinaryDecoder(EventSource[RdfEvent], Generic[T]):
         return True
 
     def _fail(self, rule: str, offset: int) -> None:
-        # Raised once the events queued before it have been taken (EventSource).
+        # Raised once the events queued before it have been taken (PullDecoder).
         self._pending_error = DecodeError(
             f"{self.format_name}: {rule}", source=self.source, offset=offset, row=self.rows
         )

@@ -1,6 +1,6 @@
-"""One log being tailed: its file, read position, decoder, applier and snapshot.
+"""One log file being followed: its file, read position, decoder, applier and decoder snapshot.
 
-A :class:`Source` reads what was appended since the last pass, hands whole frames (cut by
+A :class:`FileFollower` (the daemon's reader of a file source, docs/glossary.md) reads what was appended since the last pass, hands whole frames (cut by
 :func:`~patchsync.codec.framing.whole_frames`) to its one live decoder and passes the
 decoded events to its applier a whole unit at a time. It checks on every pass that the
 file is still the log it started on (the same inode and first frame, not shrunk, the bytes
@@ -18,20 +18,32 @@ from __future__ import annotations
 
 import contextlib
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, Any
 
-from patchsync.apply.applier import Applier, ApplyResult
-from patchsync.apply.target import Checkpoint, Target
+from patchsync.apply.applier import Applier
+from patchsync.apply.target import Checkpoint
 from patchsync.codec.framing import read_varint, whole_frames
 from patchsync.codec.patch_decoder import PatchDecoder
 from patchsync.errors import CheckpointError, DecodeError
 from patchsync.events import Event
-from patchsync.logs.fingerprint import FINGERPRINT_BYTES, fingerprint, jelly_head, log_removed, log_replaced, log_shrank
-from patchsync.logs.snapshot import ANCHOR_BYTES, MAX_SNAPSHOT_BYTES, SnapshotError, decode_snapshot, encode_snapshot
-from patchsync.tail.options import TailOptions
-from patchsync.tail.state import lock_source, snapshot_path
+from patchsync.logs.fingerprint import (
+    FINGERPRINT_BYTES,
+    fingerprint,
+    jelly_start,
+    log_removed,
+    log_replaced,
+    log_shrank,
+)
+from patchsync.logs.resume_point import (
+    ANCHOR_BYTES,
+    MAX_RESUME_POINT_BYTES,
+    ResumePointError,
+    decode_resume_point,
+    encode_resume_point,
+)
+from patchsync.tail.follower import Follower, FollowerHost
+from patchsync.tail.state import resume_point_path
 from patchsync.units import UnitReader
 
 #: Bytes read from one source per pass, so one busy log cannot starve the others or a signal.
@@ -41,69 +53,9 @@ READ_CHUNK = 1 << 20
 #: How often a read of bytes that keep changing under it is repeated before giving up.
 READ_ATTEMPTS = 5
 #: Bytes compared at the start of a log to notice it was replaced under the daemon.
-HEAD_SAMPLE = 4096
+START_SAMPLE = 4096
 #: Bytes before the read position compared on every pass to notice a log rewritten there.
 TAIL_SAMPLE = 64
-
-
-class SourceHost(Protocol):
-    """What a source needs from the daemon running it."""
-
-    @property
-    def target(self) -> Target: ...
-
-    @property
-    def options(self) -> TailOptions: ...
-
-    @property
-    def stopping(self) -> bool: ...
-
-    def log(self, event: str, fields: dict[str, Any]) -> None: ...
-
-    def log_once(self, event: str, fields: dict[str, Any]) -> None: ...
-
-    def target_progressed(self) -> None:
-        """Units reached the target: the next loss of it starts a new backoff."""
-
-
-@dataclass
-class SourceReport:
-    """Where one source stands: applied counts, position and lag."""
-
-    source: str
-    state: str = "starting"  # starting, live, finished, failed
-    result: ApplyResult = field(default_factory=ApplyResult)
-    size: int = 0
-    applied_end: int = 0
-    lag_bytes: int = 0
-    lag_seconds: float = 0.0
-    error: str | None = None
-    resumed_from: int = 0
-    #: Streams only: the last sequence applied whole, and messages after it in the stream.
-    applied_seq: int | None = None
-    lag_messages: int | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        """The record logged and written to ``status.json``."""
-        r = self.result
-        record: dict[str, Any] = {
-            "source": self.source,
-            "state": self.state,
-            "units": r.units,
-            "rows": r.rows,
-            "patches": r.patches,
-            "size": self.size,
-            "applied_end": self.applied_end,
-            "lag_bytes": self.lag_bytes,
-            "lag_seconds": round(self.lag_seconds, 3),
-            "error": self.error,
-        }
-        if self.applied_seq is not None:
-            # A stream's position is a sequence: its records say so rather than in bytes.
-            del record["size"], record["applied_end"], record["lag_bytes"]
-            record["applied_seq"] = self.applied_seq
-            record["lag_messages"] = self.lag_messages
-        return record
 
 
 def _cp_fields(cp: Checkpoint | None) -> dict[str, Any]:
@@ -112,64 +64,19 @@ def _cp_fields(cp: Checkpoint | None) -> dict[str, Any]:
     return {"cp_offset": cp.offset, "cp_frame": cp.frame, "cp_row": cp.row, "cp_patches": cp.patches}
 
 
-class TailedSource:
-    """What every tailed source holds alike: its host, name, report and per-source lock, and
-    how it fails and closes.
-
-    A subclass says how it opens, reads (``pump``) and resets, and what
-    :meth:`_disconnect` lets go of (a file, a connection); the lock outlives a disconnect,
-    so a reconnect to a lost target or server keeps the source's lock.
-    """
-
-    def __init__(self, host: SourceHost, name: str) -> None:
-        self.host = host
-        self.options = host.options
-        self.name = name
-        self.report = SourceReport(name, result=ApplyResult(source=name))
-        self.finished = False
-        self.failed = False
-        self.last_snapshot = 0.0
-        self.lock_fd: int | None = None
-
-    def _lock(self) -> None:
-        """Take the per-source lock of the state directory, so two daemons cannot both apply it."""
-        state_dir = self.options.state_dir
-        if state_dir is None or self.lock_fd is not None:
-            return  # held already: a reconnect to the target keeps the source's lock
-        self.lock_fd = lock_source(state_dir, self.name)
-
-    def fail(self, exc: BaseException) -> None:
-        """Stop this source for good with ``exc`` as its error."""
-        self.failed = True
-        self.report.state = "failed"
-        self.report.error = str(exc)
-        self.close()
-
-    def _disconnect(self) -> None:
-        """Let go of what the source reads from (the lock is kept)."""
-        raise NotImplementedError
-
-    def close(self) -> None:
-        """Disconnect and release the lock."""
-        self._disconnect()
-        if self.lock_fd is not None:
-            os.close(self.lock_fd)
-            self.lock_fd = None
-
-
-class Source(TailedSource):
+class FileFollower(Follower):
     """One log file being tailed: file handle, frame buffer, decoder and applier."""
 
-    def __init__(self, host: SourceHost, path: Path) -> None:
+    def __init__(self, host: FollowerHost, path: Path) -> None:
         super().__init__(host, str(path.resolve()))
         self.path = path
         self.file: IO[bytes] | None = None
         self.ino: int | None = None
         self.buf = bytearray()  # bytes read but not yet fed: a partial frame at most
-        self.buf_base = 0  # file offset of buf[0]: the read position
-        self.frame_need = 0  # bytes of the partial frame at buf_base, once its length is read
+        self.buf_offset = 0  # file offset of buf[0]: the read position
+        self.frame_need = 0  # bytes of the partial frame at buf_offset, once its length is read
         self.partial_end = 0  # end of the last read that left a partial frame
-        self.seen_tail = b""  # the last bytes before buf_base, to notice a rewrite there
+        self.seen_tail = b""  # the last bytes before buf_offset, to notice a rewrite there
         self.decoder: PatchDecoder[Any] | None = None
         self.applier: Applier | None = None
         self.pending: list[Event] = []  # decoded events of a unit not yet complete
@@ -177,7 +84,7 @@ class Source(TailedSource):
         self.units = UnitReader()
         self.cut = 0
         self.fingerprint: str | None = None
-        self.head: bytes = b""
+        self.start_bytes: bytes = b""
         self.single = False  # a bare, non-delimited frame: decoded only once finished
         self.done = False
         self.boundary = True  # the last event handed on ended a patch (snapshot point)
@@ -193,16 +100,16 @@ class Source(TailedSource):
             return False
         # The same bytes apply_file fingerprints, so tail and apply share checkpoints.
         data = f.read(FINGERPRINT_BYTES)
-        head = jelly_head(data)
-        if head.first_frame_end is None and not self.finished:
+        log_start = jelly_start(data)
+        if log_start.first_frame_end is None and not self.finished:
             # Not one whole frame yet (or a bare frame, complete only once finished).
             f.close()
             return False
         self.file = f
         self.ino = os.fstat(f.fileno()).st_ino
-        self.single = head.framing == "single"
+        self.single = log_start.framing == "single"
         self.fingerprint = fingerprint(data, "jellyp")
-        self.head = data[: min(HEAD_SAMPLE, head.first_frame_end or len(data))]
+        self.start_bytes = data[: min(START_SAMPLE, log_start.first_frame_end or len(data))]
         opts, target = self.options, self.host.target
         self._lock()
         self.units = UnitReader(target.adapter)  # the decoder hands out the target's terms
@@ -217,11 +124,11 @@ class Source(TailedSource):
                 f"{self.name}, byte {size}: the log shrank below its checkpoint (byte {stored.offset}); "
                 "it was truncated or rewritten"
             )
-        start = self._load_snapshot(stored)
+        start = self._load_resume_point(stored)
         if start is None:
             self.decoder = PatchDecoder(target.adapter, source=self.name, limits=opts.limits)
             start = 0
-        self.buf_base = start
+        self.buf_offset = start
         self.seen_tail = os.pread(f.fileno(), min(start, TAIL_SAMPLE), start - min(start, TAIL_SAMPLE))
         self.report.resumed_from = start
         self.report.applied_end = start
@@ -229,61 +136,61 @@ class Source(TailedSource):
         self.host.log("resume", {"source": self.name, "from_byte": start, **_cp_fields(stored)})
         return True
 
-    def _snapshot_path(self) -> Path | None:
+    def _resume_point_path(self) -> Path | None:
         state_dir = self.options.state_dir
-        return None if state_dir is None else snapshot_path(state_dir, self.name)
+        return None if state_dir is None else resume_point_path(state_dir, self.name)
 
-    def _load_snapshot(self, stored: Checkpoint | None) -> int | None:
+    def _load_resume_point(self, stored: Checkpoint | None) -> int | None:
         """Install a saved decoder state if it is valid for the target's checkpoint; its offset.
 
         Any snapshot that cannot be used is ignored with one log line: decoding from the
         start of the log is always correct (the checkpoint is authoritative).
         """
-        path = self._snapshot_path()
+        path = self._resume_point_path()
         if path is None or stored is None or self.options.reset:
             return None
         try:
             with open(path, "rb") as f:
-                if os.fstat(f.fileno()).st_size > MAX_SNAPSHOT_BYTES:
-                    raise SnapshotError(f"larger than {MAX_SNAPSHOT_BYTES} bytes")
+                if os.fstat(f.fileno()).st_size > MAX_RESUME_POINT_BYTES:
+                    raise ResumePointError(f"larger than {MAX_RESUME_POINT_BYTES} bytes")
                 data = f.read()
         except FileNotFoundError:
             return None
-        except (OSError, SnapshotError) as exc:
-            self._snapshot_ignored(path, str(exc))
+        except (OSError, ResumePointError) as exc:
+            self._resume_point_ignored(path, str(exc))
             return None
         try:
-            snap = decode_snapshot(data, self.host.target.adapter, source=self.name, limits=self.options.limits)
-        except SnapshotError as exc:
-            self._snapshot_ignored(path, str(exc))
+            snap = decode_resume_point(data, self.host.target.adapter, source=self.name, limits=self.options.limits)
+        except ResumePointError as exc:
+            self._resume_point_ignored(path, str(exc))
             return None
         # Valid only for this very log, and only if the target got at least as far as the
         # snapshot: the snapshot sits between patches with every event before it applied,
         # so the applier passes over the events from there up to the checkpoint.
         if snap.fingerprint != self.fingerprint:
-            self._snapshot_ignored(path, "taken for another log with the same name (fingerprint differs)")
+            self._resume_point_ignored(path, "taken for another log with the same name (fingerprint differs)")
             return None
         assert self.file is not None
         anchor = os.pread(self.file.fileno(), snap.anchor_len, snap.offset - snap.anchor_len)
         if not snap.anchored_in(anchor):
-            self._snapshot_ignored(path, "taken for another log (the bytes before its offset differ)")
+            self._resume_point_ignored(path, "taken for another log (the bytes before its offset differ)")
             return None
         if (stored.offset, stored.row) < snap.checkpoint:
-            self._snapshot_ignored(path, "ahead of the target's checkpoint (the target was restored from a copy?)")
+            self._resume_point_ignored(path, "ahead of the target's checkpoint (the target was restored from a copy?)")
             return None
         self.decoder = snap.decoder
         return snap.offset
 
-    def _snapshot_ignored(self, path: Path, reason: str) -> None:
+    def _resume_point_ignored(self, path: Path, reason: str) -> None:
         self.host.log("snapshot_ignored", {"source": self.name, "snapshot": str(path), "reason": reason})
 
-    def save_snapshot(self, now: float) -> None:
+    def save_resume_point(self, now: float) -> None:
         """Persist the decoder state if everything decoded so far is applied and no patch is open.
 
         A snapshot that cannot be written (disk full, read-only state directory) is logged
         and skipped: it only speeds up a restart.
         """
-        path = self._snapshot_path()
+        path = self._resume_point_path()
         applier, decoder = self.applier, self.decoder
         if path is None or applier is None or decoder is None or self.pending or not self.boundary or self.single:
             return
@@ -293,12 +200,12 @@ class Source(TailedSource):
         offset = decoder.offset
         anchor = os.pread(self.file.fileno(), min(offset, ANCHOR_BYTES), offset - min(offset, ANCHOR_BYTES))
         try:
-            data = encode_snapshot(
+            data = encode_resume_point(
                 decoder, source=self.name, fingerprint=self.fingerprint, checkpoint=(cp.offset, cp.row), anchor=anchor
             )
-        except SnapshotError:
+        except ResumePointError:
             return
-        self.last_snapshot = now
+        self.last_saved = now
         tmp = path.with_suffix(".tmp")
         try:
             with open(tmp, "wb") as f:
@@ -327,7 +234,7 @@ class Source(TailedSource):
         self._check_file()
         progressed = False
         budget = READ_BUDGET
-        read_end = self.buf_base
+        read_end = self.buf_offset
         eof = False
         while budget > 0 and not self.host.stopping:
             if self.single:
@@ -338,9 +245,9 @@ class Source(TailedSource):
                 # crashed, the next writer cut it and wrote other bytes in its place. The
                 # read takes the whole frame once its length is known.
                 self.buf.clear()
-                start, want = self.buf_base, max(READ_CHUNK, self.frame_need)
+                start, want = self.buf_offset, max(READ_CHUNK, self.frame_need)
             chunk = self._read(start, want)
-            base = self.buf_base
+            base = self.buf_offset
             # Checked again after the read: a rewrite that began after the check above
             # (a writer's one write lands page by page, its start first) shows here, before
             # any byte of it is decoded.
@@ -352,7 +259,7 @@ class Source(TailedSource):
                 progressed |= self._feed_frames()
                 if self.buf:
                     self.partial_end = max(self.partial_end, read_end)
-            if len(chunk) < want and (self.single or self.buf_base == base):
+            if len(chunk) < want and (self.single or self.buf_offset == base):
                 # At the end of the file, with nothing new decoded (a read that decoded
                 # frames is followed by one more: the file may have grown meanwhile).
                 eof = True
@@ -363,7 +270,7 @@ class Source(TailedSource):
             decoder = self.decoder
             if not self.buf and applier.pause():
                 # Snapshot the end of a finished file, so a restart does not decode it again.
-                self.save_snapshot(now)
+                self.save_resume_point(now)
             decoder.feed(bytes(self.buf))
             self._consumed(self.buf)
             self.buf.clear()
@@ -419,7 +326,7 @@ class Source(TailedSource):
             raise CheckpointError(
                 f"{self.name}: the log was replaced by another file (inode changed) while being tailed"
             )
-        if size < self.buf_base:
+        if size < self.buf_offset:
             raise self._shrank(size)
         self._check_content()
 
@@ -427,9 +334,9 @@ class Source(TailedSource):
         """Stop on a log whose first frame, or bytes just before the read position, changed."""
         assert self.file is not None
         fd = self.file.fileno()
-        head = os.pread(fd, len(self.head), 0)
-        if head != self.head:
-            if len(head) < len(self.head):  # cut back after the size was taken above
+        start = os.pread(fd, len(self.start_bytes), 0)
+        if start != self.start_bytes:
+            if len(start) < len(self.start_bytes):  # cut back after the size was taken above
                 raise self._shrank(os.fstat(fd).st_size)
             raise log_replaced(self.name)
         # A writer only appends: the bytes just before the read position never change. If
@@ -437,20 +344,20 @@ class Source(TailedSource):
         # check cannot see that), and decoding on from here would read another log.
         n = len(self.seen_tail)
         if n:
-            sample = os.pread(fd, n, self.buf_base - n)
+            sample = os.pread(fd, n, self.buf_offset - n)
             if sample != self.seen_tail:
                 if len(sample) < n:  # cut back after the size was taken above
                     raise self._shrank(os.fstat(fd).st_size)
                 raise CheckpointError(
-                    f"{self.name}, byte {self.buf_base - n}: bytes already decoded changed: the log was rewritten"
+                    f"{self.name}, byte {self.buf_offset - n}: bytes already decoded changed: the log was rewritten"
                 )
 
     def _shrank(self, size: int) -> CheckpointError:
-        return log_shrank(self.name, size, self.buf_base)
+        return log_shrank(self.name, size, self.buf_offset)
 
     def _consumed(self, data: bytes | bytearray) -> None:
         """Move the read position past ``data`` (bytes handed to the decoder)."""
-        self.buf_base += len(data)
+        self.buf_offset += len(data)
         if len(data) >= TAIL_SAMPLE:
             self.seen_tail = bytes(data[-TAIL_SAMPLE:])
         else:
@@ -516,7 +423,7 @@ class Source(TailedSource):
     def _update_lag(self, now: float, read_end: int, flushed: bool) -> None:
         report = self.report
         if flushed and not self.pending:
-            applied = self.buf_base
+            applied = self.buf_offset
         elif self.pending:
             applied = self.pending[0].offset
         else:
@@ -548,7 +455,7 @@ class Source(TailedSource):
         self.units.reset()
         self.cut = 0
         self.buf.clear()
-        self.buf_base = 0
+        self.buf_offset = 0
         self.frame_need = 0
         self.partial_end = 0
         self.seen_tail = b""
@@ -562,4 +469,4 @@ class Source(TailedSource):
             self.file = None
 
 
-__all__ = ["READ_BUDGET", "Source", "SourceHost", "SourceReport", "TailedSource"]
+__all__ = ["READ_BUDGET", "FileFollower"]

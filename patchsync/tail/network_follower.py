@@ -2,8 +2,8 @@
 
 Every kind of remote log hands the daemon one whole patch per message at a position (stream
 sequence or version) that the applier checkpoints in the target's transaction (``offset`` =
-position), through one interface (:class:`~patchsync.remote.base.RemoteLog`, opened by the
-kind's ``connect`` role). :class:`NetworkSource` is the one follower of them all: it resumes
+position), through one interface (:class:`~patchsync.remote.interface.RemoteLog`, opened by the
+kind's ``connect`` role). :class:`NetworkFollower` is the one follower of them all: it resumes
 (:func:`patchsync.remote.rules.resume_position`), reads pages (ahead of the applier on a thread
 of their own, :mod:`patchsync.remote.read_ahead`, unless the log reads ahead itself), decodes
 each message whole before any of it reaches the applier (a malformed message stops the replica
@@ -34,11 +34,11 @@ from patchsync.apply.target import PAST, Checkpoint
 from patchsync.errors import DecodeError, PatchsyncError
 from patchsync.events import Event
 from patchsync.logs.payloads import MessageDecoder, StreamMessage
-from patchsync.remote.base import RemoteLog
+from patchsync.remote.interface import RemoteLog
 from patchsync.remote.read_ahead import Pages, open_pages
 from patchsync.remote.rules import lag, resume_position
 from patchsync.sources import resolve_source
-from patchsync.tail.source import SourceHost, TailedSource
+from patchsync.tail.follower import Follower, FollowerHost
 
 #: Seconds a replica working through a backlog (full batches) may go without a pause of the
 #: applier (its units commit in groups meanwhile; a pause also commits the last of them).
@@ -88,7 +88,7 @@ def status_lag(source: str, checkpoint: Checkpoint) -> dict[str, Any]:
     return {"lag_messages": behind.messages, "lag_seconds": round(behind.seconds, 3)}
 
 
-class StreamHost(SourceHost, Protocol):
+class StreamHost(FollowerHost, Protocol):
     """What a stream source needs from the daemon running it: a file source's host, plus
     how long a fetch may wait."""
 
@@ -97,8 +97,8 @@ class StreamHost(SourceHost, Protocol):
         """Seconds a fetch may wait for new messages (0: caught up means done, ``--once``)."""
 
 
-class NetworkSource(TailedSource):
-    """One remote log being tailed: connection, pages, next position to apply, applier, lag."""
+class NetworkFollower(Follower):
+    """One remote log being followed: connection, pages, next position to apply, applier, lag."""
 
     def __init__(self, host: StreamHost, url: str) -> None:
         resolved = resolve_source(url)
@@ -270,10 +270,6 @@ class NetworkSource(TailedSource):
         self._lag_at = now
         return True
 
-    def save_snapshot(self, now: float) -> None:
-        """Nothing to save: a message decodes on its own, the checkpoint is the position."""
-        self.last_snapshot = now
-
     # -- losing the target, failing, closing -------------------------------------------
 
     def reset(self) -> None:
@@ -293,7 +289,7 @@ __all__ = [
     "FEED_EVENTS",
     "LAG_SECONDS",
     "PAUSE_SECONDS",
-    "NetworkSource",
+    "NetworkFollower",
     "StreamHost",
     "checkpoint_after",
     "checkpoint_at",

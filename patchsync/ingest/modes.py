@@ -1,6 +1,6 @@
 """The ways ``ingest`` turns a message into a patch, by name (docs/design.md §8).
 
-Kept apart from :mod:`patchsync.logs.ingest` so that the command line can offer them
+Kept apart from :mod:`patchsync.ingest.patches` so that the command line can offer them
 without loading the codec at start-up.
 """
 

@@ -1,6 +1,6 @@
 """RDF Messages into patches, without I/O beyond reading the message logs (docs/design.md §8).
 
-The ingest itself (destinations, ``--state`` targets, resuming) is :mod:`patchsync.ingest`;
+The ingest itself (destinations, ``--state`` targets, resuming) is :mod:`patchsync.ingest.run`;
 this module holds what it decides with:
 
 - :func:`read_messages`: every message of the sources, parsed and validated up front, blank
@@ -25,8 +25,8 @@ from pathlib import Path
 from patchsync import formats
 from patchsync.errors import UsageError
 from patchsync.events import Add, Delete, Event, Header, PatchEnd, TxCommit, TxStart
+from patchsync.ingest.modes import ADD, MODES, REPLACE, REPLACE_GRAPH
 from patchsync.logs.convert import FeatureScan
-from patchsync.logs.ingest_modes import ADD, MODES, REPLACE, REPLACE_GRAPH
 from patchsync.logs.messages import Message, MessageReader, Quad, scope_labels
 from patchsync.logs.patch_logs import read_events
 from patchsync.options import Limits

@@ -1,9 +1,11 @@
-"""Decoder snapshots as plain, validated data (no pickle), for the tail daemon and apply.
+"""Resume points: decoder snapshots as plain, validated data (no pickle), for the tail daemon
+and apply.
 
-A snapshot lets a restarted tail daemon, or the next ``apply`` of a log, resume decoding it
-in the middle instead of from its first byte (docs/design.md §3: "persisting the decoder
-state with the checkpoint is faster"). It
-holds exactly the state a :class:`~patchsync.codec.patch_decoder.PatchDecoder` carries
+A *resume point* (the code's word for what users and logs call a *decoder snapshot*, so
+that "snapshot" in code names only a dataset snapshot; docs/glossary.md) lets a restarted
+tail daemon, or the next ``apply`` of a log, resume decoding it in the middle instead of
+from its first byte (docs/design.md §3: "persisting the decoder state with the checkpoint
+is faster"). It holds exactly the state a :class:`~patchsync.codec.patch_decoder.PatchDecoder` carries
 from one patch to the next at a frame boundary: the stream options, the three lookup
 tables, the IRI 0-id state, the repeated terms and the position. Caches of built terms are
 left out: they are rebuilt on demand.
@@ -41,19 +43,19 @@ MAGIC = b"patchsync-tail-snapshot"
 #: Version 1 was a pickle; it is never read again.
 VERSION = 2
 #: A snapshot larger than this is not read (the lookups it can hold are far smaller).
-MAX_SNAPSHOT_BYTES = 256 << 20
-#: Log bytes before the snapshot's offset whose hash it keeps (see :func:`encode_snapshot`).
+MAX_RESUME_POINT_BYTES = 256 << 20
+#: Log bytes before the snapshot's offset whose hash it keeps (see :func:`encode_resume_point`).
 ANCHOR_BYTES = 4096
 _HEADER_MAX = 128
 
 
-class SnapshotError(PatchsyncError):
-    """A snapshot file is not a valid snapshot for this log (it is then ignored)."""
+class ResumePointError(PatchsyncError):
+    """A decoder snapshot file is not a valid resume point for this log (it is then ignored)."""
 
 
 @dataclass(frozen=True)
-class Snapshot:
-    """A decoder restored from a snapshot, with what the snapshot was taken for."""
+class ResumePoint:
+    """A decoder restored from a decoder snapshot file, with what it was taken for."""
 
     source: str
     fingerprint: str
@@ -71,7 +73,7 @@ class Snapshot:
 # -- writing ---------------------------------------------------------------------------
 
 
-def encode_snapshot(
+def encode_resume_point(
     decoder: PatchDecoder[Any], *, source: str, fingerprint: str, checkpoint: tuple[int, int], anchor: bytes
 ) -> bytes:
     """The snapshot of ``decoder``, which must stand at a frame boundary between patches.
@@ -80,12 +82,12 @@ def encode_snapshot(
     ``ANCHOR_BYTES``): a log's fingerprint covers only its first frame, so two logs that
     start alike (or a log rewritten after its first frame) are told apart by these bytes.
 
-    Raises :class:`SnapshotError` if it does not (unread input, an open transaction or
+    Raises :class:`ResumePointError` if it does not (unread input, an open transaction or
     patch, queued events, a failed decoder): such a state is not resumable from a frame
     boundary, so the daemon skips the snapshot.
     """
     if not decoder.resumable:
-        raise SnapshotError("the decoder is not at a frame boundary between patches")
+        raise ResumePointError("the decoder is not at a frame boundary between patches")
     state = decoder.export_state()
     adapter = decoder.adapter
     body: dict[str, Any] = {
@@ -141,73 +143,73 @@ def _term_out(adapter: TermAdapter[Any], term: Any) -> Any:
         return ["triple", _term_out(adapter, u[1]), _term_out(adapter, u[2]), _term_out(adapter, u[3])]
     if kind == DEFAULT_GRAPH:
         return ["default"]
-    raise SnapshotError(f"unknown term kind {kind!r}")
+    raise ResumePointError(f"unknown term kind {kind!r}")
 
 
 # -- reading ---------------------------------------------------------------------------
 
 
-def decode_snapshot(data: bytes, adapter: TermAdapter[Any], *, source: str, limits: Limits) -> Snapshot:
-    """Rebuild the decoder a snapshot file holds; raises :class:`SnapshotError` with the reason."""
-    if len(data) > MAX_SNAPSHOT_BYTES:
-        raise SnapshotError(f"larger than {MAX_SNAPSHOT_BYTES} bytes")
+def decode_resume_point(data: bytes, adapter: TermAdapter[Any], *, source: str, limits: Limits) -> ResumePoint:
+    """Rebuild the decoder a snapshot file holds; raises :class:`ResumePointError` with the reason."""
+    if len(data) > MAX_RESUME_POINT_BYTES:
+        raise ResumePointError(f"larger than {MAX_RESUME_POINT_BYTES} bytes")
     end = data.find(b"\n", 0, _HEADER_MAX)
     if not data.startswith(MAGIC + b" ") or end < 0:
-        raise SnapshotError("not a patchsync snapshot (an old pickle snapshot or a foreign file)")
+        raise ResumePointError("not a patchsync snapshot (an old pickle snapshot or a foreign file)")
     parts = data[:end].split(b" ")
     if len(parts) != 3 or parts[1] != str(VERSION).encode() or not parts[2].startswith(b"sha256="):
-        raise SnapshotError(f"unsupported snapshot format {data[:end][len(MAGIC) + 1 :]!r}")
+        raise ResumePointError(f"unsupported snapshot format {data[:end][len(MAGIC) + 1 :]!r}")
     body = data[end + 1 :]
     if hashlib.sha256(body).hexdigest().encode("ascii") != parts[2][len(b"sha256=") :]:
-        raise SnapshotError("checksum mismatch (a truncated or corrupted snapshot)")
+        raise ResumePointError("checksum mismatch (a truncated or corrupted snapshot)")
     try:
         doc = json.loads(body.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise SnapshotError(f"body is not JSON: {exc}") from None
+        raise ResumePointError(f"body is not JSON: {exc}") from None
     try:
         return _restore(doc, adapter, source, limits)
     except (RuleViolation, ValueError, TypeError, KeyError, IndexError, RecursionError) as exc:
-        raise SnapshotError(f"invalid content: {exc}") from None
+        raise ResumePointError(f"invalid content: {exc}") from None
 
 
 def _int(doc: Mapping[str, Any], key: str, low: int = 0, high: int = 1 << 62) -> int:
     value = doc[key]
     if type(value) is not int or not low <= value <= high:
-        raise SnapshotError(f"{key} is not an integer in [{low}, {high}]")
+        raise ResumePointError(f"{key} is not an integer in [{low}, {high}]")
     return value
 
 
 def _str(doc: Mapping[str, Any], key: str) -> str:
     value = doc[key]
     if not isinstance(value, str):
-        raise SnapshotError(f"{key} is not a string")
+        raise ResumePointError(f"{key} is not a string")
     return value
 
 
-def _restore(doc: Any, adapter: TermAdapter[Any], source: str, limits: Limits) -> Snapshot:
+def _restore(doc: Any, adapter: TermAdapter[Any], source: str, limits: Limits) -> ResumePoint:
     if not isinstance(doc, dict):
-        raise SnapshotError("body is not an object")
+        raise ResumePointError("body is not an object")
     if _str(doc, "source") != source:
-        raise SnapshotError("taken for another log")
+        raise ResumePointError("taken for another log")
     fingerprint = _str(doc, "fingerprint")
     offset = _int(doc, "offset", 1)
     cp = doc["checkpoint"]
     if not (isinstance(cp, list) and len(cp) == 2 and all(type(x) is int and x >= 0 for x in cp)):
-        raise SnapshotError("checkpoint is not a pair of positions")
+        raise ResumePointError("checkpoint is not a pair of positions")
     anchor_len = _int(doc, "anchor_len", 0, min(offset, ANCHOR_BYTES))
     anchor_sha256 = _str(doc, "anchor_sha256")
     tx_seen = doc["tx_seen"]
     if not isinstance(tx_seen, bool):
-        raise SnapshotError("tx_seen is not a boolean")
+        raise ResumePointError("tx_seen is not a boolean")
     options: bytes | None = None
     terms: TermState[Any] | None = None
     if doc["options"] is not None:
         if not isinstance(doc["options"], str) or not isinstance(doc["terms"], dict):
-            raise SnapshotError("options or terms malformed")
+            raise ResumePointError("options or terms malformed")
         try:
             options = base64.b64decode(doc["options"], validate=True)
         except ValueError as exc:
-            raise SnapshotError(f"options are not base64: {exc}") from None
+            raise ResumePointError(f"options are not base64: {exc}") from None
         terms = _terms_in(doc["terms"], adapter, limits)
     state: DecoderState[Any] = DecoderState(
         offset=offset,
@@ -219,20 +221,20 @@ def _restore(doc: Any, adapter: TermAdapter[Any], source: str, limits: Limits) -
     )
     # The decoder validates the state like the stream's own rows (options, lookups).
     decoder = PatchDecoder.from_state(state, adapter, source=source, limits=limits)
-    return Snapshot(source, fingerprint, offset, (cp[0], cp[1]), decoder, anchor_len, anchor_sha256)
+    return ResumePoint(source, fingerprint, offset, (cp[0], cp[1]), decoder, anchor_len, anchor_sha256)
 
 
 def _lookup_in(doc: Mapping[str, Any], key: str) -> LookupState:
     table = doc[key]
     if not isinstance(table, dict):
-        raise SnapshotError(f"{key} lookup malformed")
+        raise ResumePointError(f"{key} lookup malformed")
     entries = table["entries"]
     if not isinstance(entries, list):
-        raise SnapshotError(f"{key} entries are not a list")
+        raise ResumePointError(f"{key} entries are not a list")
     pairs: list[tuple[int, str]] = []
     for entry in entries:
         if not (isinstance(entry, list) and len(entry) == 2 and type(entry[0]) is int):
-            raise SnapshotError(f"{key} entry {entry!r:.60} malformed")
+            raise ResumePointError(f"{key} entry {entry!r:.60} malformed")
         pairs.append((entry[0], entry[1]))
     return LookupState(_int(table, "size"), _int(table, "last_id"), tuple(pairs))
 
@@ -240,7 +242,7 @@ def _lookup_in(doc: Mapping[str, Any], key: str) -> LookupState:
 def _terms_in(doc: dict[str, Any], adapter: TermAdapter[Any], limits: Limits) -> TermState[Any]:
     last = doc["last"]
     if not isinstance(last, dict):
-        raise SnapshotError("repeated terms malformed")
+        raise ResumePointError("repeated terms malformed")
     depth = limits.max_nesting
     return TermState(
         names=_lookup_in(doc, "names"),
@@ -259,7 +261,7 @@ def _term_in(doc: Any, adapter: TermAdapter[Any], depth_left: int) -> Any:
     if doc is None:
         return None
     if not isinstance(doc, list) or not doc:
-        raise SnapshotError("a term is not a tagged list")
+        raise ResumePointError("a term is not a tagged list")
     kind, args = doc[0], doc[1:]
     if kind == "iri" and len(args) == 1 and isinstance(args[0], str):
         return adapter.iri(args[0])
@@ -271,11 +273,11 @@ def _term_in(doc: Any, adapter: TermAdapter[Any], depth_left: int) -> Any:
             return adapter.literal(args[0], lang, dt)
     if kind == "triple" and len(args) == 3:
         if depth_left <= 0:
-            raise SnapshotError("quoted triples nested too deeply")
+            raise ResumePointError("quoted triples nested too deeply")
         s, p, o = (_term_in(a, adapter, depth_left - 1) for a in args)
         if s is None or p is None or o is None:
-            raise SnapshotError("a quoted triple lacks a term")
+            raise ResumePointError("a quoted triple lacks a term")
         return adapter.triple(s, p, o)
     if kind == "default" and not args:
         return adapter.default_graph()
-    raise SnapshotError(f"malformed term {doc!r:.60}")
+    raise ResumePointError(f"malformed term {doc!r:.60}")
