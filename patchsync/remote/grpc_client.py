@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 from patchsync.errors import PatchsyncError, UsageError
 from patchsync.logs.payloads import MSG_ID, PatchMessage, StreamMessage
 from patchsync.options import Limits, PatchOptions
-from patchsync.remote import refusals as remote
+from patchsync.remote import connect_errors as remote
 from patchsync.remote.interface import Appended, LogHead, RemoteLog
 from patchsync.remote.publish import PublishReport, StreamSettings, publish_patches
 from patchsync.remote.statuses import RETRYABLE_KEY, refusal

@@ -29,7 +29,7 @@ from urllib.parse import quote, urlsplit
 from patchsync.errors import ChainError, PatchsyncError, UsageError
 from patchsync.logs.payloads import PatchMessage, StreamMessage
 from patchsync.options import Limits, PatchOptions
-from patchsync.remote import refusals as remote
+from patchsync.remote import connect_errors as remote
 from patchsync.remote.errors import StreamUnavailable
 from patchsync.remote.grpc_client import client_ca, client_token
 from patchsync.remote.interface import Appended, LogHead, RemoteLog

@@ -27,8 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from patchsync.errors import ChainError, PatchsyncError, UsageError
+from patchsync.remote.connect_errors import credential_hint
 from patchsync.remote.errors import StreamUnavailable
-from patchsync.remote.refusals import credential_hint
 
 #: Trailing metadata key of a gRPC refusal worth retrying later: RESOURCE_EXHAUSTED alone
 #: cannot tell "too many streams now" from "this message is too large".

@@ -1,4 +1,4 @@
-"""What a failed request to a served log means: one set of rules for the gRPC and HTTP clients.
+"""What a failed connection to a served log means: one set of rules for the gRPC and HTTP clients.
 
 The clients of ``patchsync serve`` (:mod:`.grpc_client`, :mod:`.http_client`) meet the same
 failures in their own library's words. Each recognises them and words them here, so that
