@@ -1,22 +1,9 @@
 """The one table that translates the NATS client's exceptions into remote-log errors.
 
-Every exception nats-py raises is translated here, at the boundary, into the patchsync
-tree (:mod:`patchsync.remote.errors`); callers never see a ``nats.*`` exception::
-
-    PatchsyncError
-    ├── UsageError
-    │   ├── StreamNotFound     the named stream does not exist (and was not to be created)
-    │   ├── StreamRefused      refused for good (bad config, permissions, a host name that does not resolve)
-    │   └── MessageTooLarge    a patch does not fit in one message of this server
-    └── ApplyError
-        ├── ChainError         (patchsync.errors) a patch does not follow the stream's head
-        ├── CheckpointError
-        │   └── StreamGap      messages after a replica's position are gone from the stream
-        └── TargetUnavailable
-            └── StreamUnavailable  server unreachable, no leader, timed out (retrying may help)
-
-``StreamUnavailable`` derives from ``TargetUnavailable`` so the tail daemon's existing
-reconnect-with-backoff path treats a lost stream like a lost target.
+Every exception nats-py raises is translated here, at the boundary, into the remote-log
+error tree drawn in :mod:`patchsync.remote.errors` (``StreamNotFound``, ``StreamRefused``,
+``MessageTooLarge``, ``StreamGap``, ``StreamUnavailable``); callers never see a ``nats.*``
+exception.
 """
 
 from __future__ import annotations
