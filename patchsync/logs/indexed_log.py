@@ -400,10 +400,11 @@ class IndexedLog:
                         return
                     at = row.version + 1
                     following = rows[number + 1] if number + 1 < len(rows) else None
-                    same = following is not None and following.seq == row.seq
-                    if row.starts_stream and (not same or following.starts_stream):  # type: ignore[union-attr]
+                    # The next row in the same segment, if any (it ends this patch's bytes).
+                    same = following if following is not None and following.seq == row.seq else None
+                    if row.starts_stream and (same is None or same.starts_stream):
                         # A stream of its own: its bytes are the patch as readers get it.
-                        end = following.offset if same else self._records[row.seq].size  # type: ignore[union-attr]
+                        end = same.offset if same is not None else self._records[row.seq].size
                         fd = fds.get(row.seq)
                         if fd is None:
                             fd = fds[row.seq] = os.open(self.paths[row.seq], os.O_RDONLY)
