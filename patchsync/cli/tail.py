@@ -99,19 +99,38 @@ def register(sub: Subcommands) -> None:
 
 
 class TailLog:
-    """Structured ``key=value`` lines on stderr; progress lines rate-limited per source."""
+    """Structured ``key=value`` lines on stderr; progress lines rate-limited per source.
+
+    A progress line held back by the rate limit is kept, and :meth:`flush` prints the last
+    one of each source when the run ends, so the final state of every source is always said.
+    """
 
     def __init__(self, interval: float) -> None:
         self.interval = interval
         self.last: dict[str, float] = {}
+        self.held: dict[str, str] = {}
 
     def __call__(self, event: str, fields: dict[str, Any]) -> None:
+        line = self.line(event, fields)
         if event == "applied" and fields.get("state") == "live":
             now = time.monotonic()
             source = str(fields.get("source"))
             if now - self.last.get(source, -1e9) < self.interval:
+                self.held[source] = line
                 return
             self.last[source] = now
+            self.held.pop(source, None)
+        print(line, file=sys.stderr, flush=True)
+
+    def flush(self) -> None:
+        """Print the progress lines the rate limit held back, the last of each source."""
+        held, self.held = self.held, {}
+        for line in held.values():
+            print(line, file=sys.stderr, flush=True)
+
+    @staticmethod
+    def line(event: str, fields: dict[str, Any]) -> str:
+        """One record as a ``key=value`` line."""
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
         parts = [f"ts={stamp}", f"event={event}"]
         for key, value in fields.items():
@@ -121,7 +140,7 @@ class TailLog:
             if not text or any(c in text for c in ' "='):
                 text = json.dumps(text)
             parts.append(f"{key}={text}")
-        print(" ".join(parts), file=sys.stderr, flush=True)
+        return " ".join(parts)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -173,6 +192,7 @@ def run(args: argparse.Namespace) -> int:
                 metrics = MetricsServer(tailer, *listen).start()
             reports = tailer.run_once() if args.once else tailer.run()
         finally:
+            log.flush()
             if metrics is not None:
                 metrics.close()
             tailer.close()
