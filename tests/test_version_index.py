@@ -290,3 +290,29 @@ def test_a_nats_topic_serves_what_another_writer_publishes(nats_stream: str) -> 
             await topic.close()
 
     run(go())
+
+
+def test_a_read_across_a_window_of_the_index_keeps_each_stream_of_one_patch_apart(tmp_path: Path) -> None:
+    # A served log's appends are each a stream of one patch; the index is read 1,024 rows at
+    # a time, and the last patch of each window must still end where the next stream starts
+    # (it once ran to the end of the segment, handing a client hundreds of patches as one).
+    count = 1100
+    path = segment(tmp_path / "log.jellyp", 1, 2)
+
+    async def go() -> None:
+        topic = FileLogTopic("t", str(path), path)
+        await topic.open()
+        for n in range(3, count + 1):
+            await topic.append(payload(n, n - 1, rows=1))
+        await topic.close()
+
+    run(go())
+    expected = reference([path])
+    log = indexed([path], index_path(path), every=64)
+    try:
+        stored = list(log.read(1, count))
+    finally:
+        log.close()
+    assert [s.version for s in stored] == list(range(1, count + 1))
+    got = [(s.patch_id, content(s.events if s.raw is None else read_payload(s.raw))) for s in stored]  # type: ignore[arg-type]
+    assert got == expected

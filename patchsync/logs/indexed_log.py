@@ -392,12 +392,15 @@ class IndexedLog:
         try:
             at = first
             while at <= last:
-                rows = self.index.rows(at, min(last, at + 1023) + 1)
+                # One row past the window: it is only read to tell where the window's last
+                # patch ends, and is read again as the first of the next window.
+                window = min(last, at + 1023)
+                rows = self.index.rows(at, window + 1)
                 if not rows or rows[0].version != at:
                     return
                 for number, row in enumerate(rows):
-                    if row.version > last:
-                        return
+                    if row.version > window:
+                        break
                     at = row.version + 1
                     following = rows[number + 1] if number + 1 < len(rows) else None
                     # The next row in the same segment, if any (it ends this patch's bytes).
