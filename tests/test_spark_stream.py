@@ -140,7 +140,11 @@ def test_replaced_or_cut_log_stops_the_query(spark: Any, tmp_path: Path, change:
                 f.truncate(size // 2)
             rule = rf"{log}, byte {size // 2}: the log shrank below what was already decoded \(byte {size}\)"
         elif change == "replace":
-            typed_log(log, generate_log(random.Random(10), 12), StreamType.PUNCTUATED)
+            # Written beside it and moved in one step: the running query must see the
+            # other log, not the moment a rewrite has emptied the file (that is a cut).
+            other = typed_log(tmp_path / "other.jellyp", generate_log(random.Random(10), 12), StreamType.PUNCTUATED)
+            assert other.stat().st_size > size  # else it reads as a cut, not a replacement
+            os.replace(other, log)
             rule = rf"{log}, byte 0: the log's first frame changed: it was replaced"
         else:
             log.unlink()
