@@ -224,3 +224,41 @@ def test_the_daemon_follows_any_kind_of_remote_log(tmp_path: Path, memlog_kind: 
     with Tailer([name], target, TailOptions()) as tailer:
         (again,) = tailer.run_once()
     assert again.result.patches == 0 and again.resumed_from == 41
+
+
+def test_short_pages_of_a_backlog_commit_in_groups(tmp_path: Path, memlog_kind: Any, monkeypatch: Any) -> None:
+    # A server's pages may be short (the change feed bounds a page in bytes): a page that ends
+    # before the head is still a backlog, whose units join the next ones' commit groups
+    # instead of a pause (a commit of the applier's group) per page (docs/design.md §9). The
+    # pause interval is made long so that the count depends on pages, not on machine speed.
+    from patchsync.apply.applier import Applier
+    from patchsync.tail import Tailer, TailOptions, network_follower
+
+    monkeypatch.setattr(network_follower, "PAUSE_SECONDS", 3600.0)
+    pauses: list[int] = []
+    pause = Applier.pause
+
+    def counted(self: Applier) -> bool:
+        pauses.append(1)
+        return pause(self)
+
+    monkeypatch.setattr(Applier, "pause", counted)
+
+    class ShortPages(MemoryLog):
+        page_size = 5
+
+    log, ids, path = _published(tmp_path, 120)
+    short = ShortPages()
+    short.messages = log.messages
+    name = "memlog://here/short"
+    _LOGS[name] = short
+    target = MemoryTarget()
+    with Tailer([name], target, TailOptions()) as tailer:
+        (report,) = tailer.run_once()
+    assert report.result.patches == 120 and report.applied_seq == 120
+    assert len(pauses) <= 3, len(pauses)  # 24 pages, not a pause per page or per few
+    expected = MemoryTarget()
+    apply_file(path, expected)
+    assert sorted(target.quads()) == sorted(expected.quads())
+    checkpoint = target.checkpoint(name)
+    assert checkpoint is not None and checkpoint.last_id == ids[-1]

@@ -48,7 +48,7 @@ PAUSE_SECONDS = 1.0
 FEED_EVENTS = 8192
 #: Seconds between two lag queries to the server (each is one or two requests).
 LAG_SECONDS = 1.0
-#: Messages taken per pass (a full batch is a backlog).
+#: Messages taken per pass (a full batch, or one ending before the head last asked, is a backlog).
 BATCH = 256
 #: Seconds a pass waits for a page in ``--once`` mode before looking again.
 ONCE_WAIT = 1.0
@@ -116,6 +116,9 @@ class NetworkFollower(Follower):
         self.next_seq = 1
         self._lag_at = -1e9
         self._paused_at = -1e9
+        #: The log's last position as last asked (with the lag): a page ending before it is
+        #: part of a backlog whatever its size (a server's pages may be short: bounded in bytes).
+        self._head = 0
 
     # -- opening and resuming ----------------------------------------------------------
 
@@ -183,7 +186,8 @@ class NetworkFollower(Follower):
         # version): what was applied is passed over.
         self._apply(m for m in messages if m.seq >= self.next_seq)
         progressed = bool(messages)
-        backlog = len(messages) >= BATCH and not self.host.stopping
+        behind = progressed and (len(messages) >= BATCH or messages[-1].seq < self._head)
+        backlog = behind and not self.host.stopping
         if not self._pause(progressed=progressed, backlog=backlog):
             return True
         # At most once a second: asking costs requests that a busy replica needs for reading.
@@ -202,7 +206,7 @@ class NetworkFollower(Follower):
         behind = lag(self.log, applied)
         self.report.lag_messages = behind.messages
         self.report.lag_seconds = behind.seconds
-        self.report.size = applied + behind.messages
+        self.report.size = self._head = applied + behind.messages
         self.report.applied_end = applied
 
     def _disconnect(self) -> None:
