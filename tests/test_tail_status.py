@@ -79,3 +79,35 @@ def test_after_kill_9_the_dead_pid_is_not_live(tmp_path: Path, daemons: list[Any
     assert status_json(tmp_path / "r.db")["pid"] == daemon.pid  # nothing could clear it
     assert all(rec is not None and not rec["running"] and rec["pid"] is None for rec in tail_records(target))
     assert "tail live" not in patchsync("status", "--target", target).stdout
+
+
+def test_a_state_directory_belongs_to_one_target(tmp_path: Path) -> None:
+    # A state directory's snapshots, locks and status are of one target's sources: a daemon
+    # of another target given it is refused in one line, before that target is made.
+    folder = logs(tmp_path)
+    state = tmp_path / "state"
+    first = f"sqlite:///{tmp_path / 'a.db'}"
+    patchsync("tail", str(folder), "--target", first, "--state-dir", str(state), "--once")
+    assert (state / "target").read_text().strip() == str((tmp_path / "a.db").resolve())
+    other = tmp_path / "b.db"
+    refused = subprocess.run(
+        [sys.executable, "-m", "patchsync", "tail", str(folder), "--target", f"sqlite:///{other}"]
+        + ["--state-dir", str(state), "--once"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert refused.returncode != 0 and "Traceback" not in refused.stderr
+    (line,) = refused.stderr.strip().splitlines()
+    assert f"{state}: this state directory belongs to the target {(tmp_path / 'a.db').resolve()}" in line
+    assert not other.exists()
+    # The same target named with another option is the same target.
+    again = patchsync("tail", str(folder), "--target", first + "?timeout=5", "--state-dir", str(state), "--once")
+    assert again.returncode == 0
+
+
+def test_a_server_target_is_named_without_its_credentials() -> None:
+    from patchsync.tail.state import target_identity
+
+    spec = "postgresql+psycopg://app:s3cret@127.0.0.1:5432/replica?connect_timeout=3"
+    assert target_identity(spec) == "postgresql+psycopg://127.0.0.1:5432/replica"

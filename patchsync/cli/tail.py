@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from patchsync.cli.common import (
@@ -148,6 +149,7 @@ def run(args: argparse.Namespace) -> int:
     from patchsync.sources import resolve_sources
     from patchsync.tail import Tailer, TailOptions, default_state_dir, open_retrying
     from patchsync.tail.options import split_paths
+    from patchsync.tail.state import claim_state_dir
 
     # Inputs first: a wrong path or base must not leave a new, empty target behind. The
     # daemon waits for a directory that does not exist yet; --once has nothing to wait for.
@@ -161,7 +163,9 @@ def run(args: argparse.Namespace) -> int:
 
         listen = parse_listen(args.metrics_listen)
     check_base(args)
-    state_dir = args.state_dir or default_state_dir(args.target)
+    state_dir = Path(args.state_dir) if args.state_dir else default_state_dir(args.target)
+    if state_dir is not None:
+        claim_state_dir(state_dir, args.target)  # before the target: a wrong one is not made
     log = TailLog(args.log_interval)
     retry = {"retry_max_delay": args.retry_max_delay, "retry_timeout": args.retry_timeout}
     target = open_retrying(lambda: open_target(args.target), log=log, **retry)

@@ -29,6 +29,8 @@ from patchsync.codec.framing import read_varint
 from patchsync.errors import ApplyError, UsageError
 
 STATUS_FILE = "status.json"
+#: Names the target a state directory belongs to (its first daemon writes it).
+TARGET_FILE = "target"
 #: Held (shared) by every daemon using the state directory while it runs.
 DAEMON_LOCK = "daemon.lock"
 
@@ -115,6 +117,48 @@ def read_status(state_dir: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def target_identity(target_spec: str) -> str:
+    """What names a target in its state directory: its local path, resolved, or its address
+    without credentials and options (a password is never written, and ``?timeout=`` or a
+    changed option does not make it another target)."""
+    where = target_path(target_spec)
+    if where is not None:
+        return str(where.resolve())
+    scheme, _, rest = target_spec.partition("://")
+    if not rest:
+        return target_spec.partition("?")[0]
+    authority, slash, path = rest.partition("/")
+    host = authority.rpartition("@")[2]
+    return f"{scheme}://{host}{slash}{path.partition('?')[0]}"
+
+
+def claim_state_dir(state_dir: Path, target_spec: str) -> None:
+    """Make ``state_dir`` the state directory of the target ``target_spec``, or refuse it
+    (:class:`UsageError`) when it belongs to another target: its checkpoints are in that
+    target, and its decoder snapshots and locks are of that target's sources."""
+    identity = target_identity(target_spec)
+    path = state_dir / TARGET_FILE
+    try:
+        state_dir.mkdir(parents=True, exist_ok=True)
+        owner = path.read_text().strip()
+    except FileNotFoundError:
+        owner = ""
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read the state directory's target: {exc.strerror or exc}") from None
+    if owner and owner != identity:
+        raise UsageError(
+            f"{state_dir}: this state directory belongs to the target {owner}, not {identity}: "
+            "give each target a --state-dir of its own"
+        )
+    if not owner:
+        tmp = state_dir / (TARGET_FILE + ".tmp")
+        try:
+            tmp.write_text(identity + "\n")
+            os.replace(tmp, path)
+        except OSError as exc:
+            raise UsageError(f"{path}: cannot record the state directory's target: {exc.strerror or exc}") from None
+
+
 def default_state_dir(target_spec: str) -> Path | None:
     """Where the daemon keeps locks, snapshots and status for a target named on the CLI.
 
@@ -150,6 +194,7 @@ def lag_bytes(path: str | os.PathLike[str], checkpoint: Checkpoint) -> int | Non
 
 __all__ = [
     "DAEMON_LOCK",
+    "claim_state_dir",
     "daemon_running",
     "default_state_dir",
     "hold_daemon_lock",
@@ -157,5 +202,6 @@ __all__ = [
     "lock_source",
     "read_status",
     "resume_point_path",
+    "target_identity",
     "write_status",
 ]
