@@ -90,9 +90,9 @@ def test_a_state_directory_belongs_to_one_target(tmp_path: Path) -> None:
     patchsync("tail", str(folder), "--target", first, "--state-dir", str(state), "--once")
     assert (state / "target").read_text().strip() == str((tmp_path / "a.db").resolve())
     other = tmp_path / "b.db"
+    argv = ["tail", str(folder), "--target", f"sqlite:///{other}", "--state-dir", str(state), "--once"]
     refused = subprocess.run(
-        [sys.executable, "-m", "patchsync", "tail", str(folder), "--target", f"sqlite:///{other}"]
-        + ["--state-dir", str(state), "--once"],
+        [sys.executable, "-m", "patchsync", *argv],
         capture_output=True,
         text=True,
         timeout=120,

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from patchsync import formats
-from patchsync.apply.snapshot_file import Position, read_position
+from patchsync.apply.snapshot_file import SnapshotPosition, read_position
 from patchsync.apply.target import Checkpoint, PatchRecord, Target, abilities_of, dumpable
 from patchsync.codec.rdf_decoder import RdfDecoder
 from patchsync.errors import ChainError, UsageError
@@ -64,7 +64,7 @@ class BaseReport:
     path: Path
     quads: int
     #: ``None`` for a base without position.
-    position: Position | None
+    position: SnapshotPosition | None
     #: The checkpoints installed for the logs given, by source name.
     log_checkpoints: dict[str, Checkpoint]
 
@@ -118,7 +118,7 @@ def log_checkpoints(
     )
 
 
-def stream_checkpoints(paths: Iterable[str | os.PathLike[str]], position: Position) -> dict[str, Checkpoint]:
+def stream_checkpoints(paths: Iterable[str | os.PathLike[str]], position: SnapshotPosition) -> dict[str, Checkpoint]:
     """The snapshot's stream checkpoints moved to the addresses given for the same streams.
 
     A stream source is named by its address (``nats://HOST:PORT/STREAM``); a replica on
@@ -250,7 +250,7 @@ def _load(
     target: Target,
     statements: Iterator[tuple[str, str, str, str | None]],
     namespaces: list[tuple[str, str]],
-    position: Position | None,
+    position: SnapshotPosition | None,
     term: Callable[[str], Any],
 ) -> int:
     """Add the base's quads and namespaces in the open unit; returns how many quads were new."""

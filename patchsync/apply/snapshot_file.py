@@ -51,7 +51,7 @@ _CHECKPOINT_FIELDS = ("offset", "frame", "row", "patches", "last_id", "fingerpri
 
 
 @dataclass(frozen=True, slots=True)
-class Position:
+class SnapshotPosition:
     """Where a target stood when its snapshot was taken."""
 
     #: The id of the last patch applied (the next patch's ``prev``).
@@ -81,7 +81,7 @@ class Position:
         ).encode("utf-8")
 
     @classmethod
-    def from_json(cls, data: bytes, source: str) -> Position:
+    def from_json(cls, data: bytes, source: str) -> SnapshotPosition:
         """Parse a stored position; :class:`FormatError` naming ``source`` when it is malformed."""
         try:
             raw = json.loads(data.decode("utf-8"))
@@ -115,18 +115,18 @@ class SnapshotReport:
 
     path: Path
     quads: int
-    position: Position
+    position: SnapshotPosition
     attempts: int
 
 
-def target_position(target: DumpableTarget, name: str = "") -> Position:
+def target_position(target: DumpableTarget, name: str = "") -> SnapshotPosition:
     """The target's position now: its head, checkpoints and named-graph namespaces."""
     sources = {s.source: s.checkpoint for s in target.sources()}
     graph_ns = tuple(sorted((g, p, iri) for (g, p), iri in target.namespaces().items() if g))
-    return Position(target.head(), sources, graph_ns, name)
+    return SnapshotPosition(target.head(), sources, graph_ns, name)
 
 
-def _same(a: Position, b: Position) -> bool:
+def _same(a: SnapshotPosition, b: SnapshotPosition) -> bool:
     # updated_at is part of Checkpoint equality: any unit committed in between shows.
     return a.head == b.head and dict(a.sources) == dict(b.sources) and a.graph_namespaces == b.graph_namespaces
 
@@ -144,7 +144,7 @@ def write_snapshot(
     partial = path.with_name(path.name + ".partial")
     for attempt in range(1, attempts + 1):
         before = target_position(dump, name)
-        position = Position(before.head, before.sources, before.graph_namespaces, name, round(time.time(), 3))
+        position = SnapshotPosition(before.head, before.sources, before.graph_namespaces, name, round(time.time(), 3))
         try:
             count = _write_file(dump, partial, position)
             after = target_position(dump, name)
@@ -162,7 +162,7 @@ def write_snapshot(
     )
 
 
-def _write_file(dump: DumpableTarget, path: Path, position: Position) -> int:
+def _write_file(dump: DumpableTarget, path: Path, position: SnapshotPosition) -> int:
     """Stream the target's quads to ``path``; returns how many were written.
 
     The options first declare neither RDF-star nor generalized statements, which every
@@ -199,7 +199,7 @@ def _counted(quads: Iterable[tuple[str, str, str, str]], counter: list[int]) -> 
 def encode_snapshot(
     quads: Iterable[tuple[str, str, str, str]],
     namespaces: Iterable[tuple[str, str]],
-    position: Position,
+    position: SnapshotPosition,
     *,
     features: bool = True,
 ) -> Iterator[bytes]:
@@ -253,7 +253,7 @@ def encode_snapshot(
         yield chunk
 
 
-def read_position(path: str | os.PathLike[str]) -> Position | None:
+def read_position(path: str | os.PathLike[str]) -> SnapshotPosition | None:
     """The position stored in a Jelly-RDF snapshot's first frame, or ``None`` if it has none.
 
     Reads only as far as the first frame.
@@ -277,10 +277,10 @@ def read_position(path: str | os.PathLike[str]) -> Position | None:
     except Exception as exc:  # protobuf's DecodeError; the rule is the frame's structure
         raise DecodeError(f"not a Jelly-RDF frame: {exc}", source=source, offset=item[0], frame=0) from None
     raw = frame.metadata.get(POSITION_KEY)
-    return None if raw is None else Position.from_json(raw, source)
+    return None if raw is None else SnapshotPosition.from_json(raw, source)
 
 
-def position_summary(position: Position) -> dict[str, Any]:
+def position_summary(position: SnapshotPosition) -> dict[str, Any]:
     """The position as plain data (``patchsync snapshot`` prints it)."""
     return {
         "head": position.head,
@@ -290,7 +290,7 @@ def position_summary(position: Position) -> dict[str, Any]:
 
 __all__ = [
     "POSITION_KEY",
-    "Position",
+    "SnapshotPosition",
     "SnapshotReport",
     "encode_snapshot",
     "read_position",

@@ -21,7 +21,7 @@ from typing import Protocol
 from patchsync.remote.interface import LogLag, RemoteLog
 
 
-class Position(Protocol):
+class StoredCheckpoint(Protocol):
     """A replica's checkpoint as these rules read it (``patchsync.apply.Checkpoint``)."""
 
     @property
@@ -33,7 +33,7 @@ class Position(Protocol):
         """The id of the last patch it passed whole."""
 
 
-def resume_position(log: RemoteLog, stored: Position | None) -> int:
+def resume_position(log: RemoteLog, stored: StoredCheckpoint | None) -> int:
     """The position a replica at ``stored`` reads next (1 without a checkpoint)."""
     if stored is None or stored.offset < 1:
         return 1
@@ -54,4 +54,4 @@ def lag(log: RemoteLog, applied: int) -> LogLag:
     return LogLag(behind, max(0.0, age))
 
 
-__all__ = ["Position", "lag", "resume_position"]
+__all__ = ["StoredCheckpoint", "lag", "resume_position"]

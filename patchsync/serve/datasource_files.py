@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from patchsync._proto import rdf_pb2
-from patchsync.apply.snapshot_file import POSITION_KEY, Position, read_position
+from patchsync.apply.snapshot_file import POSITION_KEY, SnapshotPosition, read_position
 from patchsync.apply.target import Checkpoint
 from patchsync.codec.framing import encode_varint
 from patchsync.codec.rdf_decoder import RdfDecoder
@@ -100,11 +100,11 @@ def write_uri(topic: LogTopic, uri: str) -> None:
 # -- the bootstrap snapshot ---------------------------------------------------------------
 
 
-def snapshot_version(topic: LogTopic, path: Path) -> tuple[Position, int]:
+def snapshot_version(topic: LogTopic, path: Path) -> tuple[SnapshotPosition, int]:
     """The snapshot's position and the version of its head in the topic's log (0: a snapshot
     taken before any patch). A head the log does not hold is a :class:`ChainError`: the
     snapshot was taken from a replica of another log."""
-    position = read_position(path) or Position(None)
+    position = read_position(path) or SnapshotPosition(None)
     if position.head is None:
         return position, 0
     version = topic.version_of(position.head)
@@ -116,24 +116,24 @@ def snapshot_version(topic: LogTopic, path: Path) -> tuple[Position, int]:
     return position, version
 
 
-def served_position(position: Position, version: int, address: str) -> Position:
+def served_position(position: SnapshotPosition, version: int, address: str) -> SnapshotPosition:
     """The position a client gets: the head, and the served log ``address`` checkpointed at
     ``version`` with the head as its last patch (no fingerprint: the client names the log
     by its own address, which may differ)."""
     sources: dict[str, Checkpoint] = {}
     if position.head is not None:
         sources[address] = Checkpoint(version, 0, 0, version, position.head, None)
-    return Position(position.head, sources, position.graph_namespaces, position.target, position.taken_at)
+    return SnapshotPosition(position.head, sources, position.graph_namespaces, position.target, position.taken_at)
 
 
-def with_position(first_frame: bytes, position: Position) -> bytes:
+def with_position(first_frame: bytes, position: SnapshotPosition) -> bytes:
     """The snapshot's first frame with its position replaced."""
     frame = rdf_pb2.RdfStreamFrame.FromString(first_frame)
     frame.metadata[POSITION_KEY] = position.to_json()
     return frame.SerializeToString()
 
 
-def jelly_chunks(frames: Iterator[bytes], position: Position) -> Iterator[bytes]:
+def jelly_chunks(frames: Iterator[bytes], position: SnapshotPosition) -> Iterator[bytes]:
     """The snapshot as a delimited Jelly-RDF stream, the first frame carrying ``position``."""
     first = True
     for frame in frames:

@@ -15,7 +15,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from patchsync.apply.snapshot_file import Position, write_snapshot
+from patchsync.apply.snapshot_file import SnapshotPosition, write_snapshot
 from patchsync.codec.framing import read_varint
 from patchsync.errors import DecodeError
 from patchsync.serve.topics import Snapshot, TargetTopic, TopicInfo, flatten, thread_batches
@@ -65,7 +65,7 @@ class RegisteredTargetTopic(TargetTopic):
 
         return Snapshot(report[0], report[1], flatten(thread_batches(frames, batch=8)))
 
-    def _write(self, path: Path) -> tuple[Position, int]:
+    def _write(self, path: Path) -> tuple[SnapshotPosition, int]:
         from patchsync.apply.registry import open_target
 
         target = open_target(self.spec, existing=True)

@@ -36,7 +36,7 @@ from patchsync.events import Event
 from patchsync.logs.payloads import encode_patch, text_options
 
 if TYPE_CHECKING:
-    from patchsync.apply.snapshot_file import Position
+    from patchsync.apply.snapshot_file import SnapshotPosition
 
 #: The longest topic name: a name is a directory under ``--log-root``, and a removed one
 #: is moved aside under it with a suffix, within a file system's 255 bytes a name.
@@ -464,7 +464,7 @@ class LogTopic(Topic):
 class Snapshot:
     """A target's state: its position, and its Jelly-RDF frames (serialized ``RdfStreamFrame``s)."""
 
-    position: Position
+    position: SnapshotPosition
     quads: int
     frames: AsyncGenerator[bytes, None]
 
