@@ -182,6 +182,30 @@ def test_refusals_are_one_line_naming_the_byte(sparql_server: Any) -> None:
     target.close()
 
 
+REFUSED_BNODE = f'H id <urn:1> .\nTX .\nA {S} {P} "a" .\nTC .\nZ .\nH id <urn:2> .\nH prev <urn:1> .\nTX .\nA {O} {P} "c" .\nA _:b {P} "b" .\nTC .\n'
+
+
+@pytest.mark.parametrize("fmt", ["rdfp", "jellyp"])
+def test_a_refused_blank_node_names_the_log_and_its_rows_byte(oxigraph_server: Any, tmp_path: Path, fmt: str) -> None:
+    """The line names the row holding the blank node (not the event before it), and every unit
+    before that row is applied: the decoder attaches the row's position to the adapter's
+    refusal, as to any term an adapter rejects."""
+    log = tmp_path / f"b.{fmt}"
+    log.write_bytes(REFUSED_BNODE.encode() if fmt == "rdfp" else rdfp_to_jellyp(REFUSED_BNODE))
+    # The text row: its line's byte and number; a Jelly row: its frame's byte, the frame, its index.
+    where = {"rdfp": "byte 134, line 10: term", "jellyp": "byte 108, frame 1, row 6: blank node"}[fmt]
+    done = cli("apply", str(log), "--target", url(oxigraph_server, bnodes="refuse"), "--no-progress")
+    assert done.returncode == 1
+    assert done.stderr == (
+        f"patchsync: {log}, {where} rejected by the term adapter: "
+        "blank node _:b: this SPARQL target is set to bnodes=refuse\n"
+    )
+    target = open_target(url(oxigraph_server))
+    assert state(target)[0] == {(S, P, '"a"', "")}  # the first patch, and nothing of the second
+    assert target.head() == "urn:1"
+    target.close()
+
+
 def test_rdf_star_is_refused_where_the_store_takes_none(virtuoso_server: Any) -> None:
     target = open_target(url(virtuoso_server))
     with pytest.raises(PatchsyncError, match="RDF-star"):
