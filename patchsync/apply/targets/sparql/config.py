@@ -154,6 +154,12 @@ def _secret(spec: str, what: str, file: str | None, env: str | None) -> str | No
     return None
 
 
+#: The HTTP authentication schemes sent (RFC 7617 Basic, RFC 6750 Bearer): one header, sent
+#: with every request, no challenge answered; a store asking for another (Virtuoso's Digest) is
+#: refused naming it.
+AUTH_SCHEMES = ("basic", "bearer")
+
+
 def _authorization(spec: str, options: dict[str, str]) -> str | None:
     password = _secret(spec, "password", options.get("password-file"), options.get("password-env"))
     token = _secret(spec, "token", options.get("token-file"), options.get("token-env"))
