@@ -209,6 +209,22 @@ def test_a_refused_blank_node_names_the_log_and_its_rows_byte(oxigraph_server: A
     target.close()
 
 
+def test_tail_stops_at_a_refused_row_in_the_same_line(oxigraph_server: Any, tmp_path: Path) -> None:
+    """The daemon's last line is the refusal ``apply`` prints; the patch before it is applied."""
+    log = tmp_path / "b.jellyp"
+    log.write_bytes(rdfp_to_jellyp(REFUSED_BNODE))
+    spec = url(oxigraph_server, bnodes="refuse")
+    done = cli("tail", str(log), "--target", spec, "--once", "--state-dir", str(tmp_path / "state"))
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"patchsync: {log}, byte 108, frame 1, row 6: blank node rejected by the term adapter: "
+        "blank node _:b: this SPARQL target is set to bnodes=refuse"
+    )
+    target = open_target(spec)
+    assert state(target)[0] == {(S, P, '"a"', "")} and target.head() == "urn:1"
+    target.close()
+
+
 STAR_PATCHES = (
     f'H id <urn:1> .\nTX .\nA {S} {P} "a" .\nTC .\nZ .\n'
     f'H id <urn:2> .\nH prev <urn:1> .\nTX .\nA {O} {P} "c" .\nA {S} {P} << {S} {P} {O} >> .\nTC .\n'
