@@ -228,9 +228,10 @@ def parse_url(spec: str) -> SparqlConfig:
     star = options.get("star", layout.star)
     if star not in STAR_POLICIES:
         raise UsageError(f"target {spec!r}: star= is one of {', '.join(STAR_POLICIES)}, not {star!r}")
-    misread = dict(layout.misread_star).get(star)
-    if misread is not None:
-        raise UsageError(f"target {spec!r}: star={star} cannot be kept: {misread} (use star=rdf12 or star=refuse)")
+    misread = dict(layout.misread_star)
+    if star in misread:
+        kept = " or ".join(f"star={s}" for s in STAR_POLICIES if s not in misread)
+        raise UsageError(f"target {spec!r}: star={star} cannot be kept: {misread[star]} (use {kept})")
     return SparqlConfig(
         url=shown,
         query=_endpoint(spec, base, layout.query, options.get("query")),
