@@ -18,18 +18,24 @@ target's tests compare against.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
 import signal
+import ssl
 import subprocess
 import sys
+import threading
 import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import aiohttp
+from aiohttp import web
 
 from .nats_helpers import free_port, reachable
 from .process_helpers import wait_for
@@ -367,3 +373,92 @@ MaxQueryExecutionTime = 0
         if done.returncode != 0 or "*** Error" in done.stdout + done.stderr:
             raise RuntimeError(f"isql-vt {sql!r}: exit {done.returncode}: {done.stdout}{done.stderr}")
         return done.stdout
+
+
+# -- a reverse proxy that checks credentials ----------------------------------------------------
+
+
+class AuthProxy:
+    """An HTTP(S) reverse proxy in front of a store, on a free loopback port, that forwards a
+    request only when its ``Authorization`` header is one of ``accepted`` and otherwise answers
+    401 with ``challenge`` as ``WWW-Authenticate`` (RFC 9110 §11.6.1): what a store behind an
+    authenticating front end looks like to a client. With ``cert`` and ``key`` it speaks TLS.
+
+    aiohttp on an event loop of its own, in a thread of the test; :attr:`refused` counts 401s.
+    """
+
+    def __init__(
+        self,
+        upstream: str,
+        accepted: set[str],
+        *,
+        cert: Path | None = None,
+        key: Path | None = None,
+        challenge: str = 'Basic realm="store"',
+    ) -> None:
+        self.upstream = upstream.rstrip("/")
+        self.accepted = accepted
+        self.challenge = challenge
+        self.refused = 0
+        self.port = 0
+        self._tls = (cert, key) if cert is not None and key is not None else None
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._runner: web.AppRunner | None = None
+        self._session: aiohttp.ClientSession | None = None
+
+    @property
+    def url(self) -> str:
+        """The proxy's base URL (``https://127.0.0.1:PORT`` with TLS)."""
+        return f"{'https' if self._tls else 'http'}://127.0.0.1:{self.port}"
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        if request.headers.get("Authorization") not in self.accepted:
+            self.refused += 1
+            return web.Response(status=401, headers={"WWW-Authenticate": self.challenge}, text="Unauthorized")
+        body = await request.read()
+        headers = {k: v for k, v in request.headers.items() if k.lower() in ("content-type", "accept")}
+        assert self._session is not None
+        async with self._session.request(
+            request.method, self.upstream + request.path_qs, data=body, headers=headers
+        ) as answer:
+            data = await answer.read()
+            kind = answer.headers.get("Content-Type", "application/octet-stream")
+            return web.Response(status=answer.status, body=data, headers={"Content-Type": kind})
+
+    async def _start(self) -> None:
+        self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=600))
+        app = web.Application(client_max_size=1 << 30)
+        app.router.add_route("*", "/{tail:.*}", self._handle)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        context = None
+        if self._tls is not None:
+            context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            context.load_cert_chain(str(self._tls[0]), str(self._tls[1]))
+        site = web.TCPSite(self._runner, "127.0.0.1", 0, ssl_context=context)
+        await site.start()
+        self.port = int(self._runner.addresses[0][1])
+
+    async def _stop(self) -> None:
+        assert self._runner is not None and self._session is not None
+        await self._runner.cleanup()
+        await self._session.close()
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        self._loop.run_until_complete(self._start())
+        self._ready.set()
+        self._loop.run_forever()
+        self._loop.run_until_complete(self._stop())
+        self._loop.close()
+
+    def __enter__(self) -> AuthProxy:
+        self._thread.start()
+        assert self._ready.wait(120), "the proxy did not start"
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(60)

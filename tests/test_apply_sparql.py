@@ -85,6 +85,9 @@ def test_credentials_in_the_url_are_refused_without_being_shown() -> None:
         ("timeout=soon", "timeout="),
         ("user=u", "needs both"),
         ("token-env=PATCHSYNC_NO_SUCH_VARIABLE", "is not set"),
+        # RDF 1.2 Turtle §2.4 (https://www.w3.org/TR/rdf12-turtle/#reifying-triples): on the
+        # Oxigraph server << s p o >> is a reifier minted per write, not a quoted triple.
+        ("layout=oxigraph&star=rdfstar", "new blank reifier"),
     ],
 )
 def test_bad_options_are_one_line(query: str, words: str) -> None:
@@ -182,11 +185,68 @@ def test_refusals_are_one_line_naming_the_byte(sparql_server: Any) -> None:
     target.close()
 
 
-def test_rdf_star_is_refused_where_the_store_takes_none(virtuoso_server: Any) -> None:
-    target = open_target(url(virtuoso_server))
-    with pytest.raises(PatchsyncError, match="RDF-star"):
-        apply_text(f"A {S} {P} << {S} {P} {O} >> .\n", target)
-    assert state(target)[0] == set()
+REFUSED_BNODE = f'H id <urn:1> .\nTX .\nA {S} {P} "a" .\nTC .\nZ .\nH id <urn:2> .\nH prev <urn:1> .\nTX .\nA {O} {P} "c" .\nA _:b {P} "b" .\nTC .\n'
+
+
+@pytest.mark.parametrize("fmt", ["rdfp", "jellyp"])
+def test_a_refused_blank_node_names_the_log_and_its_rows_byte(oxigraph_server: Any, tmp_path: Path, fmt: str) -> None:
+    """The line names the row holding the blank node (not the event before it), and every unit
+    before that row is applied: the decoder attaches the row's position to the adapter's
+    refusal, as to any term an adapter rejects."""
+    log = tmp_path / f"b.{fmt}"
+    log.write_bytes(REFUSED_BNODE.encode() if fmt == "rdfp" else rdfp_to_jellyp(REFUSED_BNODE))
+    # The text row: its line's byte and number; a Jelly row: its frame's byte, the frame, its index.
+    where = {"rdfp": "byte 134, line 10: term", "jellyp": "byte 108, frame 1, row 6: blank node"}[fmt]
+    done = cli("apply", str(log), "--target", url(oxigraph_server, bnodes="refuse"), "--no-progress")
+    assert done.returncode == 1
+    assert done.stderr == (
+        f"patchsync: {log}, {where} rejected by the term adapter: "
+        "blank node _:b: this SPARQL target is set to bnodes=refuse\n"
+    )
+    target = open_target(url(oxigraph_server))
+    assert state(target)[0] == {(S, P, '"a"', "")}  # the first patch, and nothing of the second
+    assert target.head() == "urn:1"
+    target.close()
+
+
+def test_tail_stops_at_a_refused_row_in_the_same_line(oxigraph_server: Any, tmp_path: Path) -> None:
+    """The daemon's last line is the refusal ``apply`` prints; the patch before it is applied."""
+    log = tmp_path / "b.jellyp"
+    log.write_bytes(rdfp_to_jellyp(REFUSED_BNODE))
+    spec = url(oxigraph_server, bnodes="refuse")
+    done = cli("tail", str(log), "--target", spec, "--once", "--state-dir", str(tmp_path / "state"))
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"patchsync: {log}, byte 108, frame 1, row 6: blank node rejected by the term adapter: "
+        "blank node _:b: this SPARQL target is set to bnodes=refuse"
+    )
+    target = open_target(spec)
+    assert state(target)[0] == {(S, P, '"a"', "")} and target.head() == "urn:1"
+    target.close()
+
+
+STAR_PATCHES = (
+    f'H id <urn:1> .\nTX .\nA {S} {P} "a" .\nTC .\nZ .\n'
+    f'H id <urn:2> .\nH prev <urn:1> .\nTX .\nA {O} {P} "c" .\nA {S} {P} << {S} {P} {O} >> .\nTC .\n'
+)
+
+
+@pytest.mark.parametrize("fmt", ["rdfp", "jellyp"])
+def test_rdf_star_is_refused_where_the_store_takes_none(virtuoso_server: Any, tmp_path: Path, fmt: str) -> None:
+    """Virtuoso takes no quoted triple (tests/test_sparql_servers.py): a patch holding one is
+    refused in one line naming the log and the row, and nothing of its unit is applied."""
+    log = tmp_path / f"star.{fmt}"
+    log.write_bytes(STAR_PATCHES.encode() if fmt == "rdfp" else rdfp_to_jellyp(STAR_PATCHES))
+    spec = url(virtuoso_server)
+    done = cli("apply", str(log), "--target", spec, "--no-progress")
+    where = {"rdfp": "byte 134, line 10: term", "jellyp": "byte 108, frame 1, row 6: quoted triple"}[fmt]
+    assert done.stderr == (
+        f"patchsync: {log}, {where} rejected by the term adapter: "
+        "an RDF-star quoted triple: this SPARQL store takes none (star=refuse)\n"
+    )
+    target = open_target(spec)
+    assert state(target)[0] == {(S, P, '"a"', "")} and target.head() == "urn:1"
+    target.close()
 
 
 def test_rdf12_triple_terms_as_objects_on_oxigraph(oxigraph_server: Any) -> None:
@@ -196,6 +256,29 @@ def test_rdf12_triple_terms_as_objects_on_oxigraph(oxigraph_server: Any) -> None
     assert state(target)[0] == reference(text)[0]
     with pytest.raises(ApplyError, match=r"RDF 1\.2"):
         apply_text(f"A << {S} {P} {O} >> {P} {O} .\n", target, source="b")
+    target.close()
+
+
+STAR_LOG = (
+    f'H id <urn:1> .\nTX .\nA {S} {P} << {S} {P} "x"@en >> .\nA {S} {P} << _:b {P} {O} >> <http://e/g> .\n'
+    f"A {O} {P} << {S} {P} << {O} {P} {S} >> >> .\nA {S} {P} << {S} {P} {O} >> .\nTC .\nZ .\n"
+    f"H id <urn:2> .\nH prev <urn:1> .\nTX .\nD {S} {P} << {S} {P} {O} >> .\n"
+    f'A {S} {P} << {S} {P} "x"@en >> .\nD {S} {P} << {S} {P} "y" >> .\nTC .\n'
+)
+
+
+@pytest.mark.parametrize("fmt", ["rdfp", "jellyp"])
+def test_quoted_triples_round_trip_on_oxigraph(oxigraph_server: Any, fmt: str) -> None:
+    """RDF-star quoted triples as objects (nested, with a literal, a blank node, in a named
+    graph), added, deleted and added again: the store's dump equals the memory target's, and
+    so do the counts (a quoted triple already there is a no-op). Written as RDF 1.2 triple
+    terms: https://www.w3.org/TR/rdf12-concepts/#section-triple-terms."""
+    target = open_target(url(oxigraph_server))
+    result = apply_text(STAR_LOG, target, fmt=fmt)
+    expected = apply_text(STAR_LOG, MemoryTarget(), fmt=fmt)
+    assert (result.added, result.deleted, result.noop) == (expected.added, expected.deleted, expected.noop)
+    assert state(target)[0] == reference(STAR_LOG, fmt=fmt)[0]
+    assert target.head() == "urn:2"
     target.close()
 
 

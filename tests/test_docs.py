@@ -5,8 +5,9 @@
   in one where ``make run``'s recipe ran first (the README says to take the tour after it).
   Blocks marked ``sh tour nats`` need NATS JetStream: skipped when it is unreachable, unless
   ``PATCHSYNC_REQUIRE_NATS=1`` (the ``nats_stream`` fixture decides, and gives the tour a
-  stream of its own in place of ``demo``). The ``patchsync serve`` block's fixed ports are
-  rewritten to free ones, and every process a block leaves behind is stopped with its shell.
+  stream of its own in place of ``demo``). The ``patchsync serve`` and Oxigraph server blocks'
+  fixed ports are rewritten to free ones, and every process a block leaves behind is stopped with
+  its shell. ``oxigraph`` is the one the ``dev`` extra installs (the README says so).
 - Every relative link of README.md, CHANGELOG.md and docs/**/*.md resolves, ``#anchors`` included
   (GitHub's heading anchors).
 - The README's command summary is ``patchsync --help``'s command list: the same commands, in the
@@ -50,8 +51,8 @@ DEPLOY = ROOT / "deploy"
 # -- the tour ---------------------------------------------------------------------------------
 
 DEMO_STREAM = "nats://127.0.0.1:4222/demo"
-# The serve block's ports, as the README prints them; the test runs it on free ones.
-TOUR_PORTS = ("127.0.0.1:8710", "127.0.0.1:8711")
+# The serve and SPARQL blocks' ports, as the README prints them; the test runs them on free ones.
+TOUR_PORTS = ("127.0.0.1:8710", "127.0.0.1:8711", "127.0.0.1:7878")
 
 
 def tour_blocks() -> list[tuple[str, str]]:
@@ -62,8 +63,12 @@ def tour_blocks() -> list[tuple[str, str]]:
     ]
 
 
-def run_shell(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def run_shell(code: str, cwd: Path, path: str = "") -> subprocess.CompletedProcess[str]:
+    """Run ``code`` as a reader would in ``cwd``; ``path``: a directory put on PATH after
+    ``patchsync`` and ``python``."""
     env = programs(cwd)
+    if path:
+        env["PATH"] = env["PATH"].replace(os.pathsep, f"{os.pathsep}{path}{os.pathsep}", 1)
     # A session of its own: a server or daemon a failing block left running is stopped with it.
     shell = subprocess.Popen(
         ["bash", "-ec", code], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
@@ -86,9 +91,12 @@ TOUR_STATES = ("fresh", "after make run")
 
 
 @pytest.fixture(scope="module", params=TOUR_STATES)
-def toured(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
+def toured(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, oxigraph_binary: str
+) -> tuple[Path, str, str]:
     """A folder where the tour's blocks without NATS ran, what they printed, and the state they
-    started from."""
+    started from. The Oxigraph server is the one the ``dev`` extra installed beside this
+    interpreter (where ``.venv/bin`` on a reader's PATH finds it)."""
     folder = tmp_path_factory.mktemp("tour")
     (folder / "examples").symlink_to(ROOT / "examples")
     if request.param == "after make run":
@@ -97,22 +105,32 @@ def toured(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     for port in TOUR_PORTS:
         assert port in code
         code = code.replace(port, f"127.0.0.1:{free_port()}")
-    return folder, run_shell(code, folder).stdout, request.param
+    return folder, run_shell(code, folder, str(Path(oxigraph_binary).parent)).stdout, request.param
 
 
 def test_the_tour_has_apply_tail_and_a_stream_replica() -> None:
     blocks = tour_blocks()
     text = "\n".join(code for _, code in blocks)
     assert len(blocks) >= 3
-    for step in ("patchsync apply", "patchsync tail", "patchsync publish", "nats://", "patchsync serve", "grpc://"):
+    steps = ("patchsync apply", "patchsync tail", "patchsync publish", "nats://", "patchsync serve", "grpc://")
+    for step in (*steps, "oxigraph serve", "sparql+http://"):
         assert step in text, step
     assert any("nats" in tags.split() for tags, _ in blocks)
+
+
+def test_the_tours_oxigraph_comes_with_the_extra_the_readme_names() -> None:
+    named = re.search(r"the Oxigraph server, which the\s+`(\w+)` extra installs", README.read_text())
+    assert named is not None
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    # The PyPI package `oxigraph` is the server (`pyoxigraph` is the library).
+    assert any(re.match(r"oxigraph\b", requirement) for requirement in extras[named.group(1)])
 
 
 @pytest.mark.slow
 def test_the_tour_runs(toured: tuple[Path, str, str]) -> None:
     folder, out, state = toured
     assert "the replica equals the log" in out and "the served replicas equal the log" in out
+    assert "the SPARQL store equals the log" in out
     assert (folder / "out" / "library.db").exists() and (folder / "out" / "replica.db").exists()
     assert (folder / "out" / "serve.txt").read_text().splitlines()[-1] == "stopped"  # SIGTERM: a clean stop
     # The producer wrote 300 then 100 patches after those there were: none, or make run's 500.

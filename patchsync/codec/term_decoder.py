@@ -481,7 +481,10 @@ class TermDecoder(Generic[T]):
         s = self.term(ks, getattr(msg, ks), depth)
         p = self.term(kp, getattr(msg, kp), depth)
         o = self.term(ko, getattr(msg, ko), depth)
-        return self.adapter.triple(s, p, o)
+        try:
+            return self.adapter.triple(s, p, o)
+        except ValueError as exc:
+            raise RuleViolation(f"quoted triple rejected by the term adapter: {exc}") from None
 
     def spo(self, msg: Any) -> tuple[T, T, T]:
         """Subject, predicate and object of a statement, resolving repeated terms."""

@@ -25,7 +25,8 @@ CHUNK = 1 << 20
 
 
 class RegisteredTargetTopic(TargetTopic):
-    """A target of the target registry (``sqlite:///…``, ``postgresql+psycopg://…``, ``file:…``, ``oxigraph:…``)."""
+    """A target of the target registry (``sqlite:///…``, ``postgresql+psycopg://…``, ``file:…``,
+    ``oxigraph:…``, ``sparql+http(s)://…``)."""
 
     def __init__(self, name: str, spec: str) -> None:
         super().__init__(name, spec)

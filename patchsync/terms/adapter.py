@@ -43,7 +43,13 @@ class TripleTerm(NamedTuple):
 
 
 class TermAdapter(Protocol[T]):
-    """Builds terms for decoders and takes them apart for encoders."""
+    """Builds terms for decoders and takes them apart for encoders.
+
+    An adapter that cannot build a term (rdflib and a language tag it rejects, a SPARQL
+    target and a blank node under ``bnodes=refuse``) raises :class:`ValueError`; the decoder
+    turns it into a :class:`~patchsync.errors.DecodeError` naming the row's byte, after the
+    events before that row.
+    """
 
     def iri(self, value: str) -> T:
         """An IRI term."""

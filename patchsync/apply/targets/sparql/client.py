@@ -23,7 +23,7 @@ from typing import Any
 
 from patchsync.errors import ApplyError, ErrorRule, ErrorTable, TargetUnavailable
 
-from .config import SparqlConfig
+from .config import AUTH_SCHEMES, SparqlConfig
 
 #: The most of an answer read: a query result (a dump reads every quad) or an error text.
 MAX_ANSWER = 1 << 31
@@ -36,9 +36,11 @@ MAX_MESSAGE = 300
 class HttpStatus(Exception):
     """A store answered with an error status (translated by :data:`ERRORS`)."""
 
-    def __init__(self, method: str, url: str, status: int, body: bytes) -> None:
+    def __init__(self, method: str, url: str, status: int, body: bytes, challenge: str = "") -> None:
         self.method, self.url, self.status = method, url, status
         self.message = store_message(body)
+        #: The authentication scheme a 401 asks for (``WWW-Authenticate``, RFC 9110 §11.6.1).
+        self.scheme = challenge.split(None, 1)[0] if challenge.strip() else ""
         super().__init__(f"{method} {url} answered HTTP {status}: {self.message}")
 
 
@@ -58,6 +60,15 @@ def _say_status(what: str) -> Any:
     return lambda exc: f"{exc.method} {exc.url} answered HTTP {exc.status} ({what}): {exc.message}"
 
 
+def _say_credentials(exc: BaseException) -> str:
+    assert isinstance(exc, HttpStatus)  # the rule matches HttpStatus only
+    if exc.scheme and exc.scheme.lower() not in AUTH_SCHEMES:
+        what = f"the store asks for HTTP {exc.scheme}, which is not supported: put a proxy that checks Basic or a token in front"
+    else:
+        what = "authentication failed: check user=/password-*/token-*"
+    return f"{exc.method} {exc.url} answered HTTP {exc.status} ({what}): {exc.message}"
+
+
 #: Foreign errors of a request, most specific first (see the module docstring).
 ERRORS = ErrorTable(
     (
@@ -66,7 +77,7 @@ ERRORS = ErrorTable(
             (HttpStatus,),
             ApplyError,
             _status_in(401, 403),
-            _say_status("authentication failed: check user=/password-*/token-*"),
+            _say_credentials,
         ),
         ErrorRule(
             "wrong endpoint", (HttpStatus,), ApplyError, _status_in(404, 405, 406, 415), _say_status("wrong endpoint?")
@@ -139,7 +150,7 @@ class Client:
                 self._drop(parts)
                 raise
             if response.status >= 300:
-                raise HttpStatus(method, url, response.status, data)
+                raise HttpStatus(method, url, response.status, data, response.getheader("WWW-Authenticate") or "")
             return data
         raise AssertionError("unreachable")
 
