@@ -44,7 +44,7 @@ from patchsync.codec.patch_decoder import PatchDecoder
 from patchsync.codec.rdf_decoder import RdfDecoder
 from patchsync.errors import DecodeError, PatchsyncError, UsageError
 from patchsync.events import ROW_CODES, Add, Delete, Header, PrefixAdd, PrefixDelete, Statement
-from patchsync.sources import directory_logs
+from patchsync.sources import directory_logs, is_address
 from patchsync.spark._errors import encode_decode_error
 from patchsync.terms.ntriples import NTriplesTerms
 from patchsync.units import ENDS_PATCH, QUIET, Kind, Mark, UnitReader
@@ -125,6 +125,8 @@ def expand_paths(paths: Sequence[str], suffixes: tuple[str, ...]) -> list[str]:
             out.extend(map(str, directory_logs(p, suffixes)))
         elif p.is_file():
             out.append(str(p))
+        elif is_address(path):
+            raise UsageError(f"{path}: an address is read alone, as load({path!r}), not among paths")
         else:
             raise UsageError(f"{path}: no such file or directory")
     return out
