@@ -193,3 +193,35 @@ def test_driver_killed_and_restarted_gives_every_row_once(spark: Any, nats_strea
             if p.poll() is None:
                 _kill9(p)
     assert in_order([tuple(r) for r in sink_rows().collect()]) == expected
+
+
+def test_a_message_cut_inside_its_unit_gives_none_of_its_rows(nats_stream: str) -> None:
+    """A unit never spans messages: the codec refuses a transaction that does not end in its
+    patch (https://w3id.org/jelly/dev/specification/patch/, "Transactions"), and a message
+    holds one patch. A payload cut inside its unit fails the task, naming stream and
+    sequence: no row of it is given."""
+    from patchsync.events import Add, TxCommit, TxStart
+    from patchsync.logs.payloads import encode_patch, message_options
+    from patchsync.nats import NatsLog
+    from patchsync.spark._errors import WorkerDecodeError, decode_error_in
+    from patchsync.spark._remote_stream import MessageRange, read_messages
+
+    ex = "http://example.org/"
+
+    def payload(n: int, prev: str | None) -> bytes:
+        head = [Header("id", f"<urn:cut:{n}>"), *([Header("prev", f"<{prev}>")] if prev else [])]
+        rows = [Add(f"<{ex}s{n}>", f"<{ex}p>", f'"{i}"', "") for i in range(50)]
+        return encode_patch([*head, TxStart(), *rows, TxCommit(), PatchEnd()], message_options(None))
+
+    with NatsLog(nats_stream) as log:
+        log.ensure_stream()
+        log.publish_patch(payload(0, None), "urn:cut:0", None)
+        whole = payload(1, "urn:cut:0")
+        log.publish_patch(whole[: len(whole) - 40], "urn:cut:1", "urn:cut:0")
+        identity = log.fingerprint()
+    good = list(read_messages(MessageRange(0, nats_stream, identity, 0, 1)))
+    assert [b.num_rows for b in good] == [51]  # its id header and 50 adds
+    with pytest.raises(WorkerDecodeError) as caught:
+        list(read_messages(MessageRange(0, nats_stream, identity, 0, 2)))
+    error = decode_error_in(str(caught.value))
+    assert error is not None and str(error).startswith(f"{nats_stream} sequence 2")
