@@ -155,6 +155,20 @@ def test_deleted_or_purged_stream_stops_the_query(spark: Any, nats_stream: str, 
             _fail(query)
     finally:
         query.stop()
+    if change == "purge":
+        # A new query started where the stream now starts reads what it holds.
+        later = (
+            spark.readStream.format("jelly-patch")
+            .option("startingSequence", "12")
+            .load(nats_stream)
+            .writeStream.format("memory")
+            .queryName("nats_later")
+            .trigger(availableNow=True)
+            .start()
+        )
+        later.awaitTermination()
+        whole = batch_rows(spark, [log_file(tmp_path / "all.jellyp", patches)])
+        assert in_order(table_rows(spark, "nats_later")) == in_order([r for r in whole if r[2] == 11])
 
 
 @pytest.mark.slow

@@ -10,7 +10,8 @@ a message whose patch, or any unit of it, does not end inside it. Every unit the
 in the message that holds it, and the offset Spark checkpoints, the position after the last
 whole message, is always after a complete unit: a range gives whole units only, and the
 same ones each time it is read again. A long range is cut into partitions of
-``messagesPerPartition`` messages, read in parallel.
+``messagesPerPartition`` messages, read in parallel. A new query starts at sequence 1, or at
+``startingSequence`` (a stream whose first messages its retention removed).
 
 The offset names the log too (:meth:`RemoteLog.fingerprint`: a NATS stream's name and
 creation time), and the driver checks it on every poll, as the file source checks a log:
@@ -160,10 +161,10 @@ def read_messages(part: MessageRange) -> Iterator[pa.RecordBatch]:
         raise encode_error(exc) from None
 
 
-def _per_partition(options: Mapping[str, str]) -> int:
-    text = options.get("messagesPerPartition", str(MESSAGES_PER_PARTITION))
+def _whole_option(options: Mapping[str, str], name: str, default: int) -> int:
+    text = options.get(name, str(default))
     if not text.isdigit() or int(text) < 1:
-        raise UsageError(f'the "messagesPerPartition" option must be a whole number from 1, not {text!r}')
+        raise UsageError(f'the "{name}" option must be a whole number from 1, not {text!r}')
     return int(text)
 
 
@@ -172,7 +173,9 @@ class RemoteStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def __init__(self, name: str, options: Mapping[str, str]) -> None:
         self.name = name
-        self.per_partition = _per_partition(options)
+        self.per_partition = _whole_option(options, "messagesPerPartition", MESSAGES_PER_PARTITION)
+        #: The first message a new query reads (``startingSequence``; a checkpoint overrides it).
+        self.first = _whole_option(options, "startingSequence", 1)
         _source(name)  # a malformed address, or a kind that cannot be read from a position
         self._log: RemoteLog | None = None
         self._limit: Offset | None = None
@@ -194,7 +197,7 @@ class RemoteStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             raise encode_error(exc) from None
 
     def initialOffset(self) -> Offset:
-        return cast(Offset, self._guarded(lambda log: {"id": log.fingerprint(), "at": 0}))
+        return cast(Offset, self._guarded(lambda log: {"id": log.fingerprint(), "at": self.first - 1}))
 
     def prepareForTriggerAvailableNow(self) -> None:
         # ``trigger(availableNow=True)``: the messages in the log now, and none published later.
@@ -225,7 +228,7 @@ class RemoteReader(DataSourceReader):
     """The batch reader of ``jelly-patch`` over a remote log: its messages up to its head now."""
 
     def __init__(self, name: str, options: Mapping[str, str]) -> None:
-        per_partition = _per_partition(options)
+        per_partition = _whole_option(options, "messagesPerPartition", MESSAGES_PER_PARTITION)
         try:
             with closing(open_log(name)) as log:
                 identity = log.fingerprint()
