@@ -172,7 +172,7 @@ query.awaitTermination()
 """
 
 
-def _driver(source: Path, sink: Path, checkpoint: Path) -> subprocess.Popen[str]:
+def _driver(source: Path | str, sink: Path, checkpoint: Path) -> subprocess.Popen[str]:
     # A session of its own, so that kill -9 of the group takes the driver's JVM with it,
     # as a crash of the driver's machine would.
     proc = subprocess.Popen(

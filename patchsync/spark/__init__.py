@@ -11,7 +11,8 @@ Importing this package imports pyspark, so ``patchsync`` itself never imports it
   :func:`replay_into` keeps it in a state directory of versions, folding in only what was
   committed since the last run (:mod:`._incremental`), and :func:`follow` runs that as a
   streaming query;
-* ``spark.readStream.format("jelly-patch")`` follows growing logs (:mod:`._stream`);
+* ``spark.readStream.format("jelly-patch")`` follows growing logs (:mod:`._stream`), or a
+  NATS JetStream stream given as ``load("nats://HOST:PORT/STREAM")`` (:mod:`._remote_stream`);
 * :func:`compact` gives one net patch equivalent to the logs; :func:`write_compact` writes
   it as a ``.jellyp`` file;
 * :func:`codec_errors` turns a job failed by a bad file back into the codec's

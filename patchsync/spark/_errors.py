@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from patchsync.errors import CheckpointError, DecodeError, PatchsyncError, UsageError
+from patchsync.remote.errors import StreamGap, StreamNotFound, StreamRefused, StreamUnavailable
 
 _MARK = "PATCHSYNC-DECODE-ERROR"
 _FOUND = re.compile(_MARK + r"<(\{.*?\})>" + _MARK)
@@ -23,7 +24,12 @@ _FOUND = re.compile(_MARK + r"<(\{.*?\})>" + _MARK)
 #: the message is already the whole line (a log replaced or cut under a streaming query).
 _OTHER_MARK = "PATCHSYNC-ERROR"
 _OTHER_FOUND = re.compile(_OTHER_MARK + r"<(\{.*?\})>" + _OTHER_MARK)
-_CARRIED: dict[str, type[PatchsyncError]] = {"CheckpointError": CheckpointError, "UsageError": UsageError}
+_CARRIED: dict[str, type[PatchsyncError]] = {
+    kind.__name__: kind
+    # A remote log read by a streaming source's tasks refuses with its own errors (a gap, a
+    # stream gone or out of reach).
+    for kind in (CheckpointError, UsageError, StreamGap, StreamNotFound, StreamRefused, StreamUnavailable)
+}
 
 
 class WorkerDecodeError(RuntimeError):

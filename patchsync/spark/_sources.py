@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -44,7 +44,7 @@ from patchsync.codec.patch_decoder import PatchDecoder
 from patchsync.codec.rdf_decoder import RdfDecoder
 from patchsync.errors import DecodeError, PatchsyncError, UsageError
 from patchsync.events import ROW_CODES, Add, Delete, Header, PrefixAdd, PrefixDelete, Statement
-from patchsync.sources import directory_logs
+from patchsync.sources import directory_logs, is_address
 from patchsync.spark._errors import encode_decode_error
 from patchsync.terms.ntriples import NTriplesTerms
 from patchsync.units import ENDS_PATCH, QUIET, Kind, Mark, UnitReader
@@ -125,6 +125,8 @@ def expand_paths(paths: Sequence[str], suffixes: tuple[str, ...]) -> list[str]:
             out.extend(map(str, directory_logs(p, suffixes)))
         elif p.is_file():
             out.append(str(p))
+        elif is_address(path):
+            raise UsageError(f"{path}: an address is read alone, as load({path!r}), not among paths")
         else:
             raise UsageError(f"{path}: no such file or directory")
     return out
@@ -243,6 +245,91 @@ class _ChangeColumns:
         return batch
 
 
+class ChangeRows:
+    """Change rows of decoded events, unit by unit: the one place events become change rows.
+
+    :meth:`batches` takes events of any source (a log's decoder, or the messages of a stream
+    decoded one by one) and gives the rows of the units they complete as record batches of
+    about ``batch_rows`` rows; the rows of a unit still open stay in :attr:`cols`. ``patch``
+    and ``row`` are the numbers the next patch and row get: a caller that places rows
+    itself (a stream's sequence) sets them between calls.
+    """
+
+    def __init__(self, log: str, index: int, batch_rows: int = BATCH_ROWS) -> None:
+        self.cols = _ChangeColumns(log, index)
+        # Units as the applier sees them: the one unit reader (patchsync.units).
+        self.reader = UnitReader()
+        self.batch_rows = batch_rows
+        self.patch = 0
+        self.row = 0
+        # Rows and headers are read only where they can change the reader's state
+        # (units.QUIET): the first row after a boundary (it may open an implicit unit; the
+        # rows after it are inside a unit), a header outside a patch. The chain ids the
+        # reader keeps are not used here.
+        self.fresh = True
+
+    def batches(self, events: Iterable[Any]) -> Iterator[pa.RecordBatch]:
+        """The record batches of the units ``events`` complete (see the class docstring)."""
+        cols, reader, batch_rows = self.cols, self.reader, self.batch_rows
+        # Bound methods and locals: this loop runs once per row of every log.
+        patch_l, row_l, op_l, s_l, p_l, o_l, g_l, key_l = (
+            cols.patch,
+            cols.row,
+            cols.op,
+            cols.s,
+            cols.p,
+            cols.o,
+            cols.g,
+            cols.key,
+        )
+        read = reader.read
+        patch, seq, fresh = self.patch, self.row, self.fresh
+        event: Any
+        try:
+            for event in events:
+                kind = type(event)
+                if kind is Add or kind is Delete:
+                    if fresh:
+                        read(event)
+                        fresh = False
+                    s, p, o, g = event[0], event[1], event[2], event[3]
+                    key = None
+                elif kind is PrefixAdd or kind is PrefixDelete:
+                    if fresh:
+                        read(event)
+                        fresh = False
+                    key, s, p, o, g = event[0], None, None, event[1], event[2]
+                elif kind is Header:
+                    if reader.state not in _HEADER_QUIET:
+                        read(event)
+                    key, s, p, o, g = event[0], None, None, event[1], None
+                else:
+                    mark = read(event)
+                    fresh = True
+                    if mark is not _OUTSIDE:
+                        # TX, a unit's end or a patch end: the rows held so far (an implicit
+                        # unit's, a transaction's, headers) count unless a TA ended them.
+                        cols.end_unit(mark is not _ABORT)
+                        if mark in ENDS_PATCH:
+                            patch += 1
+                            if cols.unit_start >= batch_rows:
+                                yield cols.take()
+                    continue
+                patch_l.append(patch)
+                row_l.append(seq)
+                op_l.append(ROW_CODES[kind])
+                s_l.append(s)
+                p_l.append(p)
+                o_l.append(o)
+                g_l.append(g)
+                key_l.append(key)
+                seq += 1
+                if cols.unit_start >= batch_rows:
+                    yield cols.take()
+        finally:
+            self.patch, self.row, self.fresh = patch, seq, fresh
+
+
 def decode_change_batches(
     path: str, index: int, *, batch_rows: int = BATCH_ROWS, start: int = 0, end: int | None = None
 ) -> Iterator[pa.RecordBatch]:
@@ -258,72 +345,9 @@ def decode_change_batches(
     give every unit once. The log is still decoded from its first byte: its lookup tables
     run through the whole file.
     """
-    cols = _ChangeColumns(path, index)
-    # Bound methods and locals: this loop runs once per row of every log.
-    patch_l, row_l, op_l, s_l, p_l, o_l, g_l, key_l = (
-        cols.patch,
-        cols.row,
-        cols.op,
-        cols.s,
-        cols.p,
-        cols.o,
-        cols.g,
-        cols.key,
-    )
+    rows = ChangeRows(path, index, batch_rows)
+    cols = rows.cols
     decoder: PatchDecoder[str] = PatchDecoder(NTriplesTerms(), source=path)
-    # Units as the applier sees them: the one unit reader (patchsync.units).
-    reader = UnitReader()
-    read = reader.read
-    patch = 0
-    seq = 0
-    # Rows and headers are read only where they can change the reader's state (units.QUIET):
-    # the first row after a boundary (it may open an implicit unit; the rows after it are
-    # inside a unit), a header outside a patch. The chain ids the reader keeps are not used here.
-    fresh = True
-
-    def drain() -> Iterator[pa.RecordBatch]:
-        nonlocal patch, seq, fresh
-        event: Any
-        for event in decoder:
-            kind = type(event)
-            if kind is Add or kind is Delete:
-                if fresh:
-                    read(event)
-                    fresh = False
-                s, p, o, g = event[0], event[1], event[2], event[3]
-                key = None
-            elif kind is PrefixAdd or kind is PrefixDelete:
-                if fresh:
-                    read(event)
-                    fresh = False
-                key, s, p, o, g = event[0], None, None, event[1], event[2]
-            elif kind is Header:
-                if reader.state not in _HEADER_QUIET:
-                    read(event)
-                key, s, p, o, g = event[0], None, None, event[1], None
-            else:
-                mark = read(event)
-                fresh = True
-                if mark is not _OUTSIDE:
-                    # TX, a unit's end or a patch end: the rows held so far (an implicit unit's,
-                    # a transaction's, headers) count unless a TA ended them.
-                    cols.end_unit(mark is not _ABORT)
-                    if mark in ENDS_PATCH:
-                        patch += 1
-                        if cols.unit_start >= batch_rows:
-                            yield cols.take()
-                continue
-            patch_l.append(patch)
-            row_l.append(seq)
-            op_l.append(ROW_CODES[kind])
-            s_l.append(s)
-            p_l.append(p)
-            o_l.append(o)
-            g_l.append(g)
-            key_l.append(key)
-            seq += 1
-            if cols.unit_start >= batch_rows:
-                yield cols.take()
 
     # Units complete in row order, so the units completed before ``start`` are the rows
     # taken out of the columns once its bytes are decoded: those are dropped, the rows of the
@@ -332,7 +356,7 @@ def decode_change_batches(
     for chunk in chunks(path, end, cut=start):
         decoder.feed(chunk)
         fed += len(chunk)
-        for batch in drain():
+        for batch in rows.batches(decoder):
             if reached:
                 yield batch
         if not reached and fed >= start:
@@ -341,7 +365,7 @@ def decode_change_batches(
             reached = True
     if end is None:
         decoder.close()
-        yield from drain()
+        yield from rows.batches(decoder)
         # The decoder fails a stream that ends inside a unit, so nothing is left open here.
         cols.end_unit(False)
     if cols.unit_start:

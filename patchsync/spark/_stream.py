@@ -50,6 +50,7 @@ from patchsync.logs.fingerprint import (
 )
 from patchsync.options import Limits
 from patchsync.spark._errors import encode_error
+from patchsync.spark._remote_stream import RemoteReader, RemoteStreamReader, address_of
 from patchsync.spark._sources import (
     CHANGE_SCHEMA,
     ChangeReader,
@@ -255,6 +256,10 @@ class JellyPatchDataSource(DataSource):
 
     As a stream it gives each unit once, when the log's whole frames complete it; the
     offsets Spark checkpoints are per log its identity and byte position (module docstring).
+
+    ``load("nats://HOST:PORT/STREAM")`` (any address of a source kind that can be read from a
+    position) reads the messages of that remote log instead, as a batch up to its head or as
+    a stream: the same columns, the offset its last message read (:mod:`._remote_stream`).
     """
 
     @classmethod
@@ -267,9 +272,15 @@ class JellyPatchDataSource(DataSource):
     def reader(self, schema: StructType) -> DataSourceReader:
         if "ranges" in self.options:
             return RangeReader(self.options)
+        address = address_of(self.options)
+        if address is not None:
+            return RemoteReader(address, self.options)
         return ChangeReader(self.options)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        address = address_of(self.options)
+        if address is not None:
+            return RemoteStreamReader(address, self.options)
         return ChangeStreamReader(self.options)
 
 
