@@ -72,7 +72,7 @@ def test_spark_replay_again_folds_new_units_and_refuses_a_cut_log(tmp_path: Path
     live.write_bytes(data)
     done = _run(str(logs), "--out", str(state), "--format", "nq", "--keep", "1")
     assert done.returncode == 0 and "v000002: nq written" in done.stdout, done.stderr
-    assert sorted(p.name for p in state.iterdir()) == ["CURRENT", "v000002"]
+    assert sorted(p.name for p in state.iterdir()) == [".lock", "CURRENT", "v000002"]
     lines = sorted(line for f in (state / "v000002").glob("part-*") for line in f.read_text().splitlines())
     target = MemoryTarget()
     apply_file(whole, target, chain="ignore")
@@ -133,3 +133,56 @@ def test_spark_replay_follow_keeps_the_state_up_to_date(tmp_path: Path) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
+
+
+#: A second process that holds a state directory's lock until its stdin closes.
+_HOLDER = (
+    "import sys; from pathlib import Path; from patchsync.spark import state_lock\n"
+    "with state_lock(Path(sys.argv[1])):\n"
+    "    print('held', file=sys.stderr, flush=True)\n"
+    "    sys.stdin.read()\n"
+)
+
+
+def _holder(state: Path) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, str(state)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    read_until(proc, "held")
+    return proc
+
+
+def test_a_second_run_on_a_locked_state_is_refused_and_a_dead_holders_lock_taken_over(tmp_path: Path) -> None:
+    from patchsync.errors import UsageError
+    from patchsync.spark import state_lock
+
+    logs, state = tmp_path / "logs", tmp_path / "state"
+    logs.mkdir()
+    first = _holder(state)
+    try:
+        for extra in ([], ["--follow"]):
+            # Refused before a JVM starts, in one line naming the directory and the holder.
+            refused = _run(str(logs), "--out", str(state), *extra)
+            assert refused.returncode == 2  # a usage error
+            assert refused.stderr.strip().splitlines() == [
+                f"patchsync: {state.resolve()}: another spark-replay (PID {first.pid}) is writing this state "
+                "directory; one run at a time"
+            ]
+        with pytest.raises(UsageError, match=rf"\(PID {first.pid}\)"), state_lock(state):
+            pass
+    finally:
+        first.kill()  # SIGKILL: the lock file stays, naming a dead process
+        first.communicate()
+    assert (state / ".lock").read_text().strip() == str(first.pid)
+    second = _holder(state)  # taken over
+    try:
+        assert (state / ".lock").read_text().strip() == str(second.pid)
+    finally:
+        second.communicate("")
+    assert second.returncode == 0
+    # Counted within a process: a run inside a held lock does not wait on itself.
+    with state_lock(state), state_lock(state):
+        pass
+    with state_lock(state):
+        pass

@@ -62,12 +62,20 @@ def register(sub: Subcommands) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from patchsync.spark import build_session, codec_errors, replay_into, snapshot_files
+    from patchsync.spark import snapshot_files, state_lock
 
     for path in args.logs:
         if not Path(path).exists():
             raise UsageError(f"{path}: no such file or directory")
     snapshot_files(args.base or [])  # a wrong base fails here, before a JVM starts
+    # Held for the whole command (a --follow too), and taken before a JVM starts.
+    with state_lock(Path(args.out)):
+        return _replay(args)
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from patchsync.spark import build_session, codec_errors, replay_into
+
     started = time.monotonic()
     spark = build_session(args.master, app_name="patchsync spark-replay", quiet=True)
     try:

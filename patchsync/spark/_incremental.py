@@ -14,8 +14,8 @@ previous quads (:func:`~._replay.fold_onto`). The new version is written beside 
 previous one, its positions file last; ``CURRENT`` then names it (``os.replace``), and only
 then are versions beyond ``keep`` removed, so a run killed at any point leaves the previous
 version current and whole. A version directory without its positions file is an unfinished
-run's and is never read (the next run removes it). One run at a time may write a state
-directory.
+run's and is never read (the next run removes it). One run at a time writes a state
+directory: it holds the directory's lock (:mod:`._lock`).
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 
 from patchsync.errors import CheckpointError, PatchsyncError, UsageError
 from patchsync.spark._errors import codec_errors, encode_error
+from patchsync.spark._lock import state_lock
 from patchsync.spark._replay import PathLike, fold, fold_onto, path_list, snapshot, snapshot_files, write_quads
 from patchsync.spark._sources import expand_paths, paths_option
 from patchsync.spark._stream import Offset, advance, plan, ranges_option
@@ -106,11 +107,27 @@ def replay_into(
     Raises :class:`~patchsync.errors.CheckpointError` for a log replaced or cut below its
     recorded position (unless ``full``), :class:`~patchsync.errors.UsageError` for a log
     recorded but not given, or a format or base that differs from the recorded ones.
-    ``keep`` versions are kept (the new one included).
+    ``keep`` versions are kept (the new one included). The state directory's lock
+    (:mod:`._lock`) is held meanwhile: a run while another process holds it is refused
+    with a :class:`~patchsync.errors.UsageError` naming that process.
     """
     if keep < 1:
         raise UsageError(f"--keep {keep}: at least the current version is kept (1 or more)")
     root = Path(os.fspath(state))
+    with state_lock(root):
+        return _replay_into(spark, logs, root, base=base, fmt=fmt, full=full, keep=keep)
+
+
+def _replay_into(
+    spark: SparkSession,
+    logs: PathLike | Sequence[PathLike],
+    root: Path,
+    *,
+    base: PathLike | Sequence[PathLike] | None,
+    fmt: str,
+    full: bool,
+    keep: int,
+) -> StateVersion:
     bases = snapshot_files(base) if base is not None else []
     files = expand_paths(path_list(logs), (".jellyp",))
     prev = None if full else current_version(root)
