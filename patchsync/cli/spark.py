@@ -96,7 +96,7 @@ def _replay(args: argparse.Namespace) -> int:
         spark.stop()
     took = time.monotonic() - started
     if version.written:
-        print(f"{version.path}: {args.format} written in {took:.2f}s, now current")
+        print(f"{version.path}: {args.format} {version.layers[-1].kind} written in {took:.2f}s, now current")
     else:
         print(f"{version.path}: up to date, nothing committed since ({took:.2f}s)")
     return 0
@@ -109,7 +109,7 @@ def _follow(spark: Any, args: argparse.Namespace) -> int:
     stop = threading.Event()
 
     def written(version: StateVersion) -> None:
-        print(f"{version.path}: {args.format} written, now current", flush=True)
+        print(f"{version.path}: {args.format} {version.layers[-1].kind} written, now current", flush=True)
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
