@@ -169,3 +169,55 @@ def test_fold_onto_a_state_equals_the_group_by(spark: Any, tmp_path: Path, few: 
     rows = ps.change_rows(spark, [b])
     expected = reference([a, b])
     assert spark_state(fold_onto(state, rows, few=few)) == expected == spark_state(fold(rows, state))
+
+
+@pytest.mark.slow
+def test_a_log_growing_in_place_is_read_from_decoder_snapshots(spark: Any, tmp_path: Path) -> None:
+    """Runs over one log grown in place: each run's range starts from the snapshot the run
+    before left (``STATE/.decoders``, one per log after pruning) and the state stays equal to
+    the applier's on the bytes so far."""
+    import patchsync.spark as ps
+    from patchsync.spark._stream import frames_end
+
+    rng = random.Random(54)
+    whole = typed_log(tmp_path / "whole.jellyp", generate_log(rng, 60), StreamType.PUNCTUATED)
+    data = whole.read_bytes()
+    logs, state = tmp_path / "logs", tmp_path / "state"
+    logs.mkdir()
+    live = logs / "a.jellyp"
+    ends = sorted({frames_end(str(whole), 0, cut) for cut in rng.sample(range(1, len(data)), 5)} | {len(data)})
+    snapshots_seen = 0
+    for end in ends:
+        live.write_bytes(data[:end])
+        version = ps.replay_into(spark, logs, state)
+        prefix = tmp_path / "prefix.jellyp"
+        prefix.write_bytes(data[:end])
+        assert state_of(spark, version) == reference_upto(prefix), end
+        snaps = list((state / ".decoders").glob("*.snap"))
+        assert len(snaps) <= 1
+        snapshots_seen += bool(snaps)
+    assert snapshots_seen >= 2
+
+
+def reference_upto(path: Path) -> set[tuple[str, str, str, str]]:
+    """The state after the complete committed units of a log that may end inside a unit (the
+    applier's unit reader over the pure decoder's events, not the Spark worker's decode)."""
+    from patchsync.codec.patch_decoder import PurePatchDecoder
+    from patchsync.errors import DecodeError
+    from patchsync.terms.ntriples import NTriplesTerms
+    from patchsync.units import Unit, read_units
+
+    decoder: PurePatchDecoder[str] = PurePatchDecoder(NTriplesTerms(), source=str(path))
+    decoder.feed(path.read_bytes())
+    quads: set[tuple[str, str, str, str]] = set()
+    try:
+        for item in read_units(iter(decoder)):
+            if isinstance(item, Unit) and item.committed:
+                for e in item.rows:
+                    if type(e) is Add:
+                        quads.add((e[0], e[1], e[2], e[3] or ""))
+                    elif type(e) is Delete:
+                        quads.discard((e[0], e[1], e[2], e[3] or ""))
+    except DecodeError:
+        pass  # the bytes ran out inside a unit: that one is not complete
+    return quads

@@ -60,6 +60,7 @@ from patchsync.spark._replay import (
     write_changes,
     write_quads,
 )
+from patchsync.spark._resume import DECODERS, prune
 from patchsync.spark._sources import expand_paths, paths_option
 from patchsync.spark._stream import Offset, advance, plan, ranges_option
 
@@ -215,7 +216,9 @@ def _replay_into(
         raise CheckpointError(f"{exc}; it cannot be folded into {root} (--full replays every log)") from None
     if prev is not None and not plan(start, end):
         return replace(prev, written=False)
-    rows = spark.read.format("jelly-patch").option("ranges", ranges_option(start, end)).load()
+    # Each range starts from the decoder snapshot its log's previous range left (_resume).
+    decoders = root / DECODERS
+    rows = spark.read.format("jelly-patch").option("ranges", ranges_option(start, end, str(decoders))).load()
     versions = _versions(root)
     number = (versions[-1][0] if versions else 0) + 1
     out = root / f"v{number:06d}"
@@ -244,6 +247,7 @@ def _replay_into(
     _write_atomic(out / POSITIONS, json.dumps(doc, indent=1))
     _write_atomic(root / CURRENT, out.name + "\n")
     _remove_old(root, keep)
+    prune(decoders, end["logs"])
     return StateVersion(out, number, end["logs"], fmt, bases, layers=layers)
 
 

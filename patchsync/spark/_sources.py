@@ -46,6 +46,7 @@ from patchsync.errors import DecodeError, PatchsyncError, UsageError
 from patchsync.events import ROW_CODES, Add, Delete, Header, PrefixAdd, PrefixDelete, Statement
 from patchsync.sources import directory_logs
 from patchsync.spark._errors import encode_decode_error
+from patchsync.spark._resume import Resumed
 from patchsync.terms.ntriples import NTriplesTerms
 from patchsync.units import ENDS_PATCH, QUIET, Kind, Mark, UnitReader
 
@@ -164,11 +165,12 @@ class FileReader(DataSourceReader):
         return [FilePartition(i, path) for i, path in enumerate(self.files)]
 
 
-def chunks(path: str, end: int | None = None, cut: int = 0) -> Iterator[bytes]:
-    """The file's bytes (up to ``end`` if given) in pieces of at most :data:`CHUNK_BYTES`,
-    one of them ending at byte ``cut``."""
-    pos = 0
+def chunks(path: str, end: int | None = None, cut: int = 0, begin: int = 0) -> Iterator[bytes]:
+    """The file's bytes from ``begin`` (up to ``end`` if given) in pieces of at most
+    :data:`CHUNK_BYTES`, one of them ending at byte ``cut``."""
+    pos = begin
     with open(path, "rb") as f:
+        f.seek(begin)
         while True:
             size = CHUNK_BYTES
             if end is not None:
@@ -244,7 +246,14 @@ class _ChangeColumns:
 
 
 def decode_change_batches(
-    path: str, index: int, *, batch_rows: int = BATCH_ROWS, start: int = 0, end: int | None = None
+    path: str,
+    index: int,
+    *,
+    batch_rows: int = BATCH_ROWS,
+    start: int = 0,
+    end: int | None = None,
+    resume: Resumed | None = None,
+    at_end: Callable[[PatchDecoder[str], int, int], None] | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Decode one ``.jellyp`` log into record batches of change rows (runs in a worker).
 
@@ -255,8 +264,10 @@ def decode_change_batches(
     only the bytes before it are read and only the units they complete are given: a unit
     still open there is left for a later read. With ``start`` (another such offset), the
     units completed before it are left out, so that the reads of ``[0, a)``, ``[a, b)``, ...
-    give every unit once. The log is still decoded from its first byte: its lookup tables
-    run through the whole file.
+    give every unit once. The log is decoded from its first byte (its lookup tables run
+    through the whole file), or with ``resume`` (a decoder restored at or before ``start``,
+    :mod:`._resume`) from there, with the same rows. ``at_end`` is called with the decoder and
+    the file's patch and row counts when the read ends at ``end`` between patches.
     """
     cols = _ChangeColumns(path, index)
     # Bound methods and locals: this loop runs once per row of every log.
@@ -270,12 +281,12 @@ def decode_change_batches(
         cols.g,
         cols.key,
     )
-    decoder: PatchDecoder[str] = PatchDecoder(NTriplesTerms(), source=path)
-    # Units as the applier sees them: the one unit reader (patchsync.units).
+    decoder: PatchDecoder[str] = resume.decoder if resume else PatchDecoder(NTriplesTerms(), source=path)
+    # Units as the applier sees them: the one unit reader (patchsync.units). A resumed decoder
+    # stands between patches, where a fresh reader's state is the one it would have.
     reader = UnitReader()
     read = reader.read
-    patch = 0
-    seq = 0
+    begin, patch, seq = (resume.offset, resume.patch, resume.row) if resume else (0, 0, 0)
     # Rows and headers are read only where they can change the reader's state (units.QUIET):
     # the first row after a boundary (it may open an implicit unit; the rows after it are
     # inside a unit), a header outside a patch. The chain ids the reader keeps are not used here.
@@ -328,8 +339,8 @@ def decode_change_batches(
     # Units complete in row order, so the units completed before ``start`` are the rows
     # taken out of the columns once its bytes are decoded: those are dropped, the rows of the
     # unit open there stay and are given with the rest of it.
-    reached, fed = not start, 0
-    for chunk in chunks(path, end, cut=start):
+    reached, fed = begin >= start, begin
+    for chunk in chunks(path, end, cut=start, begin=begin):
         decoder.feed(chunk)
         fed += len(chunk)
         for batch in drain():
@@ -346,6 +357,8 @@ def decode_change_batches(
         cols.end_unit(False)
     if cols.unit_start:
         yield cols.take()
+    if at_end is not None and end is not None and fed == end and decoder.resumable:
+        at_end(decoder, patch, seq)
 
 
 class ChangeReader(FileReader):
