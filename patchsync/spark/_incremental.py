@@ -302,6 +302,9 @@ def follow(
     positions the current version records. Those positions, not Spark's checkpoint, say what
     is folded, so a query killed at any point, or ``spark-replay`` runs between, never fold
     a unit twice. ``on_version`` is called with each version written. Returns the started query.
+    Each micro-batch holds the state directory's lock while it writes; hold
+    :func:`~._lock.state_lock` around the query to keep other writers out between them
+    (``spark-replay --follow`` does).
     """
     root = Path(os.fspath(state))
     paths = path_list(logs)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import suppress
 from typing import Any, cast
 
 import pyarrow as pa
@@ -197,7 +198,8 @@ def read_range(part: StreamPartition) -> Iterator[pa.RecordBatch]:
         resume = _resume.restore(folder, part.path, part.identity, part.start) if part.start else None
 
         def at_end(decoder: Any, patch: int, row: int) -> None:
-            _resume.keep(folder, part.path, part.identity, decoder, patch, row)
+            with suppress(OSError):  # a snapshot only accelerates the next range
+                _resume.keep(folder, part.path, part.identity, decoder, patch, row)
 
         yield from decode_change_batches(
             part.path, part.index, start=part.start, end=part.end, resume=resume, at_end=at_end
