@@ -115,3 +115,15 @@ def read_range_unchecked(part: Any, read_range: Any) -> list[list[tuple[Any, ...
             list(zip(*(batch.column(i).to_pylist() for i in range(batch.num_columns)), strict=True))
             for batch in read_range(part)
         ]
+
+
+def test_the_streaming_source_plans_its_ranges_with_its_snapshot_directory(tmp_path: Path) -> None:
+    from patchsync.spark._stream import ChangeStreamReader, StreamPartition
+
+    log = typed_log(tmp_path / "a.jellyp", generate_log(random.Random(43), 10), StreamType.PUNCTUATED)
+    for options, folder in (({"path": str(log), "decoderSnapshots": str(tmp_path / "s")}, str(tmp_path / "s")),
+                            ({"path": str(log)}, None)):  # fmt: skip
+        reader = ChangeStreamReader(options)
+        start = reader.initialOffset()
+        parts = reader.partitions(start, reader.latestOffset(start, None))
+        assert [(p.end, p.snapshots) for p in parts if isinstance(p, StreamPartition)] == [(log.stat().st_size, folder)]
