@@ -6,6 +6,7 @@ import random
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,7 +17,7 @@ from patchsync.apply import MemoryTarget, apply_file
 from patchsync.options import StreamType
 
 from .process_helpers import read_until, wait_for_value
-from .test_spark import generate_log, typed_log
+from .test_spark import generate_log, spark_state, typed_log
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -59,7 +60,9 @@ def test_spark_replay_writes_nquads_equal_to_apply(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_spark_replay_again_folds_new_units_and_refuses_a_cut_log(tmp_path: Path) -> None:
+def test_spark_replay_again_folds_new_units_and_refuses_a_cut_log(spark: Any, tmp_path: Path) -> None:
+    from patchsync.spark import current_version, read_state
+
     rng = random.Random(12)
     logs = tmp_path / "logs"
     logs.mkdir()
@@ -71,12 +74,15 @@ def test_spark_replay_again_folds_new_units_and_refuses_a_cut_log(tmp_path: Path
     assert _run(str(logs), "--out", str(state), "--format", "nq").returncode == 0
     live.write_bytes(data)
     done = _run(str(logs), "--out", str(state), "--format", "nq", "--keep", "1")
-    assert done.returncode == 0 and "v000002: nq written" in done.stdout, done.stderr
-    assert sorted(p.name for p in state.iterdir()) == ["CURRENT", "v000002"]
-    lines = sorted(line for f in (state / "v000002").glob("part-*") for line in f.read_text().splitlines())
+    assert done.returncode == 0 and "v000002: nq delta written" in done.stdout, done.stderr
+    # --keep 1: the current version, made of the full version v000001 and its delta v000002.
+    assert sorted(p.name for p in state.iterdir() if not p.name.startswith(".")) == ["CURRENT", "v000001", "v000002"]
+    assert (state / ".lock").exists()
+    version = current_version(state)
+    assert version is not None and [layer.name for layer in version.layers] == ["v000001", "v000002"]
     target = MemoryTarget()
     apply_file(whole, target, chain="ignore")
-    assert lines == sorted(f"{s} {p} {o} {g} ." if g else f"{s} {p} {o} ." for s, p, o, g in target.quads())
+    assert spark_state(read_state(spark, version)) == set(target.quads())
 
     live.write_bytes(data[:100])
     refused = _run(str(logs), "--out", str(state), "--format", "nq")
@@ -89,8 +95,8 @@ def test_spark_replay_again_folds_new_units_and_refuses_a_cut_log(tmp_path: Path
 
 
 @pytest.mark.slow
-def test_spark_replay_follow_keeps_the_state_up_to_date(tmp_path: Path) -> None:
-    from patchsync.spark import current_version
+def test_spark_replay_follow_keeps_the_state_up_to_date(spark: Any, tmp_path: Path) -> None:
+    from patchsync.spark import current_version, read_state
 
     rng = random.Random(13)
     logs = tmp_path / "logs"
@@ -118,10 +124,9 @@ def test_spark_replay_follow_keeps_the_state_up_to_date(tmp_path: Path) -> None:
         wait_for_value(position, len(data), "the state's position at the log's end")
         version = current_version(state)
         assert version is not None
-        lines = sorted(line for f in version.path.glob("part-*") for line in f.read_text().splitlines())
         target = MemoryTarget()
         apply_file(whole, target, chain="ignore")
-        assert lines == sorted(f"{s} {p} {o} {g} ." if g else f"{s} {p} {o} ." for s, p, o, g in target.quads())
+        assert spark_state(read_state(spark, version)) == set(target.quads())
 
         # A log cut under the query stops it, in one line.
         live.write_bytes(data[:50])
@@ -133,3 +138,56 @@ def test_spark_replay_follow_keeps_the_state_up_to_date(tmp_path: Path) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
+
+
+#: A second process that holds a state directory's lock until its stdin closes.
+_HOLDER = (
+    "import sys; from pathlib import Path; from patchsync.spark import state_lock\n"
+    "with state_lock(Path(sys.argv[1])):\n"
+    "    print('held', file=sys.stderr, flush=True)\n"
+    "    sys.stdin.read()\n"
+)
+
+
+def _holder(state: Path) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, str(state)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    read_until(proc, "held")
+    return proc
+
+
+def test_a_second_run_on_a_locked_state_is_refused_and_a_dead_holders_lock_taken_over(tmp_path: Path) -> None:
+    from patchsync.errors import UsageError
+    from patchsync.spark import state_lock
+
+    logs, state = tmp_path / "logs", tmp_path / "state"
+    logs.mkdir()
+    first = _holder(state)
+    try:
+        for extra in ([], ["--follow"]):
+            # Refused before a JVM starts, in one line naming the directory and the holder.
+            refused = _run(str(logs), "--out", str(state), *extra)
+            assert refused.returncode == 2  # a usage error
+            assert refused.stderr.strip().splitlines() == [
+                f"patchsync: {state.resolve()}: another spark-replay (PID {first.pid}) is writing this state "
+                "directory; one run at a time"
+            ]
+        with pytest.raises(UsageError, match=rf"\(PID {first.pid}\)"), state_lock(state):
+            pass
+    finally:
+        first.kill()  # SIGKILL: the lock file stays, naming a dead process
+        first.communicate()
+    assert (state / ".lock").read_text().strip() == str(first.pid)
+    second = _holder(state)  # taken over
+    try:
+        assert (state / ".lock").read_text().strip() == str(second.pid)
+    finally:
+        second.communicate("")
+    assert second.returncode == 0
+    # Counted within a process: a run inside a held lock does not wait on itself.
+    with state_lock(state), state_lock(state):
+        pass
+    with state_lock(state):
+        pass

@@ -18,7 +18,7 @@ pytest.importorskip("pyspark")
 pytest.importorskip("pyarrow")
 
 from patchsync.errors import CheckpointError, UsageError
-from patchsync.events import Delete, Event, PatchEnd, TxCommit, TxStart
+from patchsync.events import Add, Delete, Event, PatchEnd, TxAbort, TxCommit, TxStart
 from patchsync.options import StreamType
 
 from .test_spark import generate_log, reference, spark_state, typed_log
@@ -68,10 +68,61 @@ def test_incremental_runs_equal_a_full_replay(spark: Any, tmp_path: Path, fmt: s
 
     expected = reference([a, b, c])
     assert state_of(spark, third) == expected == spark_state(ps.replay(spark, [a, b, c]))
-    # Nothing new: the current version stands; --keep 2 left two versions.
+    # Nothing new: the current version stands; --keep 2 left two versions and their layers.
     again = ps.replay_into(spark, logs, state, fmt=fmt, keep=2)
     assert not again.written and again.path == third.path == ps.current_version(state).path
-    assert sorted(p.name for p in state.iterdir() if p.name.startswith("v")) == [second.path.name, third.path.name]
+    kept = {layer.name for v in (second, third) for layer in v.layers}
+    assert sorted(p.name for p in state.iterdir() if p.name.startswith("v")) == sorted(kept)
+    assert [layer.kind for layer in second.layers] == ["full", "delta"]
+
+
+def readds_of(
+    gone: set[tuple[str, str, str, str]], there: set[tuple[str, str, str, str]], rng: random.Random
+) -> list[Event]:
+    """A patch adding again some quads deleted earlier, then an aborted unit deleting present ones."""
+    back = rng.sample(sorted(gone), max(1, len(gone) // 2))
+    aborted = rng.sample(sorted(there), min(3, len(there)))
+    return [
+        TxStart(), *(Add(*q) for q in back), TxCommit(),
+        TxStart(), *(Delete(*q) for q in aborted), TxAbort(),
+        PatchEnd(),
+    ]  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fmt", ["parquet", "nq"])
+def test_runs_of_deltas_and_full_versions_equal_a_full_replay(
+    spark: Any, tmp_path: Path, fmt: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run after run, each a new segment: deltas on a full version, deletes of quads added by
+    earlier deltas, adds again of quads deleted, aborted units; the deltas cross the bound, so
+    full versions are written again between them. Every version equals the applier's state."""
+    import patchsync.spark as ps
+    from patchsync.spark import _incremental
+
+    monkeypatch.setattr(_incremental, "DELTA_BOUND", 0.6)
+    rng = random.Random(53 + len(fmt))
+    logs, state = tmp_path / "logs", tmp_path / "state"
+    logs.mkdir()
+    segments: list[Path] = []
+    ever: set[tuple[str, str, str, str]] = set()
+    versions = []
+    for run in range(9):
+        there = reference(segments) if segments else set()
+        ever |= there
+        if run % 3 == 1:
+            events = deletes_of(there, rng)
+        elif run % 3 == 2 and ever - there:
+            events = readds_of(ever - there, there, rng)
+        else:
+            events = generate_log(rng, 5)
+        segments.append(typed_log(logs / f"{run:02d}.jellyp", events, StreamType.PUNCTUATED))
+        version = ps.replay_into(spark, logs, state, fmt=fmt, keep=2)
+        assert state_of(spark, version) == reference(segments), f"run {run}: {version.layers}"
+        versions.append(version)
+    kinds = [v.layers[-1].kind for v in versions]
+    assert "full" in kinds[1:] and max(len(v.layers) for v in versions) >= 3, kinds  # the bound was crossed
+    assert state_of(spark, versions[-1]) == spark_state(ps.replay(spark, segments))
 
 
 @pytest.mark.slow
@@ -118,3 +169,55 @@ def test_fold_onto_a_state_equals_the_group_by(spark: Any, tmp_path: Path, few: 
     rows = ps.change_rows(spark, [b])
     expected = reference([a, b])
     assert spark_state(fold_onto(state, rows, few=few)) == expected == spark_state(fold(rows, state))
+
+
+@pytest.mark.slow
+def test_a_log_growing_in_place_is_read_from_decoder_snapshots(spark: Any, tmp_path: Path) -> None:
+    """Runs over one log grown in place: each run's range starts from the snapshot the run
+    before left (``STATE/.decoders``, one per log after pruning) and the state stays equal to
+    the applier's on the bytes so far."""
+    import patchsync.spark as ps
+    from patchsync.spark._stream import frames_end
+
+    rng = random.Random(54)
+    whole = typed_log(tmp_path / "whole.jellyp", generate_log(rng, 60), StreamType.PUNCTUATED)
+    data = whole.read_bytes()
+    logs, state = tmp_path / "logs", tmp_path / "state"
+    logs.mkdir()
+    live = logs / "a.jellyp"
+    ends = sorted({frames_end(str(whole), 0, cut) for cut in rng.sample(range(1, len(data)), 5)} | {len(data)})
+    snapshots_seen = 0
+    for end in ends:
+        live.write_bytes(data[:end])
+        version = ps.replay_into(spark, logs, state)
+        prefix = tmp_path / "prefix.jellyp"
+        prefix.write_bytes(data[:end])
+        assert state_of(spark, version) == reference_upto(prefix), end
+        snaps = list((state / ".decoders").glob("*.snap"))
+        assert len(snaps) <= 1
+        snapshots_seen += bool(snaps)
+    assert snapshots_seen >= 2
+
+
+def reference_upto(path: Path) -> set[tuple[str, str, str, str]]:
+    """The state after the complete committed units of a log that may end inside a unit (the
+    applier's unit reader over the pure decoder's events, not the Spark worker's decode)."""
+    from patchsync.codec.patch_decoder import PurePatchDecoder
+    from patchsync.errors import DecodeError
+    from patchsync.terms.ntriples import NTriplesTerms
+    from patchsync.units import Unit, read_units
+
+    decoder: PurePatchDecoder[str] = PurePatchDecoder(NTriplesTerms(), source=str(path))
+    decoder.feed(path.read_bytes())
+    quads: set[tuple[str, str, str, str]] = set()
+    try:
+        for item in read_units(iter(decoder)):
+            if isinstance(item, Unit) and item.committed:
+                for e in item.rows:
+                    if type(e) is Add:
+                        quads.add((e[0], e[1], e[2], e[3] or ""))
+                    elif type(e) is Delete:
+                        quads.discard((e[0], e[1], e[2], e[3] or ""))
+    except DecodeError:
+        pass  # the bytes ran out inside a unit: that one is not complete
+    return quads

@@ -62,12 +62,20 @@ def register(sub: Subcommands) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from patchsync.spark import build_session, codec_errors, replay_into, snapshot_files
+    from patchsync.spark import snapshot_files, state_lock
 
     for path in args.logs:
         if not Path(path).exists():
             raise UsageError(f"{path}: no such file or directory")
     snapshot_files(args.base or [])  # a wrong base fails here, before a JVM starts
+    # Held for the whole command (a --follow too), and taken before a JVM starts.
+    with state_lock(Path(args.out)):
+        return _replay(args)
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from patchsync.spark import build_session, codec_errors, replay_into
+
     started = time.monotonic()
     spark = build_session(args.master, app_name="patchsync spark-replay", quiet=True)
     try:
@@ -88,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
         spark.stop()
     took = time.monotonic() - started
     if version.written:
-        print(f"{version.path}: {args.format} written in {took:.2f}s, now current")
+        print(f"{version.path}: {args.format} {version.layers[-1].kind} written in {took:.2f}s, now current")
     else:
         print(f"{version.path}: up to date, nothing committed since ({took:.2f}s)")
     return 0
@@ -101,7 +109,7 @@ def _follow(spark: Any, args: argparse.Namespace) -> int:
     stop = threading.Event()
 
     def written(version: StateVersion) -> None:
-        print(f"{version.path}: {args.format} written, now current", flush=True)
+        print(f"{version.path}: {args.format} {version.layers[-1].kind} written, now current", flush=True)
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())

@@ -10,7 +10,7 @@ Importing this package imports pyspark, so ``patchsync`` itself never imports it
 * :func:`replay` gives the state after a sequence of logs as a DataFrame of quads;
   :func:`replay_into` keeps it in a state directory of versions, folding in only what was
   committed since the last run (:mod:`._incremental`), and :func:`follow` runs that as a
-  streaming query;
+  streaming query; :func:`state_lock` holds a state directory's lock (one writer at a time);
 * ``spark.readStream.format("jelly-patch")`` follows growing logs (:mod:`._stream`), or a
   NATS JetStream stream given as ``load("nats://HOST:PORT/STREAM")`` (:mod:`._remote_stream`);
 * :func:`compact` gives one net patch equivalent to the logs; :func:`write_compact` writes
@@ -30,6 +30,7 @@ check_extra()
 from patchsync.spark._env import DEFAULT_MASTER, build_session, check_environment, configure_python  # noqa: E402
 from patchsync.spark._errors import WorkerDecodeError, codec_errors  # noqa: E402
 from patchsync.spark._incremental import StateVersion, current_version, follow, read_state, replay_into  # noqa: E402
+from patchsync.spark._lock import state_lock  # noqa: E402
 from patchsync.spark._replay import (  # noqa: E402
     change_rows,
     compact,
@@ -84,6 +85,7 @@ __all__ = [
     "session",
     "snapshot",
     "snapshot_files",
+    "state_lock",
     "write_compact",
     "write_replay",
 ]

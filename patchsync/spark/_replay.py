@@ -172,13 +172,37 @@ def fold_onto(state: DataFrame, rows: DataFrame, *, few: bool = False) -> DataFr
     caller knows the new rows are few) the touched quads are broadcast, so the state is
     not shuffled; otherwise Spark chooses.
     """
-    ops = _committed_ops(rows)
-    last = _last_ops(ops)
-    touched = last.select("s", "p", "o", "g")
+    return apply_changes(state, net_changes(rows), few=few)
+
+
+def net_changes(rows: DataFrame) -> DataFrame:
+    """Per quad that the committed units of change ``rows`` touch, whether it is there after
+    them: columns ``s, p, o, g, add``. Applied to any state with :func:`apply_changes`, they
+    give what applying the rows in order gives (the last committed operation on a quad wins)."""
+    return _last_ops(_committed_ops(rows))
+
+
+def stack_changes(layers: Sequence[DataFrame]) -> DataFrame:
+    """Net changes (columns of :func:`net_changes`) of several layers applied in order, as one:
+    per quad, the layer that touched it last decides."""
+    if len(layers) == 1:
+        return layers[0]
+    ops = [c.select("s", "p", "o", "g", "add", F.lit(i).alias("layer")) for i, c in enumerate(layers)]
+    stacked = ops[0]
+    for more in ops[1:]:
+        stacked = stacked.unionByName(more)
+    return stacked.groupBy("s", "p", "o", "g").agg(F.max_by("add", "layer").alias("add"))
+
+
+def apply_changes(state: DataFrame, changes: DataFrame, *, few: bool = False) -> DataFrame:
+    """The quads of ``state`` (each quad once) after net ``changes`` (:func:`net_changes`): the
+    state but for the quads the changes touch (an anti-join), and those the changes add.
+    With ``few`` the touched quads are broadcast, so the state is not shuffled."""
+    touched = changes.select("s", "p", "o", "g")
     kept = state.select("s", "p", "o", "g").join(
         F.broadcast(touched) if few else touched, ["s", "p", "o", "g"], "left_anti"
     )
-    return kept.unionByName(last.where(F.col("add")).select("s", "p", "o", "g"))
+    return kept.unionByName(changes.where(F.col("add")).select("s", "p", "o", "g"))
 
 
 def compact(spark: SparkSession, logs: PathLike | Sequence[PathLike]) -> DataFrame:
@@ -274,10 +298,13 @@ class _open_out:
 
 def nquads_lines(quads: DataFrame) -> DataFrame:
     """One N-Quads line per quad (a single ``value`` column, for ``DataFrame.write.text``)."""
-    line = F.when(F.col("g") == "", F.concat_ws(" ", "s", "p", "o", F.lit("."))).otherwise(
+    return quads.select(_nquad_line().alias("value"))
+
+
+def _nquad_line() -> Column:
+    return F.when(F.col("g") == "", F.concat_ws(" ", "s", "p", "o", F.lit("."))).otherwise(
         F.concat_ws(" ", "s", "p", "o", "g", F.lit("."))
     )
-    return quads.select(line.alias("value"))
 
 
 def iter_quads(quads: DataFrame) -> Iterator[tuple[str, str, str, str]]:
@@ -315,6 +342,31 @@ def write_quads(quads: DataFrame, out: PathLike, fmt: str) -> None:
         else:
             nquads_lines(quads).write.mode("overwrite").text(os.fspath(out))
             _name_parts(Path(os.fspath(out)), ".txt", ".nq")
+
+
+#: The directories of :func:`write_changes`: the quads a delta adds and those it deletes.
+ADDED, DELETED = "added", "deleted"
+
+
+def write_changes(changes: DataFrame, out: PathLike, fmt: str) -> None:
+    """Write net changes (:func:`net_changes`) to ``out`` as two quad directories in the format
+    ``fmt``: ``out/added`` and ``out/deleted`` (one missing when no quad goes there), in one job."""
+    if fmt not in ("parquet", "nq"):
+        raise UsageError(f"unknown output format {fmt!r} (expected parquet or nq)")
+    root = Path(os.fspath(out))
+    with codec_errors():
+        if fmt == "parquet":
+            changes.select("s", "p", "o", "g", "add").write.mode("overwrite").partitionBy("add").parquet(str(root))
+        else:
+            lines = changes.select(_nquad_line().alias("value"), "add")
+            lines.write.mode("overwrite").partitionBy("add").text(str(root))
+    # Spark names a partition by its value; the names say what the quads are.
+    for value, name in (("true", ADDED), ("false", DELETED)):
+        part = root / f"add={value}"
+        if part.is_dir():
+            part.rename(root / name)
+            if fmt == "nq":
+                _name_parts(root / name, ".txt", ".nq")
 
 
 def _name_parts(out: Path, old: str, new: str) -> None:

@@ -46,6 +46,7 @@ from patchsync.errors import DecodeError, PatchsyncError, UsageError
 from patchsync.events import ROW_CODES, Add, Delete, Header, PrefixAdd, PrefixDelete, Statement
 from patchsync.sources import directory_logs, is_address
 from patchsync.spark._errors import encode_decode_error
+from patchsync.spark._resume import Resumed
 from patchsync.terms.ntriples import NTriplesTerms
 from patchsync.units import ENDS_PATCH, QUIET, Kind, Mark, UnitReader
 
@@ -166,11 +167,12 @@ class FileReader(DataSourceReader):
         return [FilePartition(i, path) for i, path in enumerate(self.files)]
 
 
-def chunks(path: str, end: int | None = None, cut: int = 0) -> Iterator[bytes]:
-    """The file's bytes (up to ``end`` if given) in pieces of at most :data:`CHUNK_BYTES`,
-    one of them ending at byte ``cut``."""
-    pos = 0
+def chunks(path: str, end: int | None = None, cut: int = 0, begin: int = 0) -> Iterator[bytes]:
+    """The file's bytes from ``begin`` (up to ``end`` if given) in pieces of at most
+    :data:`CHUNK_BYTES`, one of them ending at byte ``cut``."""
+    pos = begin
     with open(path, "rb") as f:
+        f.seek(begin)
         while True:
             size = CHUNK_BYTES
             if end is not None:
@@ -331,7 +333,14 @@ class ChangeRows:
 
 
 def decode_change_batches(
-    path: str, index: int, *, batch_rows: int = BATCH_ROWS, start: int = 0, end: int | None = None
+    path: str,
+    index: int,
+    *,
+    batch_rows: int = BATCH_ROWS,
+    start: int = 0,
+    end: int | None = None,
+    resume: Resumed | None = None,
+    at_end: Callable[[PatchDecoder[str], int, int], None] | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Decode one ``.jellyp`` log into record batches of change rows (runs in a worker).
 
@@ -342,18 +351,25 @@ def decode_change_batches(
     only the bytes before it are read and only the units they complete are given: a unit
     still open there is left for a later read. With ``start`` (another such offset), the
     units completed before it are left out, so that the reads of ``[0, a)``, ``[a, b)``, ...
-    give every unit once. The log is still decoded from its first byte: its lookup tables
-    run through the whole file.
+    give every unit once. The log is decoded from its first byte (its lookup tables run
+    through the whole file), or with ``resume`` (a decoder restored at or before ``start``,
+    :mod:`._resume`) from there, with the same rows. ``at_end`` is called with the decoder and
+    the file's patch and row counts when the read ends at ``end`` between patches.
     """
     rows = ChangeRows(path, index, batch_rows)
     cols = rows.cols
-    decoder: PatchDecoder[str] = PatchDecoder(NTriplesTerms(), source=path)
+    decoder: PatchDecoder[str] = resume.decoder if resume else PatchDecoder(NTriplesTerms(), source=path)
+    # A resumed decoder stands between patches, where a fresh unit reader's state is the one
+    # it would have; its rows are numbered on from where the snapshot was taken.
+    begin = 0
+    if resume:
+        begin, rows.patch, rows.row = resume.offset, resume.patch, resume.row
 
     # Units complete in row order, so the units completed before ``start`` are the rows
     # taken out of the columns once its bytes are decoded: those are dropped, the rows of the
     # unit open there stay and are given with the rest of it.
-    reached, fed = not start, 0
-    for chunk in chunks(path, end, cut=start):
+    reached, fed = begin >= start, begin
+    for chunk in chunks(path, end, cut=start, begin=begin):
         decoder.feed(chunk)
         fed += len(chunk)
         for batch in rows.batches(decoder):
@@ -370,6 +386,8 @@ def decode_change_batches(
         cols.end_unit(False)
     if cols.unit_start:
         yield cols.take()
+    if at_end is not None and end is not None and fed == end and decoder.resumable:
+        at_end(decoder, rows.patch, rows.row)
 
 
 class ChangeReader(FileReader):

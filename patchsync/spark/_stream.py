@@ -12,7 +12,9 @@ written is not counted: :func:`~patchsync.codec.framing.whole_frames`). A range
 ``b`` is waited on and comes out whole in a later range, an aborted one with
 ``committed`` false, as in the batch source. A log cannot be decoded from the middle (its
 lookup tables run through the file, docs/design.md §7), so a task decodes from byte 0
-and leaves out what ``a`` covers.
+and leaves out what ``a`` covers, unless the source has a directory of decoder snapshots
+(option ``decoderSnapshots``, :mod:`._resume`): a task then starts from the newest snapshot
+at or before ``a`` and, when ``b`` falls between patches, leaves one there for the next.
 
 The driver checks every known log on each poll, and a task checks its log before reading:
 a log removed, cut below its position or whose first frame changed stops the query with
@@ -26,6 +28,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import suppress
 from typing import Any, cast
 
 import pyarrow as pa
@@ -49,6 +52,7 @@ from patchsync.logs.fingerprint import (
     log_shrank,
 )
 from patchsync.options import Limits
+from patchsync.spark import _resume
 from patchsync.spark._errors import encode_error
 from patchsync.spark._remote_stream import RemoteReader, RemoteStreamReader, address_of
 from patchsync.spark._sources import (
@@ -149,15 +153,19 @@ def advance(logs: Mapping[str, Offset], files: Sequence[str]) -> dict[str, Offse
 
 
 class StreamPartition(InputPartition):
-    """The bytes ``[start, end)`` of one log, with its place in log order and its identity."""
+    """The bytes ``[start, end)`` of one log, with its place in log order and its identity;
+    ``snapshots``: a directory of decoder snapshots to start from and to add to (:mod:`._resume`)."""
 
-    def __init__(self, index: int, path: str, identity: str, start: int, end: int) -> None:
+    def __init__(
+        self, index: int, path: str, identity: str, start: int, end: int, snapshots: str | None = None
+    ) -> None:
         super().__init__(index)
         self.index = index
         self.path = path
         self.identity = identity
         self.start = start
         self.end = end
+        self.snapshots = snapshots
 
 
 def clamp(offset: Offset, limit: Offset) -> Offset:
@@ -169,14 +177,14 @@ def clamp(offset: Offset, limit: Offset) -> Offset:
     return {"logs": capped}
 
 
-def plan(start: Offset, end: Offset) -> list[StreamPartition]:
+def plan(start: Offset, end: Offset, snapshots: str | None = None) -> list[StreamPartition]:
     """One partition per log that has whole frames between the two offsets, in log order."""
     before = start.get("logs", {})
     parts = []
     for i, entry in sorted(end.get("logs", {}).items(), key=lambda item: int(item[0])):
         at = before[i]["at"] if i in before else 0
         if entry["at"] > at:
-            parts.append(StreamPartition(int(i), entry["path"], entry["id"], at, entry["at"]))
+            parts.append(StreamPartition(int(i), entry["path"], entry["id"], at, entry["at"], snapshots))
     return parts
 
 
@@ -184,7 +192,19 @@ def read_range(part: StreamPartition) -> Iterator[pa.RecordBatch]:
     """The change rows of the units the frames of one partition complete (runs in a worker)."""
     try:
         check_log(part.path, part.identity, part.end)
-        yield from decode_change_batches(part.path, part.index, start=part.start, end=part.end)
+        folder = part.snapshots
+        if folder is None:
+            yield from decode_change_batches(part.path, part.index, start=part.start, end=part.end)
+            return
+        resume = _resume.restore(folder, part.path, part.identity, part.start) if part.start else None
+
+        def at_end(decoder: Any, patch: int, row: int) -> None:
+            with suppress(OSError):  # a snapshot only accelerates the next range
+                _resume.keep(folder, part.path, part.identity, decoder, patch, row)
+
+        yield from decode_change_batches(
+            part.path, part.index, start=part.start, end=part.end, resume=resume, at_end=at_end
+        )
     except PatchsyncError as exc:
         raise encode_error(exc) from None
 
@@ -196,6 +216,7 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.paths = option_paths(options)
         self._files()  # a missing path fails when the query starts
         self._limit: Offset | None = None
+        self.snapshots = options.get("decoderSnapshots")
 
     def prepareForTriggerAvailableNow(self) -> None:
         # ``trigger(availableNow=True)``: what is in the logs now, and nothing written later.
@@ -216,7 +237,7 @@ class ChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             raise encode_error(exc) from None
 
     def partitions(self, start: Offset, end: Offset) -> Sequence[InputPartition]:
-        return plan(start, end)
+        return plan(start, end, self.snapshots)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return read_range(cast(StreamPartition, partition))
@@ -239,9 +260,10 @@ class RangeReader(DataSourceReader):
         return read_range(cast(StreamPartition, partition))
 
 
-def ranges_option(start: Offset, end: Offset) -> str:
-    """The ``ranges`` option of ``jelly-patch`` for the rows between two offsets."""
-    return json.dumps([[p.index, p.path, p.identity, p.start, p.end] for p in plan(start, end)])
+def ranges_option(start: Offset, end: Offset, snapshots: str | None = None) -> str:
+    """The ``ranges`` option of ``jelly-patch`` for the rows between two offsets (decoded
+    from and adding to the decoder snapshots in the directory ``snapshots``, if given)."""
+    return json.dumps([[p.index, p.path, p.identity, p.start, p.end, p.snapshots] for p in plan(start, end, snapshots)])
 
 
 class JellyPatchDataSource(DataSource):
