@@ -9,8 +9,14 @@ the state read back decides (:func:`.state.settle`): applied, or sent again (har
 writes are a net change), or another applier moved the log (:class:`~.state.MovedError`).
 
 Presence (``add``/``delete`` answer how many rows changed the store, ``contains`` in bulk) is
-one SELECT per batch, never a round trip per row; a base load into an empty store
-(``defer_indexes``) skips it and goes through the Graph Store Protocol in bulk. Prefix rows are
+one SELECT per batch, never a round trip per row, and only for rows whose presence is not
+known: what this applier's own confirmed requests left is remembered (a bounded memory,
+dropped when another applier is seen). A write is left out only where this group's own
+lookup showed the store already in that state, so a remembered row is written anyway
+(harmless, a net change) and the store's state never rests on the memory. With
+``counts=requested`` the rows a commit group touches once (``add_each``/``delete_each``) are
+not looked up and count as changes. A base load into an empty store (``defer_indexes``) skips
+lookups and goes through the Graph Store Protocol in bulk. Prefix rows are
 accepted and not stored (a SPARQL store keeps no prefixes of its data); header rows live in
 the patch records as ids only. See docs/sparql-stores.md and docs/guarantees.md.
 """
@@ -18,6 +24,7 @@ the patch records as ids only. See docs/sparql-stores.md and docs/guarantees.md.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import urllib.parse
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -28,6 +35,7 @@ from patchsync.apply.target import (
     CAN_CONTAINS,
     CAN_DUMP,
     CAN_LAST_WRITES,
+    CAN_WRITE_EACH,
     Checkpoint,
     PatchRecord,
     Quad,
@@ -45,7 +53,9 @@ from .text import Terms, data_ops, dump_query, presence_query, split_requests, t
 class SparqlTarget:
     """A SPARQL 1.1 store named by a ``sparql+http(s)://`` URL (:mod:`.config`) as an apply target."""
 
-    capabilities: ClassVar[frozenset[str]] = frozenset({CAN_DUMP, CAN_CONTAINS, CAN_LAST_WRITES, CAN_BULK_LOAD})
+    capabilities: ClassVar[frozenset[str]] = frozenset(
+        {CAN_DUMP, CAN_CONTAINS, CAN_LAST_WRITES, CAN_WRITE_EACH, CAN_BULK_LOAD}
+    )
 
     def __init__(self, spec: str) -> None:
         self.config: SparqlConfig = parse_url(spec)
@@ -62,9 +72,12 @@ class SparqlTarget:
         self._head: str | None = None
         self._ids: set[str] = set()
         self._pending: dict[Quad, bool] | None = None
-        self._known: dict[Quad, bool] = {}
+        self._known: dict[Quad, bool] = {}  # this group's lookups
+        self._seen: dict[Quad, bool] = {}  # what this applier's confirmed requests left
+        self._exact = self.config.counts == "exact"
         self._bulk = False
         self.requests = 0  # update requests sent (for the bench and tests)
+        self.lookups = 0  # presence queries sent (for the bench and tests)
         with self._errors("cannot read the store's state"):
             self._load_head(self._read_head())
 
@@ -103,6 +116,7 @@ class SparqlTarget:
         if position is None or len(state.checkpoints) > 1:
             # Two appliers' requests overlapped on a store that let both commit (Oxigraph):
             # resume from the lowest checkpoint, at a new position (0019; replaying is harmless).
+            self._seen = {}
             with self._errors(f"cannot consolidate the checkpoints of {source}"):
                 position = max(state.positions | state.guards) + 1
                 self._send(st.consolidate(self._log(source), state, position))
@@ -113,6 +127,7 @@ class SparqlTarget:
         with self._errors("cannot read the head"):
             head = self._read_head()
             if head != self._head:  # another applier moved the store: its ids too
+                self._seen = {}
                 self._load_head(head)
         return head
 
@@ -156,13 +171,20 @@ class SparqlTarget:
         return True
 
     def contains(self, quads: Sequence[Quad]) -> list[bool]:
+        return self._presence(quads, None)
+
+    def _presence(self, quads: Sequence[Quad], unknown_is: bool | None) -> list[bool]:
+        """Whether the store holds each quad now: the open group's own rows, this group's
+        lookups, then what this applier's requests left; the rest looked up, or taken as
+        ``unknown_is`` (a row that counts as a change, ``counts=requested``)."""
         pending = self._pending
-        assert pending is not None, "contains outside a unit"
-        unknown = [q for q in dict.fromkeys(quads) if q not in pending and q not in self._known]
-        if unknown and not self._bulk:
+        assert pending is not None, "presence outside a unit"
+        known, seen = self._known, self._seen
+        unknown = [q for q in dict.fromkeys(quads) if q not in pending and q not in known and q not in seen]
+        if unknown and not self._bulk and unknown_is is None:
             self._look_up(unknown)
-        known = self._known
-        return [pending[q] if q in pending else known.get(q, False) for q in quads]
+        other = bool(unknown_is)
+        return [pending[q] if q in pending else known[q] if q in known else seen.get(q, other) for q in quads]
 
     def _look_up(self, quads: list[Quad]) -> None:
         known = self._known
@@ -174,27 +196,34 @@ class SparqlTarget:
                     query = presence_query(self.terms, chunk)
                 except EncodeError as exc:
                     raise ApplyError(str(exc)) from None
+                self.lookups += 1
                 present = {int(r["i"]["value"]) for r in self.client.select(query)}
                 for i, quad in enumerate(chunk):
                     known[quad] = i in present
 
-    def _change(self, quads: Sequence[Quad], value: bool) -> int:
-        present = self.contains(quads)
+    def _change(self, quads: Sequence[Quad], value: bool, unknown_is: bool | None = None) -> list[bool]:
+        present = self._presence(quads, unknown_is)
         pending = self._pending
         assert pending is not None
-        changed = 0
+        changed = []
         for quad, was in zip(quads, present, strict=True):
-            now = pending.get(quad, was)
-            if now != value:
-                changed += 1
+            changed.append(pending.get(quad, was) != value)
             pending[quad] = value
         return changed
 
     def add(self, quads: Sequence[Quad]) -> int:
-        return self._change(quads, True)
+        return sum(self._change(quads, True))
 
     def delete(self, quads: Sequence[Quad]) -> int:
-        return self._change(quads, False)
+        return sum(self._change(quads, False))
+
+    def add_each(self, quads: Sequence[Quad]) -> list[bool]:
+        """``add``, telling which quads changed the store (each, under ``counts=requested``)."""
+        return self._change(quads, True, None if self._exact else False)
+
+    def delete_each(self, quads: Sequence[Quad]) -> list[bool]:
+        """``delete``, telling which quads changed the store (each, under ``counts=requested``)."""
+        return self._change(quads, False, None if self._exact else True)
 
     def add_prefix(self, graph: Any, name: str, iri: Any) -> None:
         pass
@@ -205,12 +234,14 @@ class SparqlTarget:
     def rollback(self) -> None:
         self._pending = None
         self._known = {}
+        self._seen = {}  # a failed request may have left anything: look up again
 
     def commit(self, source: str, checkpoint: Checkpoint, records: Sequence[PatchRecord]) -> None:
         pending, self._pending = self._pending or {}, None
         known, self._known = self._known, {}
+        # Left out only where this group's lookup found the store already so (module docstring).
         adds = [q for q, v in pending.items() if v and not known.get(q, False)]
-        deletes = [q for q, v in pending.items() if not v and known.get(q, False)]
+        deletes = [q for q, v in pending.items() if not v and known.get(q, True)]
         with self._errors(f"{source}: writing the unit ending at byte {checkpoint.offset} failed"):
             n = self._positions.get(source)
             if n is None:
@@ -220,10 +251,21 @@ class SparqlTarget:
                 adds = []
             self._write(source, n, checkpoint, records, deletes, adds)
         self._positions[source] = n + 1
+        self._remember(known)
+        self._remember(pending)
         for record in records:
             if record.patch_id is not None:
                 self._ids.add(record.patch_id)
                 self._head = record.patch_id
+
+    def _remember(self, written: dict[Quad, bool]) -> None:
+        """What a confirmed request left, kept up to :data:`SEEN_ROWS` rows (the oldest go first)."""
+        seen = self._seen
+        seen.update(written)
+        excess = len(seen) - SEEN_ROWS
+        if excess > 0:
+            for quad in list(itertools.islice(seen, excess)):
+                del seen[quad]
 
     def _set_up(self, source: str) -> int:
         """A log's first guard and position (0019: a request of its own, before its first unit)."""
@@ -353,6 +395,8 @@ class _TooLarge(Exception):
     """The store refused a request as too large to compile; it applied nothing (0019)."""
 
 
+#: Rows whose presence is remembered from this applier's own requests (about 0.3 KB each).
+SEEN_ROWS = 500_000
 #: Answers to an update that mean it reached no store (wrong URL, credentials refused).
 _NOT_SENT = frozenset({401, 403, 404, 405, 406, 415})
 #: Answers that mean the store refused the request whole (a syntax or size rule, 0019).
