@@ -18,7 +18,7 @@ read the same statements.
 from __future__ import annotations
 
 import re
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from patchsync.errors import DecodeError
 from patchsync.terms import TermAdapter
@@ -51,12 +51,14 @@ def read_statements(
     naming the line of a malformed statement.
     """
     out: list[tuple[T, T, T, T | None]] = []
-    common = _COMMON_LINE.fullmatch if fast and type(adapter) is NTriplesTerms else None
+    # Exactly NTriplesTerms: a subclass may refuse terms (a SPARQL target's blank nodes).
+    kind: type = type(adapter)
+    common = _COMMON_LINE.fullmatch if fast and kind is NTriplesTerms else None
     for number, line in enumerate(text.splitlines(), start=1):
         if common is not None:
             m = common(line)
             if m is not None:
-                out.append(m.groups())  # type: ignore[arg-type]  # str terms: T is str here
+                out.append(cast("tuple[T, T, T, T | None]", m.groups()))  # str terms: T is str
                 continue
         statement = _read_line(line, adapter, source, number)
         if statement is not None:
