@@ -14,8 +14,9 @@ known: what this applier's own confirmed requests left is remembered (a bounded 
 dropped when another applier is seen). A write is left out only where this group's own
 lookup showed the store already in that state, so a remembered row is written anyway
 (harmless, a net change) and the store's state never rests on the memory. With
-``counts=requested`` the rows a commit group touches once (``add_each``/``delete_each``) are
-not looked up and count as changes. A base load into an empty store (``defer_indexes``) skips
+``counts=requested`` nothing is looked up: a row of unknown presence is taken as absent
+before the group (so an add counts as added), and a quad so taken that the group does not
+write (it ends absent) is deleted anyway at commit, so the store ends as the log says. A base load into an empty store (``defer_indexes``) skips
 lookups and goes through the Graph Store Protocol in bulk. Prefix rows are
 accepted and not stored (a SPARQL store keeps no prefixes of its data); header rows live in
 the patch records as ids only. See docs/sparql-stores.md and docs/guarantees.md.
@@ -74,6 +75,7 @@ class SparqlTarget:
         self._pending: dict[Quad, bool] | None = None
         self._known: dict[Quad, bool] = {}  # this group's lookups
         self._seen: dict[Quad, bool] = {}  # what this applier's confirmed requests left
+        self._guessed: set[Quad] = set()  # taken as absent, not looked up (counts=requested)
         self._exact = self.config.counts == "exact"
         self._bulk = False
         self.requests = 0  # update requests sent (for the bench and tests)
@@ -160,6 +162,7 @@ class SparqlTarget:
     def begin(self) -> None:
         self._pending = {}
         self._known = {}
+        self._guessed = set()
         self._bulk = False
 
     def last_writes(self) -> None:
@@ -171,7 +174,11 @@ class SparqlTarget:
         return True
 
     def contains(self, quads: Sequence[Quad]) -> list[bool]:
-        return self._presence(quads, None)
+        if self._exact or self._bulk:
+            return self._presence(quads, None)
+        pending, known, seen = self._pending or {}, self._known, self._seen
+        self._guessed.update(q for q in quads if q not in pending and q not in known and q not in seen)
+        return self._presence(quads, False)
 
     def _presence(self, quads: Sequence[Quad], unknown_is: bool | None) -> list[bool]:
         """Whether the store holds each quad now: the open group's own rows, this group's
@@ -212,17 +219,17 @@ class SparqlTarget:
         return changed
 
     def add(self, quads: Sequence[Quad]) -> int:
-        return sum(self._change(quads, True))
+        return sum(self.add_each(quads))
 
     def delete(self, quads: Sequence[Quad]) -> int:
-        return sum(self._change(quads, False))
+        return sum(self.delete_each(quads))
 
     def add_each(self, quads: Sequence[Quad]) -> list[bool]:
-        """``add``, telling which quads changed the store (each, under ``counts=requested``)."""
+        """``add``, telling which quads changed the store (as requested, under ``counts=requested``)."""
         return self._change(quads, True, None if self._exact else False)
 
     def delete_each(self, quads: Sequence[Quad]) -> list[bool]:
-        """``delete``, telling which quads changed the store (each, under ``counts=requested``)."""
+        """``delete``, telling which quads changed the store (as requested, under ``counts=requested``)."""
         return self._change(quads, False, None if self._exact else True)
 
     def add_prefix(self, graph: Any, name: str, iri: Any) -> None:
@@ -234,6 +241,7 @@ class SparqlTarget:
     def rollback(self) -> None:
         self._pending = None
         self._known = {}
+        self._guessed = set()
         self._seen = {}  # a failed request may have left anything: look up again
 
     def commit(self, source: str, checkpoint: Checkpoint, records: Sequence[PatchRecord]) -> None:
@@ -242,6 +250,9 @@ class SparqlTarget:
         # Left out only where this group's lookup found the store already so (module docstring).
         adds = [q for q, v in pending.items() if v and not known.get(q, False)]
         deletes = [q for q, v in pending.items() if not v and known.get(q, True)]
+        # Taken as absent and left so by the group: absent in the end whatever the store held.
+        guessed, self._guessed = self._guessed, set()
+        deletes += [q for q in guessed if q not in pending]
         with self._errors(f"{source}: writing the unit ending at byte {checkpoint.offset} failed"):
             n = self._positions.get(source)
             if n is None:
@@ -252,6 +263,7 @@ class SparqlTarget:
             self._write(source, n, checkpoint, records, deletes, adds)
         self._positions[source] = n + 1
         self._remember(known)
+        self._remember(dict.fromkeys(guessed, False))
         self._remember(pending)
         for record in records:
             if record.patch_id is not None:
