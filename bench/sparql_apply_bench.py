@@ -147,6 +147,7 @@ def main() -> None:
     parser.add_argument("--base-triples", type=int, default=160_000)
     parser.add_argument("--stores", default="oxigraph,virtuoso")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--parts", default="apply,base", help="apply, base or both (the default)")
     args = parser.parse_args()
     print(f"info load average at the start {load()}")
     stores = []
@@ -158,6 +159,7 @@ def main() -> None:
             print(f"info {store}: not run: {why}")
     events = workload(args.patches)
     rows = sum(1 for e in events if type(e).__name__ in ("Add", "Delete"))
+    parts = args.parts.split(",")
     ratios: dict[tuple[str, str], list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-sparql-apply-") as tmp:
         log = Path(tmp) / "workload.jellyp"
@@ -172,7 +174,7 @@ def main() -> None:
             '| round | store | counts | apply rows/s | rdflib `format="patch"` rows/s (just before) | ratio | load | note |'
         )
         print("|---|---|---|---:|---:|---:|---|---|")
-        for round_ in range(1, args.rounds + 1):
+        for round_ in range(1, args.rounds + 1 if "apply" in parts else 1):
             for store in stores:
                 for mode, options in MODES:
                     baseline = rdflib_rate(text, rows)
@@ -193,7 +195,7 @@ def main() -> None:
     )
     print("|---|---|---:|---:|---:|---:|---:|---|")
     base_ratios: dict[tuple[str, str], list[float]] = {}
-    for round_ in range(1, args.rounds + 1):
+    for round_ in range(1, args.rounds + 1 if "base" in parts else 1):
         for store in stores:
             own = bulk_rate(store, data)
             nq, jelly = base_rate(store, data, "nq"), base_rate(store, data, "jelly")
