@@ -31,6 +31,11 @@ BNODE_POLICIES = ("skolem", "refuse")
 #: How RDF-star quoted triples are written: refused, or as RDF 1.2 triple terms ``<<( s p o )>>``
 #: (objects only), or as RDF-star ``<< s p o >>`` (Jena).
 STAR_POLICIES = ("refuse", "rdf12", "rdfstar")
+#: What the added/deleted/no-op counts of an apply say: what the store held (``exact``: a
+#: presence lookup for every row whose presence is not known from this applier's own writes),
+#: or what was asked of it (``requested``: no lookups for the rows one commit group touches
+#: once; each counts as a change). The store ends in the same state either way.
+COUNT_POLICIES = ("exact", "requested")
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +110,7 @@ _KNOWN = {
     "default-graph",
     "bnodes",
     "star",
+    "counts",
     "genid",
     "max-request",
     "timeout",
@@ -130,6 +136,7 @@ class SparqlConfig:
     default_graph: str | None = None
     bnodes: str = "skolem"
     star: str = "refuse"
+    counts: str = "exact"
     genid: str = DEFAULT_GENID
     max_request: int = 32 << 20
     timeout: float = 300.0
@@ -232,6 +239,9 @@ def parse_url(spec: str) -> SparqlConfig:
     if star in misread:
         kept = " or ".join(f"star={s}" for s in STAR_POLICIES if s not in misread)
         raise UsageError(f"target {spec!r}: star={star} cannot be kept: {misread[star]} (use {kept})")
+    counts = options.get("counts", "exact")
+    if counts not in COUNT_POLICIES:
+        raise UsageError(f"target {spec!r}: counts= is exact or requested, not {counts!r}")
     return SparqlConfig(
         url=shown,
         query=_endpoint(spec, base, layout.query, options.get("query")),
@@ -242,6 +252,7 @@ def parse_url(spec: str) -> SparqlConfig:
         default_graph=options.get("default-graph", layout.default_graph),
         bnodes=bnodes,
         star=star,
+        counts=counts,
         genid=options.get("genid", DEFAULT_GENID),
         max_request=int(_number(spec, options, "max-request", layout.max_request, int)),
         timeout=_number(spec, options, "timeout", 300.0, float),

@@ -9,8 +9,15 @@ the state read back decides (:func:`.state.settle`): applied, or sent again (har
 writes are a net change), or another applier moved the log (:class:`~.state.MovedError`).
 
 Presence (``add``/``delete`` answer how many rows changed the store, ``contains`` in bulk) is
-one SELECT per batch, never a round trip per row; a base load into an empty store
-(``defer_indexes``) skips it and goes through the Graph Store Protocol in bulk. Prefix rows are
+one SELECT per batch, never a round trip per row, and only for rows whose presence is not
+known: what this applier's own confirmed requests left is remembered (a bounded memory,
+dropped when another applier is seen). A write is left out only where this group's own
+lookup showed the store already in that state, so a remembered row is written anyway
+(harmless, a net change) and the store's state never rests on the memory. With
+``counts=requested`` nothing is looked up: a row of unknown presence is taken as absent
+before the group (so an add counts as added), and a quad so taken that the group does not
+write (it ends absent) is deleted anyway at commit, so the store ends as the log says. A base load into an empty store (``defer_indexes``) skips
+lookups and goes through the Graph Store Protocol in bulk. Prefix rows are
 accepted and not stored (a SPARQL store keeps no prefixes of its data); header rows live in
 the patch records as ids only. See docs/sparql-stores.md and docs/guarantees.md.
 """
@@ -18,8 +25,10 @@ the patch records as ids only. See docs/sparql-stores.md and docs/guarantees.md.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import urllib.parse
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any, ClassVar
 
@@ -28,6 +37,7 @@ from patchsync.apply.target import (
     CAN_CONTAINS,
     CAN_DUMP,
     CAN_LAST_WRITES,
+    CAN_WRITE_EACH,
     Checkpoint,
     PatchRecord,
     Quad,
@@ -45,7 +55,9 @@ from .text import Terms, data_ops, dump_query, presence_query, split_requests, t
 class SparqlTarget:
     """A SPARQL 1.1 store named by a ``sparql+http(s)://`` URL (:mod:`.config`) as an apply target."""
 
-    capabilities: ClassVar[frozenset[str]] = frozenset({CAN_DUMP, CAN_CONTAINS, CAN_LAST_WRITES, CAN_BULK_LOAD})
+    capabilities: ClassVar[frozenset[str]] = frozenset(
+        {CAN_DUMP, CAN_CONTAINS, CAN_LAST_WRITES, CAN_WRITE_EACH, CAN_BULK_LOAD}
+    )
 
     def __init__(self, spec: str) -> None:
         self.config: SparqlConfig = parse_url(spec)
@@ -62,9 +74,13 @@ class SparqlTarget:
         self._head: str | None = None
         self._ids: set[str] = set()
         self._pending: dict[Quad, bool] | None = None
-        self._known: dict[Quad, bool] = {}
+        self._known: dict[Quad, bool] = {}  # this group's lookups
+        self._seen: dict[Quad, bool] = {}  # what this applier's confirmed requests left
+        self._guessed: set[Quad] = set()  # taken as absent, not looked up (counts=requested)
+        self._exact = self.config.counts == "exact"
         self._bulk = False
         self.requests = 0  # update requests sent (for the bench and tests)
+        self.lookups = 0  # presence queries sent (for the bench and tests)
         with self._errors("cannot read the store's state"):
             self._load_head(self._read_head())
 
@@ -103,6 +119,7 @@ class SparqlTarget:
         if position is None or len(state.checkpoints) > 1:
             # Two appliers' requests overlapped on a store that let both commit (Oxigraph):
             # resume from the lowest checkpoint, at a new position (0019; replaying is harmless).
+            self._seen = {}
             with self._errors(f"cannot consolidate the checkpoints of {source}"):
                 position = max(state.positions | state.guards) + 1
                 self._send(st.consolidate(self._log(source), state, position))
@@ -113,6 +130,7 @@ class SparqlTarget:
         with self._errors("cannot read the head"):
             head = self._read_head()
             if head != self._head:  # another applier moved the store: its ids too
+                self._seen = {}
                 self._load_head(head)
         return head
 
@@ -145,6 +163,7 @@ class SparqlTarget:
     def begin(self) -> None:
         self._pending = {}
         self._known = {}
+        self._guessed = set()
         self._bulk = False
 
     def last_writes(self) -> None:
@@ -156,13 +175,24 @@ class SparqlTarget:
         return True
 
     def contains(self, quads: Sequence[Quad]) -> list[bool]:
+        if self._exact or self._bulk:
+            return self._presence(quads, None)
+        pending, known, seen = self._pending or {}, self._known, self._seen
+        self._guessed.update(q for q in quads if q not in pending and q not in known and q not in seen)
+        return self._presence(quads, False)
+
+    def _presence(self, quads: Sequence[Quad], unknown_is: bool | None) -> list[bool]:
+        """Whether the store holds each quad now: the open group's own rows, this group's
+        lookups, then what this applier's requests left; the rest looked up, or taken as
+        ``unknown_is`` (a row that counts as a change, ``counts=requested``)."""
         pending = self._pending
-        assert pending is not None, "contains outside a unit"
-        unknown = [q for q in dict.fromkeys(quads) if q not in pending and q not in self._known]
-        if unknown and not self._bulk:
+        assert pending is not None, "presence outside a unit"
+        known, seen = self._known, self._seen
+        unknown = [q for q in dict.fromkeys(quads) if q not in pending and q not in known and q not in seen]
+        if unknown and not self._bulk and unknown_is is None:
             self._look_up(unknown)
-        known = self._known
-        return [pending[q] if q in pending else known.get(q, False) for q in quads]
+        other = bool(unknown_is)
+        return [pending[q] if q in pending else known[q] if q in known else seen.get(q, other) for q in quads]
 
     def _look_up(self, quads: list[Quad]) -> None:
         known = self._known
@@ -174,27 +204,34 @@ class SparqlTarget:
                     query = presence_query(self.terms, chunk)
                 except EncodeError as exc:
                     raise ApplyError(str(exc)) from None
+                self.lookups += 1
                 present = {int(r["i"]["value"]) for r in self.client.select(query)}
                 for i, quad in enumerate(chunk):
                     known[quad] = i in present
 
-    def _change(self, quads: Sequence[Quad], value: bool) -> int:
-        present = self.contains(quads)
+    def _change(self, quads: Sequence[Quad], value: bool, unknown_is: bool | None = None) -> list[bool]:
+        present = self._presence(quads, unknown_is)
         pending = self._pending
         assert pending is not None
-        changed = 0
+        changed = []
         for quad, was in zip(quads, present, strict=True):
-            now = pending.get(quad, was)
-            if now != value:
-                changed += 1
+            changed.append(pending.get(quad, was) != value)
             pending[quad] = value
         return changed
 
     def add(self, quads: Sequence[Quad]) -> int:
-        return self._change(quads, True)
+        return sum(self.add_each(quads))
 
     def delete(self, quads: Sequence[Quad]) -> int:
-        return self._change(quads, False)
+        return sum(self.delete_each(quads))
+
+    def add_each(self, quads: Sequence[Quad]) -> list[bool]:
+        """``add``, telling which quads changed the store (as requested, under ``counts=requested``)."""
+        return self._change(quads, True, None if self._exact else False)
+
+    def delete_each(self, quads: Sequence[Quad]) -> list[bool]:
+        """``delete``, telling which quads changed the store (as requested, under ``counts=requested``)."""
+        return self._change(quads, False, None if self._exact else True)
 
     def add_prefix(self, graph: Any, name: str, iri: Any) -> None:
         pass
@@ -205,12 +242,18 @@ class SparqlTarget:
     def rollback(self) -> None:
         self._pending = None
         self._known = {}
+        self._guessed = set()
+        self._seen = {}  # a failed request may have left anything: look up again
 
     def commit(self, source: str, checkpoint: Checkpoint, records: Sequence[PatchRecord]) -> None:
         pending, self._pending = self._pending or {}, None
         known, self._known = self._known, {}
+        # Left out only where this group's lookup found the store already so (module docstring).
         adds = [q for q, v in pending.items() if v and not known.get(q, False)]
-        deletes = [q for q, v in pending.items() if not v and known.get(q, False)]
+        deletes = [q for q, v in pending.items() if not v and known.get(q, True)]
+        # Taken as absent and left so by the group: absent in the end whatever the store held.
+        guessed, self._guessed = self._guessed, set()
+        deletes += [q for q in guessed if q not in pending]
         with self._errors(f"{source}: writing the unit ending at byte {checkpoint.offset} failed"):
             n = self._positions.get(source)
             if n is None:
@@ -220,10 +263,22 @@ class SparqlTarget:
                 adds = []
             self._write(source, n, checkpoint, records, deletes, adds)
         self._positions[source] = n + 1
+        self._remember(known)
+        self._remember(dict.fromkeys(guessed, False))
+        self._remember(pending)
         for record in records:
             if record.patch_id is not None:
                 self._ids.add(record.patch_id)
                 self._head = record.patch_id
+
+    def _remember(self, written: dict[Quad, bool]) -> None:
+        """What a confirmed request left, kept up to :data:`SEEN_ROWS` rows (the oldest go first)."""
+        seen = self._seen
+        seen.update(written)
+        excess = len(seen) - SEEN_ROWS
+        if excess > 0:
+            for quad in list(itertools.islice(seen, excess)):
+                del seen[quad]
 
     def _set_up(self, source: str) -> int:
         """A log's first guard and position (0019: a request of its own, before its first unit)."""
@@ -334,13 +389,22 @@ class SparqlTarget:
                 lines.append(f"{terms.term(s, position='s')} {terms.term(p, position='p')} {terms.term(o)}{tail}")
             self.client.post_graph(layout.bulk_query, "\n".join(lines).encode("utf-8"), "application/n-quads")
             return
-        by_graph: dict[str | None, list[str]] = {}
+        by_graph: dict[Any, list[Quad]] = {}
         for quad in adds:
-            g, text = terms.triple_text(quad)
-            by_graph.setdefault(g, []).append(text)
-        for g, lines in by_graph.items():
-            query = "default" if g is None else "graph=" + _quote(g[1:-1])
-            self.client.post_graph(query, "\n".join(lines).encode("utf-8"), "application/n-triples")
+            by_graph.setdefault(quad[3], []).append(quad)
+        # A graph's text is made while the store reads the one before: one POST at a time, on
+        # one thread, so the connection is never shared; the client's CPU and the store's overlap.
+        with ThreadPoolExecutor(max_workers=1) as sender:
+            sent: Future[None] | None = None
+            for quads in by_graph.values():
+                g = terms.graph(quads[0][3])
+                body = "\n".join([terms.triple_text(q)[1] for q in quads]).encode("utf-8")
+                query = "default" if g is None else "graph=" + _quote(g[1:-1])
+                if sent is not None:
+                    sent.result()
+                sent = sender.submit(self.client.post_graph, query, body, "application/n-triples")
+            if sent is not None:
+                sent.result()
 
     def flush(self) -> None:
         pass  # every commit is a request the store answered after committing
@@ -353,6 +417,8 @@ class _TooLarge(Exception):
     """The store refused a request as too large to compile; it applied nothing (0019)."""
 
 
+#: Rows whose presence is remembered from this applier's own requests (about 0.3 KB each).
+SEEN_ROWS = 500_000
 #: Answers to an update that mean it reached no store (wrong URL, credentials refused).
 _NOT_SENT = frozenset({401, 403, 404, 405, 406, 415})
 #: Answers that mean the store refused the request whole (a syntax or size rule, 0019).
