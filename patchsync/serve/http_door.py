@@ -261,6 +261,16 @@ class HttpDoor:
         except TimeoutError:
             raise TooSlow(f"GET {dp.shorten(request.path)}: the reader took nothing for {timeout:g} s") from None
 
+    async def _send_all(self, request: web.Request, response: web.StreamResponse, parts: list[bytes]) -> int:
+        """Write ``parts`` (emptied as they go out); the bytes sent."""
+        sent = 0
+        parts.reverse()
+        while parts:
+            part = parts.pop()
+            sent += len(part)
+            await self._send(request, response, part)
+        return sent
+
     async def _stream(self, request: web.Request, headers: dict[str, str]) -> web.StreamResponse:
         """A streamed answer with ``headers``, its headers sent."""
         response = web.StreamResponse(headers=headers)
@@ -271,27 +281,6 @@ class HttpDoor:
     def _answer(self, answer: Answer) -> web.Response:
         """A whole answer of the pure core as aiohttp's response."""
         return web.Response(status=answer.status, body=answer.body, headers=answer.headers)
-
-    async def _write(
-        self, request: web.Request, answer: Answer, *, in_thread: bool = False
-    ) -> tuple[web.StreamResponse, int]:
-        """Write a streamed answer of the pure core, its chunks as they come (made in a
-        reader thread when ``in_thread``: blocking work); returns it and the bytes sent."""
-        assert answer.chunks is not None
-        chunks = answer.chunks
-        response = await self._stream(request, dict(answer.headers))
-        sent = 0
-        if in_thread:
-            async with contextlib.aclosing(flatten(thread_batches(lambda: iter(chunks), batch=16))) as parts:
-                async for chunk in parts:
-                    sent += len(chunk)
-                    await self._send(request, response, chunk)
-        else:
-            for chunk in chunks:
-                sent += len(chunk)
-                await self._send(request, response, chunk)
-        await response.write_eof()
-        return response, sent
 
     # -- RPC ---------------------------------------------------------------------------
 
@@ -391,15 +380,28 @@ class HttpDoor:
                     f"GET {request.path}: after={query.after} is beyond the head (version {topic.version})"
                 )
             await self._wait_for_news(topic, query)
-            entries = await self._batch(topic, query)
-            if feed.FEED_BINARY in (request.headers.get("Accept") or ""):
-                response, sent = await self._write(request, feed.binary_answer(entries, query.after, topic.version))
-            else:
-                info = topic.describe()
-                chunks = feed.json_chunks(entries, query.after, (info.version, info.head))
-                del entries  # the chunks hold them: each patch's text is made as it is written
-                answer = Answer(200, {"Content-Type": dp.JSON}, chunks=chunks)
-                response, sent = await self._write(request, answer, in_thread=True)
+            binary = feed.FEED_BINARY in (request.headers.get("Accept") or "")
+            info = topic.describe()
+            answer = feed.FeedAnswer(query.after, query.limit, binary=binary)
+            headers = feed.binary_headers(query.after, info.version) if binary else {"Content-Type": dp.JSON}
+            response = await self._stream(request, headers)
+            sent = 0
+            # Written as read: the first patch goes out once it is read, not once the batch is
+            # (a failure after it ends the connection, the middleware's rule, docs/serving.md).
+            batches = topic.read_batches(
+                Start.after_version(query.after), follow=False, limit=feed.STEP, until=query.after + query.limit
+            )
+            parts = [answer.start()]
+            async with contextlib.aclosing(batches):
+                async for batch in batches:
+                    parts += answer.take(batch) if binary else await in_reader(answer.take, batch)
+                    del batch  # while the write waits, the parts alone hold the patches
+                    sent += await self._send_all(request, response, parts)
+                    if answer.done:
+                        break
+            parts.append(answer.end((info.version, info.head)))
+            sent += await self._send_all(request, response, parts)
+            await response.write_eof()
             self.metrics.bytes.labels(name, "out").inc(sent)
             return response
 
@@ -414,16 +416,6 @@ class HttpDoor:
             return
         finally:
             await follower.aclose()
-
-    async def _batch(self, topic: LogTopic, query: dp.FeedQuery) -> list[Entry]:
-        """The first batch after ``after``: at most ``limit`` entries and the feed's bytes."""
-        batches = topic.read_batches(
-            Start.after_version(query.after), follow=False, limit=query.limit, max_bytes=feed.FEED_BYTES
-        )
-        try:
-            return await anext(batches, [])
-        finally:
-            await batches.aclose()
 
     async def _init(self, request: web.Request, route: routes.Route) -> web.StreamResponse:
         name = route.topic

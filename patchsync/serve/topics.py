@@ -80,29 +80,35 @@ class Batch:
     an entry may join (flush first when it may not), :meth:`add` whether the batch is full.
     """
 
-    __slots__ = ("cost", "entries", "limit", "max_bytes", "size")
+    __slots__ = ("cost", "entries", "limit", "max_bytes", "sent", "size")
 
     def __init__(self, limit: int, max_bytes: int, cost: Callable[[Entry], int] = entry_cost) -> None:
         self.limit, self.max_bytes, self.cost = limit, max_bytes, cost
         self.entries: list[Entry] = []
-        self.size = 0
+        self.size = self.sent = 0
 
     def __bool__(self) -> bool:
         return bool(self.entries)
 
     def fits(self, entry: Entry) -> bool:
         """Whether ``entry`` may join the batch (always, when the batch is empty)."""
-        return not self.entries or self.size + self.cost(entry) <= self.max_bytes
+        return not self.sent or self.size + self.cost(entry) <= self.max_bytes
 
     def add(self, entry: Entry) -> bool:
         """Add ``entry`` (which :meth:`fits`); whether the batch is now full."""
         self.entries.append(entry)
+        return self.count(entry)
+
+    def count(self, entry: Entry) -> bool:
+        """Count ``entry`` (which :meth:`fits`) as sent without keeping it (an answer that
+        streams its entries holds none); whether the batch is now full."""
+        self.sent += 1
         self.size += self.cost(entry)
-        return len(self.entries) >= self.limit or self.size >= self.max_bytes
+        return self.sent >= self.limit or self.size >= self.max_bytes
 
     def flush(self) -> list[Entry]:
         """The entries gathered; the batch starts empty again."""
-        entries, self.entries, self.size = self.entries, [], 0
+        entries, self.entries, self.size, self.sent = self.entries, [], 0, 0
         return entries
 
 
@@ -368,14 +374,14 @@ class LogTopic(Topic):
             raise UsageError(f"topic {self.name}: no patch {start.patch_id} in the log")
         return version
 
-    async def read(self, start: Start, *, follow: bool = True) -> AsyncGenerator[Entry, None]:
+    async def read(self, start: Start, *, follow: bool = True, until: int | None = None) -> AsyncGenerator[Entry, None]:
         """The entries after ``start``: what the log holds, then (``follow``) live appends.
 
-        Ends when the topic closes (server stopping) or, without ``follow``, at the head
-        as it was when the catch-up reached it.
+        Ends when the topic closes (server stopping), after version ``until`` if given, or,
+        without ``follow``, at the head as it was when the catch-up reached it.
         """
         # Closed here, so a reader that stops leaves the hub at once.
-        async with contextlib.aclosing(self.read_batches(start, follow=follow, limit=1)) as batches:
+        async with contextlib.aclosing(self.read_batches(start, follow=follow, limit=1, until=until)) as batches:
             async for batch in batches:
                 for entry in batch:
                     yield entry
@@ -388,22 +394,26 @@ class LogTopic(Topic):
         limit: int = 256,
         max_bytes: int = BATCH_BYTES,
         cost: Callable[[Entry], int] = entry_cost,
+        until: int | None = None,
     ) -> AsyncGenerator[list[Entry], None]:
         """:meth:`read`, a list of entries at a time: what is ready, at least one entry, at
         most ``limit`` entries and at most ``max_bytes`` by ``cost`` (an entry larger than
-        that alone goes alone, never with another)."""
+        that alone goes alone, never with another). The first list goes as soon as the
+        log's first read step is done (one entry, :func:`stored_entries`), not once full:
+        a reader's first patch never waits for the patches after it."""
         sub = self.hub.add(self.subscriber_buffer, self.subscriber_bytes)
         batch = Batch(limit, max_bytes, cost)
+        first = True
         try:
             last = self._start_version(start)
-            while True:
+            while until is None or last < until:
                 # What is queued now is read from the log below; from here on the queue
                 # holds what comes after, unless it overflows again.
                 while not sub.queue.empty():
                     if sub.take_nowait() is None:
                         return
                 sub.overflowed = False
-                head = self.version
+                head = self.version if until is None else min(self.version, until)
                 if last < head:
                     async for stored in self._stored(last + 1, head, max_bytes):
                         # Taken off the list as they go, and no name kept on one across a
@@ -423,6 +433,10 @@ class LogTopic(Topic):
                             del entry
                             if full:
                                 yield batch.flush()
+                        if first:
+                            first = False
+                            if batch:
+                                yield batch.flush()
                     if batch:
                         yield batch.flush()
                     continue  # the head may have moved while the catch-up ran
@@ -435,7 +449,7 @@ class LogTopic(Topic):
                         if queued.version > last + 1:
                             gap = True  # read it from the log
                             break
-                        if queued.version == last + 1:
+                        if queued.version == last + 1 and (until is None or queued.version <= until):
                             if not batch.fits(queued):
                                 yield batch.flush()
                             last = queued.version
@@ -446,7 +460,7 @@ class LogTopic(Topic):
                         queued = sub.take_nowait()
                     if batch:
                         yield batch.flush()
-                    if queued is None:
+                    if queued is None or (until is not None and last >= until):
                         return
                     if gap:
                         break
