@@ -13,8 +13,11 @@ step with the log and answers from it:
 - **reading** a patch starts at the last checkpoint at or before it: a patch that is a
   stream of its own (what ``serve`` appends) is its bytes as they are; a patch inside a
   stream of many (another writer's, a recorder's segment) is decoded from the checkpoint,
-  at most :data:`EVERY` patches before it. A few decoders stopped after the patch they
-  read are kept (:data:`CURSORS`), so reading patches one by one decodes each once.
+  at most :data:`EVERY` patches before it. Decoders stopped after the patch they read are
+  kept in a least-recently-used table keyed by the segment and the version they read next
+  (at most :data:`CURSORS` of them and :data:`CURSOR_BYTES` of their lookup tables), so
+  reading patches one by one (``GET /t/v``, then ``GET /t/v+1``) decodes each once and
+  restores no checkpoint.
 
 Patch ends are the unit reader's (:class:`~patchsync.units.UnitReader`), never decided
 here; frames are split by their length prefix only so that a decoder stands between
@@ -62,8 +65,16 @@ EVERY = 128
 FLUSH_EVERY = 8192
 #: Bytes read at a time when decoding from a checkpoint.
 READ_CHUNK = 64 << 10
-#: Decoders kept after a read, ready for the patch after the one they read.
-CURSORS = 8
+#: Most decoders kept after a read, ready for the patch after the one they read.
+CURSORS = 64
+#: Most bytes of decoder state kept that way (by :attr:`_Cursor.cost`, the least recently
+#: used decoder goes first): a few megabytes, whatever the log's lookup tables.
+CURSOR_BYTES = 32 << 20
+#: Rows of the index read at once when a read starts, then :data:`WINDOW` (a fetch of one
+#: version reads a few rows, not a window's worth).
+FIRST_WINDOW = 16
+#: Rows of the index read at once as a read goes on.
+WINDOW = 1024
 _TERMS = NTriplesTerms()
 
 
@@ -115,6 +126,9 @@ class _Cursor:
 
     def __init__(self, path: Path, cp: Checkpoint, end: int, limits: Limits | None) -> None:
         self.decoder = _restored(cp, path, limits)
+        #: What keeping it costs, roughly: its lookup tables grow with the checkpoint's
+        #: state (a few times its compressed size), plus a read's worth of bytes.
+        self.cost = READ_CHUNK + 8 * len(cp.state or b"")
         self.options = self.decoder.options
         self.fd = os.open(path, os.O_RDONLY)
         self.pos, self.end, self.version, self.seq = cp.offset, end, cp.version, cp.seq
@@ -172,7 +186,10 @@ class IndexedLog:
         self.options: PatchOptions | None = None
         self.index = self._new_index()
         self._records: list[SegmentRecord] = []
+        #: Decoders ready for the next patch, by (segment, version they read next), least
+        #: recently used first; :attr:`_kept` is the sum of their costs.
         self._cursors: OrderedDict[tuple[int, int], _Cursor] = OrderedDict()
+        self._kept = 0
         self._lock = threading.Lock()
 
     def _new_index(self) -> VersionIndex:
@@ -394,7 +411,7 @@ class IndexedLog:
             while at <= last:
                 # One row past the window: it is only read to tell where the window's last
                 # patch ends, and is read again as the first of the next window.
-                window = min(last, at + 1023)
+                window = min(last, at + (FIRST_WINDOW if at == first else WINDOW) - 1)
                 rows = self.index.rows(at, window + 1)
                 if not rows or rows[0].version != at:
                     return
@@ -431,6 +448,8 @@ class IndexedLog:
     def _cursor_at(self, row: PatchRow) -> _Cursor:
         with self._lock:
             cursor = self._cursors.pop((row.seq, row.version), None)
+            if cursor is not None:
+                self._kept -= cursor.cost
         if cursor is not None:
             return cursor
         cp = self.index.checkpoint_at(row.version)
@@ -456,18 +475,25 @@ class IndexedLog:
             raise IndexCorrupt(f"{self.where}: the checkpoint at version {cp.version} does not decode: {exc}") from None
 
     def _keep(self, cursor: _Cursor) -> None:
+        closing: list[_Cursor] = []
         with self._lock:
             old = self._cursors.pop((cursor.seq, cursor.version), None)
+            if old is not None:
+                self._kept -= old.cost
+                closing.append(old)
             self._cursors[(cursor.seq, cursor.version)] = cursor
-            while len(self._cursors) > CURSORS:
-                self._cursors.popitem(last=False)[1].close()
-        if old is not None:
-            old.close()
+            self._kept += cursor.cost
+            while len(self._cursors) > CURSORS or (self._kept > CURSOR_BYTES and len(self._cursors) > 1):
+                evicted = self._cursors.popitem(last=False)[1]
+                self._kept -= evicted.cost
+                closing.append(evicted)
+        for each in closing:
+            each.close()
 
     def close_cursors(self) -> None:
         """Close the decoders kept for the next read."""
         with self._lock:
-            cursors, self._cursors = list(self._cursors.values()), OrderedDict()
+            cursors, self._cursors, self._kept = list(self._cursors.values()), OrderedDict(), 0
         for cursor in cursors:
             cursor.close()
 
@@ -493,4 +519,15 @@ def _matches(record: SegmentRecord, path: Path, fp: str, size: int, fd: int) -> 
     )
 
 
-__all__ = ["CURSORS", "EVERY", "FLUSH_EVERY", "READ_CHUNK", "IndexedLog", "StoredPatch", "starts_stream"]
+__all__ = [
+    "CURSORS",
+    "CURSOR_BYTES",
+    "EVERY",
+    "FIRST_WINDOW",
+    "WINDOW",
+    "FLUSH_EVERY",
+    "READ_CHUNK",
+    "IndexedLog",
+    "StoredPatch",
+    "starts_stream",
+]
