@@ -71,7 +71,7 @@ from patchsync.serve.feed import patch_text
 from patchsync.serve.http_listener import LINGER, Listener, http_log
 from patchsync.serve.settings import Address
 from patchsync.serve.target_topic import read_frames
-from patchsync.serve.topics import Entry, LogTopic, Start, flatten, in_reader, thread_batches
+from patchsync.serve.topics import LogTopic, Start, flatten, in_reader, thread_batches
 
 #: The binary change feed's media type (records of one-patch Jelly-Patch streams).
 FEED_BINARY = feed.FEED_BINARY
@@ -339,15 +339,6 @@ class HttpDoor:
 
     # -- reading -----------------------------------------------------------------------
 
-    async def _entry(self, topic: LogTopic, version: int) -> Entry | None:
-        if not 1 <= version <= topic.version:
-            return None
-        reader = topic.read(Start.after_version(version - 1), follow=False)
-        try:
-            return await anext(reader, None)
-        finally:
-            await reader.aclose()
-
     async def _fetch(self, request: web.Request, route: routes.Route) -> web.StreamResponse:
         name, ref = route.topic, route.ref
         assert ref is not None  # a fetch route names what it fetches
@@ -360,7 +351,7 @@ class HttpDoor:
                 candidates = (topic.version_of(c) for c in dp.patch_id_candidates(ref.patch_id))
                 version = next((v for v in candidates if v is not None), None)
                 missing = f"id={dp.shorten(ref.patch_id)}"
-            entry = await self._entry(topic, version) if version is not None else None
+            entry = await topic.fetch(version) if version is not None else None
             if entry is None:
                 raise NotFound(
                     f"GET {dp.shorten(request.path)}: Patch not found: {missing} (the head is version {topic.version})"

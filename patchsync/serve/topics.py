@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import os
 import re
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -34,6 +33,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 from patchsync.errors import UsageError
 from patchsync.events import Event
 from patchsync.logs.payloads import encode_patch, text_options
+from patchsync.serve.reader_threads import READER_THREADS, flatten, in_reader, thread_batches
 
 if TYPE_CHECKING:
     from patchsync.apply.snapshot_file import Position
@@ -352,6 +352,14 @@ class LogTopic(Topic):
         time (about ``max_bytes`` of them: what a reader holds ahead of what it sends)."""
         raise NotImplementedError
 
+    async def fetch(self, version: int) -> Entry | None:
+        """The entry of ``version``, or ``None`` when the log has no such version."""
+        if not 1 <= version <= self.version:
+            return None
+        reader = self.read(Start.after_version(version - 1), follow=False, until=version)
+        async with contextlib.aclosing(reader):
+            return await anext(reader, None)
+
     def _appended(self, entry: Entry) -> None:
         self.hub.publish(entry)
         if self.on_append is not None:
@@ -493,82 +501,11 @@ class TargetTopic(Topic):
         raise NotImplementedError
 
 
-#: Worker threads for what readers make the server do (reading logs, converting patches):
-#: few, so that many readers share them instead of crowding out the event loop and the
-#: topics' writer threads, and so that their memory is a few steps' worth, not one a reader.
-READER_THREADS = max(2, min(4, os.cpu_count() or 2))
-_readers: ThreadPoolExecutor | None = None
-
-
-async def in_reader(fn: Callable[..., T], *args: Any) -> T:
-    """``fn(*args)`` on one of the :data:`READER_THREADS` threads readers share."""
-    global _readers
-    if _readers is None:
-        _readers = ThreadPoolExecutor(READER_THREADS, thread_name_prefix="patchsync-read")
-    return await asyncio.get_running_loop().run_in_executor(_readers, functools.partial(fn, *args))
-
-
-async def thread_batches(
-    source: Callable[[], Iterator[T]],
-    batch: int = 256,
-    *,
-    max_bytes: int | None = None,
-    size: Callable[[T], int] = len,  # type: ignore[assignment]
-    first: int | None = None,
-) -> AsyncIterator[list[T]]:
-    """Run the blocking iterator ``source()`` in a worker thread, ``batch`` items at a time
-    (and, with ``max_bytes``, no more than that by ``size`` unless one item is larger).
-
-    With ``first``, the first step takes that many items and each next one 16 times more, up
-    to ``batch``: a reader that wants one item (a fetch by version) makes the source produce
-    one, not a batch, and a long read still goes ``batch`` at a time."""
-    iterator = await asyncio.to_thread(source)
-    ended = False
-    step_size = batch if first is None else max(1, min(first, batch))
-
-    def take() -> list[T]:
-        nonlocal ended, step_size
-        items: list[T] = []
-        total = 0
-        wanted, step_size = step_size, min(batch, step_size * 16)
-        for item in iterator:
-            items.append(item)
-            if max_bytes is not None:
-                total += size(item)
-            if len(items) >= wanted or (max_bytes is not None and total >= max_bytes):
-                return items
-        ended = True
-        return items
-
-    step: asyncio.Future[list[T]] | None = None
-    try:
-        while not ended:
-            # Shielded: a reader cancelled meanwhile leaves the step running in its thread,
-            # and the iterator is closed only once the step is done with it.
-            step = asyncio.ensure_future(in_reader(take))
-            items = await asyncio.shield(step)
-            if items:
-                yield items
-    finally:
-        if step is not None and not step.done():
-            await asyncio.wait([step])
-        close = getattr(iterator, "close", None)
-        if close is not None:
-            await asyncio.to_thread(close)
-
-
 def stored_entries(source: Callable[[], Iterator[Entry]], max_bytes: int = BATCH_BYTES) -> AsyncIterator[list[Entry]]:
     """The entries of a log read in a worker thread, about ``max_bytes`` at a time: a
     reader of large patches holds a few megabytes of them, not hundreds of patches. The
     first step reads one entry (then 16, then 256): a fetch of one version decodes one."""
     return thread_batches(source, max_bytes=max_bytes, size=entry_cost, first=1)
-
-
-async def flatten(batches: AsyncIterator[list[T]]) -> AsyncGenerator[T, None]:
-    """The items of ``batches``, one at a time."""
-    async for batch in batches:
-        for item in batch:
-            yield item
 
 
 def check_name(name: str) -> str:
