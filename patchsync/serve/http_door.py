@@ -47,7 +47,6 @@ from patchsync.codec.framing import encode_varint
 from patchsync.codec.rdfp import read_rdfp
 from patchsync.errors import ChainError, PatchsyncError, UsageError
 from patchsync.logs.payloads import NT_TERMS, encode_patch, text_options
-from patchsync.remote.http_client import parse_http_url
 from patchsync.serve import datasource_files as df
 from patchsync.serve import delta_protocol as dp
 from patchsync.serve import feed, rpc
@@ -472,6 +471,10 @@ class HttpDoor:
     def _address_of(self, request: web.Request, name: str) -> str:
         """This log's address as the client reached it (its ``Host``), for the snapshot's
         position; a ``Host`` that is not ``HOST[:PORT]`` is the client's fault (400)."""
+        # Imported here: the HTTP client (and the gRPC one behind it) is no part of
+        # answering the first request, and costs start-up (decision 0024).
+        from patchsync.remote.http_client import parse_http_url
+
         scheme = "https" if self.ctx.tls is not None else "http"
         try:
             return str(parse_http_url(f"{scheme}://{request.host}/{name}"))
