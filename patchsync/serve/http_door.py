@@ -75,8 +75,9 @@ from patchsync.serve.topics import LogTopic, Start, flatten, in_reader, thread_b
 #: The binary change feed's media type (records of one-patch Jelly-Patch streams).
 FEED_BINARY = feed.FEED_BINARY
 
-#: Text bodies up to this size are parsed on the event loop: for a small patch that costs
-#: less than handing it to a worker thread and waiting for the interpreter lock back.
+#: Text bodies up to this size are parsed on the event loop, and fetched patches up to this
+#: size written as text there: for a small patch that costs less than handing it to a
+#: worker thread and waiting for the interpreter lock back.
 INLINE_BYTES = 16 << 10
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -356,7 +357,12 @@ class HttpDoor:
                     f"GET {dp.shorten(request.path)}: Patch not found: {missing} (the head is version {topic.version})"
                 )
             jelly = dp.accepts_jelly(request.headers.get("Accept"))
-            body = entry.payload if jelly else (await in_reader(patch_text, entry.payload)).encode()
+            if jelly:
+                body = entry.payload
+            elif len(entry.payload) <= INLINE_BYTES:  # as a small body is parsed: on the loop
+                body = patch_text(entry.payload).encode()
+            else:
+                body = (await in_reader(patch_text, entry.payload)).encode()
             self.metrics.bytes.labels(name, "out").inc(len(body))
             return self._answer(patch_answer(entry.version, body, jelly=jelly))
 
