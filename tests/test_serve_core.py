@@ -265,6 +265,14 @@ def test_the_binary_feed_reads_back_with_the_clients_reader() -> None:
     assert split_records(data) == [e.payload for e in entries] and not answer.done
 
 
+def test_small_parts_of_an_answer_are_joined_and_large_ones_stay_whole() -> None:
+    parts = [b"a" * 3, b"b" * 4, b"c" * 20, b"d", b"e" * 2]
+    joined = feed.coalesce(parts, size=8)
+    assert joined == [b"aaabbbb", b"c" * 20, b"dee"]
+    assert b"".join(joined) == b"".join(parts) and feed.coalesce([]) == []
+    assert joined[1] is parts[2]  # a large part is not copied
+
+
 @pytest.mark.parametrize("binary", [True, False])
 def test_a_streamed_feed_answer_keeps_the_batch_bounds(binary: bool) -> None:
     entries = [Entry(n, f"<urn:x:{n}>", _payload(n)) for n in range(1, 9)]

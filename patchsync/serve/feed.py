@@ -44,6 +44,9 @@ FEED_BINARY = "application/x-patchsync-changes"
 FEED_BYTES = BATCH_BYTES
 #: Characters of patch text escaped in one step of a JSON answer.
 JSON_PIECE = 64 << 10
+#: Small parts of an answer are joined up to this size before they are written: a chunk of
+#: the chunked body each, not one a record (a client reads each chunk with a few calls).
+WRITE_BYTES = 64 << 10
 #: Patches read (and, for JSON, made into text) in one step of an answer: the first patch
 #: goes alone (:meth:`~patchsync.serve.topics.LogTopic.read_batches`), then this many.
 STEP = 16
@@ -177,6 +180,26 @@ class FeedAnswer:
         return b"" if self.json is None else self.json.end(head)
 
 
+def coalesce(parts: list[bytes], size: int = WRITE_BYTES) -> list[bytes]:
+    """``parts`` with neighbours joined while the joined part stays within ``size`` bytes
+    (a larger part stays alone, uncopied)."""
+    out: list[bytes] = []
+    pending: list[bytes] = []
+    held = 0
+    for part in parts:
+        if held + len(part) > size and pending:
+            out.append(b"".join(pending))
+            pending, held = [], 0
+        if len(part) > size:
+            out.append(part)
+            continue
+        pending.append(part)
+        held += len(part)
+    if pending:
+        out.append(b"".join(pending))
+    return out
+
+
 def json_chunks(
     entries: Iterable[Entry],
     after: int,
@@ -200,9 +223,11 @@ __all__ = [
     "FEED_BYTES",
     "JSON_PIECE",
     "STEP",
+    "WRITE_BYTES",
     "FeedAnswer",
     "JsonFeed",
     "binary_headers",
+    "coalesce",
     "fits",
     "json_change",
     "json_change_pieces",

@@ -390,12 +390,13 @@ class HttpDoor:
             parts = [answer.start()]
             async with contextlib.aclosing(batches):
                 async for batch in batches:
-                    parts += answer.take(batch) if binary else await in_reader(answer.take, batch)
-                    del batch  # while the write waits, the parts alone hold the patches
+                    taken = answer.take(batch) if binary else await in_reader(answer.take, batch)
+                    parts = feed.coalesce(parts + taken)
+                    del batch, taken  # while the write waits, the parts alone hold the patches
                     sent += await self._send_all(request, response, parts)
                     if answer.done:
                         break
-            parts.append(answer.end((info.version, info.head)))
+            parts = feed.coalesce([*parts, answer.end((info.version, info.head))])
             sent += await self._send_all(request, response, parts)
             await response.write_eof()
             self.metrics.bytes.labels(name, "out").inc(sent)
