@@ -115,7 +115,9 @@ def test_fetches_in_any_order_equal_a_sequential_read_and_one_by_one_restores_no
         assert len(restores) == (2 if kept != "over-bytes" else 120)
         for order in (list(range(len(expected), 0, -1)), random.Random(3).sample(range(1, 121), 120)):
             assert [fetched(log, v) for v in order] == [expected[v - 1] for v in order]
-        assert len(log._cursors) <= {"default": indexed_log.CURSORS, "two": 2, "over-bytes": 1}[kept]
+        assert indexed_log.KEPT.count(log._kept_id) <= {"default": indexed_log.CURSORS, "two": 2, "over-bytes": 1}[kept]
+        log.close_cursors()
+        assert indexed_log.KEPT.count(log._kept_id) == 0
     finally:
         log.close()
 

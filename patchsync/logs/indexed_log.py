@@ -14,8 +14,9 @@ step with the log and answers from it:
   stream of its own (what ``serve`` appends) is its bytes as they are; a patch inside a
   stream of many (another writer's, a recorder's segment) is decoded from the checkpoint,
   at most :data:`EVERY` patches before it. Decoders stopped after the patch they read are
-  kept in a least-recently-used table keyed by the segment and the version they read next
-  (at most :data:`CURSORS` of them and :data:`CURSOR_BYTES` of their lookup tables), so
+  kept in one least-recently-used table for the process (:data:`KEPT`), keyed by the log,
+  the segment and the version they read next (at most :data:`CURSORS` of them and
+  :data:`CURSOR_BYTES` of their lookup tables, whatever the number of logs), so
   reading patches one by one (``GET /t/v``, then ``GET /t/v+1``) decodes each once and
   restores no checkpoint.
 
@@ -27,6 +28,7 @@ frames when its state is taken.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import logging
 import os
 import threading
@@ -65,11 +67,12 @@ EVERY = 128
 FLUSH_EVERY = 8192
 #: Bytes read at a time when decoding from a checkpoint.
 READ_CHUNK = 64 << 10
-#: Most decoders kept after a read, ready for the patch after the one they read.
-CURSORS = 64
-#: Most bytes of decoder state kept that way (by :attr:`_Cursor.cost`, the least recently
-#: used decoder goes first): a few megabytes, whatever the log's lookup tables.
-CURSOR_BYTES = 32 << 20
+#: Most decoders kept after reads in one process (every log's together), each ready for
+#: the patch after the one it read.
+CURSORS = 32
+#: Most bytes of decoders kept that way (by :attr:`_Cursor.cost`; the least recently used
+#: goes first): a few megabytes, whatever the logs' lookup tables and however many logs.
+CURSOR_BYTES = 16 << 20
 #: Rows of the index read at once when a read starts, then :data:`WINDOW` (a fetch of one
 #: version reads a few rows, not a window's worth).
 FIRST_WINDOW = 16
@@ -126,9 +129,10 @@ class _Cursor:
 
     def __init__(self, path: Path, cp: Checkpoint, end: int, limits: Limits | None) -> None:
         self.decoder = _restored(cp, path, limits)
-        #: What keeping it costs, roughly: its lookup tables grow with the checkpoint's
-        #: state (a few times its compressed size), plus a read's worth of bytes.
-        self.cost = READ_CHUNK + 8 * len(cp.state or b"")
+        #: What keeping it costs, roughly: its lookup tables and the terms built from them
+        #: grow with the checkpoint's state (measured: ~16 times its compressed size), plus
+        #: a read's worth of bytes.
+        self.cost = READ_CHUNK + 16 * len(cp.state or b"")
         self.options = self.decoder.options
         self.fd = os.open(path, os.O_RDONLY)
         self.pos, self.end, self.version, self.seq = cp.offset, end, cp.version, cp.seq
@@ -156,6 +160,61 @@ class _Cursor:
 
     def close(self) -> None:
         os.close(self.fd)
+
+
+class _Kept:
+    """The decoders kept after reads, for every log of the process: least recently used
+    first out, at most :data:`CURSORS` of them and :data:`CURSOR_BYTES` by their cost.
+    Keyed by (log, segment, the version the decoder reads next)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cursors: OrderedDict[tuple[int, int, int], _Cursor] = OrderedDict()
+        self._bytes = 0
+
+    def take(self, key: tuple[int, int, int]) -> _Cursor | None:
+        """The decoder kept under ``key``, no longer kept (``None``: none)."""
+        with self._lock:
+            cursor = self._cursors.pop(key, None)
+            if cursor is not None:
+                self._bytes -= cursor.cost
+        return cursor
+
+    def keep(self, key: tuple[int, int, int], cursor: _Cursor) -> None:
+        """Keep ``cursor`` under ``key``; the least recently used go past the bounds."""
+        closing: list[_Cursor] = []
+        with self._lock:
+            old = self._cursors.pop(key, None)
+            if old is not None:
+                self._bytes -= old.cost
+                closing.append(old)
+            self._cursors[key] = cursor
+            self._bytes += cursor.cost
+            while len(self._cursors) > CURSORS or (self._bytes > CURSOR_BYTES and len(self._cursors) > 1):
+                evicted = self._cursors.popitem(last=False)[1]
+                self._bytes -= evicted.cost
+                closing.append(evicted)
+        for each in closing:
+            each.close()
+
+    def drop(self, log_id: int) -> None:
+        """Close the decoders of one log."""
+        with self._lock:
+            keys = [k for k in self._cursors if k[0] == log_id]
+            cursors = [self._cursors.pop(k) for k in keys]
+            self._bytes -= sum(c.cost for c in cursors)
+        for cursor in cursors:
+            cursor.close()
+
+    def count(self, log_id: int) -> int:
+        """How many decoders of one log are kept."""
+        with self._lock:
+            return sum(1 for k in self._cursors if k[0] == log_id)
+
+
+#: The decoders kept after reads, every log's.
+KEPT = _Kept()
+_LOG_IDS = itertools.count(1)
 
 
 @dataclass
@@ -186,11 +245,8 @@ class IndexedLog:
         self.options: PatchOptions | None = None
         self.index = self._new_index()
         self._records: list[SegmentRecord] = []
-        #: Decoders ready for the next patch, by (segment, version they read next), least
-        #: recently used first; :attr:`_kept` is the sum of their costs.
-        self._cursors: OrderedDict[tuple[int, int], _Cursor] = OrderedDict()
-        self._kept = 0
-        self._lock = threading.Lock()
+        #: This log's key in :data:`KEPT` (never reused in the process).
+        self._kept_id = next(_LOG_IDS)
 
     def _new_index(self) -> VersionIndex:
         path = self.index_file
@@ -446,10 +502,7 @@ class IndexedLog:
                 os.close(fd)
 
     def _cursor_at(self, row: PatchRow) -> _Cursor:
-        with self._lock:
-            cursor = self._cursors.pop((row.seq, row.version), None)
-            if cursor is not None:
-                self._kept -= cursor.cost
+        cursor = KEPT.take((self._kept_id, row.seq, row.version))
         if cursor is not None:
             return cursor
         cp = self.index.checkpoint_at(row.version)
@@ -475,27 +528,11 @@ class IndexedLog:
             raise IndexCorrupt(f"{self.where}: the checkpoint at version {cp.version} does not decode: {exc}") from None
 
     def _keep(self, cursor: _Cursor) -> None:
-        closing: list[_Cursor] = []
-        with self._lock:
-            old = self._cursors.pop((cursor.seq, cursor.version), None)
-            if old is not None:
-                self._kept -= old.cost
-                closing.append(old)
-            self._cursors[(cursor.seq, cursor.version)] = cursor
-            self._kept += cursor.cost
-            while len(self._cursors) > CURSORS or (self._kept > CURSOR_BYTES and len(self._cursors) > 1):
-                evicted = self._cursors.popitem(last=False)[1]
-                self._kept -= evicted.cost
-                closing.append(evicted)
-        for each in closing:
-            each.close()
+        KEPT.keep((self._kept_id, cursor.seq, cursor.version), cursor)
 
     def close_cursors(self) -> None:
-        """Close the decoders kept for the next read."""
-        with self._lock:
-            cursors, self._cursors, self._kept = list(self._cursors.values()), OrderedDict(), 0
-        for cursor in cursors:
-            cursor.close()
+        """Close this log's decoders kept for the next read."""
+        KEPT.drop(self._kept_id)
 
     def close(self) -> None:
         """Close the index and the kept decoders."""
