@@ -385,7 +385,11 @@ class HttpDoor:
             # Written as read: the first patch goes out once it is read, not once the batch is
             # (a failure after it ends the connection, the middleware's rule, docs/serving.md).
             batches = topic.read_batches(
-                Start.after_version(query.after), follow=False, limit=feed.STEP, until=query.after + query.limit
+                Start.after_version(query.after),
+                follow=False,
+                limit=feed.STEP,
+                until=query.after + query.limit,
+                first_alone=True,
             )
             parts = [answer.start()]
             async with contextlib.aclosing(batches):

@@ -403,15 +403,17 @@ class LogTopic(Topic):
         max_bytes: int = BATCH_BYTES,
         cost: Callable[[Entry], int] = entry_cost,
         until: int | None = None,
+        first_alone: bool = False,
     ) -> AsyncGenerator[list[Entry], None]:
         """:meth:`read`, a list of entries at a time: what is ready, at least one entry, at
         most ``limit`` entries and at most ``max_bytes`` by ``cost`` (an entry larger than
-        that alone goes alone, never with another). The first list goes as soon as the
-        log's first read step is done (one entry, :func:`stored_entries`), not once full:
-        a reader's first patch never waits for the patches after it."""
+        that alone goes alone, never with another). With ``first_alone``, the first list
+        goes as soon as the log's first read step is done (one entry,
+        :func:`stored_entries`), not once full: a streamed answer's first patch never waits
+        for the patches after it (a message that must be whole, gRPC's, is not cut short)."""
         sub = self.hub.add(self.subscriber_buffer, self.subscriber_bytes)
         batch = Batch(limit, max_bytes, cost)
-        first = True
+        first = first_alone
         try:
             last = self._start_version(start)
             while until is None or last < until:
