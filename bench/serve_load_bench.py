@@ -134,7 +134,11 @@ def _feed_reader(n: int, url: str, binary: bool, stop: threading.Event, counts: 
                 counts["bytes"] += len(r.content)
                 counts["largest"] = max(counts["largest"], len(r.content))
                 if binary:
-                    last, head = int(r.headers["patchsync-last-version"]), int(r.headers["patchsync-head"])
+                    # The last version: the first one plus the records read, less one.
+                    from patchsync.remote.http_client import split_records
+
+                    last = after + len(split_records(r.content))
+                    head = int(r.headers["patchsync-head"])
                 else:
                     body = r.json()
                     last, head = body["last_version"], body["head"]

@@ -258,13 +258,35 @@ def test_the_json_feed_is_the_patches_as_text_within_its_bytes() -> None:
 
 def test_the_binary_feed_reads_back_with_the_clients_reader() -> None:
     entries = [Entry(n, f"<urn:x:{n}>", _payload(n, size=n * 50)) for n in range(1, 5)]
-    answer = feed.binary_answer(entries, 0, 9)
-    assert answer.chunks is not None
-    data = b"".join(answer.chunks)
-    assert int(answer.headers["Content-Length"]) == len(data)
-    assert (answer.headers["Patchsync-First-Version"], answer.headers["Patchsync-Last-Version"]) == ("1", "4")
-    assert answer.headers["Patchsync-Head"] == "9"
-    assert split_records(data) == [e.payload for e in entries]
+    answer = feed.FeedAnswer(0, 10, binary=True)
+    data = answer.start() + b"".join(answer.take(entries[:1]) + answer.take(entries[1:])) + answer.end((9, None))
+    headers = feed.binary_headers(0, 9)
+    assert (headers["Patchsync-First-Version"], headers["Patchsync-Head"]) == ("1", "9")
+    assert split_records(data) == [e.payload for e in entries] and not answer.done
+
+
+def test_small_parts_of_an_answer_are_joined_and_large_ones_stay_whole() -> None:
+    parts = [b"a" * 3, b"b" * 4, b"c" * 20, b"d", b"e" * 2]
+    joined = feed.coalesce(parts, size=8)
+    assert joined == [b"aaabbbb", b"c" * 20, b"dee"]
+    assert b"".join(joined) == b"".join(parts) and feed.coalesce([]) == []
+    assert joined[1] is parts[2]  # a large part is not copied
+
+
+@pytest.mark.parametrize("binary", [True, False])
+def test_a_streamed_feed_answer_keeps_the_batch_bounds(binary: bool) -> None:
+    entries = [Entry(n, f"<urn:x:{n}>", _payload(n)) for n in range(1, 9)]
+    answer = feed.FeedAnswer(0, 3, binary=binary)
+    taken = answer.take(entries[:2]) + answer.take(entries[2:])
+    assert answer.done and answer.take(entries[3:]) == []
+    body = answer.start() + b"".join(taken) + answer.end((8, None))
+    got = split_records(body) if binary else [feed.record(c["patch"].encode()) for c in json.loads(body)["changes"]]
+    assert len(got) == 3
+    # The bytes bound: a patch that does not fit after others ends the answer before it.
+    big = [Entry(1, "a", _payload(1)), Entry(2, "b", _payload(2, size=feed.FEED_BYTES // 2))]
+    answer = feed.FeedAnswer(0, 10, binary=binary)
+    assert answer.take(big) and answer.done
+    assert feed.FeedAnswer(0, 10, binary=binary).take(big[1:])  # alone, it goes
 
 
 def test_patch_text_written_as_decoded_is_the_text_of_formatted_terms() -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,14 +22,18 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from rdf_delta import DeltaClient
 
+from patchsync.codec.framing import read_varint
 from patchsync.codec.rdfp import read_rdfp
+from patchsync.errors import PatchsyncError
 from patchsync.logs.payloads import NT_TERMS, encode_patch, text_options
+from patchsync.remote.http_client import HttpLog, split_records
 from patchsync.serve.auth import Access, Tokens
 from patchsync.serve.delta_protocol import datasource_id
 from patchsync.serve.http_door import INLINE_BYTES
 from patchsync.serve.http_door import patch_text as door_text
 
 from .http_helpers import ServerThread, patch_text, serving, uuid_id
+from .serve_helpers import chain_log, patch_id
 
 
 def _rpc(url: str, op: str, arg: dict[str, Any] | None = None, **headers: str) -> httpx.Response:
@@ -354,3 +359,71 @@ def test_rpc_json_of_describe_log_matches_java_client_fields(tmp_path: Path) -> 
         ds = _create(server.url, "fields")
         body = json.loads(_rpc(server.url, "describe_log", {"datasource": ds}).content)
         assert set(body) == {"id", "name", "uri", "min_version", "max_version", "latest"}
+
+
+def _holds_first_patch(body: bytes, binary: bool) -> bool:
+    if not binary:
+        return f"<{patch_id(1)}>".encode() in body
+    length = read_varint(body, 0, len(body)) if body else None
+    return length is not None and len(body) >= length[1] + length[0]
+
+
+@pytest.mark.parametrize("binary", [True, False])
+def test_the_change_feed_sends_its_first_patch_before_the_rest_is_read(tmp_path: Path, binary: bool) -> None:
+    # The log is read through a gate: after its first patch, it reads on only once the
+    # client has the first patch in hand. A feed that gathers its batch first would wait
+    # for the gate until the (generous) timeout, and the gate would say so.
+    log = chain_log(tmp_path / "s.jellyp", 300)
+    client_has_first = threading.Event()
+    waited_in_vain: list[bool] = []
+    with serving(tmp_path, topics=[f"s={log}"]) as server:
+        topic = server.server.topics.log("s")
+        entries = topic._entries  # type: ignore[attr-defined]
+
+        def gated(first: int, last: int) -> Iterator[Any]:
+            for number, entry in enumerate(entries(first, last)):
+                if number == 1:
+                    waited_in_vain.append(not client_has_first.wait(120))
+                yield entry
+
+        topic._entries = gated  # type: ignore[attr-defined]
+        accept = {"Accept": "application/x-patchsync-changes"} if binary else {}
+        with httpx.stream("GET", f"{server.url}/s/changes", params={"after": 0, "limit": 200}, headers=accept) as r:
+            assert r.status_code == 200 and "content-length" not in r.headers
+            body = b""
+            stream = r.iter_raw()
+            while not _holds_first_patch(body, binary):
+                body += next(stream)
+            client_has_first.set()
+            body += b"".join(stream)
+    assert waited_in_vain == [False]
+    if binary:
+        assert len(split_records(body)) == 200 and r.headers["patchsync-first-version"] == "1"
+    else:
+        changes = json.loads(body)["changes"]
+        assert [c["version"] for c in changes] == list(range(1, 201))
+
+
+def test_a_feed_that_fails_after_its_first_byte_ends_the_connection_without_error_text(tmp_path: Path) -> None:
+    log = chain_log(tmp_path / "s.jellyp", 300)
+    with serving(tmp_path, topics=[f"s={log}"]) as server:
+        topic = server.server.topics.log("s")
+        entries = topic._entries  # type: ignore[attr-defined]
+
+        def failing(first: int, last: int) -> Iterator[Any]:
+            for number, entry in enumerate(entries(first, last)):
+                if number == 20:
+                    raise RuntimeError("secret internal detail")
+                yield entry
+
+        topic._entries = failing  # type: ignore[attr-defined]
+        body = b""
+        url = f"{server.url}/s/changes"
+        with pytest.raises(httpx.RemoteProtocolError), httpx.stream("GET", url, params={"after": 0, "limit": 200}) as r:
+            assert r.status_code == 200
+            for chunk in r.iter_raw():
+                body += chunk
+        assert b"urn:test:p1>" in body and b"secret" not in body
+        # The client reads the log with its own reader: an incomplete answer is a failure, not a batch.
+        with pytest.raises(PatchsyncError, match=r"/s\b.*(IncompleteRead|incomplete)"):
+            HttpLog(f"{server.url}/s").feed(0, 200)

@@ -16,6 +16,7 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -80,6 +81,43 @@ def test_fetch_anywhere_equals_a_sequential_read(tmp_path: Path, every: int) -> 
     log = indexed(paths, tmp_path / ".idx", every)
     try:
         check_every_version(log, reference(paths), seed=every)
+    finally:
+        log.close()
+
+
+@pytest.mark.parametrize("kept", ["default", "two", "over-bytes"])
+def test_fetches_in_any_order_equal_a_sequential_read_and_one_by_one_restores_no_checkpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kept: str
+) -> None:
+    from patchsync.logs import indexed_log
+
+    if kept == "two":
+        monkeypatch.setattr(indexed_log, "CURSORS", 2)
+    elif kept == "over-bytes":  # every decoder is over the bytes bound: only the last one stays
+        monkeypatch.setattr(indexed_log, "CURSOR_BYTES", 1)
+    restores: list[int] = []
+    restored = indexed_log._restored
+
+    def counted(cp: Any, path: Path, limits: Any) -> Any:
+        restores.append(cp.version)
+        return restored(cp, path, limits)
+
+    monkeypatch.setattr(indexed_log, "_restored", counted)
+    paths = [segment(tmp_path / f"{n:03d}.jellyp", 1 + 60 * n, 60) for n in range(2)]
+    expected = reference(paths)
+    log = indexed(paths, tmp_path / ".idx", every=16)
+    try:
+        restores.clear()
+        # Two clients syncing one by one, interleaved: each continues where it stopped.
+        for v in range(1, 61):
+            assert fetched(log, v) == expected[v - 1]
+            assert fetched(log, 60 + v) == expected[59 + v]
+        assert len(restores) == (2 if kept != "over-bytes" else 120)
+        for order in (list(range(len(expected), 0, -1)), random.Random(3).sample(range(1, 121), 120)):
+            assert [fetched(log, v) for v in order] == [expected[v - 1] for v in order]
+        assert indexed_log.KEPT.count(log._kept_id) <= {"default": indexed_log.CURSORS, "two": 2, "over-bytes": 1}[kept]
+        log.close_cursors()
+        assert indexed_log.KEPT.count(log._kept_id) == 0
     finally:
         log.close()
 

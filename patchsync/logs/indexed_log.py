@@ -13,8 +13,12 @@ step with the log and answers from it:
 - **reading** a patch starts at the last checkpoint at or before it: a patch that is a
   stream of its own (what ``serve`` appends) is its bytes as they are; a patch inside a
   stream of many (another writer's, a recorder's segment) is decoded from the checkpoint,
-  at most :data:`EVERY` patches before it. A few decoders stopped after the patch they
-  read are kept (:data:`CURSORS`), so reading patches one by one decodes each once.
+  at most :data:`EVERY` patches before it. Decoders stopped after the patch they read are
+  kept in one least-recently-used table for the process (:data:`KEPT`), keyed by the log,
+  the segment and the version they read next (at most :data:`CURSORS` of them and
+  :data:`CURSOR_BYTES` of their lookup tables, whatever the number of logs), so
+  reading patches one by one (``GET /t/v``, then ``GET /t/v+1``) decodes each once and
+  restores no checkpoint.
 
 Patch ends are the unit reader's (:class:`~patchsync.units.UnitReader`), never decided
 here; frames are split by their length prefix only so that a decoder stands between
@@ -24,6 +28,7 @@ frames when its state is taken.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import logging
 import os
 import threading
@@ -62,8 +67,17 @@ EVERY = 128
 FLUSH_EVERY = 8192
 #: Bytes read at a time when decoding from a checkpoint.
 READ_CHUNK = 64 << 10
-#: Decoders kept after a read, ready for the patch after the one they read.
-CURSORS = 8
+#: Most decoders kept after reads in one process (every log's together), each ready for
+#: the patch after the one it read.
+CURSORS = 32
+#: Most bytes of decoders kept that way (by :attr:`_Cursor.cost`; the least recently used
+#: goes first): a few megabytes, whatever the logs' lookup tables and however many logs.
+CURSOR_BYTES = 16 << 20
+#: Rows of the index read at once when a read starts, then :data:`WINDOW` (a fetch of one
+#: version reads a few rows, not a window's worth).
+FIRST_WINDOW = 16
+#: Rows of the index read at once as a read goes on.
+WINDOW = 1024
 _TERMS = NTriplesTerms()
 
 
@@ -115,6 +129,10 @@ class _Cursor:
 
     def __init__(self, path: Path, cp: Checkpoint, end: int, limits: Limits | None) -> None:
         self.decoder = _restored(cp, path, limits)
+        #: What keeping it costs, roughly: its lookup tables and the terms built from them
+        #: grow with the checkpoint's state (measured: ~16 times its compressed size), plus
+        #: a read's worth of bytes.
+        self.cost = READ_CHUNK + 16 * len(cp.state or b"")
         self.options = self.decoder.options
         self.fd = os.open(path, os.O_RDONLY)
         self.pos, self.end, self.version, self.seq = cp.offset, end, cp.version, cp.seq
@@ -142,6 +160,61 @@ class _Cursor:
 
     def close(self) -> None:
         os.close(self.fd)
+
+
+class _Kept:
+    """The decoders kept after reads, for every log of the process: least recently used
+    first out, at most :data:`CURSORS` of them and :data:`CURSOR_BYTES` by their cost.
+    Keyed by (log, segment, the version the decoder reads next)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cursors: OrderedDict[tuple[int, int, int], _Cursor] = OrderedDict()
+        self._bytes = 0
+
+    def take(self, key: tuple[int, int, int]) -> _Cursor | None:
+        """The decoder kept under ``key``, no longer kept (``None``: none)."""
+        with self._lock:
+            cursor = self._cursors.pop(key, None)
+            if cursor is not None:
+                self._bytes -= cursor.cost
+        return cursor
+
+    def keep(self, key: tuple[int, int, int], cursor: _Cursor) -> None:
+        """Keep ``cursor`` under ``key``; the least recently used go past the bounds."""
+        closing: list[_Cursor] = []
+        with self._lock:
+            old = self._cursors.pop(key, None)
+            if old is not None:
+                self._bytes -= old.cost
+                closing.append(old)
+            self._cursors[key] = cursor
+            self._bytes += cursor.cost
+            while len(self._cursors) > CURSORS or (self._bytes > CURSOR_BYTES and len(self._cursors) > 1):
+                evicted = self._cursors.popitem(last=False)[1]
+                self._bytes -= evicted.cost
+                closing.append(evicted)
+        for each in closing:
+            each.close()
+
+    def drop(self, log_id: int) -> None:
+        """Close the decoders of one log."""
+        with self._lock:
+            keys = [k for k in self._cursors if k[0] == log_id]
+            cursors = [self._cursors.pop(k) for k in keys]
+            self._bytes -= sum(c.cost for c in cursors)
+        for cursor in cursors:
+            cursor.close()
+
+    def count(self, log_id: int) -> int:
+        """How many decoders of one log are kept."""
+        with self._lock:
+            return sum(1 for k in self._cursors if k[0] == log_id)
+
+
+#: The decoders kept after reads, every log's.
+KEPT = _Kept()
+_LOG_IDS = itertools.count(1)
 
 
 @dataclass
@@ -172,8 +245,8 @@ class IndexedLog:
         self.options: PatchOptions | None = None
         self.index = self._new_index()
         self._records: list[SegmentRecord] = []
-        self._cursors: OrderedDict[tuple[int, int], _Cursor] = OrderedDict()
-        self._lock = threading.Lock()
+        #: This log's key in :data:`KEPT` (never reused in the process).
+        self._kept_id = next(_LOG_IDS)
 
     def _new_index(self) -> VersionIndex:
         path = self.index_file
@@ -394,7 +467,7 @@ class IndexedLog:
             while at <= last:
                 # One row past the window: it is only read to tell where the window's last
                 # patch ends, and is read again as the first of the next window.
-                window = min(last, at + 1023)
+                window = min(last, at + (FIRST_WINDOW if at == first else WINDOW) - 1)
                 rows = self.index.rows(at, window + 1)
                 if not rows or rows[0].version != at:
                     return
@@ -429,8 +502,7 @@ class IndexedLog:
                 os.close(fd)
 
     def _cursor_at(self, row: PatchRow) -> _Cursor:
-        with self._lock:
-            cursor = self._cursors.pop((row.seq, row.version), None)
+        cursor = KEPT.take((self._kept_id, row.seq, row.version))
         if cursor is not None:
             return cursor
         cp = self.index.checkpoint_at(row.version)
@@ -456,20 +528,11 @@ class IndexedLog:
             raise IndexCorrupt(f"{self.where}: the checkpoint at version {cp.version} does not decode: {exc}") from None
 
     def _keep(self, cursor: _Cursor) -> None:
-        with self._lock:
-            old = self._cursors.pop((cursor.seq, cursor.version), None)
-            self._cursors[(cursor.seq, cursor.version)] = cursor
-            while len(self._cursors) > CURSORS:
-                self._cursors.popitem(last=False)[1].close()
-        if old is not None:
-            old.close()
+        KEPT.keep((self._kept_id, cursor.seq, cursor.version), cursor)
 
     def close_cursors(self) -> None:
-        """Close the decoders kept for the next read."""
-        with self._lock:
-            cursors, self._cursors = list(self._cursors.values()), OrderedDict()
-        for cursor in cursors:
-            cursor.close()
+        """Close this log's decoders kept for the next read."""
+        KEPT.drop(self._kept_id)
 
     def close(self) -> None:
         """Close the index and the kept decoders."""
@@ -493,4 +556,15 @@ def _matches(record: SegmentRecord, path: Path, fp: str, size: int, fd: int) -> 
     )
 
 
-__all__ = ["CURSORS", "EVERY", "FLUSH_EVERY", "READ_CHUNK", "IndexedLog", "StoredPatch", "starts_stream"]
+__all__ = [
+    "CURSORS",
+    "CURSOR_BYTES",
+    "EVERY",
+    "FIRST_WINDOW",
+    "WINDOW",
+    "FLUSH_EVERY",
+    "READ_CHUNK",
+    "IndexedLog",
+    "StoredPatch",
+    "starts_stream",
+]

@@ -2,15 +2,15 @@
 
 The pure parts of the server (:mod:`.rpc`, :mod:`.feed`, :mod:`.http_routes`,
 :mod:`.delta_protocol`) answer a parsed request with an :class:`Answer`; the door
-(:mod:`.http_door`) only writes it out: ``body`` whole, or ``chunks`` one at a time as they
-are made (a streamed answer whose bytes are never all held at once). This is httpcore
-driving h11: the protocol's rules answer, the adapter moves bytes.
+(:mod:`.http_door`) only writes it out. A streamed answer (the change feed) is framed by
+:mod:`.feed` a few patches at a time, which the door writes as they are read. This is
+httpcore driving h11: the protocol's rules answer, the adapter moves bytes.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,13 +20,11 @@ from patchsync.serve.topics import TopicInfo
 
 @dataclass(frozen=True, slots=True)
 class Answer:
-    """One HTTP answer: ``status``, ``headers`` and either ``body`` or ``chunks``."""
+    """One HTTP answer: ``status``, ``headers`` and ``body``."""
 
     status: int = 200
     headers: Mapping[str, str] = field(default_factory=dict)
     body: bytes = b""
-    #: A streamed body, made as it is written (``None``: ``body`` is the whole body).
-    chunks: Iterable[bytes] | None = None
 
 
 def json_answer(body: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> Answer:

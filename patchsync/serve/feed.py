@@ -1,20 +1,25 @@
 """The change feed's framing, as bytes (no I/O): the JSON answer and the binary records.
 
-``GET /{ref}/changes`` answers one batch of patches (:class:`~patchsync.serve.topics.Batch`:
-at most ``limit`` of them and :data:`FEED_BYTES` of payload), written out as it is framed:
+``GET /{ref}/changes`` answers one batch of patches (the rule of
+:class:`~patchsync.serve.topics.Batch`: at most ``limit`` of them and :data:`FEED_BYTES` of
+payload), streamed: each patch is written as soon as it is read, so the first byte of a
+patch never waits for the patches after it (chunked transfer, no ``Content-Length``):
 
 - JSON: ``{"changes": [{"version", "id", "patch"}, ...], "last_version", "head", "head_id"}``,
   each ``patch`` as RDF Patch text; the text is at most :data:`FEED_BYTES` too (a patch
   whose text alone is larger goes alone), and ``last_version`` is the last version written;
 - binary (``Accept: application/x-patchsync-changes``): each patch's one-patch Jelly-Patch
-  stream behind its length (a varint); the headers name the first version, the last one and
-  the head, so the batch is known before its first byte is sent.
+  stream behind its length (a varint); the headers name the first version and the head (the
+  last version is the first plus the records read, less one).
 
 Either way a reader asks again after the last version it got; an answer never holds more
-than a few megabytes, whatever ``limit`` asked for.
+than a few megabytes, whatever ``limit`` asked for. An answer cut short (the server failed
+after its first byte, or stopped) ends without the chunked body's last chunk: an HTTP
+client reports the answer as incomplete, never as a shorter batch, and asks again (what it
+read whole before the cut may be kept: every record and every change is whole or absent).
 
-:func:`binary_answer` and :func:`json_chunks` are the whole framing, as pure functions of a
-batch; the door writes what they give. The JSON answer's cost is each patch's text: it is
+:class:`JsonFeed` (a change at a time) and :func:`binary_headers`/:func:`record` are the
+whole framing, as pure functions; the door writes what they give. The JSON answer's cost is each patch's text: it is
 made without parsing the decoded terms again (``write_rdfp(canonical=True)``), and each
 change is escaped a piece of :data:`JSON_PIECE` characters at a time, so that the thread
 making it holds the interpreter lock for a short step at a time, not for a whole
@@ -24,15 +29,14 @@ megabyte-sized patch, and the event loop keeps answering meanwhile.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from json.encoder import encode_basestring_ascii
 
 from patchsync.codec.framing import encode_varint
 from patchsync.codec.rdfp import write_rdfp
 from patchsync.events import Options
 from patchsync.logs.payloads import NT_TERMS, read_payload
-from patchsync.serve.answers import Answer
-from patchsync.serve.topics import BATCH_BYTES, Entry
+from patchsync.serve.topics import BATCH_BYTES, Batch, Entry
 
 #: The binary change feed's media type (records of one-patch Jelly-Patch streams).
 FEED_BINARY = "application/x-patchsync-changes"
@@ -40,6 +44,12 @@ FEED_BINARY = "application/x-patchsync-changes"
 FEED_BYTES = BATCH_BYTES
 #: Characters of patch text escaped in one step of a JSON answer.
 JSON_PIECE = 64 << 10
+#: Small parts of an answer are joined up to this size before they are written: a chunk of
+#: the chunked body each, not one a record (a client reads each chunk with a few calls).
+WRITE_BYTES = 64 << 10
+#: Patches read (and, for JSON, made into text) in one step of an answer: the first patch
+#: goes alone (:meth:`~patchsync.serve.topics.LogTopic.read_batches`), then this many.
+STEP = 16
 
 
 def patch_text(payload: bytes) -> str:
@@ -58,14 +68,10 @@ def record(payload: bytes) -> bytes:
     return record_head(payload) + payload
 
 
-def binary_headers(after: int, last: int, head: int) -> dict[str, str]:
-    """The headers of a binary answer holding versions ``after + 1`` to ``last``."""
-    return {
-        "Content-Type": FEED_BINARY,
-        "Patchsync-First-Version": str(after + 1),
-        "Patchsync-Last-Version": str(last),
-        "Patchsync-Head": str(head),
-    }
+def binary_headers(after: int, head: int) -> dict[str, str]:
+    """The headers of a binary answer holding the versions after ``after`` (``head``: the
+    log's head when the answer started)."""
+    return {"Content-Type": FEED_BINARY, "Patchsync-First-Version": str(after + 1), "Patchsync-Head": str(head)}
 
 
 def json_start() -> bytes:
@@ -91,16 +97,6 @@ def fits(written: int, size: int, first: bool) -> bool:
     return first or written + size <= FEED_BYTES
 
 
-def binary_answer(entries: Sequence[Entry], after: int, head: int) -> Answer:
-    """The binary answer of ``entries`` (the versions after ``after``; ``head``: the log's
-    head): its length known, its records go out as they are, each payload unjoined."""
-    last = entries[-1].version if entries else after
-    records = [(record_head(e.payload), e.payload) for e in entries]
-    sent = sum(len(head) + len(payload) for head, payload in records)
-    headers = binary_headers(after, last, head) | {"Content-Length": str(sent)}
-    return Answer(200, headers, chunks=[part for record in records for part in record])
-
-
 def json_change_pieces(version: int, patch_id: str, text: str, *, first: bool) -> list[bytes]:
     """One change of a JSON answer, as :func:`json_change` writes it, in pieces of at most
     :data:`JSON_PIECE` characters of ``text`` each (a piece is one short step of escaping)."""
@@ -113,34 +109,125 @@ def json_change_pieces(version: int, patch_id: str, text: str, *, first: bool) -
     return pieces
 
 
+class JsonFeed:
+    """The JSON answer of the versions after ``after``, a change at a time: :meth:`start`,
+    then :meth:`change` for each patch until it says the patch does not fit, then
+    :meth:`end`. Each patch is written as its text (``text_of``); the answer stays within
+    :data:`FEED_BYTES` of changes (:func:`fits`)."""
+
+    def __init__(self, after: int, text_of: Callable[[bytes], str] = patch_text) -> None:
+        self.text_of = text_of
+        #: Bytes of changes written, and the last version written.
+        self.written, self.last = 0, after
+
+    def start(self) -> bytes:
+        """The start of the answer."""
+        return json_start()
+
+    def change(self, entry: Entry) -> list[bytes] | None:
+        """The pieces of ``entry``'s change, or ``None``: it does not fit, the answer ends
+        before it. Blocking work (the patch's text): a door runs it in a worker thread."""
+        first = not self.written
+        pieces = json_change_pieces(entry.version, entry.patch_id, self.text_of(entry.payload), first=first)
+        size = sum(len(p) for p in pieces)
+        if not fits(self.written, size, first=first):
+            return None
+        self.written += size
+        self.last = entry.version
+        return pieces
+
+    def end(self, head: tuple[int, str | None]) -> bytes:
+        """The end of the answer; ``head``: the log's head version and id."""
+        return json_end(self.last, head[0], head[1])
+
+
+class FeedAnswer:
+    """One change feed answer of the versions after ``after``, streamed a list of entries
+    at a time (:meth:`take`): within the batch rule (:class:`~patchsync.serve.topics.Batch`,
+    ``limit`` patches and :data:`FEED_BYTES`), and, as JSON, within :class:`JsonFeed`'s."""
+
+    def __init__(self, after: int, limit: int, *, binary: bool, text_of: Callable[[bytes], str] = patch_text) -> None:
+        self.batch = Batch(limit, FEED_BYTES)
+        self.json = None if binary else JsonFeed(after, text_of)
+        #: Whether the answer is full: nothing more is taken.
+        self.done = False
+
+    def start(self) -> bytes:
+        """The answer's first bytes."""
+        return b"" if self.json is None else self.json.start()
+
+    def take(self, entries: list[Entry]) -> list[bytes]:
+        """The bytes of ``entries``, as many as fit (then :attr:`done`). Blocking work as
+        JSON (each patch's text): a door runs it in a worker thread."""
+        out: list[bytes] = []
+        for entry in entries:
+            if self.done or not self.batch.fits(entry):
+                self.done = True
+                break
+            if self.json is None:
+                out += (record_head(entry.payload), entry.payload)
+            else:
+                pieces = self.json.change(entry)
+                if pieces is None:
+                    self.done = True
+                    break
+                out += pieces
+            self.done = self.batch.count(entry)
+        return out
+
+    def end(self, head: tuple[int, str | None]) -> bytes:
+        """The answer's last bytes; ``head``: the log's head version and id."""
+        return b"" if self.json is None else self.json.end(head)
+
+
+def coalesce(parts: list[bytes], size: int = WRITE_BYTES) -> list[bytes]:
+    """``parts`` with neighbours joined while the joined part stays within ``size`` bytes
+    (a larger part stays alone, uncopied)."""
+    out: list[bytes] = []
+    pending: list[bytes] = []
+    held = 0
+    for part in parts:
+        if held + len(part) > size and pending:
+            out.append(b"".join(pending))
+            pending, held = [], 0
+        if len(part) > size:
+            out.append(part)
+            continue
+        pending.append(part)
+        held += len(part)
+    if pending:
+        out.append(b"".join(pending))
+    return out
+
+
 def json_chunks(
     entries: Iterable[Entry],
     after: int,
     head: tuple[int, str | None],
     text_of: Callable[[bytes], str] = patch_text,
 ) -> Iterator[bytes]:
-    """The JSON answer of ``entries`` (the versions after ``after``), each patch as its text
-    (``text_of``), for as long as the answer stays within :data:`FEED_BYTES`; ``head``: the
-    log's head version and id. Blocking work: a door runs it in a worker thread."""
-    yield json_start()
-    written, last = 0, after
+    """The JSON answer of ``entries`` (the versions after ``after``) as :class:`JsonFeed`
+    writes it, whole; ``head``: the log's head version and id. Blocking work."""
+    answer = JsonFeed(after, text_of)
+    yield answer.start()
     for entry in entries:
-        pieces = json_change_pieces(entry.version, entry.patch_id, text_of(entry.payload), first=not written)
-        size = sum(len(p) for p in pieces)
-        if not fits(written, size, first=not written):
+        pieces = answer.change(entry)
+        if pieces is None:
             break
         yield from pieces
-        written += size
-        last = entry.version
-    yield json_end(last, head[0], head[1])
+    yield answer.end(head)
 
 
 __all__ = [
     "FEED_BINARY",
     "FEED_BYTES",
     "JSON_PIECE",
-    "binary_answer",
+    "STEP",
+    "WRITE_BYTES",
+    "FeedAnswer",
+    "JsonFeed",
     "binary_headers",
+    "coalesce",
     "fits",
     "json_change",
     "json_change_pieces",

@@ -28,9 +28,10 @@ one message each.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Generator, Sequence
 from pathlib import Path
 
 from patchsync.codec.patch_encoder import PatchEncoder
@@ -43,7 +44,7 @@ from patchsync.logs.payloads import NT_TERMS, encode_patch, message_options
 from patchsync.logs.version_index import IndexCorrupt, index_path
 from patchsync.options import Limits, PatchOptions, StreamType
 from patchsync.serve.incoming import Incoming, checked_patch, decode_patch, statement_patch
-from patchsync.serve.topics import BATCH_BYTES, Appended, Entry, LogTopic, TopicOptions, stored_entries
+from patchsync.serve.topics import BATCH_BYTES, Appended, Entry, LogTopic, TopicOptions, in_reader, stored_entries
 from patchsync.sources import LOG_SUFFIX, directory_logs
 
 #: The lock file of a directory log (the recorder's, so the two exclude each other).
@@ -257,7 +258,18 @@ class FileLogTopic(LogTopic):
     def _stored(self, first: int, last: int, max_bytes: int = BATCH_BYTES) -> AsyncIterator[list[Entry]]:
         return stored_entries(lambda: self._entries(first, last), max_bytes)
 
-    def _entries(self, first: int, last: int) -> Iterator[Entry]:
+    async def fetch(self, version: int) -> Entry | None:
+        # One step in a reader thread (the log read and closed there): a fetch by version
+        # is an RDF Delta client's sync, one request a patch, where each thread hop counts.
+        if not 1 <= version <= self.version:
+            return None
+        return await in_reader(self._one, version)
+
+    def _one(self, version: int) -> Entry | None:
+        with contextlib.closing(self._entries(version, version)) as entries:
+            return next(entries, None)
+
+    def _entries(self, first: int, last: int) -> Generator[Entry, None, None]:
         """Versions ``first`` to ``last`` through the index: a patch that is a stream of its
         own is read as it is; one of another writer's streams is decoded (from the checkpoint
         before it) and encoded as a message of its own."""

@@ -47,7 +47,6 @@ from patchsync.codec.framing import encode_varint
 from patchsync.codec.rdfp import read_rdfp
 from patchsync.errors import ChainError, PatchsyncError, UsageError
 from patchsync.logs.payloads import NT_TERMS, encode_patch, text_options
-from patchsync.remote.http_client import parse_http_url
 from patchsync.serve import datasource_files as df
 from patchsync.serve import delta_protocol as dp
 from patchsync.serve import feed, rpc
@@ -71,13 +70,14 @@ from patchsync.serve.feed import patch_text
 from patchsync.serve.http_listener import LINGER, Listener, http_log
 from patchsync.serve.settings import Address
 from patchsync.serve.target_topic import read_frames
-from patchsync.serve.topics import Entry, LogTopic, Start, flatten, in_reader, thread_batches
+from patchsync.serve.topics import LogTopic, Start, flatten, in_reader, thread_batches
 
 #: The binary change feed's media type (records of one-patch Jelly-Patch streams).
 FEED_BINARY = feed.FEED_BINARY
 
-#: Text bodies up to this size are parsed on the event loop: for a small patch that costs
-#: less than handing it to a worker thread and waiting for the interpreter lock back.
+#: Text bodies up to this size are parsed on the event loop, and fetched patches up to this
+#: size written as text there: for a small patch that costs less than handing it to a
+#: worker thread and waiting for the interpreter lock back.
 INLINE_BYTES = 16 << 10
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -261,6 +261,16 @@ class HttpDoor:
         except TimeoutError:
             raise TooSlow(f"GET {dp.shorten(request.path)}: the reader took nothing for {timeout:g} s") from None
 
+    async def _send_all(self, request: web.Request, response: web.StreamResponse, parts: list[bytes]) -> int:
+        """Write ``parts`` (emptied as they go out); the bytes sent."""
+        sent = 0
+        parts.reverse()
+        while parts:
+            part = parts.pop()
+            sent += len(part)
+            await self._send(request, response, part)
+        return sent
+
     async def _stream(self, request: web.Request, headers: dict[str, str]) -> web.StreamResponse:
         """A streamed answer with ``headers``, its headers sent."""
         response = web.StreamResponse(headers=headers)
@@ -271,27 +281,6 @@ class HttpDoor:
     def _answer(self, answer: Answer) -> web.Response:
         """A whole answer of the pure core as aiohttp's response."""
         return web.Response(status=answer.status, body=answer.body, headers=answer.headers)
-
-    async def _write(
-        self, request: web.Request, answer: Answer, *, in_thread: bool = False
-    ) -> tuple[web.StreamResponse, int]:
-        """Write a streamed answer of the pure core, its chunks as they come (made in a
-        reader thread when ``in_thread``: blocking work); returns it and the bytes sent."""
-        assert answer.chunks is not None
-        chunks = answer.chunks
-        response = await self._stream(request, dict(answer.headers))
-        sent = 0
-        if in_thread:
-            async with contextlib.aclosing(flatten(thread_batches(lambda: iter(chunks), batch=16))) as parts:
-                async for chunk in parts:
-                    sent += len(chunk)
-                    await self._send(request, response, chunk)
-        else:
-            for chunk in chunks:
-                sent += len(chunk)
-                await self._send(request, response, chunk)
-        await response.write_eof()
-        return response, sent
 
     # -- RPC ---------------------------------------------------------------------------
 
@@ -350,15 +339,6 @@ class HttpDoor:
 
     # -- reading -----------------------------------------------------------------------
 
-    async def _entry(self, topic: LogTopic, version: int) -> Entry | None:
-        if not 1 <= version <= topic.version:
-            return None
-        reader = topic.read(Start.after_version(version - 1), follow=False)
-        try:
-            return await anext(reader, None)
-        finally:
-            await reader.aclose()
-
     async def _fetch(self, request: web.Request, route: routes.Route) -> web.StreamResponse:
         name, ref = route.topic, route.ref
         assert ref is not None  # a fetch route names what it fetches
@@ -371,13 +351,18 @@ class HttpDoor:
                 candidates = (topic.version_of(c) for c in dp.patch_id_candidates(ref.patch_id))
                 version = next((v for v in candidates if v is not None), None)
                 missing = f"id={dp.shorten(ref.patch_id)}"
-            entry = await self._entry(topic, version) if version is not None else None
+            entry = await topic.fetch(version) if version is not None else None
             if entry is None:
                 raise NotFound(
                     f"GET {dp.shorten(request.path)}: Patch not found: {missing} (the head is version {topic.version})"
                 )
             jelly = dp.accepts_jelly(request.headers.get("Accept"))
-            body = entry.payload if jelly else (await in_reader(patch_text, entry.payload)).encode()
+            if jelly:
+                body = entry.payload
+            elif len(entry.payload) <= INLINE_BYTES:  # as a small body is parsed: on the loop
+                body = patch_text(entry.payload).encode()
+            else:
+                body = (await in_reader(patch_text, entry.payload)).encode()
             self.metrics.bytes.labels(name, "out").inc(len(body))
             return self._answer(patch_answer(entry.version, body, jelly=jelly))
 
@@ -391,15 +376,33 @@ class HttpDoor:
                     f"GET {request.path}: after={query.after} is beyond the head (version {topic.version})"
                 )
             await self._wait_for_news(topic, query)
-            entries = await self._batch(topic, query)
-            if feed.FEED_BINARY in (request.headers.get("Accept") or ""):
-                response, sent = await self._write(request, feed.binary_answer(entries, query.after, topic.version))
-            else:
-                info = topic.describe()
-                chunks = feed.json_chunks(entries, query.after, (info.version, info.head))
-                del entries  # the chunks hold them: each patch's text is made as it is written
-                answer = Answer(200, {"Content-Type": dp.JSON}, chunks=chunks)
-                response, sent = await self._write(request, answer, in_thread=True)
+            binary = feed.FEED_BINARY in (request.headers.get("Accept") or "")
+            info = topic.describe()
+            answer = feed.FeedAnswer(query.after, query.limit, binary=binary)
+            headers = feed.binary_headers(query.after, info.version) if binary else {"Content-Type": dp.JSON}
+            response = await self._stream(request, headers)
+            sent = 0
+            # Written as read: the first patch goes out once it is read, not once the batch is
+            # (a failure after it ends the connection, the middleware's rule, docs/serving.md).
+            batches = topic.read_batches(
+                Start.after_version(query.after),
+                follow=False,
+                limit=feed.STEP,
+                until=query.after + query.limit,
+                first_alone=True,
+            )
+            parts = [answer.start()]
+            async with contextlib.aclosing(batches):
+                async for batch in batches:
+                    taken = answer.take(batch) if binary else await in_reader(answer.take, batch)
+                    parts = feed.coalesce(parts + taken)
+                    del batch, taken  # while the write waits, the parts alone hold the patches
+                    sent += await self._send_all(request, response, parts)
+                    if answer.done:
+                        break
+            parts = feed.coalesce([*parts, answer.end((info.version, info.head))])
+            sent += await self._send_all(request, response, parts)
+            await response.write_eof()
             self.metrics.bytes.labels(name, "out").inc(sent)
             return response
 
@@ -414,16 +417,6 @@ class HttpDoor:
             return
         finally:
             await follower.aclose()
-
-    async def _batch(self, topic: LogTopic, query: dp.FeedQuery) -> list[Entry]:
-        """The first batch after ``after``: at most ``limit`` entries and the feed's bytes."""
-        batches = topic.read_batches(
-            Start.after_version(query.after), follow=False, limit=query.limit, max_bytes=feed.FEED_BYTES
-        )
-        try:
-            return await anext(batches, [])
-        finally:
-            await batches.aclose()
 
     async def _init(self, request: web.Request, route: routes.Route) -> web.StreamResponse:
         name = route.topic
@@ -489,6 +482,10 @@ class HttpDoor:
     def _address_of(self, request: web.Request, name: str) -> str:
         """This log's address as the client reached it (its ``Host``), for the snapshot's
         position; a ``Host`` that is not ``HOST[:PORT]`` is the client's fault (400)."""
+        # Imported here: the HTTP client (and the gRPC one behind it) is no part of
+        # answering the first request, and costs start-up (decision 0024).
+        from patchsync.remote.http_client import parse_http_url
+
         scheme = "https" if self.ctx.tls is not None else "http"
         try:
             return str(parse_http_url(f"{scheme}://{request.host}/{name}"))

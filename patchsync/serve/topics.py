@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import os
 import re
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -34,6 +33,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 from patchsync.errors import UsageError
 from patchsync.events import Event
 from patchsync.logs.payloads import encode_patch, text_options
+from patchsync.serve.reader_threads import READER_THREADS, flatten, in_reader, thread_batches
 
 if TYPE_CHECKING:
     from patchsync.apply.snapshot_file import SnapshotPosition
@@ -80,29 +80,35 @@ class Batch:
     an entry may join (flush first when it may not), :meth:`add` whether the batch is full.
     """
 
-    __slots__ = ("cost", "entries", "limit", "max_bytes", "size")
+    __slots__ = ("cost", "entries", "limit", "max_bytes", "sent", "size")
 
     def __init__(self, limit: int, max_bytes: int, cost: Callable[[Entry], int] = entry_cost) -> None:
         self.limit, self.max_bytes, self.cost = limit, max_bytes, cost
         self.entries: list[Entry] = []
-        self.size = 0
+        self.size = self.sent = 0
 
     def __bool__(self) -> bool:
         return bool(self.entries)
 
     def fits(self, entry: Entry) -> bool:
         """Whether ``entry`` may join the batch (always, when the batch is empty)."""
-        return not self.entries or self.size + self.cost(entry) <= self.max_bytes
+        return not self.sent or self.size + self.cost(entry) <= self.max_bytes
 
     def add(self, entry: Entry) -> bool:
         """Add ``entry`` (which :meth:`fits`); whether the batch is now full."""
         self.entries.append(entry)
+        return self.count(entry)
+
+    def count(self, entry: Entry) -> bool:
+        """Count ``entry`` (which :meth:`fits`) as sent without keeping it (an answer that
+        streams its entries holds none); whether the batch is now full."""
+        self.sent += 1
         self.size += self.cost(entry)
-        return len(self.entries) >= self.limit or self.size >= self.max_bytes
+        return self.sent >= self.limit or self.size >= self.max_bytes
 
     def flush(self) -> list[Entry]:
         """The entries gathered; the batch starts empty again."""
-        entries, self.entries, self.size = self.entries, [], 0
+        entries, self.entries, self.size, self.sent = self.entries, [], 0, 0
         return entries
 
 
@@ -346,6 +352,14 @@ class LogTopic(Topic):
         time (about ``max_bytes`` of them: what a reader holds ahead of what it sends)."""
         raise NotImplementedError
 
+    async def fetch(self, version: int) -> Entry | None:
+        """The entry of ``version``, or ``None`` when the log has no such version."""
+        if not 1 <= version <= self.version:
+            return None
+        reader = self.read(Start.after_version(version - 1), follow=False, until=version)
+        async with contextlib.aclosing(reader):
+            return await anext(reader, None)
+
     def _appended(self, entry: Entry) -> None:
         self.hub.publish(entry)
         if self.on_append is not None:
@@ -368,14 +382,14 @@ class LogTopic(Topic):
             raise UsageError(f"topic {self.name}: no patch {start.patch_id} in the log")
         return version
 
-    async def read(self, start: Start, *, follow: bool = True) -> AsyncGenerator[Entry, None]:
+    async def read(self, start: Start, *, follow: bool = True, until: int | None = None) -> AsyncGenerator[Entry, None]:
         """The entries after ``start``: what the log holds, then (``follow``) live appends.
 
-        Ends when the topic closes (server stopping) or, without ``follow``, at the head
-        as it was when the catch-up reached it.
+        Ends when the topic closes (server stopping), after version ``until`` if given, or,
+        without ``follow``, at the head as it was when the catch-up reached it.
         """
         # Closed here, so a reader that stops leaves the hub at once.
-        async with contextlib.aclosing(self.read_batches(start, follow=follow, limit=1)) as batches:
+        async with contextlib.aclosing(self.read_batches(start, follow=follow, limit=1, until=until)) as batches:
             async for batch in batches:
                 for entry in batch:
                     yield entry
@@ -388,22 +402,28 @@ class LogTopic(Topic):
         limit: int = 256,
         max_bytes: int = BATCH_BYTES,
         cost: Callable[[Entry], int] = entry_cost,
+        until: int | None = None,
+        first_alone: bool = False,
     ) -> AsyncGenerator[list[Entry], None]:
         """:meth:`read`, a list of entries at a time: what is ready, at least one entry, at
         most ``limit`` entries and at most ``max_bytes`` by ``cost`` (an entry larger than
-        that alone goes alone, never with another)."""
+        that alone goes alone, never with another). With ``first_alone``, the first list
+        goes as soon as the log's first read step is done (one entry,
+        :func:`stored_entries`), not once full: a streamed answer's first patch never waits
+        for the patches after it (a message that must be whole, gRPC's, is not cut short)."""
         sub = self.hub.add(self.subscriber_buffer, self.subscriber_bytes)
         batch = Batch(limit, max_bytes, cost)
+        first = first_alone
         try:
             last = self._start_version(start)
-            while True:
+            while until is None or last < until:
                 # What is queued now is read from the log below; from here on the queue
                 # holds what comes after, unless it overflows again.
                 while not sub.queue.empty():
                     if sub.take_nowait() is None:
                         return
                 sub.overflowed = False
-                head = self.version
+                head = self.version if until is None else min(self.version, until)
                 if last < head:
                     async for stored in self._stored(last + 1, head, max_bytes):
                         # Taken off the list as they go, and no name kept on one across a
@@ -423,6 +443,10 @@ class LogTopic(Topic):
                             del entry
                             if full:
                                 yield batch.flush()
+                        if first:
+                            first = False
+                            if batch:
+                                yield batch.flush()
                     if batch:
                         yield batch.flush()
                     continue  # the head may have moved while the catch-up ran
@@ -435,7 +459,7 @@ class LogTopic(Topic):
                         if queued.version > last + 1:
                             gap = True  # read it from the log
                             break
-                        if queued.version == last + 1:
+                        if queued.version == last + 1 and (until is None or queued.version <= until):
                             if not batch.fits(queued):
                                 yield batch.flush()
                             last = queued.version
@@ -446,7 +470,7 @@ class LogTopic(Topic):
                         queued = sub.take_nowait()
                     if batch:
                         yield batch.flush()
-                    if queued is None:
+                    if queued is None or (until is not None and last >= until):
                         return
                     if gap:
                         break
@@ -479,82 +503,11 @@ class TargetTopic(Topic):
         raise NotImplementedError
 
 
-#: Worker threads for what readers make the server do (reading logs, converting patches):
-#: few, so that many readers share them instead of crowding out the event loop and the
-#: topics' writer threads, and so that their memory is a few steps' worth, not one a reader.
-READER_THREADS = max(2, min(4, os.cpu_count() or 2))
-_readers: ThreadPoolExecutor | None = None
-
-
-async def in_reader(fn: Callable[..., T], *args: Any) -> T:
-    """``fn(*args)`` on one of the :data:`READER_THREADS` threads readers share."""
-    global _readers
-    if _readers is None:
-        _readers = ThreadPoolExecutor(READER_THREADS, thread_name_prefix="patchsync-read")
-    return await asyncio.get_running_loop().run_in_executor(_readers, functools.partial(fn, *args))
-
-
-async def thread_batches(
-    source: Callable[[], Iterator[T]],
-    batch: int = 256,
-    *,
-    max_bytes: int | None = None,
-    size: Callable[[T], int] = len,  # type: ignore[assignment]
-    first: int | None = None,
-) -> AsyncIterator[list[T]]:
-    """Run the blocking iterator ``source()`` in a worker thread, ``batch`` items at a time
-    (and, with ``max_bytes``, no more than that by ``size`` unless one item is larger).
-
-    With ``first``, the first step takes that many items and each next one 16 times more, up
-    to ``batch``: a reader that wants one item (a fetch by version) makes the source produce
-    one, not a batch, and a long read still goes ``batch`` at a time."""
-    iterator = await asyncio.to_thread(source)
-    ended = False
-    step_size = batch if first is None else max(1, min(first, batch))
-
-    def take() -> list[T]:
-        nonlocal ended, step_size
-        items: list[T] = []
-        total = 0
-        wanted, step_size = step_size, min(batch, step_size * 16)
-        for item in iterator:
-            items.append(item)
-            if max_bytes is not None:
-                total += size(item)
-            if len(items) >= wanted or (max_bytes is not None and total >= max_bytes):
-                return items
-        ended = True
-        return items
-
-    step: asyncio.Future[list[T]] | None = None
-    try:
-        while not ended:
-            # Shielded: a reader cancelled meanwhile leaves the step running in its thread,
-            # and the iterator is closed only once the step is done with it.
-            step = asyncio.ensure_future(in_reader(take))
-            items = await asyncio.shield(step)
-            if items:
-                yield items
-    finally:
-        if step is not None and not step.done():
-            await asyncio.wait([step])
-        close = getattr(iterator, "close", None)
-        if close is not None:
-            await asyncio.to_thread(close)
-
-
 def stored_entries(source: Callable[[], Iterator[Entry]], max_bytes: int = BATCH_BYTES) -> AsyncIterator[list[Entry]]:
     """The entries of a log read in a worker thread, about ``max_bytes`` at a time: a
     reader of large patches holds a few megabytes of them, not hundreds of patches. The
     first step reads one entry (then 16, then 256): a fetch of one version decodes one."""
     return thread_batches(source, max_bytes=max_bytes, size=entry_cost, first=1)
-
-
-async def flatten(batches: AsyncIterator[list[T]]) -> AsyncGenerator[T, None]:
-    """The items of ``batches``, one at a time."""
-    async for batch in batches:
-        for item in batch:
-            yield item
 
 
 def check_name(name: str) -> str:
