@@ -77,6 +77,11 @@ def test_a_sparql_store_is_a_target_topic(served_store: Any, tmp_path: Path) -> 
         cwd=tmp_path,
     )
     assert sorted_lines(cli("dump", "--target", f"sqlite:///{tmp_path}/c.db", cwd=tmp_path).stdout) == dumped
+    # N-Quads on Accept: application/n-quads (docs/serving.md), as a log topic's bootstrap.
+    asked = urllib.request.Request(f"http://{server.http}/state/init", headers={"Accept": "application/n-quads"})
+    with urllib.request.urlopen(asked, timeout=60) as answer:
+        assert answer.headers["Content-Type"] == "application/n-quads"
+        assert sorted_lines(answer.read().decode()) == dumped
     # Read-only, as every target topic.
     with pytest.raises(grpc.RpcError) as refused:
         publish(stub, "state", [payload(31, 30)])

@@ -143,29 +143,50 @@ def jelly_chunks(frames: Iterator[bytes], position: SnapshotPosition) -> Iterato
         yield encode_varint(len(frame)) + frame
 
 
-def nquads_chunks(frames: Iterator[bytes], source: str, lines: int = 10_000) -> Iterator[bytes]:
-    """The snapshot's statements as N-Quads, ``lines`` statements per chunk."""
-    decoder: RdfDecoder[str] = RdfDecoder(NT_TERMS, source=source, framing="delimited")
-    out: list[str] = []
+class NQuadsOfFrames:
+    """A snapshot's delimited Jelly-RDF frames as N-Quads text, a frame at a time (the decoder
+    keeps the lookup tables that run across frames)."""
+
+    def __init__(self, source: str) -> None:
+        self._decoder: RdfDecoder[str] = RdfDecoder(NT_TERMS, source=source, framing="delimited")
+
+    def feed(self, frame: bytes) -> bytes:
+        """The N-Quads lines of the statements ``frame`` completes."""
+        self._decoder.feed(encode_varint(len(frame)) + frame)
+        return self._lines()
+
+    def close(self) -> bytes:
+        """The lines of what the end of the snapshot completes (a torn frame is refused)."""
+        self._decoder.close()
+        return self._lines()
+
+    def _lines(self) -> bytes:
+        return "".join(
+            f"{e.s} {e.p} {e.o} {e.g} .\n" if e.g else f"{e.s} {e.p} {e.o} .\n"
+            for e in self._decoder
+            if type(e) is Statement
+        ).encode()
+
+
+def nquads_chunks(frames: Iterator[bytes], source: str, chunk_bytes: int = 1 << 20) -> Iterator[bytes]:
+    """The snapshot's statements as N-Quads, in chunks of about ``chunk_bytes``."""
+    text = NQuadsOfFrames(source)
+    out: list[bytes] = []
+    held = 0
     for frame in frames:
-        decoder.feed(encode_varint(len(frame)) + frame)
-        for event in decoder:
-            if type(event) is Statement:
-                g = event.g
-                s, p, o = event.s, event.p, event.o
-                out.append(f"{s} {p} {o} {g} .\n" if g else f"{s} {p} {o} .\n")
-        if len(out) >= lines:
-            yield "".join(out).encode()
-            out = []
-    decoder.close()
-    out.extend(
-        f"{e.s} {e.p} {e.o} {e.g} .\n" if e.g else f"{e.s} {e.p} {e.o} .\n" for e in decoder if type(e) is Statement
-    )
-    if out:
-        yield "".join(out).encode()
+        lines = text.feed(frame)
+        out.append(lines)
+        held += len(lines)
+        if held >= chunk_bytes:
+            yield b"".join(out)
+            out, held = [], 0
+    out.append(text.close())
+    if any(out):
+        yield b"".join(out)
 
 
 __all__ = [
+    "NQuadsOfFrames",
     "DESCRIPTION_NAME",
     "INIT_NAME",
     "description_path",

@@ -424,15 +424,22 @@ class HttpDoor:
             # A log's bootstrap: the snapshot file kept beside it (RDF Delta's init-data).
             return await self._log_init(request, self.ctx.topics.log(name, f"GET {request.path}"))
         topic = self.ctx.topics.target(name, f"GET {request.path}")
+        # N-Quads when asked for, as a log topic's bootstrap answers (the frames are turned
+        # into text in a reader thread, a frame at a time).
+        text = df.NQuadsOfFrames(name) if dp.accepts_nquads(request.headers.get("Accept")) else None
         async with self.ctx.stream("http", "init", name):
             snapshot = await topic.snapshot()
-            response = await self._stream(request, {"Content-Type": dp.JELLY_RDF})
+            response = await self._stream(request, {"Content-Type": dp.JELLY_RDF if text is None else dp.NQUADS})
             sent = 0
             async with contextlib.aclosing(snapshot.frames) as frames:
                 async for frame in frames:
-                    chunk = encode_varint(len(frame)) + frame
+                    chunk = encode_varint(len(frame)) + frame if text is None else await in_reader(text.feed, frame)
                     sent += len(chunk)
                     await self._send(request, response, chunk)
+            if text is not None:
+                tail = await in_reader(text.close)
+                sent += len(tail)
+                await self._send(request, response, tail)
             self.metrics.bytes.labels(name, "out").inc(sent)
             await response.write_eof()
             return response
