@@ -40,7 +40,7 @@ from patchsync.remote.rules import lag, resume_position
 from patchsync.sources import resolve_source
 from patchsync.tail.follower import Follower, FollowerHost
 
-#: Seconds a replica working through a backlog (full batches) may go without a pause of the
+#: Seconds a replica working through a backlog (see ``BATCH``) may go without a pause of the
 #: applier (its units commit in groups meanwhile; a pause also commits the last of them).
 PAUSE_SECONDS = 1.0
 #: Events of consecutive messages fed to the applier at a time, at most (a message's own
