@@ -84,6 +84,27 @@ def test_a_planted_crash_is_found_saved_and_reproduced(tmp_path: Path) -> None:
     assert again.returncode != 0 and "ValueError: planted crash" in again.stderr
 
 
+def test_a_crash_is_saved_when_the_teardown_after_it_is_slow(tmp_path: Path) -> None:
+    # atheris reports an escaping exception by ending the interpreter, whose teardown sets
+    # SIGALRM back to "terminate" while atheris's timeout timer (every timeout/2 + 1 s) still
+    # runs; libFuzzer saves the input only after that teardown. A loaded machine made the
+    # teardown slow enough for the timer to kill the run with nothing saved. Here the
+    # teardown is made 3 s long and the timer's period 1 s, so without the fix it always dies.
+    proc = fuzz(
+        "selftest",
+        "--seconds",
+        "30",
+        "--timeout",
+        "1",
+        "--workdir",
+        str(tmp_path),
+        env={"PATCHSYNC_FUZZ_SELFTEST": "slow-exit"},
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "1 crash(es)" in proc.stdout, proc.stdout + (tmp_path / "selftest" / "fuzz.log").read_text(errors="replace")
+    assert len(list((tmp_path / "selftest" / "crashes").glob("crash-*"))) == 1
+
+
 # -- regressions: what the fuzzers found, minimized ------------------------------------------
 
 # (target, input, what it was). Decoder targets read a two-byte split point first.

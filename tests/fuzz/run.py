@@ -17,7 +17,9 @@ native code (upb) and contributes no Python coverage; its comparisons are not gu
 
 from __future__ import annotations
 
+import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -33,6 +35,26 @@ def _plain(target: str, files: list[str]) -> int:
         fuzz(Path(name).read_bytes())
         print(f"{name}: ok")
     return 0
+
+
+def _timer_stopped_on_escape(fuzz: Callable[[bytes], None]) -> Callable[[bytes], None]:
+    """``fuzz``, stopping the timeout timer when an exception escapes it.
+
+    atheris reports an escaping exception by ending the interpreter. The teardown sets
+    SIGALRM back to "terminate" while atheris's timeout timer keeps firing, and libFuzzer
+    saves the input only once the teardown is over: on a loaded machine the timer could
+    kill the run in between, with the finding lost. The input is a finding already, so
+    no timeout is wanted for it.
+    """
+
+    def one_input(data: bytes) -> None:
+        try:
+            fuzz(data)
+        except BaseException:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            raise
+
+    return one_input
 
 
 def main(argv: list[str]) -> int:
@@ -56,7 +78,7 @@ def main(argv: list[str]) -> int:
 
     fuzz = TARGETS[argv[1]]
     # atheris reads argv[0] as the program name and the rest as libFuzzer flags.
-    atheris.Setup([argv[0], *argv[2:]], fuzz)
+    atheris.Setup([argv[0], *argv[2:]], _timer_stopped_on_escape(fuzz))
     atheris.Fuzz()
     return 0
 

@@ -30,7 +30,10 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import sys
 import tempfile
+import time
+import types
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -229,13 +232,29 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
 }
 
 
+class _SlowTeardown:
+    """Held by a module of its own, so the interpreter's teardown stops in it for a while.
+
+    It stands in for a loaded machine, where the teardown after a crash can take seconds.
+    Only a module that nothing else holds is let go while modules are torn down (this one's
+    globals stay alive: atheris holds the target function).
+    """
+
+    def __del__(self, sleep: Callable[[float], None] = time.sleep) -> None:
+        sleep(3)
+
+
 def fuzz_selftest(data: bytes) -> None:
     """A planted bug, so a test can prove that a crash is found, saved and reproduced."""
     if b"\xde\xad" in data:
+        if os.environ.get("PATCHSYNC_FUZZ_SELFTEST") == "slow-exit":
+            holder = types.ModuleType("_patchsync_fuzz_slow_teardown")
+            holder.held = _SlowTeardown()  # type: ignore[attr-defined]
+            sys.modules[holder.__name__] = holder
         raise ValueError("planted crash")
 
 
-if os.environ.get("PATCHSYNC_FUZZ_SELFTEST") == "1":
+if os.environ.get("PATCHSYNC_FUZZ_SELFTEST") in ("1", "slow-exit"):
     TARGETS["selftest"] = fuzz_selftest
 
 __all__ = ["TARGETS", "InvariantBroken", "compare_native", "drain", "native_decoder", "outcome", "pure_decoder"]
