@@ -178,3 +178,12 @@ def test_a_token_file_flag_wins_over_the_environment(tmp_path: Path, monkeypatch
     monkeypatch.setenv("PATCHSYNC_TOKEN_FILE", "")
     use_client_flags(argparse.Namespace(token_file=str(tmp_path / "token"), tls_ca=None))
     assert client_token() == "from-the-flag"
+
+
+def test_a_token_file_that_is_not_utf8_is_one_line(tmp_path: Path) -> None:
+    """As serve's tokens file is: one line naming the file, exit 2, before any connection."""
+    (tmp_path / "token").write_bytes(b"\xff\xfe\n")
+    for url in ("grpc://127.0.0.1:1/t", "http://127.0.0.1:1/t"):
+        done = patchsync("tail", url, "--target", "sqlite:///r.db", "--once", "--token-file", "token", cwd=tmp_path)
+        assert done.returncode == 2, done.stderr
+        assert refused(done) == "patchsync: token: the token file is not UTF-8 text (byte 0)", done.stderr

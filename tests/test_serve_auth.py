@@ -45,6 +45,16 @@ def test_malformed_tokens_files_are_refused(tmp_path: Path, text: str) -> None:
         load_tokens(tokens_file(tmp_path, text))
 
 
+def test_a_token_of_bytes_that_are_not_utf8_is_unknown_not_a_fault(tmp_path: Path) -> None:
+    # aiohttp hands header bytes that are not UTF-8 on as lone surrogates (b"\xe9" -> "\udce9"):
+    # such a token is one nobody was given, refused as unknown (401), never a server fault.
+    tokens = load_tokens(tokens_file(tmp_path, "read r-\u00e9\n"))
+    tokens.check("r-\u00e9", Access.READ, "subscribe")  # non-ASCII UTF-8 is a token like any other
+    for presented in ("\udce9", "r-\udcc3\udca9", "\ud800x"):
+        with pytest.raises(Unauthenticated, match="subscribe: the token is not known"):
+            tokens.check(presented, Access.READ, "subscribe")
+
+
 def test_bearer_header() -> None:
     assert bearer("Bearer abc") == "abc"
     assert bearer("bearer  abc ") == "abc"

@@ -107,6 +107,9 @@ def test_without_a_token_every_path_is_401_and_tells_nothing(served: ServeProces
     # A topic that exists and one that does not get the same answer.
     assert answers["GET", "/t/1"] == answers["GET", "/nope/1"]
     assert answers["POST", "/state"] == answers["POST", "/nope"]
+    # A token whose bytes are not UTF-8 is a token nobody was given: 401, not a server fault.
+    status, body = raw(served.http, b"GET /t/1 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \xe9\xff\r\n\r\n")
+    assert status == 401 and b"the token is not known" in body, (status, body)
     assert httpx.get(url + "/$/healthz").status_code == 200  # liveness needs no token
 
 

@@ -92,6 +92,8 @@ def client_token() -> str | None:
         return Path(path).read_text(encoding="utf-8").strip() or None
     except OSError as exc:
         raise UsageError(f"{path}: cannot read the token file ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path}: the token file is not UTF-8 text (byte {exc.start})") from None
 
 
 #: How the gRPC core reports a connection that failed (not a request the server refused):

@@ -50,7 +50,10 @@ class Tokens:
             return
         if not token:
             raise Unauthenticated(f"{what}: a token is required (authorization: Bearer TOKEN)")
-        presented = token.encode("utf-8")
+        # A header's bytes that are not UTF-8 arrive as lone surrogates (aiohttp decodes
+        # them with surrogateescape): encoded as they are, they match no token of the file
+        # (UTF-8 text), so such a token is unknown, not a fault of the server.
+        presented = token.encode("utf-8", "surrogatepass")
         granted: Access | None = None
         # Every entry is compared, so the time taken does not tell which one matched.
         for secret, access in self.grants:
