@@ -21,6 +21,7 @@ translates the same way::
 from __future__ import annotations
 
 import errno
+import os
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -257,6 +258,13 @@ READ_ONLY = frozenset({errno.EROFS, errno.EACCES, errno.EPERM})
 def errno_in(codes: frozenset[int]) -> Callable[[BaseException], bool]:
     """A rule condition: the error carries one of the errno ``codes``."""
     return lambda exc: getattr(exc, "errno", None) in codes
+
+
+def cannot_write(exc: OSError, path: str | os.PathLike[str]) -> OSError:
+    """``exc``, a failed write of a file made beside ``path`` first (a temporary or ``.partial``
+    file, renamed over it at the end), as the error of ``path`` as the user gave it: that other
+    file's name is no business of theirs."""
+    return OSError(exc.errno, f"cannot write: {exc.strerror}", os.fspath(path))
 
 
 def first_line(exc: BaseException) -> str:
