@@ -159,6 +159,12 @@ class TargetUnavailable(ApplyError):
     """
 
 
+class TargetHeld(TargetUnavailable):
+    """Another process holds the whole target (an Oxigraph store opens in one process at a
+    time): it may let go, as an overlapping ``apply`` does when it is done
+    (:func:`patchsync.apply.turns.open_in_turn` waits for that)."""
+
+
 #: What drivers say when no retry can help, whatever type they give the error: a database,
 #: role or user that does not exist, a failed authentication, a host name that does not
 #: resolve. Drivers raise these as connection errors, like a server that is restarting
