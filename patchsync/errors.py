@@ -21,6 +21,7 @@ translates the same way::
 from __future__ import annotations
 
 import errno
+import os
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -158,6 +159,12 @@ class TargetUnavailable(ApplyError):
     """
 
 
+class TargetHeld(TargetUnavailable):
+    """Another process holds the whole target (an Oxigraph store opens in one process at a
+    time): it may let go, as an overlapping ``apply`` does when it is done
+    (:func:`patchsync.apply.turns.open_in_turn` waits for that)."""
+
+
 #: What drivers say when no retry can help, whatever type they give the error: a database,
 #: role or user that does not exist, a failed authentication, a host name that does not
 #: resolve. Drivers raise these as connection errors, like a server that is restarting
@@ -257,6 +264,13 @@ READ_ONLY = frozenset({errno.EROFS, errno.EACCES, errno.EPERM})
 def errno_in(codes: frozenset[int]) -> Callable[[BaseException], bool]:
     """A rule condition: the error carries one of the errno ``codes``."""
     return lambda exc: getattr(exc, "errno", None) in codes
+
+
+def cannot_write(exc: OSError, path: str | os.PathLike[str]) -> OSError:
+    """``exc``, a failed write of a file made beside ``path`` first (a temporary or ``.partial``
+    file, renamed over it at the end), as the error of ``path`` as the user gave it: that other
+    file's name is no business of theirs."""
+    return OSError(exc.errno, f"cannot write: {exc.strerror}", os.fspath(path))
 
 
 def first_line(exc: BaseException) -> str:

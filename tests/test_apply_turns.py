@@ -170,3 +170,37 @@ def test_a_stalled_applier_ends_the_wait_with_one_line(tmp_path: Path, sql_url: 
     assert stalled.returncode == 1 and len(lines) == 2, stalled.stderr
     assert "waiting for its turn" in lines[0]
     assert "made no progress in 0.5 s of waiting (--wait 0.5 to wait longer)" in lines[1]
+
+
+def test_an_apply_into_an_oxigraph_store_another_process_has_open_waits_for_it(tmp_path: Path) -> None:
+    """An Oxigraph store opens in one process at a time: an overlapping apply waits for it
+    (one line), then applies what is left; with ``--wait`` spent it gives up in one line."""
+    from patchsync.apply import open_target
+
+    log, store = tmp_path / "log.jellyp", tmp_path / "store"
+    write_patches(log, 1, 20)
+    holder = open_target(f"oxigraph:{store}")
+    apply_file(log, holder)  # the other run, still holding the store
+    write_patches(log, 21, 50)
+    args = [*RUN, "apply", str(log), "--target", f"oxigraph:{store}", "--no-progress"]
+    try:
+        given_up = subprocess.run([*args, "--wait", "0.5"], capture_output=True, text=True, timeout=120)
+        err = tmp_path / "err"
+        with open(err, "w") as stderr:
+            waiter = subprocess.Popen([*args, "--wait", "600"], stdout=subprocess.PIPE, stderr=stderr, text=True)
+        wait_for(lambda: "waiting for its turn" in err.read_text(), 120, "an apply waiting for the store")
+    finally:
+        holder.close()  # lets go of the store
+    lines = given_up.stderr.strip().splitlines()
+    assert given_up.returncode == 1 and len(lines) == 2 and "Traceback" not in given_up.stderr, given_up.stderr
+    assert "waiting for its turn" in lines[0] and "still held after 0.5 s of waiting (--wait 0.5 to wait" in lines[1]
+    out, _ = waiter.communicate(timeout=120)
+    assert waiter.returncode == 0 and err.read_text().count("\n") == 1, err.read_text()
+    assert _applied(out) == 30  # what was left, nothing twice
+    reference = MemoryTarget()
+    apply_file(log, reference)
+    target = open_target(f"oxigraph:{store}")
+    try:
+        assert state(target) == state(reference)
+    finally:
+        target.close()

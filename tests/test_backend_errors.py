@@ -18,7 +18,7 @@ from sqlalchemy.exc import DBAPIError, DisconnectionError, OperationalError
 from patchsync.apply.targets.file import FILE_ERRORS, FileTarget, file_error
 from patchsync.apply.targets.sql import SqlTarget
 from patchsync.apply.targets.sql import errors as sql_errors
-from patchsync.errors import ApplyError, CheckpointError, PatchsyncError, TargetUnavailable
+from patchsync.errors import ApplyError, CheckpointError, PatchsyncError, TargetHeld, TargetUnavailable
 
 from .apply_helpers import apply_text, iri
 
@@ -128,12 +128,12 @@ OX_CASES: list[tuple[str, BaseException, type[ApplyError]]] = [
     (
         "held by another process",
         OSError("IO error: While lock file: /d/LOCK: Resource temporarily unavailable"),
-        TargetUnavailable,
+        TargetHeld,  # a TargetUnavailable that apply waits for
     ),
     (
         "held by this process",
         OSError("IO error: lock hold by current process: /d/LOCK: No locks available"),
-        TargetUnavailable,
+        TargetHeld,  # a TargetUnavailable that apply waits for
     ),
     ("other I/O", OSError("IO error: Corruption: bad block"), ApplyError),
     ("bad journal", ValueError("Invalid N-Quads"), ApplyError),

@@ -223,3 +223,16 @@ def test_dump_to_one_graph_decides_before_writing(tmp_path: Path, to_file: bool)
     assert_one_line_error(proc, "named graph <http://e/g>")
     assert proc.stdout == b""
     assert out.read_text() == "kept\n"
+
+
+@pytest.mark.parametrize("command", ["snapshot", "compact"])
+def test_an_output_written_through_a_partial_file_is_named_as_given(tmp_path: Path, command: str) -> None:
+    # snapshot and compact write OUT.partial, then rename it: the error is the output's.
+    db = tmp_path / "r.db"
+    assert run("apply", str(EXAMPLE), "--target", f"sqlite:///{db}").returncode == 0
+    out = tmp_path / "nodir" / ("x.jelly" if command == "snapshot" else "x.jellyp")
+    args = ["--target", f"sqlite:///{db}"] if command == "snapshot" else [str(EXAMPLE)]
+    proc = run(command, *args, "-o", str(out))
+    assert_one_line_error(proc, f"patchsync: {out}: cannot write: No such file or directory")
+    assert ".partial" not in proc.stderr.decode()
+    assert not out.parent.exists()

@@ -206,6 +206,17 @@ def test_two_servers_on_one_nats_stream_both_append_and_never_fork(tmp_path: Pat
                 prev = change["id"]
 
 
+def test_a_nats_topics_init_points_to_what_can_start_a_replica(tmp_path: Path, nats_stream: str) -> None:
+    """GET /NAME/init of a NATS topic: no snapshot file is kept for a stream here, and
+    ``patchsync snapshot`` cannot make one, so the 404 names what can (#46)."""
+    with serving(tmp_path, topics=[f"n={nats_stream}"]) as server:
+        answer = httpx.get(f"{server.url}/n/init")
+    assert answer.status_code == 404, answer.text
+    assert "a NATS stream has no directory here" in answer.text, answer.text
+    assert "--base http://HOST:PORT/TARGET/init" in answer.text and "--base FILE" in answer.text, answer.text
+    assert "patchsync snapshot" not in answer.text, answer.text
+
+
 def test_rdf_delta_lock_operations_over_http_with_tokens(tmp_path: Path, daemons: list[subprocess.Popen[str]]) -> None:
     """RDF Delta's patch log lock through a real ``patchsync serve --http``, as Java's
     ``DeltaLinkHTTP`` sends it (<https://github.com/afs/rdf-delta>, rdf-delta-client

@@ -35,7 +35,7 @@ from patchsync._proto import rdf_pb2
 from patchsync.apply.target import Checkpoint, DumpableTarget, Target, dumpable
 from patchsync.codec.framing import Framer, encode_varint, read_varint
 from patchsync.codec.rdf_encoder import RdfEncoder
-from patchsync.errors import ApplyError, DecodeError, EncodeError, FormatError
+from patchsync.errors import ApplyError, DecodeError, EncodeError, FormatError, cannot_write
 from patchsync.events import RDF_VERSION, RDF_VERSION_1_0, PhysicalType, RdfOptions
 from patchsync.terms.ntriples import NTriplesTerms
 
@@ -152,6 +152,11 @@ def write_snapshot(
                 partial.unlink()
                 continue
             partial.replace(path)
+        except OSError as exc:
+            partial.unlink(missing_ok=True)
+            if exc.filename is not None and os.fspath(exc.filename) == os.fspath(partial):
+                raise cannot_write(exc, out) from None
+            raise
         except BaseException:
             partial.unlink(missing_ok=True)
             raise

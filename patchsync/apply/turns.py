@@ -10,6 +10,10 @@ applied is not applied again.
 The wait is bounded by progress, not by the clock: it ends once the other applier commits
 nothing for ``wait`` seconds (a stalled or idle holder, such as a ``tail`` daemon waiting
 for input), however long a holder at work takes. A loaded machine slows both alike.
+
+A target another process holds whole (an Oxigraph store, one process at a time) cannot even
+be opened: :func:`open_in_turn` waits for it to be let go, for ``wait`` seconds of the clock
+(what the holder does is not to be seen from outside).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import time
 from collections.abc import Callable
 
 from patchsync.apply.target import Checkpoint, Target
-from patchsync.errors import SourceBusy, param
+from patchsync.errors import SourceBusy, TargetHeld, param
 
 #: Seconds :func:`wait_for_turn` waits for an applier that commits nothing, by default.
 DEFAULT_WAIT = 60.0
@@ -67,4 +71,38 @@ def wait_for_turn(
         sleep(POLL)
 
 
-__all__ = ["DEFAULT_WAIT", "POLL", "wait_for_turn"]
+def open_in_turn(
+    open_target: Callable[[], Target],
+    wait: float = DEFAULT_WAIT,
+    *,
+    waiting: Callable[[TargetHeld], None] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Target:
+    """``open_target()``, waiting while another process holds the whole target
+    (:class:`TargetHeld`: an Oxigraph store opens in one process at a time).
+
+    Tries again every :data:`POLL` seconds; raises the last :class:`TargetHeld` once the
+    target was held for ``wait`` seconds (``wait=0``: at once). A store held whole shows no
+    progress to another process, so this wait is bounded by the clock. ``waiting`` is called
+    once, when the first attempt finds the target held.
+    """
+    since = clock()
+    told = False
+    while True:
+        try:
+            return open_target()
+        except TargetHeld as held:
+            if clock() - since >= wait:
+                if not wait:
+                    raise
+                raise TargetHeld(
+                    f"{held}; still held after {wait:g} s of waiting ({param('wait', wait)} to wait longer)"
+                ).naming(("wait", wait)) from None
+            if not told and waiting is not None:
+                waiting(held)
+                told = True
+        sleep(POLL)
+
+
+__all__ = ["DEFAULT_WAIT", "POLL", "open_in_turn", "wait_for_turn"]

@@ -56,7 +56,8 @@ def register(sub: Subcommands) -> None:
         metavar="SECONDS",
         help="when another applier is applying a log to the target (an overlapping run), wait for its turn as long "
         f"as that applier makes progress, and give up after SECONDS without any (default {DEFAULT_WAIT:g}; 0: at once); "
-        "then apply what is left",
+        "then apply what is left; an Oxigraph store another process has open (one process per store) is waited "
+        "for SECONDS",
     )
     apply.add_argument("--from", dest="from_format", choices=["jellyp", "rdfp"], help="log format")
     apply.add_argument("--no-progress", action="store_true", help="no progress bar even on a terminal")
@@ -76,6 +77,10 @@ def _waiting(log: str, wait: float, busy: Exception) -> None:
         file=sys.stderr,
         flush=True,
     )
+
+
+def _held(target: str, wait: float, held: Exception) -> None:
+    print(f"{target}: waiting for its turn: {held}; waiting up to --wait {wait:g} s", file=sys.stderr, flush=True)
 
 
 class Progress:
@@ -110,12 +115,12 @@ def run(args: argparse.Namespace) -> int:
     from patchsync.apply.api import apply_file, log_source
     from patchsync.apply.applier import ApplyResult
     from patchsync.apply.resume import default_snapshot_dir
-    from patchsync.apply.turns import wait_for_turn
+    from patchsync.apply.turns import open_in_turn, wait_for_turn
 
     use_client_flags(args)
     logs = log_files_of(args.logs)
     check_logs(args, logs)
-    target = open_target(args.target)
+    target = open_in_turn(partial(open_target, args.target), args.wait, waiting=partial(_held, args.target, args.wait))
     total = ApplyResult(source="total")
     progress = Progress(not args.no_progress)
     started = time.monotonic()

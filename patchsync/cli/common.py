@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
-from patchsync.errors import PatchsyncError, UsageError
+from patchsync.errors import PatchsyncError, UsageError, cannot_write
 
 if TYPE_CHECKING:
     from patchsync.apply.target import Target
@@ -200,7 +200,7 @@ def output(path: str) -> Iterator[IO[bytes]]:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or Path("."))
     except OSError as exc:
         # The temporary file is ours, not the user's: name the path they gave.
-        raise OSError(exc.errno, f"cannot write: {exc.strerror}", path) from None
+        raise cannot_write(exc, path) from None
     try:
         with os.fdopen(fd, "wb") as f:
             yield f
@@ -209,7 +209,7 @@ def output(path: str) -> Iterator[IO[bytes]]:
         try:
             os.replace(tmp, target)
         except OSError as exc:
-            raise OSError(exc.errno, f"cannot write: {exc.strerror}", path) from None
+            raise cannot_write(exc, path) from None
     except BaseException:
         os.unlink(tmp)
         raise

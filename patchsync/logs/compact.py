@@ -26,7 +26,7 @@ from typing import Any
 from patchsync import formats
 from patchsync.codec.patch_encoder import PatchEncoder
 from patchsync.codec.rdfp import RdfPatchTextWriter
-from patchsync.errors import ChainError, UsageError
+from patchsync.errors import ChainError, UsageError, cannot_write
 from patchsync.events import (
     Add,
     Delete,
@@ -142,8 +142,12 @@ def compact_logs(
     options = replace(options, stream_type=StreamType.PUNCTUATED)
     data = _encode(events, options, out_fmt)
     partial = out.with_name(out.name + ".partial")
-    partial.write_bytes(data)
-    partial.replace(out)
+    try:
+        partial.write_bytes(data)
+        partial.replace(out)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise cannot_write(exc, out) from None
     added = sum(1 for v in net.statements.values() if v)
     return CompactReport(net.patches, net.first_prev, net.last_id, added, len(net.statements) - added)
 

@@ -16,8 +16,8 @@ written with the unit's data, never updated in place (each carries a sequence nu
 highest wins), older checkpoints pruned on flush. ``dump`` leaves that graph out.
 
 Writers. RocksDB locks the store directory for as long as a store object has it open, across
-processes and within one (a second open fails, as :class:`TargetUnavailable`), so this object
-is the store's only writer: ``head`` and ``has_patch``, answered from the metadata it loaded
+processes and within one (a second open fails, as :class:`~patchsync.errors.TargetHeld`:
+``apply`` waits for it), so this object is the store's only writer: ``head`` and ``has_patch``, answered from the metadata it loaded
 and keeps up to date, always reflect every committed patch, and ``begin`` needs no lock of its
 own to meet the target contract (docs/design.md §3, exactly once across processes).
 
@@ -44,7 +44,7 @@ from patchsync.errors import (
     EncodeError,
     ErrorRule,
     ErrorTable,
-    TargetUnavailable,
+    TargetHeld,
     UsageError,
     errno_in,
 )
@@ -71,7 +71,7 @@ ERRORS = ErrorTable(
     (
         ErrorRule("disk full / read-only (errno)", (OSError,), ApplyError, errno_in(DISK_FULL | READ_ONLY)),
         ErrorRule("disk full / read-only (message)", (OSError,), ApplyError, _text_has(*_FULL_OR_READ_ONLY_TEXT)),
-        ErrorRule("store locked by another process", (OSError,), TargetUnavailable, _text_has("/LOCK:", "lock hold")),
+        ErrorRule("store locked by another process", (OSError,), TargetHeld, _text_has("/LOCK:", "lock hold")),
         ErrorRule("any other I/O error", (OSError,), ApplyError),
         ErrorRule("malformed data (journal, terms)", (ValueError, TypeError, SyntaxError), ApplyError),
     ),
