@@ -332,6 +332,26 @@ def test_a_write_to_a_target_topic_is_one_refusal_on_both_doors(fresh: ServeProc
     assert "topic state is a target topic, read-only" in http.text
 
 
+def test_publishing_to_a_target_topic_is_one_line_through_either_door(fresh: ServeProcess, tmp_path: Path) -> None:
+    # A writer asks before writing (gRPC Describe, HTTP OPTIONS /NAME); over HTTP it read the
+    # head first and stopped at the change feed's 400 ("the change feed needs a log topic").
+    log = tmp_path / "p.jellyp"
+    write_chain(log, "pub", 2)
+    token = {"PATCHSYNC_TOKEN": WRITE}
+    lines = []
+    for url in (f"grpc://{fresh.address}/state", f"http://{fresh.http}/state"):
+        done = cli("publish", str(log), url, cwd=tmp_path, env=token, check=False)
+        assert done.returncode == 2, done.stderr
+        lines.append(done.stderr.strip().replace(url, "URL"))
+    assert lines[0] == lines[1] == "patchsync: URL: a target topic is read-only; write to a log topic", lines
+    # What the HTTP answer says, by the catalog's rule; a log topic still takes the patches.
+    auth = {"Authorization": f"Bearer {READ}"}
+    allowed = {n: httpx.options(f"http://{fresh.http}/{n}", headers=auth) for n in ("state", "t")}
+    assert [(a.status_code, a.headers["Patchsync-Kind"]) for a in allowed.values()] == [(204, "target"), (204, "log")]
+    assert "POST" not in allowed["state"].headers["Allow"] and "POST" in allowed["t"].headers["Allow"]
+    cli("publish", str(log), f"http://{fresh.http}/t", cwd=tmp_path, env=token)
+
+
 def test_refusals_reach_the_metrics_by_reason_without_the_names_asked_for(fresh: ServeProcess) -> None:
     url = f"http://{fresh.http}"
     auth = {"Authorization": f"Bearer {READ}"}

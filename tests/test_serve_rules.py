@@ -62,6 +62,7 @@ def test_routes_name_topic_access_and_body_limit() -> None:
     assert r("GET", f"/{dp.datasource_id('books')}/1").topic == "books"
     assert r("GET", "/$/metrics") == routes.Route(routes.SERVICE, service="metrics")
     assert r("GET", "/books", version="3").body_limit == 0  # reads take no body
+    assert r("OPTIONS", "/books") == routes.Route(routes.ALLOW, "books")  # read access: what it takes
     with pytest.raises(NotAllowed):
         r("GET", "/$/rpc")
     with pytest.raises(NotAllowed):

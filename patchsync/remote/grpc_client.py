@@ -30,7 +30,7 @@ from patchsync.options import Limits, PatchOptions
 from patchsync.remote import connect_errors as remote
 from patchsync.remote.interface import Appended, LogHead, RemoteLog
 from patchsync.remote.publish import PublishReport, StreamSettings, publish_patches
-from patchsync.remote.statuses import RETRYABLE_KEY, refusal
+from patchsync.remote.statuses import RETRYABLE_KEY, read_only, refusal
 from patchsync.remote.writer import PatchWriter
 from patchsync.terms import TermAdapter
 
@@ -226,7 +226,7 @@ class GrpcLog(RemoteLog):
     def writable(self) -> None:
         kind = self.describe().kind
         if kind != "log":
-            raise UsageError(f"{self.url}: a {kind} topic is read-only; write to a log topic")
+            raise read_only(str(self.url), kind)
 
     def read(self, after: int, limit: int, wait: float) -> list[StreamMessage]:
         # One response of a subscription: up to the head, or (waiting) the first patches to

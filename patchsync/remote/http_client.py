@@ -34,7 +34,7 @@ from patchsync.remote.errors import StreamUnavailable
 from patchsync.remote.grpc_client import client_ca, client_token
 from patchsync.remote.interface import Appended, LogHead, RemoteLog
 from patchsync.remote.publish import PublishReport, StreamSettings, publish_patches
-from patchsync.remote.statuses import refusal
+from patchsync.remote.statuses import read_only, refusal
 from patchsync.remote.writer import PatchWriter
 from patchsync.terms import TermAdapter
 
@@ -143,7 +143,7 @@ class HttpLog(RemoteLog):
                 return response.status, {k.lower(): v for k, v in response.getheaders()}, data
             except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError) as exc:
                 self.close()
-                if attempt == 2 or method != "GET":
+                if attempt == 2 or method not in ("GET", "OPTIONS"):
                     raise self._failure(exc) from None
             except (OSError, http.client.HTTPException) as exc:
                 self.close()
@@ -206,6 +206,18 @@ class HttpLog(RemoteLog):
         if status != 200:
             raise self._refusal(status, data)
         return Feed(int(headers["patchsync-first-version"]), split_records(data), int(headers["patchsync-head"]))
+
+    def writable(self) -> None:
+        # The methods the server says the topic takes, by the rule its append meets: asked
+        # first, since a writer reads the head next, and a target topic has no change feed.
+        status, headers, data = self.request("OPTIONS", self._path)
+        if status == 405:
+            return  # a server from before OPTIONS /NAME: its append answers for itself
+        if status not in (200, 204):
+            raise self._refusal(status, data)
+        allowed = {m.strip().upper() for m in headers.get("allow", "").split(",")}
+        if "POST" not in allowed:
+            raise read_only(str(self.url), headers.get("patchsync-kind") or "read-only")
 
     def head(self) -> LogHead:
         status, _, data = self.request("GET", f"{self._path}/changes?after=0&limit=1")

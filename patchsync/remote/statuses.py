@@ -117,6 +117,13 @@ def refusal(text: str, code: str | int, *, retryable: bool = False, token_sent: 
     return (kinds.pop() if len(kinds) == 1 else UsageError)(text)
 
 
+def read_only(where: str, kind: str) -> PatchsyncError:
+    """What a client raises for a topic whose server takes no writes to it (a ``kind`` topic),
+    found out before writing (gRPC ``Describe``, HTTP ``OPTIONS``): the same line through
+    either door, the error of the :data:`READ_ONLY` row."""
+    return READ_ONLY.client(f"{where}: a {kind} topic is read-only; write to a log topic")
+
+
 __all__ = [
     "BAD_REQUEST",
     "BUSY",
@@ -142,5 +149,6 @@ __all__ = [
     "UNSUPPORTED_MEDIA",
     "WRONG_KIND",
     "Status",
+    "read_only",
     "refusal",
 ]

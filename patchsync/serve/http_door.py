@@ -10,6 +10,9 @@
   ``application/x-jelly-rdf-patch``); the answer is ``{"version", "location"}``; a patch
   whose ``prev`` is not the head gets RDF Delta's 400 with a ``patch-conflict`` JSON body
   and nothing is appended; a patch id already in the log gets its version again;
+- ``OPTIONS /{ref}``: 204 with the methods the topic takes in ``Allow`` (``POST`` only for a
+  log topic: the catalog's one rule, as an append meets it) and its kind in ``Patchsync-Kind``:
+  what a writer asks before writing, as a gRPC client asks ``Describe``;
 - ``GET /{ref}/{version}``, ``GET /{ref}/{patch-id}`` (also ``?version=N``, ``?patch=ID``):
   one patch, as RDF Patch text unless ``Accept`` prefers Jelly-Patch;
 - ``GET /{ref}/init`` (RDF Delta's ``GET /init-data?datasource=REF`` too): the bootstrap
@@ -118,6 +121,7 @@ class HttpDoor:
             routes.FETCH: self._fetch,
             routes.CHANGES: self._changes,
             routes.INIT: self._init,
+            routes.ALLOW: self._allow,
         }
 
     # -- listening ---------------------------------------------------------------------
@@ -307,6 +311,12 @@ class HttpDoor:
             return self._answer(json_answer(done))
 
     # -- appending ---------------------------------------------------------------------
+
+    async def _allow(self, request: web.Request, route: routes.Route) -> web.StreamResponse:
+        topics = self.ctx.topics
+        kind = topics.get(route.topic).kind
+        methods = "OPTIONS, GET, HEAD, POST, PATCH" if topics.offers(route.topic, Use.APPEND) else "OPTIONS, GET, HEAD"
+        return self._answer(Answer(204, {"Allow": methods, "Patchsync-Kind": kind}))
 
     async def _append(self, request: web.Request, route: routes.Route) -> web.StreamResponse:
         name = route.topic

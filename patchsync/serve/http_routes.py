@@ -26,6 +26,8 @@ RPC_MAX_BYTES = 64 << 10
 
 #: Route kinds.
 SERVICE, RPC, APPEND, FETCH, CHANGES, INIT = "service", "rpc", "append", "fetch", "changes", "init"
+#: ``OPTIONS /NAME``: the methods the topic takes (a writer asks before writing).
+ALLOW = "allow"
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +78,8 @@ def route(method: str, path: str, query: Mapping[str, str], names: Iterable[str]
     name = _topic(parts[0], known, f"{method} {path}")
     if method in ("POST", "PATCH") and len(parts) == 1 and not query:
         return Route(APPEND, topic=name, access=Access.WRITE, body_limit=max_message_bytes)
+    if method == "OPTIONS" and len(parts) == 1 and not query:
+        return Route(ALLOW, topic=name)
     if method not in ("GET", "HEAD"):
         raise NotAllowed(f"HTTP {method} not supported on {path}")
     if len(parts) == 2:
@@ -99,6 +103,7 @@ def _topic(ref: str, names: list[str], what: str) -> str:
 
 
 __all__ = [
+    "ALLOW",
     "APPEND",
     "CHANGES",
     "FETCH",
