@@ -166,7 +166,8 @@ def test_a_first_patch_onto_a_log_that_is_not_empty_is_refused(tmp_path: Path) -
         append_logs(dest, [other])
     assert dest.read_bytes() == before
     report = append_logs(dest, [other], chain="ignore")
-    assert (report.appended, report.skipped) == (2, 0)
+    # The head reported is the log's new one (it stayed the head before the append).
+    assert (report.appended, report.skipped, report.head) == (2, 0, "uuid:10") == (2, 0, log_head(dest))
     assert patches(read_events(dest)) == [patch(1), patch(9), patch(10, 9)]
 
 
@@ -189,7 +190,10 @@ def test_the_library_appender_follows_the_same_rule(tmp_path: Path) -> None:
     assert patches(read_events(dest))[2:] == [patch(3, 2), patch(4, 3)]
     with LogAppender(dest, chain="ignore") as out:
         out.write([*patch(4, 3), PatchEnd()])
-    assert patches(read_events(dest))[-2:] == [patch(4, 3), patch(4, 3)]
+        out.write([*patch(9), PatchEnd(), *patch(10, 9)[1:], PatchEnd()])  # the last without an id
+        assert out.head == "uuid:9"  # as chain_head reads the log: its last patch with an id
+    assert patches(read_events(dest))[-4:-2] == [patch(4, 3), patch(4, 3)]
+    assert log_head(dest) == "uuid:9"
 
 
 def test_the_command_twice_does_not_double_the_log(tmp_path: Path) -> None:

@@ -188,7 +188,8 @@ class LogAppender:
     :meth:`write` follows the chain rule of every writer (:mod:`patchsync.chains`): a patch
     that does not continue :attr:`head` raises :class:`ChainError` (nothing of it written,
     the patches before it are), the head itself given again is skipped (counted in
-    :attr:`skipped`); ``chain="ignore"`` writes every patch as given.
+    :attr:`skipped`); ``chain="ignore"`` writes every patch as given. Either way :attr:`head`
+    follows the patches written (the last one with an id).
     """
 
     def __init__(
@@ -291,7 +292,7 @@ class LogAppender:
         check = self._check
         for event in events:
             kind = type(event)
-            if check is None or kind is Options:  # the encoder writes its own options row
+            if kind is Options:  # the encoder writes its own options row
                 send(event)
                 continue
             mode = self._mode
@@ -312,15 +313,19 @@ class LogAppender:
             self._mode = mode
         self.flush()
 
-    def _decide(self, check: ChainCheck) -> str:
-        """Write or skip the patch whose headers are held (or raise :class:`ChainError`)."""
+    def _decide(self, check: ChainCheck | None) -> str:
+        """Write or skip the patch whose headers are held (or raise :class:`ChainError`);
+        without a check (``chain="ignore"``) write it, its id the head if it has one."""
         headers = patch_headers(self._held, self.encoder.adapter)
         patch_id, prev = headers.id, headers.prev
         held, self._held = self._held, []
-        if patch_id is not None and patch_id == check.head:
-            return "skip"  # the log's last patch already
-        check.check(patch_id, prev)
-        self.head = check.head
+        if check is None:
+            self.head = patch_id or self.head
+        else:
+            if patch_id is not None and patch_id == check.head:
+                return "skip"  # the log's last patch already
+            check.check(patch_id, prev)
+            self.head = check.head
         for header in held:
             self.encoder.send(header)
         return "write"
