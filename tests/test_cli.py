@@ -221,6 +221,7 @@ def test_dump_to_one_graph_decides_before_writing(tmp_path: Path, to_file: bool)
     args = ["-o", str(out)] if to_file else []
     proc = run("dump", "--target", target, "--format", "nt", *args)
     assert_one_line_error(proc, "named graph <http://e/g>")
+    assert str((tmp_path / "t.db").resolve()) in proc.stderr.decode()  # the target is named
     assert proc.stdout == b""
     assert out.read_text() == "kept\n"
 

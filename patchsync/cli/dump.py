@@ -26,6 +26,8 @@ def register(sub: Subcommands) -> None:
 def run(args: argparse.Namespace) -> int:
     from patchsync.apply.dump import write_dump
     from patchsync.apply.target import dumpable
+    from patchsync.errors import FormatError
+    from patchsync.tail.state import target_identity
 
     fmt = args.format
     if fmt is None:
@@ -35,6 +37,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         with output(args.output) as out:
             write_dump(dumpable(target), fmt, out)
+    except FormatError as exc:
+        # What the target holds is the fault, so the line names the target (without credentials).
+        raise FormatError(f"{target_identity(args.target)}: {exc}") from None
     finally:
         target.close()
     return 0
