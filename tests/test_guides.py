@@ -17,18 +17,21 @@ checks what its blocks promise (an output line, a file, a count), not only exit 
 - Every walk is marked ``slow`` (``make test`` and CI run them; ``make check`` does not), so that
   they keep pytest's order and the ``make run`` state is made once a module.
 - The blocks that name ports (8710, 8711, 7878) run on those ports; when one is taken here the
-  test is skipped, naming it.
+  test is skipped, naming it; a lock file keeps two such walks (other workers', other runs')
+  from overlapping.
 - docs/conformance.md's commands are a clone's: they run in this checkout (skipped when its
   compiled core is stale, which ``make`` would rebuild).
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import re
 import socket
 import subprocess
 import sys
+import tempfile
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -93,6 +96,15 @@ def patches(folder: Path, target: str) -> int:
 
 def dump(folder: Path, db: str) -> list[str]:
     return sorted(patchsync(folder, "dump", "--target", f"sqlite:///out/{db}.db").splitlines())
+
+
+@pytest.fixture
+def documented_ports() -> Iterator[None]:
+    """Held while a walk runs on the ports its page names: one such walk at a time on this
+    machine, whichever worker or run it belongs to."""
+    with open(Path(tempfile.gettempdir()) / "patchsync-doc-ports.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def need_ports(page: str, *ports: int) -> None:
@@ -214,7 +226,7 @@ def test_replication_over_nats(folder: Path, nats_stream: str) -> None:
 
 
 @pytest.mark.slow
-def test_serving(folder: Path) -> None:
+def test_serving(folder: Path, documented_ports: None) -> None:
     need_ports("docs/serving.md", 8710, 8711)
     out = run_walk("serving", folder)
     assert "grpc://127.0.0.1:8710/library: 400 patches published, 0 already in the stream" in out
@@ -225,7 +237,7 @@ def test_serving(folder: Path) -> None:
 
 
 @pytest.mark.slow
-def test_a_sparql_store_follows_a_served_log(folder: Path, oxigraph_binary: str) -> None:
+def test_a_sparql_store_follows_a_served_log(folder: Path, oxigraph_binary: str, documented_ports: None) -> None:
     need_ports("docs/sparql-stores.md", 7878, 8710, 8711)
     assert Path(oxigraph_binary).parent == Path(sys.executable).parent  # .venv/bin, on the walk's PATH
     out = run_walk("sparql-served", folder)
