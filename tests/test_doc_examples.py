@@ -9,7 +9,6 @@ docs/replication.md shows are what ``patchsync publish`` prints.
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -19,7 +18,7 @@ import pytest
 
 from patchsync import Add, read_events
 
-from .process_helpers import make_run
+from .docs_runner import STATES, prepare, run_shell, sh_blocks
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -75,38 +74,13 @@ def test_capture_example(folder: Path) -> None:
     assert [str(a.s) for a in adds] == ["http://example.org/s"]
 
 
-SHELL_PRELUDE = 'patchsync() { "$PY" -m patchsync "$@"; }\npython() { "$PY" "$@"; }\nset -e\n'
-
-
-def _sh_block(page: str, section: str, index: int = 0) -> str:
-    text = (DOCS / page).read_text()
-    start = text.index(section)
-    blocks = re.findall(r"```sh\n(.*?)```", text[start:], re.S)
-    return str(blocks[index])
-
-
-def _run_sh(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    if not (cwd / "examples").exists():
-        (cwd / "examples").symlink_to(ROOT / "examples")
-    done = subprocess.run(
-        ["bash", "-c", SHELL_PRELUDE + code],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        env={**os.environ, "PY": sys.executable},
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    return done
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("state", ["fresh", "after make run"])
+@pytest.mark.parametrize("state", STATES)
 def test_snapshot_walkthrough_runs_as_written(tmp_path: Path, state: str) -> None:
-    if state == "after make run":  # its 500 patches in out/logs, its replica in out/replica.db
-        (tmp_path / "examples").symlink_to(ROOT / "examples")
-        make_run(tmp_path)
-    _run_sh(_sh_block("snapshots-and-bootstrap.md", "## Starting a replica from a snapshot"), tmp_path)
+    prepare(tmp_path, state)  # after make run: its 500 patches in out/logs, its replica in out/replica.db
+    walkthrough = sh_blocks(DOCS / "snapshots-and-bootstrap.md")[0]
+    assert "patchsync snapshot" in walkthrough.code
+    run_shell(walkthrough.code, tmp_path, flags="-euo pipefail")
     dumps = {}
     for db in ("primary", "from-base", "from-base2"):
         out = tmp_path / f"{db}.nq"

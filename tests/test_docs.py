@@ -21,13 +21,10 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import os
 import re
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 import tomllib
@@ -41,8 +38,8 @@ from patchsync.serve.doors import DOORS
 from patchsync.serve.settings import ServeSettings, parse_address
 from patchsync.sources import APPEND, FOLLOW, SourceKind, address_forms, registry
 
+from .docs_runner import STATES, prepare, run_shell
 from .nats_helpers import free_port
-from .process_helpers import make_run, programs
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -63,31 +60,8 @@ def tour_blocks() -> list[tuple[str, str]]:
     ]
 
 
-def run_shell(code: str, cwd: Path, path: str = "") -> subprocess.CompletedProcess[str]:
-    """Run ``code`` as a reader would in ``cwd``; ``path``: a directory put on PATH after
-    ``patchsync`` and ``python``."""
-    env = programs(cwd)
-    if path:
-        env["PATH"] = env["PATH"].replace(os.pathsep, f"{os.pathsep}{path}{os.pathsep}", 1)
-    # A session of its own: a server or daemon a failing block left running is stopped with it.
-    shell = subprocess.Popen(
-        ["bash", "-ec", code], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-        start_new_session=True,
-    )  # fmt: skip
-    try:
-        stdout, stderr = shell.communicate(timeout=120)
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(shell.pid, signal.SIGKILL)
-        shell.wait()
-    done = subprocess.CompletedProcess(shell.args, shell.returncode, stdout, stderr)
-    assert done.returncode == 0, f"the tour failed:\n{code}\n--- stdout\n{stdout}\n--- stderr\n{stderr}"
-    return done
-
-
-#: The states a reader starts the tour from: a fresh clone, and what ``make run`` left (the
-#: README says to run it after ``make run``): 500 patches in out/logs, a replica of them.
-TOUR_STATES = ("fresh", "after make run")
+#: The states a reader starts the tour from (the README says to take it after ``make run``).
+TOUR_STATES = STATES
 
 
 @pytest.fixture(scope="module", params=TOUR_STATES)
@@ -97,10 +71,7 @@ def toured(
     """A folder where the tour's blocks without NATS ran, what they printed, and the state they
     started from. The Oxigraph server is the one the ``dev`` extra installed beside this
     interpreter (where ``.venv/bin`` on a reader's PATH finds it)."""
-    folder = tmp_path_factory.mktemp("tour")
-    (folder / "examples").symlink_to(ROOT / "examples")
-    if request.param == "after make run":
-        make_run(folder)
+    folder = prepare(tmp_path_factory.mktemp("tour"), request.param)
     code = "\n".join(block for tags, block in tour_blocks() if "nats" not in tags.split())
     for port in TOUR_PORTS:
         assert port in code
