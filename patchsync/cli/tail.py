@@ -146,6 +146,7 @@ class TailLog:
 
 def run(args: argparse.Namespace) -> int:
     use_client_flags(args)
+    from patchsync.apply.registry import check_target_directory
     from patchsync.sources import resolve_sources
     from patchsync.tail import Tailer, TailOptions, default_state_dir, open_retrying
     from patchsync.tail.options import split_paths
@@ -163,6 +164,7 @@ def run(args: argparse.Namespace) -> int:
 
         listen = parse_listen(args.metrics_listen)
     check_base(args)
+    check_target_directory(args.target)  # apply's rule, before a state directory would make the directory
     state_dir = Path(args.state_dir) if args.state_dir else default_state_dir(args.target)
     if state_dir is not None:
         claim_state_dir(state_dir, args.target)  # before the target: a wrong one is not made
