@@ -351,6 +351,11 @@ class Tailer:
 
     # -- reporting ---------------------------------------------------------------------
 
+    @property
+    def reached(self) -> bool:
+        """Whether any source was reached once (a log file opened, a server's answer)."""
+        return any(src.reached for src in self._order)
+
     def reports(self) -> list[SourceReport]:
         """The state of every source."""
         return [s.report for s in self._order]
