@@ -182,6 +182,18 @@ def test_a_file_target_in_a_missing_directory_is_the_targets_fault(tmp_path: Pat
     assert not target.parent.exists()
 
 
+@pytest.mark.parametrize("spec", ["file:{}/x.nq", "sqlite:///{}/x.db"], ids=["file", "sqlite"])
+def test_tail_refuses_a_target_in_a_missing_directory_as_apply_does(tmp_path: Path, spec: str) -> None:
+    # tail's state directory beside the target made the directory; apply refuses it: one rule.
+    missing = tmp_path / "nodir"
+    target = spec.format(missing)
+    where = missing / spec.rpartition("/")[2]
+    for command in (["apply", str(EXAMPLE)], ["tail", str(tmp_path), "--once"], ["tail", str(tmp_path)]):
+        proc = run(*command, "--target", target)
+        assert_one_line_error(proc, f"{where}: cannot open the target: no such directory {missing}")
+        assert sorted(p.name for p in tmp_path.iterdir()) == [], command
+
+
 def test_convert_and_reverse_refuse_an_output_that_is_their_input(tmp_path: Path) -> None:
     log = tmp_path / "same.rdfp"
     log.write_bytes(EXAMPLE.read_bytes())

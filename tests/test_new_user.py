@@ -7,8 +7,10 @@ Each test runs the real command line in a scratch folder holding the README's ex
 from __future__ import annotations
 
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -214,3 +216,33 @@ def test_append_to_a_log_without_rdf_star_names_file_and_line(tmp_path: Path) ->
     line = one_line_error(patchsync(tmp_path, "append", "second.rdfp", "-o", "d.jellyp"))
     assert f"second.rdfp, byte {second.index('A <<')}, line 4" in line and "RDF-star" in line
     assert (tmp_path / "d.jellyp").read_bytes() == before
+
+
+def test_tail_of_a_directory_of_rdfp_logs_says_it_follows_jellyp_segments(tmp_path: Path) -> None:
+    # README: a source is "a directory of .jellyp segments"; .rdfp logs in one are not followed.
+    (tmp_path / "logs").mkdir()
+    shutil.copy(EXAMPLES / "library.rdfp", tmp_path / "logs")
+    target = ["--target", "sqlite:///t.db"]
+    line = one_line_error(patchsync(tmp_path, "tail", "logs", "--once", *target), code=2)
+    assert line.startswith("patchsync: logs: a directory without .jellyp segments, only library.rdfp"), line
+    assert "tail follows the .jellyp segments of a directory" in line and "patchsync convert" in line, line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["logs"]
+    # The daemon waits for a segment to come, and says once what it found instead.
+    err = tmp_path / "daemon.err"
+    with err.open("w") as stderr:
+        daemon = subprocess.Popen(
+            [sys.executable, "-m", "patchsync", "tail", "logs", *target], cwd=tmp_path, stderr=stderr
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while "event=no_segments" not in err.read_text() and daemon.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert daemon.poll() is None, err.read_text()
+        assert "event=no_segments source=logs reason=" in err.read_text(), err.read_text()
+    finally:
+        daemon.send_signal(signal.SIGTERM)
+        assert daemon.wait(60) == 0, err.read_text()
+    # A directory with nothing in it yet is nothing to say anything of (a fresh volume).
+    (tmp_path / "fresh").mkdir()
+    done = patchsync(tmp_path, "tail", "fresh", "--once", "--target", "sqlite:///f.db")
+    assert done.returncode == 0 and "patchsync:" not in done.stderr, done.stderr

@@ -88,6 +88,7 @@ def test_tail_once_does_not_wait_for_a_source_out_of_reach(tmp_path: Path, schem
     assert done.returncode == 1
     assert line.startswith(f"patchsync: {url}: ") and "--once" in line, line
     assert "event=source_unavailable" in done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # no replica, lock file or state directory left
     # publish says the same of the same server, just as fast.
     chain_log(tmp_path / "log.jellyp", 1)
     published = patchsync("publish", "log.jellyp", url, cwd=tmp_path)
@@ -102,6 +103,24 @@ def test_the_daemon_waits_for_a_source_and_names_it(tmp_path: Path) -> None:
     assert "target_unavailable" not in done.stderr
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("patchsync: the source stayed unavailable") and "--retry-timeout 1" in last, last
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_a_run_that_never_reached_its_source_keeps_what_was_there(tmp_path: Path) -> None:
+    chain_log(tmp_path / "log.jellyp", 2)
+    target = ["--target", f"sqlite:///{tmp_path / 'r.db'}"]
+    assert patchsync("tail", "log.jellyp", *target, "--once", cwd=tmp_path).returncode == 0
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert before == ["log.jellyp", "r.db", "r.db-sources.lock", "r.db.tail"], before
+    held = patchsync("dump", *target, cwd=tmp_path).stdout
+    assert held.count("\n") >= 2, held
+    url = f"http://127.0.0.1:{free_port()}/t"
+    refused(patchsync("tail", url, *target, "--once", cwd=tmp_path))
+    # A state directory of its own, new and two levels deep, goes; the replica and its own stay.
+    refused(patchsync("tail", url, *target, "--once", "--state-dir", "new/state", cwd=tmp_path))
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    assert (tmp_path / "r.db.tail" / "target").exists()
+    assert patchsync("dump", *target, cwd=tmp_path).stdout == held
 
 
 def test_a_plaintext_client_of_a_tls_server_is_told_to_use_tls(folder: Path, tmp_path: Path, tls: ServeProcess) -> None:
@@ -122,6 +141,7 @@ def test_an_untrusted_certificate_fails_at_once(folder: Path, tmp_path: Path, tl
     line = refused(done)
     assert done.returncode == 2
     assert f"{url}: the server's TLS certificate is not trusted" in line and "--tls-ca" in line, line
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # nothing made for a server not trusted
     assert refused(patchsync("publish", "log.jellyp", url, *wrong, cwd=folder)) == line
 
 
@@ -142,6 +162,7 @@ def test_each_client_at_the_other_door_says_so(folder: Path, tmp_path: Path, pla
     ):
         line = refused(patchsync(*command, cwd=folder))
         assert "does not speak gRPC" in line and f"http://127.0.0.1:{plain.http_port}/t" in line, line
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # the replica was never reached either
     at_grpc = f"http://127.0.0.1:{plain.port}/t"
     line = refused(patchsync("publish", "log.jellyp", at_grpc, cwd=folder))
     assert "does not speak HTTP/1.1" in line and f"grpc://127.0.0.1:{plain.port}/t" in line, line

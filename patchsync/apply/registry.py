@@ -16,7 +16,7 @@ from typing import Any, cast
 
 from patchsync._lazy import load
 from patchsync.apply.target import Target
-from patchsync.errors import UsageError
+from patchsync.errors import ApplyError, UsageError
 
 
 def _sqlite_file(spec: str) -> Path | None:
@@ -117,12 +117,31 @@ def open_target(spec: str, *, existing: bool = False, **options: Any) -> Target:
         where = entry.locate(spec)
         if existing and where is not None and not where.exists():
             raise UsageError(f"target {spec!r}: {where} does not exist (only apply and tail create a target)")
+        if where is not None:
+            require_directory(where)
         cls = entry.load(spec)
         return cls(spec if entry.whole_spec else spec.partition(":")[2], **options)
     except ValueError as exc:
         # A value in the spec its backend or driver cannot parse (a URL option, a path):
         # the caller's, whichever library found it (backends translate the rest).
         raise UsageError(f"target {spec!r}: {exc}") from None
+
+
+def require_directory(where: Path) -> None:
+    """Refuse a target stored at the local path ``where`` whose directory does not exist
+    (:class:`ApplyError`): the one rule of every command that creates a target (``apply``,
+    ``tail``, whose state directory beside the target would make it), checked before anything
+    is made, so that a mistyped path names the target rather than a log or a lock file."""
+    if not where.parent.is_dir():
+        raise ApplyError(f"{where}: cannot open the target: no such directory {where.parent}")
+
+
+def check_target_directory(spec: str) -> None:
+    """:func:`require_directory` of the target ``spec``, without opening it (a target on a
+    server or in memory has no directory to check)."""
+    where = target_path(spec)
+    if where is not None:
+        require_directory(where)
 
 
 def target_path(spec: str) -> Path | None:
@@ -146,4 +165,12 @@ def _entry(spec: str) -> TargetEntry:
     return entry
 
 
-__all__ = ["TargetEntry", "open_target", "register_target", "target_path", "target_schemes"]
+__all__ = [
+    "TargetEntry",
+    "check_target_directory",
+    "open_target",
+    "register_target",
+    "require_directory",
+    "target_path",
+    "target_schemes",
+]

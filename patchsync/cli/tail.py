@@ -7,7 +7,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from patchsync.cli.common import (
     EXIT_ERROR,
@@ -25,6 +25,9 @@ from patchsync.cli.common import (
     open_target,
     use_client_flags,
 )
+
+if TYPE_CHECKING:
+    from patchsync.tail import SourceReport, Tailer
 
 
 def register(sub: Subcommands) -> None:
@@ -146,10 +149,11 @@ class TailLog:
 
 def run(args: argparse.Namespace) -> int:
     use_client_flags(args)
+    from patchsync.apply.registry import check_target_directory
     from patchsync.sources import resolve_sources
-    from patchsync.tail import Tailer, TailOptions, default_state_dir, open_retrying
+    from patchsync.tail import default_state_dir
+    from patchsync.tail.created import CreatedPaths
     from patchsync.tail.options import split_paths
-    from patchsync.tail.state import claim_state_dir
 
     # Inputs first: a wrong path or base must not leave a new, empty target behind. The
     # daemon waits for a directory that does not exist yet; --once has nothing to wait for.
@@ -163,7 +167,30 @@ def run(args: argparse.Namespace) -> int:
 
         listen = parse_listen(args.metrics_listen)
     check_base(args)
+    check_target_directory(args.target)  # apply's rule, before a state directory would make the directory
     state_dir = Path(args.state_dir) if args.state_dir else default_state_dir(args.target)
+    # A run that fails before any source was reached applied nothing: it leaves nothing it made.
+    created = CreatedPaths(args.target, state_dir)
+    tailers: list[Tailer] = []
+    try:
+        reports = _tail(args, state_dir, listen, tailers)
+    except BaseException:
+        if not any(t.reached for t in tailers):
+            created.remove()
+        raise
+    failed = [r for r in reports if r.state == "failed"]
+    if failed and not any(t.reached for t in tailers):
+        created.remove()
+    for r in failed:
+        fail(r.error or f"{r.source}: failed")
+    return EXIT_ERROR if failed else 0
+
+
+def _tail(args: argparse.Namespace, state_dir: Path | None, listen: Any, tailers: list[Tailer]) -> list[SourceReport]:
+    """Open the target and tail into it (its :class:`Tailer` added to ``tailers``); the sources' reports."""
+    from patchsync.tail import Tailer, TailOptions, open_retrying
+    from patchsync.tail.state import claim_state_dir
+
     if state_dir is not None:
         claim_state_dir(state_dir, args.target)  # before the target: a wrong one is not made
     log = TailLog(args.log_interval)
@@ -188,6 +215,7 @@ def run(args: argparse.Namespace) -> int:
                 **retry,
             ),
         )
+        tailers.append(tailer)
         metrics = None
         try:
             if listen is not None:
@@ -207,7 +235,4 @@ def run(args: argparse.Namespace) -> int:
             target = tailer.target
         close_target(target, failed=True)
         raise
-    failed = [r for r in reports if r.state == "failed"]
-    for r in failed:
-        fail(r.error or f"{r.source}: failed")
-    return EXIT_ERROR if failed else 0
+    return reports

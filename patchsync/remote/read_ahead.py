@@ -29,6 +29,8 @@ class Pages(Protocol):
 
     #: The pages ended (``--once``: the head was reached); nothing more will come.
     ended: bool
+    #: The server answered once (a page, empty or not, or the end), not only an error.
+    answered: bool
 
     def take(self, limit: int, wait: float) -> list[StreamMessage]:
         """The messages of the next pages (at least ``limit`` if that many are ready),
@@ -44,12 +46,14 @@ class DirectPages:
     def __init__(self, log: RemoteLog, after: int, wait: float) -> None:
         self._pages = log.pages(after, wait)
         self.ended = False
+        self.answered = False
 
     def take(self, limit: int, wait: float) -> list[StreamMessage]:
         del limit, wait  # a page is the log's own; its wait was given on opening
         if self.ended:
             return []
         page = next(self._pages, None)
+        self.answered = True
         if page is None:
             self.ended = True
             return []
@@ -70,6 +74,7 @@ class ReadAhead:
         self._queue: queue.Queue[object] = queue.Queue(AHEAD)
         self._closed = False
         self.ended = False
+        self.answered = False
         self._thread = threading.Thread(target=self._run, name=f"read ahead {name or self._log.url}", daemon=True)
         self._thread.start()
 
@@ -104,6 +109,7 @@ class ReadAhead:
         except queue.Empty:
             return out
         while True:
+            self.answered |= not isinstance(item, BaseException)
             if item is self._END:
                 self.ended = True
                 return out

@@ -133,6 +133,7 @@ class FileFollower(Follower):
         self.report.resumed_from = start
         self.report.applied_end = start
         self.report.state = "live"
+        self.reached = True
         self.host.log("resume", {"source": self.name, "from_byte": start, **_cp_fields(stored)})
         return True
 

@@ -97,6 +97,9 @@ class Follower:
         self.failed = False
         self.last_saved = 0.0  # when save_resume_point last ran
         self.lock_fd: int | None = None
+        #: The source was reached once: a log file opened, a server's first answer (a run
+        #: that fails before any source was reached leaves nothing it created, cli/tail.py).
+        self.reached = False
 
     def _lock(self) -> None:
         """Take the per-source lock of the state directory, so two daemons cannot both apply it."""

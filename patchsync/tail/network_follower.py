@@ -182,6 +182,7 @@ class NetworkFollower(Follower):
         assert pages is not None
         wait = self.host.stream_wait
         messages = pages.take(BATCH, wait if wait > 0 else ONCE_WAIT)
+        self.reached |= pages.answered
         # A page may start before the next position (a gRPC subscription resumed after a
         # version): what was applied is passed over.
         self._apply(m for m in messages if m.seq >= self.next_seq)

@@ -14,7 +14,7 @@ from patchsync.apply.applier import CHAIN_POLICIES
 from patchsync.apply.target import Target
 from patchsync.errors import UsageError
 from patchsync.options import Limits
-from patchsync.sources import FOLLOW, resolve_sources
+from patchsync.sources import FOLLOW, LOG_SUFFIX, directory_logs, resolve_sources
 
 #: Events of an unfinished unit held back before they are passed to the applier anyway.
 HOLD_EVENTS = 100_000
@@ -109,6 +109,8 @@ def split_paths(paths: Sequence[str | os.PathLike[str]], *, missing_dirs: bool =
     logs = [source.path for source in sources if source.is_path]
     for p in logs:
         if p.is_dir():
+            if not missing_dirs and (others := unfollowed_files(p)):
+                raise UsageError(no_segments(p, others))  # --once would do nothing, silently
             continue
         known = formats.by_suffix(p)
         if known is not None and known.kind == "rdf":
@@ -128,6 +130,29 @@ def split_paths(paths: Sequence[str | os.PathLike[str]], *, missing_dirs: bool =
     return streams, logs
 
 
+def unfollowed_files(directory: Path) -> list[Path]:
+    """The files of ``directory`` that tail does not follow when it holds no ``.jellyp``
+    segment (none when it holds one, or nothing but hidden files and directories)."""
+    try:
+        if directory_logs(directory):
+            return []
+        return sorted(f for f in directory.iterdir() if not f.name.startswith(".") and f.is_file())
+    except OSError:
+        return []
+
+
+def no_segments(directory: Path, others: Sequence[Path]) -> str:
+    """What is said of a directory holding ``others`` but no segment to follow: it and the files followed."""
+    names = ", ".join(f.name for f in others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
+    hint = ""
+    if any(f.name.lower().endswith(".rdfp") for f in others):
+        hint = " (patchsync convert LOG.rdfp LOG.jellyp makes one of an RDF Patch log)"
+    return (
+        f"{directory}: a directory without {LOG_SUFFIX} segments, only {names}; "
+        f"tail follows the {LOG_SUFFIX} segments of a directory, in file-name order{hint}"
+    )
+
+
 def _positive(value: object, *, zero: bool = False) -> bool:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
         return False
@@ -143,5 +168,7 @@ __all__ = [
     "Log",
     "TailOptions",
     "no_log",
+    "no_segments",
     "split_paths",
+    "unfollowed_files",
 ]

@@ -32,7 +32,9 @@ from patchsync.tail.options import (
     Log,
     TailOptions,
     no_log,
+    no_segments,
     split_paths,
+    unfollowed_files,
 )
 from patchsync.tail.retry import Backoff, is_transient, lost_part
 from patchsync.tail.state import hold_daemon_lock, write_status
@@ -134,6 +136,9 @@ class Tailer:
             if p.is_dir():
                 self._watch.add(str(p))  # watched from now on if it appeared after the start
                 files = directory_logs(p)
+                if not files and (others := unfollowed_files(p)):
+                    # Waited for still (a segment may come), but not silently.
+                    self.log_once("no_segments", {"source": str(p), "reason": no_segments(p, others)})
                 for i, f in enumerate(files):
                     src = self._follow_file(f)
                     if i < len(files) - 1:
@@ -350,6 +355,11 @@ class Tailer:
             return
 
     # -- reporting ---------------------------------------------------------------------
+
+    @property
+    def reached(self) -> bool:
+        """Whether any source was reached once (a log file opened, a server's answer)."""
+        return any(src.reached for src in self._order)
 
     def reports(self) -> list[SourceReport]:
         """The state of every source."""

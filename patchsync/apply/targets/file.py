@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from patchsync import formats
+from patchsync.apply.registry import require_directory
 from patchsync.apply.target import Checkpoint, PatchRecord, Quad
 from patchsync.apply.targets.memory import MemoryTarget
 from patchsync.errors import (
@@ -81,9 +82,8 @@ class FileTarget(MemoryTarget):
         suffix = self.path.suffix.lower()
         if suffix not in FILE_FORMATS:
             raise FormatError(f"{self.path}: file targets are {', '.join(FILE_FORMATS)} files")
-        if not self.path.parent.is_dir():
-            # Found here, not at the first unit's lock, where it would read as the log's fault.
-            raise ApplyError(f"{self.path}: cannot open the target: no such directory {self.path.parent}")
+        # Found here, not at the first unit's lock, where it would read as the log's fault.
+        require_directory(self.path)
         self.suffix = suffix
         self.is_dataset = suffix in DATASET_SUFFIXES
         self.sidecar = self.path.with_name(self.path.name + SIDECAR_SUFFIX)
