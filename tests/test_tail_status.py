@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .process_helpers import produce, stop, wait_for
+from .nats_helpers import free_port
+from .process_helpers import produce, read_until, stop, wait_for
 
 
 def patchsync(*args: str) -> subprocess.CompletedProcess[str]:
@@ -111,3 +112,32 @@ def test_a_server_target_is_named_without_its_credentials() -> None:
 
     spec = "postgresql+psycopg://app:s3cret@127.0.0.1:5432/replica?connect_timeout=3"
     assert target_identity(spec) == "postgresql+psycopg://127.0.0.1:5432/replica"
+
+
+def test_a_daemon_stopped_while_it_starts_stops_cleanly(tmp_path: Path, daemons: list[Any]) -> None:
+    # SIGTERM before the tailer took the signals over (here: while the target is retried) is
+    # a clean stop too. A script that stops a daemon soon after starting it (make run, the
+    # operator's pair in getting-started.md) saw it killed, exit 143, on a loaded machine.
+    (tmp_path / "logs").mkdir()
+    target = f"postgresql://127.0.0.1:{free_port()}/nothing"  # nothing listens: it retries
+    daemon = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "patchsync",
+            "tail",
+            str(tmp_path / "logs"),
+            "--target",
+            target,
+            "--retry-timeout",
+            "600",
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    daemons.append(daemon)
+    read_until(daemon, "event=target_unavailable")
+    code, err = stop(daemon)
+    assert code == 0, err
+    assert "Traceback" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["logs"]  # it made nothing

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import signal
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -173,10 +177,13 @@ def run(args: argparse.Namespace) -> int:
     created = CreatedPaths(args.target, state_dir)
     tailers: list[Tailer] = []
     try:
-        reports = _tail(args, state_dir, listen, tailers)
-    except BaseException:
+        with _stops_while_starting(tailers):
+            reports = _tail(args, state_dir, listen, tailers)
+    except BaseException as exc:
         if not any(t.reached for t in tailers):
             created.remove()
+        if isinstance(exc, _Stopped):
+            return 0
         raise
     failed = [r for r in reports if r.state == "failed"]
     if failed and not any(t.reached for t in tailers):
@@ -184,6 +191,34 @@ def run(args: argparse.Namespace) -> int:
     for r in failed:
         fail(r.error or f"{r.source}: failed")
     return EXIT_ERROR if failed else 0
+
+
+class _Stopped(BaseException):
+    """SIGTERM or SIGINT before the tailer existed: the run ends as a stop, having applied nothing."""
+
+
+@contextlib.contextmanager
+def _stops_while_starting(tailers: list[Tailer]) -> Iterator[None]:
+    """SIGTERM/SIGINT during start-up (imports, opening the target, loading a base) are a clean
+    stop too, as they are once the tailer runs: a supervisor or script that stops a daemon
+    soon after starting it, on a loaded machine, must not see it killed (exit 143). Before the
+    tailer exists the start-up ends at once; after, the tailer is asked to stop (its own
+    handlers take over while it runs)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: object) -> None:
+        if not tailers:
+            raise _Stopped
+        tailers[-1].stop()
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _tail(args: argparse.Namespace, state_dir: Path | None, listen: Any, tailers: list[Tailer]) -> list[SourceReport]:
