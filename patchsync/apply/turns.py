@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import TypeVar
 
 from patchsync.apply.target import Checkpoint, Target
 from patchsync.errors import SourceBusy, TargetHeld, param
@@ -30,6 +31,8 @@ DEFAULT_WAIT = 60.0
 POLL = 0.2
 
 _UNSEEN = object()
+_T = TypeVar("_T")
+_Held = TypeVar("_Held", SourceBusy, TargetHeld)
 
 
 def wait_for_turn(
@@ -48,27 +51,15 @@ def wait_for_turn(
     saying how long it made none (``wait=0``: at once). ``waiting`` is called once, when the
     first attempt finds the source held. ``clock`` and ``sleep`` measure and spend the time.
     """
-    seen: object = _UNSEEN
-    since = clock()
-    told = False
-    while True:
-        try:
-            return target.checkpoint(source)
-        except SourceBusy as busy:
-            now = clock()
-            if busy.progress != seen:
-                seen, since = busy.progress, now
-            if now - since >= wait:
-                if not wait:
-                    raise
-                raise SourceBusy(
-                    f"{busy}; it made no progress in {wait:g} s of waiting ({param('wait', wait)} to wait longer)",
-                    progress=busy.progress,
-                ).naming(("wait", wait)) from None
-            if not told and waiting is not None:
-                waiting(busy)
-                told = True
-        sleep(POLL)
+
+    def given_up(busy: SourceBusy) -> SourceBusy:
+        text = f"{busy}; it made no progress in {wait:g} s of waiting ({param('wait', wait)} to wait longer)"
+        return SourceBusy(text, progress=busy.progress)
+
+    return _in_turn(
+        lambda: target.checkpoint(source), SourceBusy, wait, waiting, clock, sleep,
+        progress=lambda busy: busy.progress, given_up=given_up,
+    )  # fmt: skip
 
 
 def open_in_turn(
@@ -87,20 +78,43 @@ def open_in_turn(
     progress to another process, so this wait is bounded by the clock. ``waiting`` is called
     once, when the first attempt finds the target held.
     """
+
+    def given_up(held: TargetHeld) -> TargetHeld:
+        return TargetHeld(f"{held}; still held after {wait:g} s of waiting ({param('wait', wait)} to wait longer)")
+
+    return _in_turn(open_target, TargetHeld, wait, waiting, clock, sleep, progress=None, given_up=given_up)
+
+
+def _in_turn(
+    attempt: Callable[[], _T],
+    held: type[_Held],
+    wait: float,
+    waiting: Callable[[_Held], None] | None,
+    clock: Callable[[], float],
+    sleep: Callable[[float], None],
+    *,
+    progress: Callable[[_Held], object] | None,
+    given_up: Callable[[_Held], _Held],
+) -> _T:
+    """``attempt()``, tried again every :data:`POLL` seconds while it raises ``held``, until
+    ``wait`` seconds passed without progress (a new ``progress(error)``; ``None``: none can be
+    seen, so the clock since the start bounds the wait); then ``given_up(error)`` is raised."""
+    seen: object = _UNSEEN
     since = clock()
     told = False
     while True:
         try:
-            return open_target()
-        except TargetHeld as held:
-            if clock() - since >= wait:
+            return attempt()
+        except held as exc:
+            now = clock()
+            if progress is not None and (mark := progress(exc)) != seen:
+                seen, since = mark, now
+            if now - since >= wait:
                 if not wait:
                     raise
-                raise TargetHeld(
-                    f"{held}; still held after {wait:g} s of waiting ({param('wait', wait)} to wait longer)"
-                ).naming(("wait", wait)) from None
+                raise given_up(exc).naming(("wait", wait)) from None
             if not told and waiting is not None:
-                waiting(held)
+                waiting(exc)
                 told = True
         sleep(POLL)
 

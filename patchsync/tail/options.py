@@ -130,11 +130,12 @@ def split_paths(paths: Sequence[str | os.PathLike[str]], *, missing_dirs: bool =
     return streams, logs
 
 
-def unfollowed_files(directory: Path) -> list[Path]:
+def unfollowed_files(directory: Path, segments: Sequence[Path] | None = None) -> list[Path]:
     """The files of ``directory`` that tail does not follow when it holds no ``.jellyp``
-    segment (none when it holds one, or nothing but hidden files and directories)."""
+    segment (none when it holds one, or nothing but hidden files and directories);
+    ``segments``: its segments, when the caller listed them already."""
     try:
-        if directory_logs(directory):
+        if segments if segments is not None else directory_logs(directory):
             return []
         return sorted(f for f in directory.iterdir() if not f.name.startswith(".") and f.is_file())
     except OSError:

@@ -136,7 +136,7 @@ class Tailer:
             if p.is_dir():
                 self._watch.add(str(p))  # watched from now on if it appeared after the start
                 files = directory_logs(p)
-                if not files and (others := unfollowed_files(p)):
+                if not files and (others := unfollowed_files(p, files)):
                     # Waited for still (a segment may come), but not silently.
                     self.log_once("no_segments", {"source": str(p), "reason": no_segments(p, others)})
                 for i, f in enumerate(files):
