@@ -5,11 +5,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import signal
 import sys
-import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -197,28 +194,20 @@ class _Stopped(BaseException):
     """SIGTERM or SIGINT before the tailer existed: the run ends as a stop, having applied nothing."""
 
 
-@contextlib.contextmanager
-def _stops_while_starting(tailers: list[Tailer]) -> Iterator[None]:
+def _stops_while_starting(tailers: list[Tailer]) -> contextlib.AbstractContextManager[None]:
     """SIGTERM/SIGINT during start-up (imports, opening the target, loading a base) are a clean
     stop too, as they are once the tailer runs: a supervisor or script that stops a daemon
     soon after starting it, on a loaded machine, must not see it killed (exit 143). Before the
     tailer exists the start-up ends at once; after, the tailer is asked to stop (its own
     handlers take over while it runs)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
+    from patchsync.tail.observer import stop_signals
 
     def stop(signum: int, frame: object) -> None:
         if not tailers:
             raise _Stopped
         tailers[-1].stop()
 
-    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    return stop_signals(stop)
 
 
 def _tail(args: argparse.Namespace, state_dir: Path | None, listen: Any, tailers: list[Tailer]) -> list[SourceReport]:

@@ -9,7 +9,9 @@ from __future__ import annotations
 import contextlib
 import os
 import select
-from collections.abc import Callable, Iterable
+import signal
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 
@@ -107,4 +109,19 @@ class DirectoryWatch:
             self._observer = None
 
 
-__all__ = ["DirectoryWatch", "Waker"]
+@contextlib.contextmanager
+def stop_signals(handler: Callable[[int, Any], None]) -> Iterator[None]:
+    """``handler`` takes SIGTERM and SIGINT for as long as this lasts (in the main thread only,
+    where Python delivers signals), then the handlers before it are put back."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, before in previous.items():
+            signal.signal(sig, before)
+
+
+__all__ = ["DirectoryWatch", "Waker", "stop_signals"]

@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
-import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +21,7 @@ from patchsync.sources import directory_logs
 from patchsync.tail.file_follower import FileFollower
 from patchsync.tail.follower import SourceReport
 from patchsync.tail.network_follower import NetworkFollower
-from patchsync.tail.observer import DirectoryWatch, Waker
+from patchsync.tail.observer import DirectoryWatch, Waker, stop_signals
 from patchsync.tail.options import (
     HOLD_EVENTS,
     RETRY_MAX_DELAY,
@@ -180,18 +178,9 @@ class Tailer:
             self._finish_on_stop()
         return self.reports()
 
-    @contextlib.contextmanager
-    def _signals(self) -> Iterator[None]:
+    def _signals(self) -> contextlib.AbstractContextManager[None]:
         """SIGTERM/SIGINT ask for a stop instead of killing the process mid-unit."""
-        if threading.current_thread() is not threading.main_thread():
-            yield
-            return
-        previous = {sig: signal.signal(sig, lambda _s, _f: self.stop()) for sig in (signal.SIGTERM, signal.SIGINT)}
-        try:
-            yield
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+        return stop_signals(lambda _s, _f: self.stop())
 
     def run(self, *, install_signals: bool = True) -> list[SourceReport]:
         """Tail until stopped (SIGTERM/SIGINT or :meth:`stop`), then flush and return."""
