@@ -540,3 +540,21 @@ def test_a_committed_patch_leaves_no_rollback_state() -> None:
         assert len(state.contexts) == 1
     assert (state.contexts, state.undo) == ({}, [])
     rec.close()
+
+
+def test_a_rolled_back_bind_leaves_a_store_rdflib_can_go_on_from() -> None:
+    # rdflib's bind(override=False) of a prefix taken by another IRI maps that IRI to a
+    # prefix bound elsewhere; the undo restores the bindings and leaves maps that agree,
+    # so the same binds run again without rdflib's KeyError.
+    ns1, ns2 = URIRef("http://ns1/"), URIRef("http://ns2/")
+    rec = Recorder(Dataset(), io.BytesIO(), fmt="jellyp")
+    before = dict(rec.graph.namespaces())
+    binds = [("", ns1, True, True), ("", ns2, True, False), ("", ns2, False, True)]
+    with pytest.raises(RuntimeError), rec.transaction():
+        for prefix, ns, override, replace in binds:
+            rec.graph.bind(prefix, ns, override=override, replace=replace)
+        raise RuntimeError("abort")
+    assert dict(rec.graph.namespaces()) == before
+    for prefix, ns, override, replace in binds:
+        rec.graph.bind(prefix, ns, override=override, replace=replace)
+    assert dict(rec.graph.namespaces())[""] == ns1

@@ -6,7 +6,7 @@ import io
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from rdflib import BNode, Dataset, Literal, URIRef
 from rdflib.graph import DATASET_DEFAULT_GRAPH_ID
@@ -126,6 +126,22 @@ def run(rec: Recorder, op: tuple[Any, ...]) -> None:
 @pytest.mark.parametrize("fmt", ["jellyp", "rdfp"])
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ops=st.lists(operation, max_size=12))
+# rdflib's bind(override=False) leaves its two namespace maps disagreeing; the rollback
+# that followed once failed with rdflib's KeyError('default1').
+@example(
+    ops=[
+        (
+            "tx",
+            [
+                ("add", (SUBJECTS[0], PREDICATES[0], OBJECTS[0], GRAPHS[1])),
+                ("bind", "", NAMESPACES[0], True, True),
+                ("bind", "", NAMESPACES[1], True, False),
+                ("bind", "", NAMESPACES[1], False, True),
+            ],
+            True,
+        )
+    ]
+)
 def test_replaying_the_log_rebuilds_the_dataset_and_reversing_empties_it(fmt: str, ops: list[Any]) -> None:
     out = io.BytesIO()
     rec = Recorder(Dataset(), out, fmt=fmt)

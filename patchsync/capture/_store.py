@@ -30,6 +30,29 @@ class ChangeListener(Protocol):
     def namespaces_changed(self, before: dict[str, URIRef], after: dict[str, URIRef]) -> None: ...
 
 
+def _namespace_maps(store: Store) -> tuple[dict[str, URIRef], dict[URIRef, str]] | None:
+    """The prefix-to-IRI and IRI-to-prefix maps of rdflib's two in-memory stores, else None."""
+    if isinstance(store, Memory):
+        return store._Memory__namespace, store._Memory__prefix  # type: ignore[attr-defined]
+    if isinstance(store, SimpleMemory):
+        return store._SimpleMemory__namespace, store._SimpleMemory__prefix  # type: ignore[attr-defined]
+    return None
+
+
+def _match_prefixes(namespaces: dict[str, URIRef], prefixes: dict[URIRef, str]) -> None:
+    """Make the IRI-to-prefix map name only live bindings, one for each bound IRI.
+
+    rdflib's own ``bind(..., override=False)`` can leave an IRI mapped to a prefix that is
+    bound to another IRI, and its next ``bind`` of that IRI then fails with a ``KeyError``;
+    an undo must leave the store in a state rdflib can go on from.
+    """
+    for ns, name in list(prefixes.items()):
+        if namespaces.get(name) != ns:
+            del prefixes[ns]
+    for name, ns in namespaces.items():
+        prefixes.setdefault(ns, name)
+
+
 def unbind_prefix(store: Store, prefix: str) -> None:
     """Remove a namespace binding from an rdflib store.
 
@@ -40,15 +63,12 @@ def unbind_prefix(store: Store, prefix: str) -> None:
     if isinstance(store, RecordingStore):
         store.unbind(prefix)
         return
-    if isinstance(store, Memory):
-        namespaces, prefixes = store._Memory__namespace, store._Memory__prefix  # type: ignore[attr-defined]
-    elif isinstance(store, SimpleMemory):
-        namespaces, prefixes = store._SimpleMemory__namespace, store._SimpleMemory__prefix  # type: ignore[attr-defined]
-    else:
+    maps = _namespace_maps(store)
+    if maps is None:
         raise UsageError(f"cannot remove a namespace binding from a {type(store).__name__} store")
-    ns = namespaces.pop(prefix, None)
-    if ns is not None and prefixes.get(ns) == prefix:
-        del prefixes[ns]
+    namespaces, prefixes = maps
+    namespaces.pop(prefix, None)
+    _match_prefixes(namespaces, prefixes)
 
 
 class RecordingStore(Store):
@@ -220,6 +240,16 @@ class RecordingStore(Store):
 
 def restore_namespaces(store: Store, before: dict[str, URIRef], after: dict[str, URIRef]) -> None:
     """Undo a namespace change of ``store`` from ``before`` to ``after``."""
+    maps = _namespace_maps(store)
+    if maps is not None:
+        # Set directly: rdflib's bind may rename or refuse, and the undo must be exact.
+        namespaces, prefixes = maps
+        for name, ns in after.items():
+            if before.get(name) != ns:
+                namespaces.pop(name, None)
+        namespaces.update((name, ns) for name, ns in before.items() if after.get(name) != ns)
+        _match_prefixes(namespaces, prefixes)
+        return
     for name, ns in after.items():
         if before.get(name) != ns:
             unbind_prefix(store, name)
