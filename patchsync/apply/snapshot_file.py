@@ -29,14 +29,15 @@ import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from patchsync._proto import rdf_pb2
 from patchsync.apply.target import Checkpoint, DumpableTarget, Target, dumpable
 from patchsync.codec.framing import Framer, encode_varint, read_varint
 from patchsync.codec.rdf_encoder import RdfEncoder
-from patchsync.errors import ApplyError, DecodeError, EncodeError, FormatError, cannot_write
+from patchsync.errors import ApplyError, DecodeError, EncodeError, FormatError
 from patchsync.events import RDF_VERSION, RDF_VERSION_1_0, PhysicalType, RdfOptions
+from patchsync.logs.files import replaced_whole
 from patchsync.terms.ntriples import NTriplesTerms
 
 #: The first frame's metadata key holding the position (JSON, see the module docstring).
@@ -131,6 +132,10 @@ def _same(a: SnapshotPosition, b: SnapshotPosition) -> bool:
     return a.head == b.head and dict(a.sources) == dict(b.sources) and a.graph_namespaces == b.graph_namespaces
 
 
+class _Changed(Exception):
+    """The target changed while a snapshot was read: that attempt's file is dropped."""
+
+
 def write_snapshot(
     target: Target, out: str | os.PathLike[str], *, name: str = "", attempts: int = ATTEMPTS
 ) -> SnapshotReport:
@@ -141,25 +146,16 @@ def write_snapshot(
     """
     dump = dumpable(target)
     path = Path(out)
-    partial = path.with_name(path.name + ".partial")
     for attempt in range(1, attempts + 1):
         before = target_position(dump, name)
         position = SnapshotPosition(before.head, before.sources, before.graph_namespaces, name, round(time.time(), 3))
         try:
-            count = _write_file(dump, partial, position)
-            after = target_position(dump, name)
-            if not _same(before, after):
-                partial.unlink()
-                continue
-            partial.replace(path)
-        except OSError as exc:
-            partial.unlink(missing_ok=True)
-            if exc.filename is not None and os.fspath(exc.filename) == os.fspath(partial):
-                raise cannot_write(exc, out) from None
-            raise
-        except BaseException:
-            partial.unlink(missing_ok=True)
-            raise
+            with replaced_whole(path) as f:
+                count = _write_file(dump, f, position)
+                if not _same(before, target_position(dump, name)):
+                    raise _Changed
+        except _Changed:
+            continue
         return SnapshotReport(path, count, position, attempt)
     raise ApplyError(
         f"{name or 'the target'}: it changed while the snapshot was read, {attempts} times; "
@@ -167,8 +163,8 @@ def write_snapshot(
     )
 
 
-def _write_file(dump: DumpableTarget, path: Path, position: SnapshotPosition) -> int:
-    """Stream the target's quads to ``path``; returns how many were written.
+def _write_file(dump: DumpableTarget, f: BinaryIO, position: SnapshotPosition) -> int:
+    """Stream the target's quads to ``f``; returns how many were written.
 
     The options first declare neither RDF-star nor generalized statements, which every
     reader takes; a target holding either is written again with both declared.
@@ -177,12 +173,11 @@ def _write_file(dump: DumpableTarget, path: Path, position: SnapshotPosition) ->
         counter = [0]
         namespaces = sorted((p, iri) for (g, p), iri in dump.namespaces().items() if not g)
         quads = dump.quads()
+        f.seek(0)
+        f.truncate()
         try:
-            with open(path, "wb") as f:
-                for chunk in encode_snapshot(_counted(quads, counter), namespaces, position, features=features):
-                    f.write(chunk)
-                f.flush()
-                os.fsync(f.fileno())
+            for chunk in encode_snapshot(_counted(quads, counter), namespaces, position, features=features):
+                f.write(chunk)
         except EncodeError:
             if features:
                 raise

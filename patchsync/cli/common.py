@@ -16,7 +16,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
-from patchsync.errors import PatchsyncError, UsageError, cannot_write
+from patchsync.errors import PatchsyncError, UsageError
+from patchsync.logs.files import replaced_whole
 
 if TYPE_CHECKING:
     from patchsync.apply.target import Target
@@ -195,36 +196,8 @@ def output(path: str) -> Iterator[IO[bytes]]:
         yield sys.stdout.buffer
         sys.stdout.buffer.flush()
         return
-    target = Path(path)
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or Path("."))
-    except OSError as exc:
-        # The temporary file is ours, not the user's: name the path they gave.
-        raise cannot_write(exc, path) from None
-    try:
-        with os.fdopen(fd, "wb") as f:
-            yield f
-        # mkstemp made the file 0600; renamed as it is, the output would keep that mode.
-        os.chmod(tmp, plain_mode(target))
-        try:
-            os.replace(tmp, target)
-        except OSError as exc:
-            raise cannot_write(exc, path) from None
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
-def plain_mode(path: Path) -> int:
-    """The mode ``open(path, "w")`` leaves ``path`` with: its own if it exists, else 0666 less the umask."""
-    try:
-        return path.stat().st_mode & 0o7777
-    except FileNotFoundError:
-        pass
-    # The umask can only be read by setting it; the command line is one thread at this point.
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return 0o666 & ~mask
+    with replaced_whole(path) as f:
+        yield f
 
 
 def open_target(spec: str, *, existing: bool = False) -> Target:

@@ -26,7 +26,7 @@ from typing import Any
 from patchsync import formats
 from patchsync.codec.patch_encoder import PatchEncoder
 from patchsync.codec.rdfp import RdfPatchTextWriter
-from patchsync.errors import ChainError, UsageError, cannot_write
+from patchsync.errors import ChainError, UsageError
 from patchsync.events import (
     Add,
     Delete,
@@ -39,6 +39,7 @@ from patchsync.events import (
     TxCommit,
     TxStart,
 )
+from patchsync.logs.files import replaced_whole
 from patchsync.logs.payloads import NT_TERMS, log_events, text_options
 from patchsync.options import Limits, PatchOptions, StreamType
 from patchsync.units import Unit, read_units
@@ -141,13 +142,8 @@ def compact_logs(
     options = net.options or text_options(events)
     options = replace(options, stream_type=StreamType.PUNCTUATED)
     data = _encode(events, options, out_fmt)
-    partial = out.with_name(out.name + ".partial")
-    try:
-        partial.write_bytes(data)
-        partial.replace(out)
-    except OSError as exc:
-        partial.unlink(missing_ok=True)
-        raise cannot_write(exc, out) from None
+    with replaced_whole(out) as f:
+        f.write(data)
     added = sum(1 for v in net.statements.values() if v)
     return CompactReport(net.patches, net.first_prev, net.last_id, added, len(net.statements) - added)
 

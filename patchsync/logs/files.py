@@ -13,10 +13,13 @@ from __future__ import annotations
 import errno
 import io
 import os
+import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
+from typing import BinaryIO
 
-from patchsync.errors import READ_ONLY, ErrorRule, ErrorTable, PatchsyncError, UsageError, errno_in
+from patchsync.errors import READ_ONLY, ErrorRule, ErrorTable, PatchsyncError, UsageError, cannot_write, errno_in
 
 #: errno values of a path the caller named that cannot be used as asked.
 PATH_ERRORS = READ_ONLY | frozenset(
@@ -96,4 +99,62 @@ class LogFile(io.FileIO):
             os.fsync(self.fileno())
 
 
-__all__ = ["FILE_ERRORS", "PATH_ERRORS", "LogFile", "file_error", "file_errors"]
+@contextmanager
+def replaced_whole(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
+    """A file for the new content of ``path``, which replaces ``path`` only when the block ends
+    without an error: readers of ``path`` see the old file or the whole new one, never a part.
+
+    The content goes to a hidden file beside ``path`` (same directory, so the rename is
+    atomic), synced, then renamed over it; if the block raises, the hidden file is removed and
+    ``path`` is untouched. The new file gets the mode ``open(path, "w")`` would leave: that of
+    the file it replaces, else 0666 less the umask. A failure to write it is the error of
+    ``path`` as the caller named it (:func:`~patchsync.errors.cannot_write`): the hidden
+    file's name is no business of the user's.
+    """
+    target = Path(path)
+    try:
+        fd, tmp = _hidden_beside(target)
+    except OSError as exc:
+        raise cannot_write(exc, path) from None
+    try:
+        with os.fdopen(fd, "wb") as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except OSError as exc:
+        os.unlink(tmp)
+        # Writes to the hidden file carry no file name; an error naming another file is
+        # the block's own (an input it read) and goes up as it is.
+        if exc.filename is None or os.fspath(exc.filename) in (tmp, os.fspath(target)):
+            raise cannot_write(exc, path) from None
+        raise
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def _hidden_beside(target: Path) -> tuple[int, str]:
+    """A new file ``.NAME.XXXXXXXX.tmp`` beside ``target``, open for writing, and its path."""
+    try:
+        mode = target.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        mode = None
+    while True:
+        tmp = os.path.join(target.parent, f".{target.name}.{secrets.token_hex(4)}.tmp")
+        try:
+            # 0666 is masked by the umask, as for open(path, "w").
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+        except FileExistsError:
+            continue
+        if mode is not None:
+            try:
+                os.fchmod(fd, mode)
+            except BaseException:
+                os.close(fd)
+                os.unlink(tmp)
+                raise
+        return fd, tmp
+
+
+__all__ = ["FILE_ERRORS", "PATH_ERRORS", "LogFile", "file_error", "file_errors", "replaced_whole"]

@@ -25,6 +25,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from patchsync.errors import PatchsyncError, UsageError
+from patchsync.logs.files import replaced_whole
 from patchsync.logs.payloads import MSG_ID, PatchMessage, StreamMessage
 from patchsync.options import Limits, PatchOptions
 from patchsync.remote import connect_errors as remote
@@ -358,20 +359,14 @@ def fetch_snapshot(url: GrpcURL | str, path: str | os.PathLike[str]) -> None:
     frame's metadata. ``path`` appears only once the whole snapshot arrived."""
     from patchsync.codec.framing import encode_varint
 
-    target = Path(path)
-    partial = target.with_name(target.name + ".partial")
     with GrpcLog(url) as log:
         info = log.describe()
         if info.kind != "target":
             raise UsageError(f"{log.url}: a {info.kind} topic has no snapshot; name a target topic")
-        try:
-            with open(partial, "wb") as f:
-                for frame in log.snapshot_frames():
-                    f.write(encode_varint(len(frame)))
-                    f.write(frame)
-            os.replace(partial, target)
-        finally:
-            partial.unlink(missing_ok=True)
+        with replaced_whole(path) as f:
+            for frame in log.snapshot_frames():
+                f.write(encode_varint(len(frame)))
+                f.write(frame)
 
 
 class GrpcWriter(PatchWriter):

@@ -22,11 +22,11 @@ import os
 import ssl
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 from urllib.parse import quote, urlsplit
 
 from patchsync.errors import ChainError, PatchsyncError, UsageError
+from patchsync.logs.files import replaced_whole
 from patchsync.logs.payloads import PatchMessage, StreamMessage
 from patchsync.options import Limits, PatchOptions
 from patchsync.remote import connect_errors as remote
@@ -150,22 +150,27 @@ class HttpLog(RemoteLog):
                 raise self._failure(exc) from None
         raise AssertionError("unreachable")
 
-    def download(self, what: str, out: Path, accept: str) -> None:
-        """``GET /NAME/{what}`` written to the file ``out`` as it arrives (a snapshot may be
-        larger than memory); a refusal is one line and leaves no file."""
+    def download(self, what: str, out: BinaryIO, accept: str) -> None:
+        """``GET /NAME/{what}`` written to ``out`` as it arrives (a snapshot may be larger
+        than memory); a refusal is one line."""
         conn = self._connection(self.timeout)
         try:
             conn.request("GET", f"{self._path}/{what}", headers=self.headers | {"Accept": accept})
             response = conn.getresponse()
             if response.status != 200:
                 raise self._refusal(response.status, response.read())
-            with open(out, "wb") as f:
-                while chunk := response.read(1 << 20):
-                    f.write(chunk)
+            chunk = response.read(1 << 20)
         except (OSError, http.client.HTTPException) as exc:
             self.close()
-            out.unlink(missing_ok=True)
             raise self._failure(exc) from None
+        while chunk:
+            # Outside the try: a failed write of ``out`` is the file's error, not the server's.
+            out.write(chunk)
+            try:
+                chunk = response.read(1 << 20)
+            except (OSError, http.client.HTTPException) as exc:
+                self.close()
+                raise self._failure(exc) from None
 
     def _failure(self, exc: BaseException) -> PatchsyncError:
         """What a request that got no answer means: a setting to change, or a server out of reach."""
@@ -338,11 +343,8 @@ def fetch_snapshot(address: str, path: str | os.PathLike[str]) -> None:
     so a reader of the log loading it continues after that version. A log without one is
     one line."""
     url = parse_http_url(address.removesuffix("/init"))
-    target = Path(path)
-    partial = target.with_name(target.name + ".partial")
-    with HttpLog(url, timeout=60.0) as log:
-        log.download("init", partial, JELLY_RDF)
-    partial.replace(target)
+    with HttpLog(url, timeout=60.0) as log, replaced_whole(path) as out:
+        log.download("init", out, JELLY_RDF)
 
 
 __all__ = [
