@@ -80,7 +80,9 @@ def test_a_replica_starts_from_a_served_snapshot_and_tails_on(tmp_path: Path) ->
         # An output in a missing directory is the output's error, as the user named it.
         missing = cli("snapshot", "--target", server.url("db"), "-o", "nodir/x.jelly", cwd=tmp_path, check=False)
         assert missing.returncode != 0
-        assert missing.stderr.strip().splitlines() == ["patchsync: nodir/x.jelly: cannot write: No such file or directory"]
+        assert missing.stderr.strip().splitlines() == [
+            "patchsync: nodir/x.jelly: cannot write: No such file or directory"
+        ]
         assert not (tmp_path / "nodir").exists()
         # Every attempt above left nothing beside its output.
         assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]
