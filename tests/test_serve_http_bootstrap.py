@@ -186,3 +186,37 @@ def test_jelly_rdf_is_the_default_bootstrap_form(accept: str) -> None:
 
     assert not accepts_nquads(accept)
     assert accepts_nquads("application/n-quads")
+
+
+def _raw(url: str, request: str) -> bytes:
+    """Everything the server sends for ``request`` on a connection it then closes."""
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    assert parts.hostname is not None and parts.port is not None
+    with socket.create_connection((parts.hostname, parts.port), timeout=30) as conn:
+        conn.sendall(f"{request} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+        answer = b""
+        while chunk := conn.recv(65536):
+            answer += chunk
+    return answer
+
+
+def test_a_head_of_a_streamed_answer_sends_its_headers_and_no_content(tmp_path: Path) -> None:
+    # RFC 9110 §9.3.2 (https://www.rfc-editor.org/rfc/rfc9110#section-9.3.2): "The server
+    # SHOULD send the same header fields in response to a HEAD request as it would have
+    # sent if the request method had been GET", and a HEAD answer has no content.
+    log = tmp_path / "a.jellyp"
+    write_chain(log, "head", 3)
+    db = tmp_path / "r.db"
+    _run("apply", str(log), "--target", f"sqlite:///{db}")
+    _run("snapshot", "--target", f"sqlite:///{db}", "-o", str(tmp_path / "a.init.jelly"))
+    with serving(tmp_path, topics=[f"a={log}"]) as server:
+        for path, content_type in (("/a/changes?after=0", "application/json"), ("/a/init", "application/x-jelly-rdf")):
+            got = _raw(server.url, f"GET {path}")
+            head = _raw(server.url, f"HEAD {path}")
+            assert got.startswith(b"HTTP/1.1 200") and head.startswith(b"HTTP/1.1 200"), (got[:80], head[:80])
+            assert f"content-type: {content_type}".encode() in head.lower()
+            assert len(got.partition(b"\r\n\r\n")[2]) > 0
+            assert head.partition(b"\r\n\r\n")[2] == b""

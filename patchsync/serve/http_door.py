@@ -98,6 +98,13 @@ def text_payload(body: bytes, where: str) -> bytes:
     return encode_patch(events, text_options(events))
 
 
+async def _headers_only(response: web.StreamResponse) -> web.StreamResponse:
+    """End a streamed answer to ``HEAD`` after its headers: a server must send no content
+    with it (RFC 9110 §9.3.2), and aiohttp writes whatever a handler writes."""
+    await response.write_eof()
+    return response
+
+
 class HttpDoor:
     """The HTTP listener of one serve process (see the module docstring)."""
 
@@ -385,12 +392,15 @@ class HttpDoor:
                 raise dp.BadRequest(
                     f"GET {request.path}: after={query.after} is beyond the head (version {topic.version})"
                 )
-            await self._wait_for_news(topic, query)
+            if request.method != "HEAD":  # a HEAD answers now, with the headers a GET would
+                await self._wait_for_news(topic, query)
             binary = feed.FEED_BINARY in (request.headers.get("Accept") or "")
             info = topic.describe()
             answer = feed.FeedAnswer(query.after, query.limit, binary=binary)
             headers = feed.binary_headers(query.after, info.version) if binary else {"Content-Type": dp.JSON}
             response = await self._stream(request, headers)
+            if request.method == "HEAD":
+                return await _headers_only(response)
             sent = 0
             # Written as read: the first patch goes out once it is read, not once the batch is
             # (a failure after it ends the connection, the middleware's rule, docs/serving.md).
@@ -487,6 +497,8 @@ class HttpDoor:
                 "Patchsync-Head": position.head or "",
             }
             response = await self._stream(request, headers)
+            if request.method == "HEAD":
+                return await _headers_only(response)
             sent = 0
             async with contextlib.aclosing(flatten(thread_batches(chunks, batch=8))) as parts:
                 async for chunk in parts:
