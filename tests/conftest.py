@@ -183,6 +183,8 @@ def nats_server_binary() -> str:
 def _apply_snapshots_in_tmp(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """``patchsync apply`` keeps decoder snapshots in a cache directory: one per run, not ~/.cache."""
     monkeypatch.setenv("PATCHSYNC_SNAPSHOT_DIR", str(_snapshot_dir(tmp_path_factory)))
+    # serve's NATS id indexes (and anything else kept in the user's cache): one place per run.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(_snapshot_dir(tmp_path_factory) / "cache"))
 
 
 _SNAPSHOT_DIRS: list[Any] = []

@@ -123,6 +123,13 @@ def register(sub: Subcommands) -> None:
         help="serve every subdirectory of DIR as a log topic of that name, and create new ones there "
         "(RDF Delta's create_datasource; remove_datasource moves one to DIR/.removed)",
     )
+    parser.add_argument(
+        "--index-dir",
+        metavar="DIR",
+        help="where the patch id index of each nats:// topic is kept, so that a restart reads only what the "
+        "stream gained meanwhile (default $XDG_CACHE_HOME/patchsync/nats-index, ~/.cache when unset; a cache: "
+        "checked against its stream, built again when it does not match)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -132,7 +139,7 @@ def settings_from(args: argparse.Namespace) -> object:
 
     from patchsync.serve.auth import load_tokens
     from patchsync.serve.doors import DOORS
-    from patchsync.serve.settings import ServeSettings, parse_address
+    from patchsync.serve.settings import ServeSettings, default_index_dir, parse_address
 
     listeners = {}
     for kind in DOORS.values():
@@ -159,6 +166,7 @@ def settings_from(args: argparse.Namespace) -> object:
         fsync=args.fsync,
         metrics=parse_address(args.metrics, "--metrics") if args.metrics else None,
         log_root=Path(args.log_root) if args.log_root else None,
+        index_dir=Path(args.index_dir) if args.index_dir else default_index_dir(),
     ).check()
 
 

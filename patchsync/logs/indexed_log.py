@@ -53,6 +53,7 @@ from patchsync.logs.version_index import (
     PatchRow,
     SegmentRecord,
     VersionIndex,
+    open_index,
     remove_index,
 )
 from patchsync.options import Limits, PatchOptions
@@ -249,18 +250,9 @@ class IndexedLog:
         self._kept_id = next(_LOG_IDS)
 
     def _new_index(self) -> VersionIndex:
-        path = self.index_file
-        if path is not None and not os.access(path.parent, os.W_OK):
-            log.warning("%s: cannot write the version index here; keeping it in memory", path)
-            self.index_file = path = None
-        try:
-            return VersionIndex(path)
-        except IndexCorrupt as exc:
-            if path is None:
-                raise
-            log.warning("%s; building the version index again", exc)
-            remove_index(path)
-            return VersionIndex(path)
+        index = open_index(self.index_file)
+        self.index_file = index.path
+        return index
 
     # -- opening -----------------------------------------------------------------------
 

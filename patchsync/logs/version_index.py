@@ -26,6 +26,7 @@ is indexed again from the last checkpoint.
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 import threading
@@ -41,6 +42,8 @@ from patchsync.errors import PatchsyncError
 INDEX_FORMAT = "patchsync-version-index 1"
 #: The index of a segment directory, inside it.
 DIRECTORY_INDEX = ".patchsync.idx"
+log = logging.getLogger("patchsync.index")
+
 #: SQLite errors that mean the file is not a usable index (corrupt, foreign, truncated).
 _BROKEN = (sqlite3.DatabaseError,)
 
@@ -306,6 +309,24 @@ def remove_index(path: Path) -> None:
             os.unlink(name)
 
 
+def open_index(path: Path | None) -> VersionIndex:
+    """The index at ``path`` as every owner opens it: one that cannot be read (not SQLite,
+    another format) is deleted and an empty one made in its place, with one warning; where
+    the index cannot be written (its directory missing or read-only), or ``path`` is
+    ``None``, an index in memory (:attr:`VersionIndex.path` tells which)."""
+    if path is not None and not os.access(path.parent, os.W_OK):
+        log.warning("%s: cannot write the version index here; keeping it in memory", path)
+        path = None
+    try:
+        return VersionIndex(path)
+    except IndexCorrupt as exc:
+        if path is None:
+            raise
+        log.warning("%s; building the version index again", exc)
+        remove_index(path)
+        return VersionIndex(path)
+
+
 __all__ = [
     "DIRECTORY_INDEX",
     "INDEX_FORMAT",
@@ -315,5 +336,6 @@ __all__ = [
     "SegmentRecord",
     "VersionIndex",
     "index_path",
+    "open_index",
     "remove_index",
 ]

@@ -5,10 +5,19 @@ carries the patch's ``prev`` as the expected last message id (:meth:`NatsLog.pub
 so two servers appending to one stream never fork it, whichever of them a client reaches.
 
 One follower per topic reads every message as the stream stores it (this server's appends
-and any other writer's), keeps the version index (patch id -> sequence, built by reading
-the stream from its first message on opening) and hands each message to the subscribers.
-An append returns once the follower has seen its message, so a reader asked right after
-finds it.
+and any other writer's), records its patch id in the stream's id index on disk
+(:mod:`patchsync.nats.stream_index`, in ``--index-dir``; in memory without one) before it
+counts the message as seen, and hands each message to the subscribers. An append returns
+once the follower has seen its message, so a reader asked right after finds it.
+
+Opening checks the index against the stream (its identity, and the message at the last
+sequence indexed) and reads only the messages after the last one indexed: a restart costs
+what was published while the server was down, not the stream's length, and the topic
+keeps no entry per patch in memory. A fetch by version is a direct get by sequence; a
+fetch by id (and an append's duplicate check) looks the id up in the index. An index
+found broken while serving is built again by the follower from the stream's first
+message; meanwhile an id it does not hold yet is answered "unavailable, try again",
+never "no such patch".
 """
 
 from __future__ import annotations
@@ -17,14 +26,18 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 from patchsync.errors import ChainError, PatchsyncError
-from patchsync.logs.payloads import MSG_ID, PatchMessage, StreamMessage, encode_patch, text_options
+from patchsync.logs.payloads import PatchMessage, StreamMessage, encode_patch, text_options
+from patchsync.logs.version_index import IndexCorrupt
 from patchsync.nats.headers import check_size
 from patchsync.nats.nats_log import NatsLog
 from patchsync.nats.publish import prepare
+from patchsync.nats.stream_index import StreamIndex, index_file, message_id
 from patchsync.nats.url import StreamURL
 from patchsync.options import Limits
+from patchsync.remote.errors import StreamUnavailable
 from patchsync.serve.incoming import Incoming, decode_patch, statement_patch
 from patchsync.serve.topics import BATCH_BYTES, Appended, Entry, LogTopic, TopicOptions, stored_entries
 
@@ -48,11 +61,18 @@ class NatsTopic(LogTopic):
         subscriber_buffer: int = 1024,
         subscriber_bytes: int = 8 << 20,
         limits: Limits | None = None,
+        index_dir: Path | None = None,
     ) -> None:
         super().__init__(name, spec, subscriber_buffer=subscriber_buffer, subscriber_bytes=subscriber_bytes)
         self.url = url
         self.limits = limits
-        self._versions: dict[str, int] = {}
+        #: Where the stream's id index is kept (``None``: in memory).
+        self.index_dir = index_dir
+        #: Messages read from the stream while opening (those after the last one indexed).
+        self.read_on_open = 0
+        self._index: StreamIndex | None = None
+        #: Why the index must be built again (found broken while serving), or ``None``.
+        self._broken: str | None = None
         self._log: NatsLog | None = None
         self._follow: NatsLog | None = None
         self._io = threading.Lock()
@@ -70,20 +90,32 @@ class NatsTopic(LogTopic):
                 log.close()
                 raise
 
-        log, self._follow = await asyncio.to_thread(connect)
-        self._log = log
-        last = await asyncio.to_thread(log.last_seq)
-        # The version index: every message up to the last one now, read once.
-        while self.version < last:
-            if not await self._read_more(wait=0.1):
-                break
+        log, follow = await asyncio.to_thread(connect)
+        self._log, self._follow = log, follow
+        path = None if self.index_dir is None else index_file(self.index_dir, self.url)
+        self._index = index = await asyncio.to_thread(StreamIndex, path, self.url)
+        try:
+            # The index checked against the stream, then only the messages after it read.
+            self.read_on_open = await asyncio.to_thread(index.sync, follow)
+        except BaseException:
+            self._index = None
+            await asyncio.to_thread(index.close)
+            raise
+        self.version, self.head = index.last, index.head
         self._follower = asyncio.create_task(self._run_follower(), name=f"follow {self.name}")
 
     async def _read_more(self, wait: float) -> bool:
-        follow = self._follow
-        assert follow is not None
+        follow, index = self._follow, self._index
+        assert follow is not None and index is not None
         first = self.version + 1
-        messages = await asyncio.to_thread(follow.fetch, first, BATCH, wait)
+
+        def read() -> list[StreamMessage]:
+            messages = follow.fetch(first, BATCH, wait)
+            # Indexed before they count as seen: an id the topic knows always has its row.
+            index.add(messages)
+            return messages
+
+        messages = await asyncio.to_thread(read)
         for message in messages:
             self._see(message)
         if messages:
@@ -91,14 +123,8 @@ class NatsTopic(LogTopic):
                 self._seen.notify_all()
         return bool(messages)
 
-    @staticmethod
-    def _id(message: StreamMessage) -> str:
-        """A message's patch id: its message id header (every publisher sets it)."""
-        return message.headers.get(MSG_ID) or f"seq:{message.seq}"
-
     def _see(self, message: StreamMessage) -> None:
-        patch_id = self._id(message)
-        self._versions.setdefault(patch_id, message.seq)
+        patch_id = message_id(message)
         self.head = patch_id
         self.version = message.seq
         self._appended(Entry(message.seq, patch_id, message.payload))
@@ -106,11 +132,27 @@ class NatsTopic(LogTopic):
     async def _run_follower(self) -> None:
         while not self.hub.closed:
             try:
+                if self._broken is not None:
+                    await self._rebuild_index(self._broken)
                 await self._read_more(FOLLOW_WAIT)
                 self.error = None
+            except IndexCorrupt as exc:
+                self._broken = self.error = str(exc)
+                await asyncio.sleep(RETRY_WAIT)
             except PatchsyncError as exc:
                 self.error = str(exc)
                 await asyncio.sleep(RETRY_WAIT)
+
+    async def _rebuild_index(self, reason: str) -> None:
+        index, follow = self._index, self._follow
+        assert index is not None and follow is not None
+
+        def rebuild() -> None:
+            index.rebuild(reason)
+            index.sync(follow)
+
+        await asyncio.to_thread(rebuild)
+        self._broken = None
 
     async def close(self) -> None:
         await super().close()
@@ -122,9 +164,28 @@ class NatsTopic(LogTopic):
             if log is not None:
                 await asyncio.to_thread(log.close)
         self._log = self._follow = None
+        index, self._index = self._index, None
+        if index is not None:
+            await asyncio.to_thread(index.close)
 
     def version_of(self, patch_id: str) -> int | None:
-        return self._versions.get(patch_id)
+        index = self._index
+        if index is None:
+            return None
+        try:
+            seq = index.sequence_of(patch_id)
+        except IndexCorrupt as exc:
+            self._broken = self._broken or str(exc)
+            seq = None
+        # A message counts once the follower has seen it (its row may be committed just before).
+        if seq is not None and seq <= self.version:
+            return seq
+        if self._broken is not None or index.last < self.version:
+            raise StreamUnavailable(
+                f"topic {self.name}: its patch id index is being built again ({self._broken or 'found broken'}); "
+                "try again shortly"
+            )
+        return None
 
     async def append(self, payload: bytes, *, where: str = "") -> Appended:
         incoming = await self.in_writer(decode_patch, payload, where or f"topic {self.name}", self.limits)
@@ -138,7 +199,7 @@ class NatsTopic(LogTopic):
         return await self._publish(incoming, payload)
 
     async def _publish(self, incoming: Incoming, payload: bytes) -> Appended:
-        known = self._versions.get(incoming.patch_id)
+        known = self.version_of(incoming.patch_id)
         if known is not None:
             return Appended(known, incoming.patch_id, duplicate=True)
         log = self._log
@@ -168,7 +229,7 @@ class NatsTopic(LogTopic):
             with self._io:
                 message = log.message(first)
             if message is not None:
-                yield Entry(message.seq, self._id(message), message.payload)
+                yield Entry(message.seq, message_id(message), message.payload)
             return
         seq = first
         while seq <= last:
@@ -179,7 +240,7 @@ class NatsTopic(LogTopic):
             for message in messages:
                 if message.seq > last:
                     return
-                yield Entry(message.seq, self._id(message), message.payload)
+                yield Entry(message.seq, message_id(message), message.payload)
                 seq = message.seq + 1
 
 
@@ -187,7 +248,12 @@ def nats_topic(name: str, spec: str, url: StreamURL, options: TopicOptions) -> N
     """The log topic of a NATS JetStream stream (the source registry's ``topic`` role of
     ``nats://``; the stream itself is synced as its server is configured)."""
     return NatsTopic(
-        name, spec, url, subscriber_buffer=options.subscriber_buffer, subscriber_bytes=options.subscriber_bytes
+        name,
+        spec,
+        url,
+        subscriber_buffer=options.subscriber_buffer,
+        subscriber_bytes=options.subscriber_bytes,
+        index_dir=options.index_dir,
     )
 
 

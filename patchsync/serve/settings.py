@@ -15,6 +15,7 @@ A listener on an address other than loopback needs tokens (``--tokens``) or an e
 from __future__ import annotations
 
 import ipaddress
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +51,14 @@ DEFAULT_IDLE_TIMEOUT = 60.0
 DEFAULT_SEND_TIMEOUT = 60.0
 #: Connections one client address may hold open to the HTTP door at once.
 DEFAULT_MAX_CLIENT_CONNECTIONS = 64
+
+
+def default_index_dir() -> Path:
+    """Where ``serve`` keeps the id indexes of NATS stream topics unless told:
+    ``$XDG_CACHE_HOME/patchsync/nats-index`` (``~/.cache`` when unset). They are a cache:
+    each is checked against its stream and built again when it does not match."""
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(cache) / "patchsync" / "nats-index"
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +120,9 @@ class ServeSettings:
     #: A directory whose subdirectories are served as segment-directory log topics, one per
     #: name, and where new ones are created (RDF Delta's ``create_datasource``).
     log_root: Path | None = None
+    #: Where the id indexes of NATS stream topics are kept (``None``: in memory, each
+    #: stream read whole at every start); :func:`default_index_dir` unless given.
+    index_dir: Path | None = field(default_factory=default_index_dir)
 
     @property
     def topic_options(self) -> TopicOptions:
@@ -118,7 +130,7 @@ class ServeSettings:
         # Imported here: the command line reads these settings' defaults without the codec.
         from patchsync.serve.topics import TopicOptions
 
-        return TopicOptions(subscriber_buffer=self.subscriber_buffer, fsync=self.fsync)
+        return TopicOptions(subscriber_buffer=self.subscriber_buffer, fsync=self.fsync, index_dir=self.index_dir)
 
     @property
     def tls(self) -> bool:
@@ -181,5 +193,6 @@ __all__ = [
     "DEFAULT_SUBSCRIBER_BUFFER",
     "Address",
     "ServeSettings",
+    "default_index_dir",
     "parse_address",
 ]

@@ -28,6 +28,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, S
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import Enum
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from patchsync.errors import UsageError
@@ -142,6 +143,9 @@ class TopicOptions:
     subscriber_bytes: int = 8 << 20
     #: Whether a log on this machine is synced after every append.
     fsync: bool = False
+    #: Where the id indexes of NATS stream topics are kept (``None``: in memory, rebuilt
+    #: from the stream at every start).
+    index_dir: Path | None = None
 
 
 class StartKind(Enum):
