@@ -17,8 +17,9 @@ segment:
 
 :meth:`StreamIndex.sync` checks the index before trusting it: the record must name this
 stream with its fingerprint (a stream deleted and created again has another creation
-time), the last row must be the record's, and the stream must still hold that sequence
-with that message id (a stream purged or cut below the index does not). Then only the
+time), the last row must be the record's, the stream must still start at or before the
+first sequence indexed and hold the last one with that message id (a stream purged, or
+cut below the index, does not). Then only the
 messages after the last one indexed are read. An index that fails any of these, or that
 SQLite cannot read, or whose rows fail their checksums, is deleted and built again from
 the stream's first message, with one warning.
@@ -157,6 +158,12 @@ class StreamIndex:
             raise IndexCorrupt(f"{self._index.where}: the index of another stream ({record.fingerprint})")
         if head is None or head.version != record.size or head.patch_id != record.anchor:
             raise IndexCorrupt(f"{self._index.where}: the last row is not the one the stream record names")
+        first = stream.first_seq()
+        if first > record.first_version:
+            raise IndexCorrupt(
+                f"{self._index.where}: {self.name} now starts at message {first}, the index at "
+                f"{record.first_version}; the stream was purged below the index"
+            )
         message = stream.message(record.size)
         if message is None or message_id(message) != record.anchor:
             raise IndexCorrupt(
