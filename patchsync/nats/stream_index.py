@@ -175,19 +175,19 @@ class StreamIndex:
 
     def _catch_up(self, stream: NatsLog, start: int, last: int) -> int:
         read = 0
-        pending: list[StreamMessage] = []
+        pending: list[PatchRow] = []  # rows, not messages: the payloads are let go at once
         seq = start
         while seq <= last:
             messages = stream.fetch(seq, READ_BATCH, READ_WAIT)
             if not messages:
                 break
             read += len(messages)
-            pending += messages
+            pending += self._rows(messages)
             seq = messages[-1].seq + 1
             if len(pending) >= FLUSH_EVERY:
-                self.add(pending)
+                self._commit(pending)
                 pending = []
-        self.add(pending)
+        self._commit(pending)
         return read
 
     def rebuild(self, reason: str) -> None:
@@ -206,9 +206,15 @@ class StreamIndex:
     # -- writing and reading ---------------------------------------------------------------
 
     def add(self, messages: list[StreamMessage]) -> None:
-        """Record ``messages`` (in stream order, after the last one indexed) in one transaction."""
-        # What is indexed already (read again after a rebuild caught up past the reader) is skipped.
-        rows = [PatchRow(m.seq, message_id(m), 0, 0) for m in messages if m.seq > self._last]
+        """Record ``messages`` (in stream order) in one transaction; those indexed already
+        (read again after a rebuild caught up past the reader) are skipped."""
+        self._commit(self._rows(messages))
+
+    def _rows(self, messages: list[StreamMessage]) -> list[PatchRow]:
+        return [PatchRow(m.seq, message_id(m), 0, 0) for m in messages]
+
+    def _commit(self, rows: list[PatchRow]) -> None:
+        rows = [row for row in rows if row.version > self._last]
         if not rows:
             return
         first = self._first or rows[0].version
