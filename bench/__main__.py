@@ -209,6 +209,16 @@ BENCHES: tuple[Bench, ...] = (
         ),
     ),
     Bench(
+        "nats-index",
+        "bench.nats_index_bench",
+        "A NATS stream topic's start-up with its id index on disk",
+        "the stream read whole at the start (an index in memory; with `--main DIR`, an older checkout's dict); "
+        "the first start, building the index",
+        quick=("--messages", "10000"),
+        needs=("nats",),
+        notes=("A stream of 100,000 patches is published for the run and deleted after it.",),
+    ),
+    Bench(
         "serve-load",
         "bench.serve_load_bench",
         "`patchsync serve` under slow, stalled and greedy clients",
