@@ -23,7 +23,7 @@ from patchsync.logs.payloads import MSG_ID, StreamMessage
 from patchsync.nats.nats_log import NatsLog
 from patchsync.nats.stream_index import StreamIndex, index_file
 from patchsync.nats.url import StreamURL, parse_stream_url
-from patchsync.remote.errors import StreamGap, StreamUnavailable
+from patchsync.remote.errors import StreamUnavailable
 from patchsync.serve.nats_topic import NatsTopic
 from patchsync.serve.topics import Start
 
@@ -243,17 +243,45 @@ def test_a_broken_or_stale_index_is_built_again(nats_stream: str, tmp_path: Path
     assert read == got[-2], "the index was trusted, not built again from the stream"
 
 
-def test_an_index_of_a_stream_purged_below_it_is_not_trusted(nats_stream: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("keep", [10, 0])
+def test_an_index_of_a_stream_purged_below_it_is_not_trusted(nats_stream: str, tmp_path: Path, keep: int) -> None:
+    """Messages removed from the start of a stream (a purge keeping the last ``keep``, as
+    retention does) are not answered from the index; a stream purged whole is read again."""
     url = parse_stream_url(nats_stream)
     publish(url, 1, 30)
     with_topic(url, tmp_path, lambda topic: asyncio.sleep(0))
-    with NatsLog(url) as log:  # the first 20 messages purged; the last one indexed stays
-        log.run(lambda: log.js.purge_stream(log.name, keep=10))
-    # A topic reading the stream from its start finds the gap; one trusting the index would not.
-    with pytest.raises(StreamGap):
-        with_topic(url, None, lambda topic: asyncio.sleep(0))
-    with pytest.raises(StreamGap):
-        with_topic(url, tmp_path, lambda topic: asyncio.sleep(0))
+    with NatsLog(url) as log:
+        log.run(lambda: log.js.purge_stream(log.name, keep=keep) if keep else log.js.purge_stream(log.name))
+    ids = [patch_id(n) for n in range(1, 31)]
+
+    async def ask(topic: NatsTopic) -> list[Any]:
+        return [topic.read_on_open, answers(topic, ids)]
+
+    read, got = with_topic(url, tmp_path, ask)
+    assert (
+        got
+        == fresh_answers(url, ids)
+        == [None] * (30 - keep)
+        + list(range(31 - keep, 31))
+        + [
+            30,
+            patch_id(30) if keep else None,
+        ]
+    )
+    assert read == 0  # what the index holds of the messages kept is kept
+
+    async def follow(topic: NatsTopic) -> list[Any]:  # the stream goes on after the purge
+        await asyncio.to_thread(publish_after, url, 31)
+        while topic.version < 31:
+            await asyncio.sleep(0.05)
+        return answers(topic, [patch_id(31)])
+
+    assert with_topic(url, tmp_path, follow) == [31, 31, patch_id(31)]
+
+
+def publish_after(url: StreamURL, n: int) -> None:
+    with NatsLog(url) as log:
+        log.run(lambda: log.js.publish(log.subject, payload(n, None), stream=log.name, headers={MSG_ID: patch_id(n)}))
 
 
 def test_a_row_found_broken_while_serving_is_never_answered_from(nats_stream: str, tmp_path: Path) -> None:

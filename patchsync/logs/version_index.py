@@ -268,23 +268,40 @@ class VersionIndex:
                         for c in checkpoints
                     ],
                 )
-                s = segment
-                db.execute(
-                    "INSERT OR REPLACE INTO segments VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        s.seq,
-                        s.name,
-                        s.fingerprint,
-                        s.size,
-                        s.first_version,
-                        s.anchor,
-                        _crc(s.seq, s.name, s.fingerprint, s.size, s.first_version, s.anchor),
-                    ),
-                )
+                self._record(segment)
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
+
+    def forget_before(self, version: int, segment: SegmentRecord) -> None:
+        """Forget every patch and checkpoint before ``version`` (the log's start was removed:
+        a stream's retention) and record ``segment`` as it now is, in one transaction."""
+        with self._lock, self._broken("write"):
+            db = self._db
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                db.execute("DELETE FROM patches WHERE version < ?", (version,))
+                db.execute("DELETE FROM checkpoints WHERE version < ?", (version,))
+                self._record(segment)
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+
+    def _record(self, s: SegmentRecord) -> None:
+        self._db.execute(
+            "INSERT OR REPLACE INTO segments VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                s.seq,
+                s.name,
+                s.fingerprint,
+                s.size,
+                s.first_version,
+                s.anchor,
+                _crc(s.seq, s.name, s.fingerprint, s.size, s.first_version, s.anchor),
+            ),
+        )
 
     def cut(self, seq: int, version: int) -> None:
         """Forget segment ``seq`` and after, and every patch and checkpoint from ``version`` on

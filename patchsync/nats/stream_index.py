@@ -17,10 +17,11 @@ segment:
 
 :meth:`StreamIndex.sync` checks the index before trusting it: the record must name this
 stream with its fingerprint (a stream deleted and created again has another creation
-time), the last row must be the record's, the stream must still start at or before the
-first sequence indexed and hold the last one with that message id (a stream purged, or
-cut below the index, does not). Then only the
-messages after the last one indexed are read. An index that fails any of these, or that
+time), the last row must be the record's, and the stream must still hold the last
+sequence indexed with that message id (a stream purged, or cut below the index, does
+not). Rows of messages the stream's retention removed since (or a purge that kept the
+last one indexed) are dropped. Then only the messages after the last one indexed are read;
+a new index starts at the stream's first message. An index that fails any of these, or that
 SQLite cannot read, or whose rows fail their checksums, is deleted and built again from
 the stream's first message, with one warning.
 
@@ -86,7 +87,7 @@ class StreamIndex:
         if self._index.path is None:
             self._release()
         self._fingerprint = ""
-        self._first = self._last = 0
+        self._first = self._last = self._end = 0
         self._head: str | None = None
 
     def _claim(self, path: Path) -> Path | None:
@@ -117,6 +118,12 @@ class StreamIndex:
         return self._last
 
     @property
+    def end(self) -> int:
+        """The last sequence the index accounts for: the last one indexed or, before any,
+        the last one the stream's retention removed (a reader goes on after it)."""
+        return max(self._last, self._end)
+
+    @property
     def head(self) -> str | None:
         """The patch id of the last message indexed (``None``: none)."""
         return self._head
@@ -134,15 +141,19 @@ class StreamIndex:
         the module docstring), then index the messages after the last one indexed, up to
         the stream's last message now; the number of messages read."""
         fingerprint = stream.fingerprint()
+        first = stream.first_seq()
         try:
-            start = self._check(stream, fingerprint)
+            start = self._check(stream, fingerprint, first)
         except IndexCorrupt as exc:
             self.rebuild(str(exc))
             start = 1
         self._fingerprint = fingerprint
+        # Messages the stream's retention removed are neither read nor indexed.
+        start = max(start, first)
+        self._end = max(self._last, start - 1)
         return self._catch_up(stream, start, stream.last_seq())
 
-    def _check(self, stream: NatsLog, fingerprint: str) -> int:
+    def _check(self, stream: NatsLog, fingerprint: str, first: int) -> int:
         """The first sequence not indexed, if the index belongs to ``stream`` as it is."""
         with self._lock:
             records = self._index.segments()
@@ -158,18 +169,18 @@ class StreamIndex:
             raise IndexCorrupt(f"{self._index.where}: the index of another stream ({record.fingerprint})")
         if head is None or head.version != record.size or head.patch_id != record.anchor:
             raise IndexCorrupt(f"{self._index.where}: the last row is not the one the stream record names")
-        first = stream.first_seq()
-        if first > record.first_version:
-            raise IndexCorrupt(
-                f"{self._index.where}: {self.name} now starts at message {first}, the index at "
-                f"{record.first_version}; the stream was purged below the index"
-            )
         message = stream.message(record.size)
         if message is None or message_id(message) != record.anchor:
             raise IndexCorrupt(
                 f"{self._index.where}: {self.name} no longer holds message {record.size} "
                 f"as indexed ({record.anchor}); the stream was purged or cut below the index"
             )
+        if first > record.first_version:
+            # The stream's first messages were removed (retention, a partial purge), not
+            # the last one indexed: their rows go, the rest of the index stands.
+            record = SegmentRecord(0, record.name, fingerprint, record.size, first, record.anchor)
+            with self._lock:
+                self._index.forget_before(first, record)
         self._first, self._last, self._head = record.first_version, record.size, record.anchor
         return record.size + 1
 
@@ -200,7 +211,7 @@ class StreamIndex:
             self._index = open_index(self._index.path)
             if self._index.path is None:
                 self._release()
-            self._first = self._last = 0
+            self._first = self._last = self._end = 0
             self._head = None
 
     # -- writing and reading ---------------------------------------------------------------

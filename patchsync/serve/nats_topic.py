@@ -101,7 +101,7 @@ class NatsTopic(LogTopic):
             self._index = None
             await asyncio.to_thread(index.close)
             raise
-        self.version, self.head = index.last, index.head
+        self.version, self.head = index.end, index.head
         self._follower = asyncio.create_task(self._run_follower(), name=f"follow {self.name}")
 
     async def _read_more(self, wait: float) -> bool:
@@ -180,7 +180,7 @@ class NatsTopic(LogTopic):
         # A message counts once the follower has seen it (its row may be committed just before).
         if seq is not None and seq <= self.version:
             return seq
-        if self._broken is not None or index.last < self.version:
+        if self._broken is not None or index.end < self.version:
             raise StreamUnavailable(
                 f"topic {self.name}: its patch id index is being built again ({self._broken or 'found broken'}); "
                 "try again shortly"
