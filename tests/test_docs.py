@@ -292,7 +292,7 @@ UNITS = ("patchsync-tail.service", "patchsync-serve.service")
 UNIT_KEYS = {
     "Unit": {"Description", "Documentation", "After", "Before", "Wants", "Requires", "BindsTo"},
     "Service": {
-        "Type", "User", "Group", "StateDirectory", "ConfigurationDirectory", "WorkingDirectory", "ExecStart", "KillSignal",
+        "Type", "User", "Group", "StateDirectory", "ConfigurationDirectory", "CacheDirectory", "WorkingDirectory", "ExecStart", "KillSignal",
         "TimeoutStopSec", "Restart", "RestartSec", "RestartPreventExitStatus", "NoNewPrivileges",
         "ProtectSystem", "ProtectHome", "PrivateTmp", "Environment", "EnvironmentFile",
     },
@@ -352,6 +352,8 @@ def test_the_systemd_unit_runs_a_valid_serve() -> None:
     topics = [spec.partition("=")[2] for spec in args.topic]
     for path in [*topics, args.log_root]:
         assert path.startswith(state + "/"), path
+    # NATS topics' id indexes are a cache: in the cache directory.
+    assert args.index_dir.startswith(f"/var/cache/{unit['Service']['CacheDirectory']}/"), args.index_dir
     # Credentials are read only, from the configuration directory.
     config = f"/etc/{unit['Service']['ConfigurationDirectory']}"
     for path in (args.tokens, args.tls_cert, args.tls_key):
