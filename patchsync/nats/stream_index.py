@@ -83,9 +83,14 @@ class StreamIndex:
         self._lock = threading.Lock()
         if path is not None:
             path = self._claim(path)
-        self._index = open_index(path)
+        try:
+            self._index = open_index(path)
+        except BaseException:
+            self._release()
+            raise
         if self._index.path is None:
             self._release()
+        self._closed = False
         self._fingerprint = ""
         self._first = self._last = self._end = 0
         self._head: str | None = None
@@ -131,6 +136,7 @@ class StreamIndex:
     def close(self) -> None:
         """Close the file (what was committed stays) and let another process take it."""
         with self._lock:
+            self._closed = True
             self._index.close()
             self._release()
 
@@ -231,6 +237,8 @@ class StreamIndex:
         first = self._first or rows[0].version
         record = SegmentRecord(0, self.name, self._fingerprint, rows[-1].version, first, rows[-1].patch_id)
         with self._lock:
+            if self._closed:  # a follower's last read, finishing after the topic closed
+                raise UsageError(f"{self.name}: the index is closed")
             self._index.add(rows, (), record)
             self._first, self._last, self._head = first, record.size, record.anchor
 
