@@ -117,7 +117,7 @@ def test_export_restore_at_every_boundary_gives_the_uninterrupted_events(
         assert state.terms is not None
         repeated += state.terms.last_s is not None
         # Lookups full (so entries are being replaced mid-stream) at the cut.
-        replaced += len(state.terms.names.entries) == state.terms.names.size
+        replaced += len(state.terms.names.values) == state.terms.names.size
     assert cuts >= 20 and repeated >= 20 and replaced >= 10
 
 
@@ -134,7 +134,7 @@ def test_the_restored_state_is_what_decodes_the_rest() -> None:
             continue
         no_repeats = dataclasses.replace(state, terms=dataclasses.replace(state.terms, last_s=None, last_g=None))
         no_names = dataclasses.replace(
-            state, terms=dataclasses.replace(state.terms, names=LookupState(state.terms.names.size, 0, ()))
+            state, terms=dataclasses.replace(state.terms, names=LookupState(state.terms.names.size, 0, (), ()))
         )
         for variant, counter in ((no_repeats, "terms"), (no_names, "names")):
             try:
@@ -188,9 +188,16 @@ def test_restoring_validates_the_state() -> None:
     assert state.terms is not None
     names = state.terms.names
     bad = [
-        dataclasses.replace(state.terms, names=LookupState(names.size, 0, ((names.size + 1, "x"),))),
-        dataclasses.replace(state.terms, names=LookupState(names.size + 1, 0, ())),
-        dataclasses.replace(state.terms, names=LookupState(names.size, -1, ())),
+        dataclasses.replace(state.terms, names=LookupState(names.size, 0, ((names.size, 2),), ("x", "y"))),
+        dataclasses.replace(state.terms, names=LookupState(names.size, 0, ((0, 1),), ("x",))),
+        dataclasses.replace(state.terms, names=LookupState(names.size, 0, ((True, 1),), ("x",))),
+        dataclasses.replace(state.terms, names=LookupState(names.size, 0, ((1, 0),), ())),
+        dataclasses.replace(state.terms, names=LookupState(names.size, 0, ((1, 1),), (5,))),  # type: ignore[arg-type]
+        dataclasses.replace(state.terms, names=LookupState(names.size, 0, ((1, 2),), ("x",))),
+        dataclasses.replace(state.terms, names=LookupState(names.size, 0, ((1, 1),), ("x", "y"))),
+        dataclasses.replace(state.terms, names=LookupState(names.size, 0, ((3, 1), (2, 1)), ("x", "y"))),
+        dataclasses.replace(state.terms, names=LookupState(names.size + 1, 0, (), ())),
+        dataclasses.replace(state.terms, names=LookupState(names.size, -1, (), ())),
         dataclasses.replace(state.terms, last_name=names.size + 1),
     ]
     for terms in bad:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import pickle
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,30 @@ def _tail_once(log: Path, url: str, state_dir: Path) -> tuple[Any, list[tuple[st
     ):
         [report] = tailer.run_once()
     return report, records
+
+
+def _forge(head: bytes, columns: bytes = b"", version: int = VERSION) -> bytes:
+    """A snapshot of ``head`` (JSON) and lookup ``columns``, with a right header and checksum."""
+    body = struct.pack("<I", len(head)) + head + columns
+    return MAGIC + b" %d sha256=%s\n" % (version, hashlib.sha256(body).hexdigest().encode()) + body
+
+
+def _split(blob: bytes) -> tuple[dict[str, Any], bytes]:
+    """A snapshot's JSON head, parsed, and its lookup columns."""
+    body = blob.split(b"\n", 1)[1]
+    (size,) = struct.unpack_from("<I", body)
+    return json.loads(body[4 : 4 + size]), body[4 + size :]
+
+
+def _columns(*tables: tuple[list[tuple[int, int]], list[str]], count: int = 0) -> bytes:
+    """Lookup columns of ``(runs, values)`` per table, as the format lays them out
+    (``count``: added to the count of values said)."""
+    out = b""
+    for runs, values in tables:
+        text = "\0".join(values).encode()
+        numbers = [n for run in runs for n in run]
+        out += struct.pack(f"<III{len(numbers)}I", len(runs), len(values) + count, len(text), *numbers) + text
+    return out
 
 
 def _snapshot_file(state_dir: Path) -> Path:
@@ -83,7 +108,16 @@ def test_valid_snapshot_resumes_in_the_middle(resumable: tuple[Path, Path, bytes
 
 @pytest.mark.parametrize(
     "damage",
-    ["flip_body_byte", "truncate", "empty", "garbage", "old_pickle_version", "future_version", "bad_json_right_sum"],
+    [
+        "flip_body_byte",
+        "truncate",
+        "empty",
+        "garbage",
+        "old_pickle_version",
+        "old_json_version",
+        "future_version",
+        "bad_json_right_sum",
+    ],
 )
 def test_damaged_snapshot_is_ignored_with_one_line(
     resumable: tuple[Path, Path, bytes], sqlite_url: str, damage: str
@@ -106,9 +140,13 @@ def test_damaged_snapshot_is_ignored_with_one_line(
         new = pickle.dumps({"version": 1, "source": str(log.resolve()), "offset": 10, "decoder": None})
     elif damage == "future_version":
         new = data.replace(b" %d " % VERSION, b" 99 ", 1)
+    elif damage == "old_json_version":
+        # What format 2 looked like: the whole body JSON, with the same fields.
+        doc, _ = _split(data)
+        bad = json.dumps(doc).encode()
+        new = MAGIC + b" 2 sha256=%s\n" % hashlib.sha256(bad).hexdigest().encode() + bad
     else:
-        bad = b'{"source": 1}'
-        new = MAGIC + b" %d sha256=%s\n" % (VERSION, hashlib.sha256(bad).hexdigest().encode()) + bad
+        new = _forge(b'{"source": 1}')
     path.write_bytes(new)
     report, records = _resume(log, state_dir, rest, sqlite_url)
     assert report.resumed_from == 0  # decoded from the start; the checkpoint said where to apply
@@ -232,7 +270,7 @@ def test_round_trip_at_every_frame_boundary_equals_uninterrupted_decoding(tmp_pa
     assert checked >= 10
 
 
-def test_snapshot_body_is_plain_json_with_tables_and_terms(tmp_path: Path) -> None:
+def test_snapshot_head_is_plain_json_and_tables_are_columns(tmp_path: Path) -> None:
     data = _rich_log(tmp_path)
     decoder: PatchDecoder[Any] = PatchDecoder(NTriplesTerms(), source="s")
     decoder.feed(data[: frame_ends(data)[5]])
@@ -240,9 +278,14 @@ def test_snapshot_body_is_plain_json_with_tables_and_terms(tmp_path: Path) -> No
     blob = encode_resume_point(decoder, source="s", fingerprint="f", checkpoint=(1, 0), anchor=b"")
     header, body = blob.split(b"\n", 1)
     assert header == MAGIC + b" %d sha256=%s" % (VERSION, hashlib.sha256(body).hexdigest().encode())
-    doc = json.loads(body)
-    assert doc["terms"]["names"]["entries"] and doc["options"]
-    assert doc["terms"]["last"]["s"] is not None
+    doc, columns = _split(blob)
+    assert doc["options"] and doc["terms"]["last"]["s"] is not None
+    state = decoder.export_state()
+    assert state.terms is not None
+    tables = [state.terms.names, state.terms.prefixes, state.terms.datatypes]
+    assert state.terms.names.runs
+    assert columns == _columns(*((list(t.runs), list(t.values)) for t in tables))
+    assert [doc["terms"][k]["size"] for k in ("names", "prefixes", "datatypes")] == [t.size for t in tables]
 
 
 def test_decoder_not_between_patches_is_not_snapshotted(tmp_path: Path) -> None:
@@ -290,12 +333,47 @@ def test_decoder_inside_a_big_frame_is_not_snapshotted() -> None:
     assert checked >= 1 and decoder.frames == 1
 
 
+def _entries_of(decoder: PatchDecoder[Any]) -> list[tuple[list[tuple[int, int]], list[str]]]:
+    terms = decoder.export_state().terms
+    assert terms is not None
+    return [(list(t.runs), list(t.values)) for t in (terms.names, terms.prefixes, terms.datatypes)]
+
+
+@pytest.mark.parametrize(
+    "columns",
+    [
+        lambda t: _columns((t[0][0] + [(10**9, 1)], t[0][1] + ["x"]), t[1], t[2]),  # an id out of range
+        lambda t: _columns(([(0, 1)], ["x"]), t[1], t[2]),  # id 0
+        lambda t: _columns(([(2, 1), (1, 1)], ["x", "y"]), t[1], t[2]),  # runs out of order
+        lambda t: _columns(([(1, 2), (2, 1)], ["x", "y", "z"]), t[1], t[2]),  # runs overlapping
+        lambda t: _columns(([(1, 3)], ["x", "y"]), t[1], t[2]),  # more ids than values
+        lambda t: _columns(([(1, 1)], ["x", "y"]), t[1], t[2]),  # more values than ids
+        lambda t: _columns(t[0], t[1]),  # a table missing
+        lambda t: _columns(*t) + b"\0",  # bytes after the tables
+        lambda t: _columns(*t)[:-1],  # cut short
+        lambda t: _columns(*t).replace(b"http", b"\xff\xfetp", 1),  # not UTF-8
+        lambda t: _columns(*t, count=1),  # a count of values not the text's
+    ],
+)
+def test_invalid_lookup_columns_are_rejected_not_trusted(tmp_path: Path, columns: Any) -> None:
+    data = _rich_log(tmp_path)
+    decoder: PatchDecoder[Any] = PatchDecoder(NTriplesTerms(), source="s")
+    decoder.feed(data[: frame_ends(data)[5]])
+    list(decoder)
+    blob = encode_resume_point(decoder, source="s", fingerprint="f", checkpoint=(1, 0), anchor=b"")
+    doc, good = _split(blob)
+    entries = _entries_of(decoder)
+    assert good == _columns(*entries)
+    decode_resume_point(_forge(json.dumps(doc).encode(), good), NTriplesTerms(), source="s", limits=Limits())
+    with pytest.raises(ResumePointError):
+        forged = _forge(json.dumps(doc).encode(), columns(entries))
+        decode_resume_point(forged, NTriplesTerms(), source="s", limits=Limits())
+
+
 @pytest.mark.parametrize(
     "edit",
     [
-        lambda d: d["terms"]["names"]["entries"].append([10**9, "x"]),
         lambda d: d["terms"]["names"].update(last_id=-1),
-        lambda d: d["terms"]["names"]["entries"].append([1, 5]),
         lambda d: d["terms"].update(last_name=10**9),
         lambda d: d["terms"]["last"].update(s=["iri"]),
         lambda d: d["terms"]["last"].update(o=["triple", ["iri", "a"], None, ["iri", "b"]]),
@@ -314,10 +392,9 @@ def test_invalid_fields_are_rejected_not_trusted(tmp_path: Path, edit: Any) -> N
     decoder.feed(data[: frame_ends(data)[5]])
     list(decoder)
     blob = encode_resume_point(decoder, source="s", fingerprint="f", checkpoint=(1, 0), anchor=b"")
-    doc = json.loads(blob.split(b"\n", 1)[1])
+    doc, columns = _split(blob)
     edit(doc)
-    body = json.dumps(doc).encode()
-    forged = MAGIC + b" %d sha256=%s\n" % (VERSION, hashlib.sha256(body).hexdigest().encode()) + body
+    forged = _forge(json.dumps(doc).encode(), columns)
     with pytest.raises(ResumePointError):
         decode_resume_point(forged, NTriplesTerms(), source="s", limits=Limits())
 
@@ -330,8 +407,7 @@ def _nested(depth: int) -> Any:
 
 
 def test_deep_json_nesting_is_rejected(tmp_path: Path) -> None:
-    body = b"[" * 100_000 + b"]" * 100_000
-    forged = MAGIC + b" %d sha256=%s\n" % (VERSION, hashlib.sha256(body).hexdigest().encode()) + body
+    forged = _forge(b"[" * 100_000 + b"]" * 100_000)
     with pytest.raises(ResumePointError):
         decode_resume_point(forged, NTriplesTerms(), source="s", limits=Limits())
 
@@ -356,3 +432,24 @@ def test_rdflib_terms_round_trip(tmp_path: Path) -> None:
         limits=Limits(),
     )
     assert head + _decode_all(data[cut:], snap.decoder) == whole
+
+
+def test_a_lookup_value_with_nul_is_not_snapshotted(tmp_path: Path) -> None:
+    # The format joins a table's values with U+0000 (no IRI holds it); a decoder whose
+    # lookups hold one anyway is not snapshotted, never written as a state read back otherwise.
+    import dataclasses
+
+    from patchsync.codec.decoder_state import LookupState
+
+    data = _rich_log(tmp_path)
+    decoder: PatchDecoder[Any] = PatchDecoder(NTriplesTerms(), source="s")
+    decoder.feed(data[: frame_ends(data)[5]])
+    list(decoder)
+    state = decoder.export_state()
+    assert state.terms is not None
+    names = state.terms.names
+    for values in ((*names.values[:-1], "a\0b"), (*names.values[:-1], "\0")):
+        terms = dataclasses.replace(state.terms, names=LookupState(names.size, names.last_id, names.runs, values))
+        odd = PatchDecoder.from_state(dataclasses.replace(state, terms=terms), NTriplesTerms(), source="s")
+        with pytest.raises(ResumePointError, match="U\\+0000"):
+            encode_resume_point(odd, source="s", fingerprint="f", checkpoint=(1, 0), anchor=b"")

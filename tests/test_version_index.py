@@ -23,7 +23,7 @@ import pytest
 from patchsync.events import Event
 from patchsync.logs.indexed_log import IndexedLog
 from patchsync.logs.payloads import NT_TERMS, read_patches, read_payload
-from patchsync.logs.version_index import IndexCorrupt, index_path
+from patchsync.logs.version_index import INDEX_FORMAT, IndexCorrupt, index_path
 from patchsync.serve.file_topic import FileLogTopic
 from patchsync.serve.topics import Start
 
@@ -210,6 +210,29 @@ def test_a_broken_index_is_built_again(tmp_path: Path, how: str) -> None:
         check_every_version(log, reference(paths))
     finally:
         log.close()
+
+
+def test_an_index_of_the_previous_format_is_built_again_never_misread(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Format 1 held its checkpoints' states as JSON: such an index is refused as a whole
+    # (rebuilt with one warning), not read with its states failing one by one.
+    paths = [segment(tmp_path / f"{n:03d}.jellyp", 1 + 30 * n, 30) for n in range(2)]
+    index = tmp_path / ".idx"
+    indexed(paths, index).close()
+    with sqlite3.connect(index) as db:
+        db.execute("UPDATE meta SET value = 'patchsync-version-index 1' WHERE key = 'format'")
+        states = db.execute("SELECT count(*) FROM checkpoints WHERE state IS NOT NULL").fetchone()[0]
+    assert states > 0
+    caplog.set_level("WARNING", logger="patchsync.index")
+    log = indexed(paths, index)
+    try:
+        assert "index format 'patchsync-version-index 1'" in caplog.text
+        check_every_version(log, reference(paths))
+    finally:
+        log.close()
+    with sqlite3.connect(index) as db:
+        assert db.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()[0] == INDEX_FORMAT
 
 
 def test_a_topic_rebuilds_an_index_found_broken_while_serving(tmp_path: Path) -> None:

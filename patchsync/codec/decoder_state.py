@@ -23,12 +23,17 @@ T = TypeVar("T")
 
 @dataclass(frozen=True, slots=True)
 class LookupState:
-    """One lookup table: its size, the last id set (for the 0-id rule) and its entries."""
+    """One lookup table: its size, the last id set (for the 0-id rule) and its entries, as
+    runs of consecutive ids and their values (restoring a table of thousands of entries is
+    then a few slice assignments, not a Python step per entry: a fetch from the version
+    index restores one)."""
 
     size: int
     last_id: int
-    #: ``(id, value)`` of every defined entry, ids ascending.
-    entries: tuple[tuple[int, str], ...]
+    #: ``(first id, count)`` of each run of defined entries, ids ascending, runs apart.
+    runs: tuple[tuple[int, int], ...]
+    #: The values of the runs' entries, in id order.
+    values: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,6 +34,8 @@ IriSlot = tuple[int, str | None, T] | dict[int, tuple[str | None, T]]
 _CACHE_CHARS = 1 << 21
 #: What an entry costs besides its text (dict slot, term object), in characters' worth.
 _ENTRY_CHARS = 16
+#: The one type a restored entry's value may have.
+_STR = frozenset({str})
 
 # RFC 3987 absolute IRI: scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ), then ":".
 _ABSOLUTE_IRI = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
@@ -117,8 +119,16 @@ class Lookup:
 
     def export_state(self) -> LookupState:
         """The table's entries and 0-id state."""
-        entries = tuple((i, v) for i, v in enumerate(self.values) if v is not None)
-        return LookupState(self.size, self.last_id, entries)
+        runs: list[tuple[int, int]] = []
+        first = 0  # the first id of the run under way (0: none)
+        for entry_id, value in enumerate([*self.values, None]):
+            if value is not None and not first:
+                first = entry_id
+            elif value is None and first:
+                runs.append((first, entry_id - first))
+                first = 0
+        values = tuple(v for v in self.values if v is not None)
+        return LookupState(self.size, self.last_id, tuple(runs), values)
 
     def restore_state(self, state: LookupState) -> None:
         """Load entries exported from a table of the same size; raises :class:`RuleViolation`."""
@@ -126,11 +136,24 @@ class Lookup:
             raise RuleViolation(f"{self.kind} lookup of size {state.size} restored into one of size {self.size}")
         if type(state.last_id) is not int or not 0 <= state.last_id <= self.size:
             raise RuleViolation(f"{self.kind} lookup's last id {state.last_id!r} is outside [0, {self.size}]")
+        if not set(map(type, state.values)) <= _STR:
+            raise RuleViolation(f"{self.kind} entry value not a string")
         values: list[str | None] = [None] * (self.size + 1)
-        for entry_id, value in state.entries:
-            if type(entry_id) is not int or not 1 <= entry_id <= self.size or not isinstance(value, str):
-                raise RuleViolation(f"{self.kind} entry {entry_id!r} out of range or not a string")
-            values[entry_id] = value
+        taken = 0  # values placed
+        after = 0  # the last id of the run before
+        for run in state.runs:
+            first, count = run
+            if (
+                type(first) is not int
+                or type(count) is not int
+                or not after < first <= first + count - 1 <= self.size
+                or taken + count > len(state.values)
+            ):
+                raise RuleViolation(f"{self.kind} entries {run!r} out of range [1, {self.size}] or out of order")
+            values[first : first + count] = state.values[taken : taken + count]
+            taken, after = taken + count, first + count - 1
+        if taken != len(state.values):
+            raise RuleViolation(f"{self.kind} lookup has {taken} ids for {len(state.values)} values")
         self.values = values
         self.last_id = state.last_id
 

@@ -379,10 +379,13 @@ class IndexedLog:
             pos = frame_end
             if open_at is None and since >= self.every and decoder.resumable:
                 anchor = os.pread(fd, min(pos, ANCHOR_BYTES), pos - min(pos, ANCHOR_BYTES))
-                state = encode_resume_point(
-                    decoder, source=path.name, fingerprint=fp, checkpoint=(scan.version + 1, 0), anchor=anchor
-                )
-                scan.checkpoints.append(Checkpoint(scan.version + 1, cp.seq, pos, zlib.compress(state, 1)))
+                try:
+                    state = encode_resume_point(
+                        decoder, source=path.name, fingerprint=fp, checkpoint=(scan.version + 1, 0), anchor=anchor
+                    )
+                    scan.checkpoints.append(Checkpoint(scan.version + 1, cp.seq, pos, zlib.compress(state, 1)))
+                except ResumePointError:
+                    pass  # a state no checkpoint holds (a lookup value with U+0000): the next one may
                 since = 0
                 if len(scan.patches) >= FLUSH_EVERY:
                     self._flush(scan, fd, pos)

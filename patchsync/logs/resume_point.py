@@ -10,17 +10,28 @@ from one patch to the next at a frame boundary: the stream options, the three lo
 tables, the IRI 0-id state, the repeated terms and the position. Caches of built terms are
 left out: they are rebuilt on demand.
 
-File layout: one ASCII header line, then a JSON body::
+File layout: one ASCII header line, then the body: the length of a JSON head (4 bytes,
+little-endian), the JSON head (every field but the lookup entries), then the three lookup
+tables' entries (names, prefixes, datatypes, when the stream's options are known)::
 
-    patchsync-tail-snapshot 2 sha256=<hex digest of the body>\\n
-    {"source": ..., "fingerprint": ..., "offset": ..., ...}
+    patchsync-tail-snapshot 3 sha256=<hex digest of the body>\n
+    <head length> {"source": ..., "fingerprint": ..., "offset": ..., ...}
+    <runs> <values> <text bytes> <first id, count of each run> <the values' UTF-8 text, joined by U+0000>
+
+(counts and ids are 4-byte little-endian integers; a run is entries of consecutive ids).
+The same bytes are the tail daemon's snapshot files and the version index's checkpoints
+(:mod:`patchsync.logs.version_index`), where a fetch restores one: a table is read with a
+few C-level calls (one decode and one split of its text, a slice assignment a run), where
+the JSON of version 2 cost a parse and Python steps per entry (decision 0029). A decoder
+whose lookups hold a value with U+0000 (no IRI can) is not snapshotted.
 
 The file is read as data only: it is checked for the magic, the format version, its size,
 the checksum, then every field for type and range against the reader's limits, and the
 decoder is rebuilt through the same validation the stream's own rows go through. Anyone who
 can write the state directory can at worst make the daemon decode the log from its start
 (a snapshot only accelerates; the target's checkpoint is authoritative), never run code as
-the daemon, which the pickle files of format 1 allowed.
+the daemon, which the pickle files of format 1 allowed. Version 2 (all JSON) is not read
+either: such a snapshot is ignored once, like any unusable one.
 """
 
 from __future__ import annotations
@@ -28,6 +39,9 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import struct
+import sys
+from array import array
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -40,13 +54,22 @@ from patchsync.options import Limits
 from patchsync.terms import BNODE, DEFAULT_GRAPH, IRI, LITERAL, TRIPLE, TermAdapter
 
 MAGIC = b"patchsync-tail-snapshot"
-#: Version 1 was a pickle; it is never read again.
-VERSION = 2
+#: Version 1 was a pickle, version 2 all JSON; neither is read again.
+VERSION = 3
 #: A snapshot larger than this is not read (the lookups it can hold are far smaller).
 MAX_RESUME_POINT_BYTES = 256 << 20
 #: Log bytes before the snapshot's offset whose hash it keeps (see :func:`encode_resume_point`).
 ANCHOR_BYTES = 4096
 _HEADER_MAX = 128
+#: The lookup tables, in the order the body holds their columns.
+_TABLES = ("names", "prefixes", "datatypes")
+_U32 = struct.Struct("<I")
+_COUNTS = struct.Struct("<III")
+#: What joins a table's values (no IRI holds it: a table with one is not snapshotted).
+_SEPARATOR = "\0"
+#: An array type code of 4-byte unsigned integers (``I`` on every platform CPython runs on).
+_U32_CODE = next(code for code in "IL" if array(code).itemsize == 4)
+_SWAP = sys.byteorder != "little"
 
 
 class ResumePointError(PatchsyncError):
@@ -104,7 +127,9 @@ def encode_resume_point(
         "terms": None,
     }
     terms = state.terms
+    columns: list[bytes] = []
     if state.options is not None and terms is not None:
+        columns = [_columns_out(getattr(terms, table)) for table in _TABLES]
         body["options"] = base64.b64encode(state.options).decode("ascii")
         body["terms"] = {
             "names": _lookup_out(terms.names),
@@ -119,13 +144,27 @@ def encode_resume_point(
                 "g": _term_out(adapter, terms.last_g),
             },
         }
-    data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    head = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    data = b"".join([_U32.pack(len(head)), head, *columns])
     header = b"%s %d sha256=%s\n" % (MAGIC, VERSION, hashlib.sha256(data).hexdigest().encode("ascii"))
     return header + data
 
 
 def _lookup_out(lookup: LookupState) -> dict[str, Any]:
-    return {"size": lookup.size, "last_id": lookup.last_id, "entries": [[i, v] for i, v in lookup.entries]}
+    return {"size": lookup.size, "last_id": lookup.last_id}
+
+
+def _columns_out(lookup: LookupState) -> bytes:
+    """One table's entries: the count of runs, of values and the bytes of their text, each
+    run's first id and count, then the values' UTF-8 text, joined by :data:`_SEPARATOR`."""
+    joined = _SEPARATOR.join(lookup.values)
+    if joined.count(_SEPARATOR) != max(len(lookup.values) - 1, 0):
+        raise ResumePointError("a lookup value holds U+0000")
+    text = joined.encode("utf-8")
+    runs = array(_U32_CODE, [n for run in lookup.runs for n in run])
+    if _SWAP:
+        runs.byteswap()
+    return _COUNTS.pack(len(lookup.runs), len(lookup.values), len(text)) + runs.tobytes() + text
 
 
 def _term_out(adapter: TermAdapter[Any], term: Any) -> Any:
@@ -159,15 +198,18 @@ def decode_resume_point(data: bytes, adapter: TermAdapter[Any], *, source: str, 
     parts = data[:end].split(b" ")
     if len(parts) != 3 or parts[1] != str(VERSION).encode() or not parts[2].startswith(b"sha256="):
         raise ResumePointError(f"unsupported snapshot format {data[:end][len(MAGIC) + 1 :]!r}")
-    body = data[end + 1 :]
+    body = memoryview(data)[end + 1 :]
     if hashlib.sha256(body).hexdigest().encode("ascii") != parts[2][len(b"sha256=") :]:
         raise ResumePointError("checksum mismatch (a truncated or corrupted snapshot)")
+    if len(body) < _U32.size or _U32.size + _U32.unpack_from(body)[0] > len(body):
+        raise ResumePointError("the head is cut short")
+    head_end = _U32.size + _U32.unpack_from(body)[0]
     try:
-        doc = json.loads(body.decode("utf-8"))
+        doc = json.loads(str(body[_U32.size : head_end], "utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise ResumePointError(f"body is not JSON: {exc}") from None
+        raise ResumePointError(f"the head is not JSON: {exc}") from None
     try:
-        return _restore(doc, adapter, source, limits)
+        return _restore(doc, body[head_end:], adapter, source, limits)
     except (RuleViolation, ValueError, TypeError, KeyError, IndexError, RecursionError) as exc:
         raise ResumePointError(f"invalid content: {exc}") from None
 
@@ -186,7 +228,7 @@ def _str(doc: Mapping[str, Any], key: str) -> str:
     return value
 
 
-def _restore(doc: Any, adapter: TermAdapter[Any], source: str, limits: Limits) -> ResumePoint:
+def _restore(doc: Any, columns: memoryview, adapter: TermAdapter[Any], source: str, limits: Limits) -> ResumePoint:
     if not isinstance(doc, dict):
         raise ResumePointError("body is not an object")
     if _str(doc, "source") != source:
@@ -210,7 +252,9 @@ def _restore(doc: Any, adapter: TermAdapter[Any], source: str, limits: Limits) -
             options = base64.b64decode(doc["options"], validate=True)
         except ValueError as exc:
             raise ResumePointError(f"options are not base64: {exc}") from None
-        terms = _terms_in(doc["terms"], adapter, limits)
+        terms = _terms_in(doc["terms"], columns, adapter, limits)
+    elif columns:
+        raise ResumePointError("lookup entries without options")
     state: DecoderState[Any] = DecoderState(
         offset=offset,
         frames=_int(doc, "frames"),
@@ -224,30 +268,46 @@ def _restore(doc: Any, adapter: TermAdapter[Any], source: str, limits: Limits) -
     return ResumePoint(source, fingerprint, offset, (cp[0], cp[1]), decoder, anchor_len, anchor_sha256)
 
 
-def _lookup_in(doc: Mapping[str, Any], key: str) -> LookupState:
+def _lookup_in(doc: Mapping[str, Any], key: str, columns: memoryview, at: int) -> tuple[LookupState, int]:
+    """Table ``key``: its size and 0-id state from the head, its entries from the columns at
+    ``at``; and where the next table's columns start. The runs and values are checked by
+    the decoder's lookup (:meth:`~patchsync.codec.term_decoder.Lookup.restore_state`)."""
     table = doc[key]
     if not isinstance(table, dict):
         raise ResumePointError(f"{key} lookup malformed")
-    entries = table["entries"]
-    if not isinstance(entries, list):
-        raise ResumePointError(f"{key} entries are not a list")
-    pairs: list[tuple[int, str]] = []
-    for entry in entries:
-        if not (isinstance(entry, list) and len(entry) == 2 and type(entry[0]) is int):
-            raise ResumePointError(f"{key} entry {entry!r:.60} malformed")
-        pairs.append((entry[0], entry[1]))
-    return LookupState(_int(table, "size"), _int(table, "last_id"), tuple(pairs))
+    if at + _COUNTS.size > len(columns):
+        raise ResumePointError(f"{key} entries missing")
+    runs_count, count, text_bytes = _COUNTS.unpack_from(columns, at)
+    runs_at = at + _COUNTS.size
+    text_at = runs_at + 8 * runs_count
+    end = text_at + text_bytes
+    if end > len(columns):
+        raise ResumePointError(f"{key} entries cut short")
+    numbers = array(_U32_CODE)
+    numbers.frombytes(columns[runs_at:text_at])
+    if _SWAP:
+        numbers.byteswap()
+    runs = tuple(zip(numbers[::2], numbers[1::2], strict=True))
+    values = str(columns[text_at:end], "utf-8").split(_SEPARATOR) if count else []
+    if len(values) != count or (not count and text_bytes):
+        raise ResumePointError(f"{key} holds {len(values)} values, not {count}")
+    return LookupState(_int(table, "size"), _int(table, "last_id"), runs, tuple(values)), end
 
 
-def _terms_in(doc: dict[str, Any], adapter: TermAdapter[Any], limits: Limits) -> TermState[Any]:
+def _terms_in(doc: dict[str, Any], columns: memoryview, adapter: TermAdapter[Any], limits: Limits) -> TermState[Any]:
     last = doc["last"]
     if not isinstance(last, dict):
         raise ResumePointError("repeated terms malformed")
     depth = limits.max_nesting
+    names, at = _lookup_in(doc, "names", columns, 0)
+    prefixes, at = _lookup_in(doc, "prefixes", columns, at)
+    datatypes, at = _lookup_in(doc, "datatypes", columns, at)
+    if at != len(columns):
+        raise ResumePointError(f"{len(columns) - at} bytes after the lookup entries")
     return TermState(
-        names=_lookup_in(doc, "names"),
-        prefixes=_lookup_in(doc, "prefixes"),
-        datatypes=_lookup_in(doc, "datatypes"),
+        names=names,
+        prefixes=prefixes,
+        datatypes=datatypes,
         last_prefix=_int(doc, "last_prefix"),
         last_name=_int(doc, "last_name"),
         last_s=_term_in(last["s"], adapter, depth),

@@ -11,7 +11,8 @@ The index of a log is one SQLite file (:func:`index_path`: ``.NAME.idx`` beside 
 - ``checkpoints``: where a decoder can start without reading what comes before: every
   stream start (an options row: ``state`` is empty, a fresh decoder starts there) and,
   inside a stream of many patches, every few patches the decoder's state (its lookup
-  tables, :mod:`patchsync.logs.resume_point`'s checksummed format, compressed).
+  tables, :mod:`patchsync.logs.resume_point`'s checksummed format, its lookup entries as
+  columns, compressed).
 
 Every row carries a CRC-32 of its fields, checked when it is read: a row that does not
 match raises :class:`IndexCorrupt`, as does an SQLite file that is not one. The index is
@@ -39,7 +40,8 @@ from pathlib import Path
 from patchsync.errors import PatchsyncError
 
 #: The index format this code writes and reads; an index of another one is built again.
-INDEX_FORMAT = "patchsync-version-index 1"
+#: Format 1 held its checkpoints' states as JSON (resume point version 2).
+INDEX_FORMAT = "patchsync-version-index 2"
 #: The index of a segment directory, inside it.
 DIRECTORY_INDEX = ".patchsync.idx"
 log = logging.getLogger("patchsync.index")

@@ -83,9 +83,12 @@ def restore(folder: str, path: str, identity: str, start: int) -> Resumed | None
 def keep(folder: str, path: str, identity: str, decoder: PatchDecoder[Any], patch: int, row: int) -> None:
     """Write the snapshot of ``decoder`` (resumable, at a frame end between patches) for the log."""
     offset = decoder.export_state().offset
-    data = encode_resume_point(
-        decoder, source=path, fingerprint=identity, checkpoint=(patch, row), anchor=_anchor(path, offset)
-    )
+    try:
+        data = encode_resume_point(
+            decoder, source=path, fingerprint=identity, checkpoint=(patch, row), anchor=_anchor(path, offset)
+        )
+    except ResumePointError:  # a state no snapshot holds (a lookup value with U+0000): none kept
+        return
     root = Path(folder)
     root.mkdir(parents=True, exist_ok=True)
     final = root / f"{_key(path, identity)}-{offset:016d}.snap"
