@@ -377,3 +377,57 @@ def test_a_read_across_a_window_of_the_index_keeps_each_stream_of_one_patch_apar
     assert [s.version for s in stored] == list(range(1, count + 1))
     got = [(s.patch_id, content(s.events if s.raw is None else read_payload(s.raw))) for s in stored]  # type: ignore[arg-type]
     assert got == expected
+
+
+def test_a_fetch_as_text_is_the_text_of_the_message_readers_get(tmp_path: Path) -> None:
+    # Another writer's stream of many patches (shared lookups, repeated terms): the text is
+    # made from the decoded events, and must be the text of the one-patch message a reader
+    # of the log gets (encoded, then decoded again), byte for byte.
+    from patchsync.events import Add, Delete, Header, PatchEnd, PrefixAdd, PrefixDelete, TxAbort, TxCommit, TxStart
+    from patchsync.logs.patch_logs import LogAppender
+    from patchsync.options import PatchOptions, StatementType, StreamType
+    from patchsync.serve.feed import patch_text
+
+    ex = "http://example.org/"
+    options = PatchOptions(
+        stream_type=StreamType.PUNCTUATED,
+        statement_type=StatementType.QUADS,
+        rdf_star=True,
+        generalized_statements=True,
+    )
+    path = tmp_path / "log.jellyp"
+    with LogAppender(path, options, NT_TERMS, chain="ignore") as out:
+        for n in range(40):
+            g = f"<{ex}g{n % 3}>" if n % 2 else None
+            out.write(
+                [
+                    Header("id", f"<uuid:{n:08d}-0000-4000-8000-000000000000>"),
+                    *([Header("prev", f"<uuid:{n - 1:08d}-0000-4000-8000-000000000000>")] if n else []),
+                    Header("note", f'"patch {n}"'),
+                    TxStart(),
+                    PrefixAdd(f"p{n % 4}", f"<{ex}ns{n % 4}/>", g),
+                    Add(f"<{ex}s{n}>", f"<{ex}p>", f'"v{n}"@en', g),
+                    Add(f"<{ex}s{n}>", f"<{ex}q>", f"<< <{ex}s{n}> <{ex}p> <{ex}o> >>", g),
+                    Add("_:b1", f"<{ex}p>", f'"{n}"^^<http://www.w3.org/2001/XMLSchema#integer>', g),
+                    Add(f"<{ex}s{n}>", f"<{ex}r>", f'"plain {n}"^^<http://www.w3.org/2001/XMLSchema#string>', g),
+                    Add(f'"{n}"', f"<{ex}p>", f'"tab\\t{n}"', g),  # a generalized statement
+                    Delete(f"<{ex}s{n - 1}>", f"<{ex}p>", f'"v{n - 1}"@en', g),
+                    PrefixDelete(f"p{(n + 1) % 4}", None, g),
+                    TxAbort() if n % 5 == 4 else TxCommit(),
+                    PatchEnd(),
+                ]
+            )
+
+    async def go() -> None:
+        topic = FileLogTopic("t", str(path), path)
+        await topic.open()
+        try:
+            for version in [*range(1, 41), 17, 3, 40]:
+                entry = await topic.fetch(version)
+                assert entry is not None
+                assert await topic.fetch_text(version) == patch_text(entry.payload)
+            assert await topic.fetch_text(41) is None and await topic.fetch_text(0) is None
+        finally:
+            await topic.close()
+
+    run(go())

@@ -22,7 +22,7 @@ from patchsync import formats
 from patchsync.codec import backend
 from patchsync.codec.patch_decoder import PatchDecoder
 from patchsync.codec.patch_encoder import PatchEncoder
-from patchsync.codec.rdfp import RdfPatchTextReader
+from patchsync.codec.rdfp import RdfPatchTextReader, write_rdfp
 from patchsync.errors import DecodeError, UsageError
 from patchsync.events import Add, Delete, Event, Options
 from patchsync.options import Limits, PatchOptions, StreamType
@@ -272,3 +272,15 @@ def read_payload(payload: bytes, source: str = "<message>") -> list[Event]:
     decoder.feed(payload)
     decoder.close()
     return list(decoder)
+
+
+def events_text(events: Sequence[Event]) -> str:
+    """One patch's events as the RDF Patch text readers are served (terms written as
+    decoded, no stream options; ``write_rdfp(canonical=True)``: the terms are not parsed
+    again)."""
+    return write_rdfp([e for e in events if type(e) is not Options], NT_TERMS, segments=False, canonical=True)
+
+
+def payload_text(payload: bytes) -> str:
+    """A one-patch payload as RDF Patch text (:func:`events_text` of its events)."""
+    return events_text(read_payload(payload))

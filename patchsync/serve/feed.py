@@ -33,9 +33,7 @@ from collections.abc import Callable, Iterable, Iterator
 from json.encoder import encode_basestring_ascii
 
 from patchsync.codec.framing import encode_varint
-from patchsync.codec.rdfp import write_rdfp
-from patchsync.events import Options
-from patchsync.logs.payloads import NT_TERMS, read_payload
+from patchsync.logs.payloads import payload_text
 from patchsync.serve.topics import BATCH_BYTES, Batch, Entry
 
 #: The binary change feed's media type (records of one-patch Jelly-Patch streams).
@@ -52,10 +50,8 @@ WRITE_BYTES = 64 << 10
 STEP = 16
 
 
-def patch_text(payload: bytes) -> str:
-    """A one-patch Jelly-Patch stream as RDF Patch text (its terms written as decoded)."""
-    events = [e for e in read_payload(payload) if type(e) is not Options]
-    return write_rdfp(events, NT_TERMS, segments=False, canonical=True)
+#: A one-patch Jelly-Patch stream as RDF Patch text (its terms written as decoded).
+patch_text = payload_text
 
 
 def record_head(payload: bytes) -> bytes:

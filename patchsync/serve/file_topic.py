@@ -38,9 +38,9 @@ from patchsync.codec.patch_encoder import PatchEncoder
 from patchsync.errors import ChainError, PatchsyncError, UsageError
 from patchsync.events import Event, PatchEnd
 from patchsync.logs.convert import FeatureScan
-from patchsync.logs.indexed_log import IndexedLog
+from patchsync.logs.indexed_log import IndexedLog, StoredPatch
 from patchsync.logs.patch_logs import exclusive_lock
-from patchsync.logs.payloads import NT_TERMS, encode_patch, message_options
+from patchsync.logs.payloads import NT_TERMS, encode_patch, events_text, message_options, payload_text
 from patchsync.logs.version_index import IndexCorrupt, index_path
 from patchsync.options import Limits, PatchOptions, StreamType
 from patchsync.serve.incoming import Incoming, checked_patch, decode_patch, statement_patch
@@ -269,10 +269,38 @@ class FileLogTopic(LogTopic):
         with contextlib.closing(self._entries(version, version)) as entries:
             return next(entries, None)
 
+    async def fetch_text(self, version: int) -> str | None:
+        # Also one reader-thread step: the text is made from the patch as the log holds it
+        # (its bytes, or the events decoded from a checkpoint), never encoded as Jelly first.
+        if not 1 <= version <= self.version:
+            return None
+        return await in_reader(self._one_text, version)
+
+    def _one_text(self, version: int) -> str | None:
+        with contextlib.closing(self._read(version, version)) as patches:
+            stored = next(patches, None)
+        if stored is None:
+            return None
+        if stored.raw is not None:
+            return payload_text(stored.raw)
+        assert stored.events is not None
+        return events_text(stored.events)
+
     def _entries(self, first: int, last: int) -> Generator[Entry, None, None]:
+        """Versions ``first`` to ``last`` as readers get them: a patch that is a stream of
+        its own as it is; one of another writer's streams encoded as a message of its own."""
+        with contextlib.closing(self._read(first, last)) as patches:
+            for stored in patches:
+                payload = stored.raw
+                if payload is None:
+                    assert stored.events is not None
+                    payload = encode_patch(stored.events, message_options(stored.options))
+                yield Entry(stored.version, stored.patch_id, payload)
+
+    def _read(self, first: int, last: int) -> Generator[StoredPatch, None, None]:
         """Versions ``first`` to ``last`` through the index: a patch that is a stream of its
-        own is read as it is; one of another writer's streams is decoded (from the checkpoint
-        before it) and encoded as a message of its own."""
+        own is its bytes; one of another writer's streams is decoded (from the checkpoint
+        before it). An index found broken is built again, and the read goes on."""
         log = self._log
         if log is None:
             raise UsageError(f"topic {self.name}: closed")
@@ -280,11 +308,7 @@ class FileLogTopic(LogTopic):
         for attempt in (1, 2):
             try:
                 for stored in log.read(at, last):
-                    payload = stored.raw
-                    if payload is None:
-                        assert stored.events is not None
-                        payload = encode_patch(stored.events, message_options(stored.options))
-                    yield Entry(stored.version, stored.patch_id, payload)
+                    yield stored
                     at = stored.version + 1
                 return
             except IndexCorrupt as exc:

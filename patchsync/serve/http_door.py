@@ -73,15 +73,10 @@ from patchsync.serve.feed import patch_text
 from patchsync.serve.http_listener import LINGER, Listener, http_log
 from patchsync.serve.settings import Address
 from patchsync.serve.target_topic import read_frames
-from patchsync.serve.topics import LogTopic, Start, flatten, in_reader, thread_batches
+from patchsync.serve.topics import INLINE_BYTES, LogTopic, Start, flatten, in_reader, thread_batches
 
 #: The binary change feed's media type (records of one-patch Jelly-Patch streams).
 FEED_BINARY = feed.FEED_BINARY
-
-#: Text bodies up to this size are parsed on the event loop, and fetched patches up to this
-#: size written as text there: for a small patch that costs less than handing it to a
-#: worker thread and waiting for the interpreter lock back.
-INLINE_BYTES = 16 << 10
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -368,20 +363,22 @@ class HttpDoor:
                 candidates = (topic.version_of(c) for c in dp.patch_id_candidates(ref.patch_id))
                 version = next((v for v in candidates if v is not None), None)
                 missing = f"id={dp.shorten(ref.patch_id)}"
-            entry = await topic.fetch(version) if version is not None else None
-            if entry is None:
+            jelly = dp.accepts_jelly(request.headers.get("Accept"))
+            body: bytes | None = None
+            if version is None:
+                pass
+            elif jelly:
+                entry = await topic.fetch(version)
+                body = entry.payload if entry is not None else None
+            else:  # made from the patch as the log holds it: no Jelly encoded only to decode it
+                text = await topic.fetch_text(version)
+                body = text.encode() if text is not None else None
+            if version is None or body is None:
                 raise NotFound(
                     f"GET {dp.shorten(request.path)}: Patch not found: {missing} (the head is version {topic.version})"
                 )
-            jelly = dp.accepts_jelly(request.headers.get("Accept"))
-            if jelly:
-                body = entry.payload
-            elif len(entry.payload) <= INLINE_BYTES:  # as a small body is parsed: on the loop
-                body = patch_text(entry.payload).encode()
-            else:
-                body = (await in_reader(patch_text, entry.payload)).encode()
             self.metrics.bytes.labels(name, "out").inc(len(body))
-            return self._answer(patch_answer(entry.version, body, jelly=jelly))
+            return self._answer(patch_answer(version, body, jelly=jelly))
 
     async def _changes(self, request: web.Request, route: routes.Route) -> web.StreamResponse:
         name = route.topic

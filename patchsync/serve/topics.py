@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from patchsync.errors import UsageError
 from patchsync.events import Event
-from patchsync.logs.payloads import encode_patch, text_options
+from patchsync.logs.payloads import encode_patch, payload_text, text_options
 from patchsync.serve.reader_threads import READER_THREADS, flatten, in_reader, thread_batches
 
 if TYPE_CHECKING:
@@ -59,6 +59,10 @@ class Entry(NamedTuple):
     payload: bytes
 
 
+#: Text bodies up to this size are parsed on the event loop, and fetched patches up to this
+#: size written as text there: for a small patch that costs less than handing it to a
+#: worker thread and waiting for the interpreter lock back.
+INLINE_BYTES = 16 << 10
 #: Most bytes of entries a reader takes at a time (by :func:`entry_cost`): one batch of a
 #: subscriber, one read of stored patches, one answer of the change feed. 4 MiB is the
 #: largest message a stock gRPC client takes.
@@ -364,6 +368,17 @@ class LogTopic(Topic):
         async with contextlib.aclosing(reader):
             return await anext(reader, None)
 
+    async def fetch_text(self, version: int) -> str | None:
+        """The RDF Patch text of ``version`` (:func:`~patchsync.logs.payloads.events_text`),
+        or ``None`` when the log has no such version. A log that holds decoded patches
+        makes the text from them (:class:`~patchsync.serve.file_topic.FileLogTopic`)."""
+        entry = await self.fetch(version)
+        if entry is None:
+            return None
+        if len(entry.payload) <= INLINE_BYTES:
+            return payload_text(entry.payload)
+        return await in_reader(payload_text, entry.payload)
+
     def _appended(self, entry: Entry) -> None:
         self.hub.publish(entry)
         if self.on_append is not None:
@@ -528,6 +543,7 @@ def check_name(name: str) -> str:
 __all__ = [
     "BATCH_BYTES",
     "ENTRY_OVERHEAD",
+    "INLINE_BYTES",
     "LOG",
     "MAX_NAME",
     "NAME_RULE",
