@@ -24,7 +24,8 @@ process serving both, plus the first segment as a topic of its own (the catch-up
   ``tail LOG`` (the local file, the baseline), ``--once`` into fresh SQLite databases;
 - **Delta client sync**: the ``rdf-delta`` package's ``DeltaClient.get_log`` fetching
   ``--sync`` patches one by one, against reading the same patches from the JSON change
-  feed (both as RDF Patch text).
+  feed (both as RDF Patch text); its floor is the same client against a trivial aiohttp
+  server answering one constant patch text (what a request costs, whatever serves it).
 """
 
 from __future__ import annotations
@@ -196,6 +197,56 @@ def delta_sync(url: str, name: str, count: int) -> tuple[float, float]:
     return one_by_one, time.perf_counter() - started
 
 
+#: A trivial aiohttp server: every GET answers the same RDF Patch text (the floor of a
+#: request's cost on loopback, whatever serves it).
+_CONSTANT_SERVER = """
+import sys
+from aiohttp import web
+body = sys.stdin.buffer.read()
+async def answer(request):
+    return web.Response(body=body, content_type="application/rdf-patch")
+app = web.Application()
+app.router.add_get("/{name}/{version}", answer)
+web.run_app(app, host="127.0.0.1", port=int(sys.argv[1]), print=None, handle_signals=True)
+"""
+
+
+def delta_floor(url: str, name: str, count: int) -> float:
+    """Seconds for the rdf-delta client to fetch ``count`` patches one by one from a trivial
+    aiohttp server answering the text of patch 1 to every request: what the client and
+    aiohttp cost per request on this machine, the floor of the one-by-one sync."""
+    import socket
+
+    from rdf_delta import DeltaClient
+
+    body = httpx.get(f"{url}/{name}/1").content
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-c", _CONSTANT_SERVER, str(port)], stdin=subprocess.PIPE)
+    assert proc.stdin is not None
+    proc.stdin.write(body)
+    proc.stdin.close()
+    try:
+        base = f"http://127.0.0.1:{port}"
+        for _ in range(200):
+            try:
+                httpx.get(f"{base}/{name}/1")
+                break
+            except httpx.TransportError:
+                time.sleep(0.05)
+        client = DeltaClient(base)
+        started = time.perf_counter()
+        for version in range(1, count + 1):
+            client.get_log(version, name)
+        took = time.perf_counter() - started
+        client.close()
+        return took
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+
+
 def catch_up(server: Server, name: str, log: Path, work: Path) -> dict[str, float]:
     """``tail --once`` of the catch-up log through each door and from the local file."""
     out = {}
@@ -233,6 +284,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             result[f"feed_{name}"] = feed_first_byte(server.http, name, args.patches, args.feeds, rng)
         result["catch_up"] = catch_up(server, "first", first, data)
         result["sync"] = delta_sync(server.http, "first", args.sync)
+        result["sync_floor"] = delta_floor(server.http, "first", args.sync)
         result["rss_peak_mb"] = server.rss_mb("VmHWM")
     finally:
         server.stop()
@@ -271,8 +323,12 @@ def report(args: argparse.Namespace, r: dict[str, Any]) -> None:
         f"| `tail grpc://` catch-up ({args.catchup:,} patches) | {cu['grpc']:.1f} s ({cu['file'] / cu['grpc']:.2f}x) | `tail LOG` {cu['file']:.1f} s | >= 0.8x |"
     )
     one_by_one, feed = r["sync"]
+    floor = r["sync_floor"]
     print(
         f"| rdf-delta client, {args.sync:,} patches one by one | {one_by_one:.1f} s ({one_by_one / feed:.1f}x) | change feed {feed:.1f} s | within 3x |"
+    )
+    print(
+        f"| the same client against a constant answer (aiohttp, loopback) | {floor:.1f} s ({floor / feed:.1f}x the change feed) | | floor |"
     )
     print()
     print(
