@@ -365,12 +365,10 @@ class HttpDoor:
                 missing = f"id={dp.shorten(ref.patch_id)}"
             jelly = dp.accepts_jelly(request.headers.get("Accept"))
             body: bytes | None = None
-            if version is None:
-                pass
-            elif jelly:
+            if version is not None and jelly:
                 entry = await topic.fetch(version)
                 body = entry.payload if entry is not None else None
-            else:  # made from the patch as the log holds it: no Jelly encoded only to decode it
+            elif version is not None:  # made from the patch as the log holds it, no Jelly in between
                 text = await topic.fetch_text(version)
                 body = text.encode() if text is not None else None
             if version is None or body is None:
