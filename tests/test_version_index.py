@@ -274,11 +274,18 @@ def test_an_index_left_by_another_log_is_not_trusted(tmp_path: Path, change: str
         log.close()
 
 
+# Each commit is followed by a pause: the build stays under way long after its first
+# commits, so the kill lands between two of them, however fast the build or loaded the machine.
 _BUILD = """
-import sys
+import sys, time
 from pathlib import Path
 from patchsync.logs import indexed_log
 indexed_log.FLUSH_EVERY = 200
+flush = indexed_log.IndexedLog._flush
+def paced(self, *args):
+    flush(self, *args)
+    time.sleep(0.2)
+indexed_log.IndexedLog._flush = paced
 log = indexed_log.IndexedLog([Path(sys.argv[1])], Path(sys.argv[2]), every=1)
 log.open()
 """
