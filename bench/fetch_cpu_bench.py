@@ -1,6 +1,6 @@
 """The CPU of one fetch by version at a random place, in process (no HTTP, no load's wall
 time): a checkpoint's restore, the decoding from it to the patch, and the patch's RDF Patch
-text (docs/decisions/0029-compact-checkpoints-and-text-fetch.md).
+text (docs/decisions/0030-compact-checkpoints-and-text-fetch.md).
 
     .venv/bin/python -m bench.fetch_cpu_bench LOG.jellyp --every 128 64 32
 

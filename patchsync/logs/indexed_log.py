@@ -63,7 +63,7 @@ from patchsync.units import ENDS_PATCH, UnitReader
 log = logging.getLogger("patchsync.index")
 
 #: Patches between two decoder checkpoints inside a stream: a read decodes at most this many
-#: (decision 0029: with compact states, 64 costs the index what 128 did, and halves the decoding).
+#: (decision 0030: with compact states, 64 costs the index what 128 did, and halves the decoding).
 EVERY = 64
 #: Patches indexed between two commits while a segment is indexed (bounds the memory used).
 FLUSH_EVERY = 8192
@@ -133,7 +133,7 @@ class _Cursor:
         self.decoder = _restored(cp, path, limits)
         #: What keeping it costs, roughly: its lookup tables and the terms built from them
         #: grow with the checkpoint's state (~350 KB for the producer's log, ~32 times its
-        #: compressed size, decision 0029), plus a read's worth of bytes.
+        #: compressed size, decision 0030), plus a read's worth of bytes.
         self.cost = READ_CHUNK + 32 * len(cp.state or b"")
         self.options = self.decoder.options
         self.fd = os.open(path, os.O_RDONLY)

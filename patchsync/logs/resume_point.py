@@ -22,7 +22,7 @@ tables' entries (names, prefixes, datatypes, when the stream's options are known
 The same bytes are the tail daemon's snapshot files and the version index's checkpoints
 (:mod:`patchsync.logs.version_index`), where a fetch restores one: a table is read with a
 few C-level calls (one decode and one split of its text, a slice assignment a run), where
-the JSON of version 2 cost a parse and Python steps per entry (decision 0029). A decoder
+the JSON of version 2 cost a parse and Python steps per entry (decision 0030). A decoder
 whose lookups hold a value with U+0000 (no IRI can) is not snapshotted.
 
 The file is read as data only: it is checked for the magic, the format version, its size,
