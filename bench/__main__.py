@@ -209,6 +209,15 @@ BENCHES: tuple[Bench, ...] = (
         ),
     ),
     Bench(
+        "fetch-cpu",
+        "bench.fetch_cpu_bench",
+        "A random fetch by version's CPU in process (checkpoint restore, decoding, text)",
+        "the text made as before (the patch encoded as Jelly and decoded again), in the same run; "
+        "checkpoints every 128, 64 and 32 patches",
+        quick=("--patches", "20000", "--fetches", "100"),
+        notes=("The log (20,000 producer patches in one stream) is kept under `bench/out/fetch_cpu`.",),
+    ),
+    Bench(
         "nats-index",
         "bench.nats_index_bench",
         "A NATS stream topic's start-up with its id index on disk",
