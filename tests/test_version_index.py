@@ -274,18 +274,23 @@ def test_an_index_left_by_another_log_is_not_trusted(tmp_path: Path, change: str
         log.close()
 
 
-# Each commit is followed by a pause: the build stays under way long after its first
-# commits, so the kill lands between two of them, however fast the build or loaded the machine.
+# After its third commit the build stops where it stands (and says so): the kill lands
+# between two commits of a build under way, whatever the machine's speed or load.
 _BUILD = """
 import sys, time
 from pathlib import Path
 from patchsync.logs import indexed_log
 indexed_log.FLUSH_EVERY = 200
 flush = indexed_log.IndexedLog._flush
-def paced(self, *args):
+flushes = 0
+def paused(self, *args):
+    global flushes
     flush(self, *args)
-    time.sleep(0.2)
-indexed_log.IndexedLog._flush = paced
+    flushes += 1
+    if flushes == 3:
+        Path(sys.argv[2] + ".paused").touch()
+        time.sleep(3600)
+indexed_log.IndexedLog._flush = paused
 log = indexed_log.IndexedLog([Path(sys.argv[1])], Path(sys.argv[2]), every=1)
 log.open()
 """
@@ -295,10 +300,10 @@ def test_killed_while_writing_the_index(tmp_path: Path) -> None:
     path = segment(tmp_path / "log.jellyp", 1, 6000)
     index = tmp_path / ".idx"
     proc = subprocess.Popen([sys.executable, "-c", _BUILD, str(path), str(index)])
-    wal = index.with_name(".idx-wal")
+    paused = index.with_name(".idx.paused")
     try:
-        # Killed once some rows were committed, while it is still writing more.
-        wait_for(lambda: (wal.exists() and wal.stat().st_size > 64 << 10) or proc.poll() is not None, what="index rows")
+        # Killed once some rows were committed, with more still to write.
+        wait_for(lambda: paused.exists() or proc.poll() is not None, what="index rows")
         os.kill(proc.pid, signal.SIGKILL)
     finally:
         proc.wait()
