@@ -308,6 +308,19 @@ from patchsync.nats import stream_index
 from patchsync.nats.nats_log import NatsLog
 from patchsync.nats.url import parse_stream_url
 stream_index.FLUSH_EVERY = stream_index.READ_BATCH = 50
+# After its third commit the build stops where it stands (and says so): the kill lands
+# between two commits of a build under way, whatever the machine's speed or load.
+commit = stream_index.StreamIndex._commit
+commits = 0
+def paused(self, rows):
+    global commits
+    commit(self, rows)
+    commits += 1
+    if commits == 3:
+        Path(sys.argv[2], "paused").touch()
+        import time
+        time.sleep(3600)
+stream_index.StreamIndex._commit = paused
 url = parse_stream_url(sys.argv[1])
 index = stream_index.StreamIndex(stream_index.index_file(Path(sys.argv[2]), url), url)
 with NatsLog(url) as log:
@@ -321,10 +334,10 @@ def test_killed_while_writing_the_index(nats_stream: str, tmp_path: Path) -> Non
     publish(url, 1, count)
     proc = subprocess.Popen([sys.executable, "-c", _BUILD, nats_stream, str(tmp_path)])
     index = index_file(tmp_path, url)
-    wal = index.with_name(index.name + "-wal")
+    paused = tmp_path / "paused"
     try:
-        # Killed once some rows were committed, while it is still writing more.
-        wait_for(lambda: (wal.exists() and wal.stat().st_size > 64 << 10) or proc.poll() is not None, what="rows")
+        # Killed once some rows were committed, with more still to write.
+        wait_for(lambda: paused.exists() or proc.poll() is not None, what="rows")
         os.kill(proc.pid, signal.SIGKILL)
     finally:
         proc.wait()
