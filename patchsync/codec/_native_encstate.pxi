@@ -72,6 +72,15 @@ class TermEncoder(TermState, _PureTermEncoder):
 
     lookup_type = LruLookup
 
+    def unpack(self, term):
+        """term_encoder.TermEncoder.unpack; a plain N-Triples IRI or literal string of the
+        N-Triples adapter is unpacked at once (_nt_plain), without the caches."""
+        if type(term) is str and type(self.adapter) is _NTRIPLES:
+            found = _nt_plain(<str>term)
+            if found is not None:
+                return found
+        return _PureTermEncoder.unpack(self, term)
+
 
 cdef long _overflow(LruLookup lookup) except -1:
     """Raise the pure lookup's error for a row needing more entries than the table holds."""

@@ -25,6 +25,13 @@ class FrameBuffer:
         self.frames = 0  # frames finished
         self.rows_written = 0
 
+    def reset(self) -> None:
+        """Drop everything: the buffer is as new (the encoder's term state emits into this
+        same object, so a restarted encoder keeps it)."""
+        self.rows.clear()
+        self.size = self.frames = self.rows_written = 0
+        self.out.clear()
+
     def add(self, row: bytes) -> None:
         """Append a row (the serialized body of an ``RdfPatchRow`` / ``RdfStreamRow``)."""
         framed = wire.ld(wire.FRAME_ROW, row)

@@ -13,6 +13,7 @@ stream, or a feature the options do not declare raise :class:`EncodeError`.
 
 from __future__ import annotations
 
+import functools
 from functools import partial
 from typing import Any, Generic, TypeVar
 
@@ -56,6 +57,13 @@ def options_proto(options: PatchOptions) -> Any:
         max_datatype_table_size=options.max_datatype_table_size,
         version=options.version,
     )
+
+
+@functools.lru_cache(maxsize=64)
+def options_row(options: PatchOptions) -> bytes:
+    """The options row of a stream with ``options`` (its serialized protobuf is a few
+    microseconds, and one-patch messages start a stream each)."""
+    return wire.ld(wire.ROW_OPTIONS, options_proto(options).SerializeToString())
 
 
 class PatchEncoder(Generic[T]):
@@ -110,7 +118,34 @@ class PatchEncoder(Generic[T]):
         self._units = UnitTracker()  # the transaction rules (patchsync.units)
         self._finished = False
         self.patches_written = 0
-        self._emit_row(wire.ld(wire.ROW_OPTIONS, options_proto(self.options).SerializeToString()))
+        self._fresh = not append
+        self._emit_row(options_row(self.options))
+
+    def restart(self, options: PatchOptions) -> None:
+        """Start another stream from its start, exactly as a new encoder of this encoder's
+        adapter, framing and frame bounds with ``options`` (and ``append=False``) would,
+        whatever this one wrote or failed on before.
+
+        Cheaper than a new encoder for many short streams (one per message): the term
+        encoder is emptied, not built again, and keeps its caches.
+        """
+        if not self._fresh:
+            raise EncodeError("restart() starts a stream from its start: not for an encoder made with append=True")
+        self.options = options
+        self._quads = options.statement_type is StatementType.QUADS
+        self._stream_type = options.stream_type
+        self._frames.reset()
+        self._terms.restart(
+            max_names=options.max_name_table_size,
+            max_prefixes=options.max_prefix_table_size,
+            max_datatypes=options.max_datatype_table_size,
+            generalized=options.generalized_statements,
+            rdf_star=options.rdf_star,
+        )
+        self._units = UnitTracker()
+        self._finished = False
+        self.patches_written = 0
+        self._emit_row(options_row(options))
 
     # -- output -------------------------------------------------------------------------
 

@@ -147,6 +147,7 @@ class TermEncoder(Generic[T]):
         self._loose_types: tuple[type, ...] = getattr(adapter, "loose_types", ())
         self._writes_same: Callable[[Any, Any], bool] = getattr(adapter, "writes_same", _always)
         lookup = self.lookup_type
+        self._entry_tags = entry_tags
         self.names = lookup("name", entry_tags[0], max_names, fresh=fresh)
         self.prefixes = lookup("prefix", entry_tags[1], max_prefixes, fresh=fresh) if max_prefixes else None
         self.datatypes = lookup("datatype", entry_tags[2], max_datatypes, fresh=fresh) if max_datatypes else None
@@ -175,6 +176,36 @@ class TermEncoder(Generic[T]):
         # Whether a row can need more distinct prefixes than the lookup holds: a quad
         # has at most four IRIs, so only tiny lookups or quoted triples can overflow.
         self.may_overflow = self.prefixes is not None and (max_prefixes < 4 or rdf_star)
+
+    def restart(
+        self, *, max_names: int, max_prefixes: int, max_datatypes: int, generalized: bool, rdf_star: bool
+    ) -> None:
+        """Start another stream from its start, exactly as a new encoder (``fresh``) with
+        these sizes would, keeping the caches (they only save work: the output never depends
+        on them). Cheaper than a new encoder for many short streams (one per message)."""
+        self.names = self._reset(self.names, "name", 0, max_names)
+        self.prefixes = self._reset(self.prefixes, "prefix", 1, max_prefixes)
+        self.datatypes = self._reset(self.datatypes, "datatype", 2, max_datatypes)
+        self.generalized = generalized
+        self.rdf_star = rdf_star
+        self.last_prefix = self.last_name = 0
+        self.last_s = self.last_p = self.last_o = self.last_g = None
+        self._prefix_fields = _id_fields(wire.IRI_PREFIX, max_prefixes)
+        self._name_fields = _id_fields(wire.IRI_NAME, max_names)
+        self.used_generalized = self.used_rdf_star = self.no_split = False
+        self.may_overflow = self.prefixes is not None and (max_prefixes < 4 or rdf_star)
+
+    def _reset(self, lookup: Any, kind: str, tag: int, size: int) -> Any:
+        """``lookup`` emptied for a new stream with ``size`` entries (``None`` for 0)."""
+        if not size:
+            return None
+        if lookup is None:
+            return self.lookup_type(kind, self._entry_tags[tag], size, fresh=True)
+        lookup.ids.clear()
+        lookup.row_keys.clear()
+        lookup.size = size
+        lookup.last_id = 0
+        return lookup
 
     def guarded(self, build: Callable[[], bytes]) -> bytes:
         """Build a row; if its IRIs need more distinct prefixes than the lookup holds,

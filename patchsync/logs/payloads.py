@@ -13,6 +13,7 @@ server deduplicates by, and the next patch's ``prev``).
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -81,20 +82,51 @@ def encode_patch(events: Sequence[Event], options: PatchOptions) -> bytes:
     The name lookup is sized for this patch (a row names at most four IRIs outside quoted
     triples, rounded up to a power of two; beyond that the lookup evicts, which stays
     correct): encoders and decoders build their tables at the declared size, which for a
-    4,000-entry default cost more than encoding a small patch.
+    4,000-entry default cost more than encoding a small patch. Many patches in a row:
+    :class:`MessageEncoder` (the same bytes, cheaper).
     """
-    # Rounded up to a power of two: messages of similar patches then carry the same options
-    # row, which a replica's decoder recognises and does not validate and build again.
-    names = min(options.max_name_table_size, max(_MIN_NAMES, 1 << (4 * len(events) - 1).bit_length()))
-    if names != options.max_name_table_size:
-        options = replace(options, max_name_table_size=names)
-    encoder: PatchEncoder[str] = PatchEncoder(options, NT_TERMS)
-    for event in events:
-        encoder.send(event)
-    if encoder.patches_written == 0:
-        encoder.end_patch()
-    encoder.finish()
-    return encoder.take()
+    return MessageEncoder().encode(events, options)
+
+
+@functools.lru_cache(maxsize=64)
+def _sized(options: PatchOptions, names: int) -> PatchOptions:
+    """``options`` with a name lookup of ``names`` entries (a few distinct ones in a log)."""
+    return options if names == options.max_name_table_size else replace(options, max_name_table_size=names)
+
+
+class MessageEncoder:
+    """:func:`encode_patch` for many patches one after another (a server answering a
+    catch-up re-encodes each patch of another writer's stream).
+
+    Each message is exactly the bytes :func:`encode_patch` gives: one encoder is restarted
+    for each (:meth:`PatchEncoder.restart`), which spares building it (~40% of encoding a
+    small patch) and keeps its term caches. One thread at a time.
+    """
+
+    def __init__(self) -> None:
+        self._encoder: PatchEncoder[str] | None = None
+
+    def encode(self, events: Sequence[Event], options: PatchOptions) -> bytes:
+        """``events`` (one patch) as a self-contained one-patch stream (see :func:`encode_patch`)."""
+        # Rounded up to a power of two: messages of similar patches then carry the same options
+        # row, which a replica's decoder recognises and does not validate and build again.
+        options = _sized(
+            options, min(options.max_name_table_size, max(_MIN_NAMES, 1 << (4 * len(events) - 1).bit_length()))
+        )
+        encoder = self._encoder
+        if encoder is None:
+            encoder = PatchEncoder(options, NT_TERMS)
+        else:
+            self._encoder = None  # kept again only once this message is whole
+            encoder.restart(options)
+        for event in events:
+            encoder.send(event)
+        if encoder.patches_written == 0:
+            encoder.end_patch()
+        encoder.finish()
+        payload = encoder.take()
+        self._encoder = encoder
+        return payload
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,18 +142,21 @@ class LogPatch:
     patch_id: str | None
     prev: str | None
 
-    def message(self) -> PatchMessage:
-        """The patch as a message payload; it needs an ``id`` (:class:`UsageError` otherwise)."""
+    def message(self, encoder: MessageEncoder | None = None) -> PatchMessage:
+        """The patch as a message payload; it needs an ``id`` (:class:`UsageError` otherwise).
+        ``encoder``: the one encoding a run of patches (a new one otherwise)."""
         if self.patch_id is None:
             raise UsageError(f"{self.source}: patch {self.number} has no 'id' header; a published patch needs one")
         options = message_options(self.options or text_options(self.events))
-        return PatchMessage(self.patch_id, self.prev, encode_patch(self.events, options), self.source, self.number)
+        payload = (encoder or MessageEncoder()).encode(self.events, options)
+        return PatchMessage(self.patch_id, self.prev, payload, self.source, self.number)
 
 
 def log_patches(path: str | os.PathLike[str], *, limits: Limits | None = None) -> Iterator[PatchMessage]:
     """Every complete patch of a ``.jellyp`` or ``.rdfp`` log, in order, as messages."""
+    encoder = MessageEncoder()
     for patch in read_patches(path, limits=limits):
-        yield patch.message()
+        yield patch.message(encoder)
 
 
 def log_events(

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from itertools import chain
 
 from patchsync.chains import held_prefix
-from patchsync.logs.payloads import LogPatch, PatchMessage, read_patches
+from patchsync.logs.payloads import LogPatch, MessageEncoder, PatchMessage, read_patches
 from patchsync.options import Limits
 from patchsync.remote.interface import Appended, RemoteLog
 
@@ -77,7 +77,8 @@ def publish_patches(
     log.writable()
     logs = [os.fspath(p) for p in paths]
     pending, skipped = patches_after_head(logs, log.head().patch_id, limits)
-    published, duplicates = log.append_all((patch.message() for patch in pending), on_published)
+    encoder = MessageEncoder()
+    published, duplicates = log.append_all((patch.message(encoder) for patch in pending), on_published)
     # The log's head, not the last patch sent: when every patch was in the log already, the
     # log may have grown past the end of these logs.
     head = log.head()

@@ -40,7 +40,7 @@ from patchsync.events import Event, PatchEnd
 from patchsync.logs.convert import FeatureScan
 from patchsync.logs.indexed_log import IndexedLog, StoredPatch
 from patchsync.logs.patch_logs import exclusive_lock
-from patchsync.logs.payloads import NT_TERMS, encode_patch, events_text, message_options, payload_text
+from patchsync.logs.payloads import NT_TERMS, MessageEncoder, events_text, message_options, payload_text
 from patchsync.logs.version_index import IndexCorrupt, index_path
 from patchsync.options import Limits, PatchOptions, StreamType
 from patchsync.serve.incoming import Incoming, checked_patch, decode_patch, statement_patch
@@ -289,12 +289,13 @@ class FileLogTopic(LogTopic):
     def _entries(self, first: int, last: int) -> Generator[Entry, None, None]:
         """Versions ``first`` to ``last`` as readers get them: a patch that is a stream of
         its own as it is; one of another writer's streams encoded as a message of its own."""
+        encoder = MessageEncoder()  # one for the read: restarted per patch, not built again
         with contextlib.closing(self._read(first, last)) as patches:
             for stored in patches:
                 payload = stored.raw
                 if payload is None:
                     assert stored.events is not None
-                    payload = encode_patch(stored.events, message_options(stored.options))
+                    payload = encoder.encode(stored.events, message_options(stored.options))
                 yield Entry(stored.version, stored.patch_id, payload)
 
     def _read(self, first: int, last: int) -> Generator[StoredPatch, None, None]:
