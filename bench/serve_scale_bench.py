@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import random
 import subprocess
 import sys
@@ -106,6 +107,11 @@ class Server:
             if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024
         return float("nan")
+
+    def cpu_s(self) -> float:
+        """CPU seconds the server has used (user and system)."""
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -248,12 +254,19 @@ def delta_floor(url: str, name: str, count: int) -> float:
 
 
 def catch_up(server: Server, name: str, log: Path, work: Path) -> dict[str, float]:
-    """``tail --once`` of the catch-up log through each door and from the local file."""
+    """``tail --once`` of the catch-up log through each door and from the local file: wall
+    seconds (``KIND``), and CPU seconds of the client (``KIND_cpu``) and of the server
+    (``KIND_server_cpu``). On a shared machine the CPU is the steadier figure: the client
+    and the server of a remote catch-up take turns on the same cores as everything else."""
     out = {}
     for kind, source in (("file", str(log)), ("http", f"{server.http}/{name}"), ("grpc", f"{server.grpc}/{name}")):
         db = work / f"tail-{kind}.db"
         db.unlink(missing_ok=True)
+        before, served = os.times(), server.cpu_s()
         out[kind] = _timed([*PATCHSYNC, "tail", source, "--target", f"sqlite:///{db}", "--once"])
+        after = os.times()
+        out[f"{kind}_cpu"] = after.children_user + after.children_system - before.children_user - before.children_system
+        out[f"{kind}_server_cpu"] = server.cpu_s() - served
     return out
 
 
@@ -321,6 +334,10 @@ def report(args: argparse.Namespace, r: dict[str, Any]) -> None:
     )
     print(
         f"| `tail grpc://` catch-up ({args.catchup:,} patches) | {cu['grpc']:.1f} s ({cu['file'] / cu['grpc']:.2f}x) | `tail LOG` {cu['file']:.1f} s | >= 0.8x |"
+    )
+    print(
+        f"| catch-up CPU, client + server | `tail http://` {cu['http_cpu']:.1f} + {cu['http_server_cpu']:.1f} s, "
+        f"`tail grpc://` {cu['grpc_cpu']:.1f} + {cu['grpc_server_cpu']:.1f} s | `tail LOG` {cu['file_cpu']:.1f} s | info |"
     )
     one_by_one, feed = r["sync"]
     floor = r["sync_floor"]
