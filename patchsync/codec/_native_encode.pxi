@@ -29,10 +29,8 @@ from cpython.unicode cimport PyUnicode_Compare, PyUnicode_FromObject
 from patchsync.codec import wire as _wire
 from patchsync.terms.caches import ENCODER_CACHE_CHARS, ENCODER_CACHE_LIMIT, ENCODER_ENTRY_CHARS
 from patchsync.terms import XSD_STRING as _XSD_STRING_STR
-from patchsync.terms.ntriples import NTriplesTerms as _NTriplesTerms
 
 cdef object _XSD_STRING = _XSD_STRING_STR
-cdef object _NTRIPLES = _NTriplesTerms
 cdef object _ENC_CHANGE = Kind.CHANGE
 cdef object _ld_str = _wire.ld_str
 cdef object _move_to_end = _OrderedDict.move_to_end
@@ -178,45 +176,6 @@ cdef int _load_rdflib() except -1:
     _RDFLIB_ADAPTERS = (RdflibTerms, FastRdflibTerms)
     _rdflib_ready = True
     return 0
-
-
-cdef inline bint _iri_char(Py_UCS4 c):
-    """Whether ``c`` may stand unescaped in an N-Triples IRI (terms/ntriples.py IRI_EXCLUDED)."""
-    return c > 0x20 and not (
-        c == u'<' or c == u'>' or c == u'"' or c == u'{' or c == u'}' or c == u'|' or c == u'^'
-        or c == u'`' or c == u'\\'
-    )
-
-
-cdef object _nt_plain(str term):
-    """NTriplesTerms.unpack of the two shapes most N-Triples terms have, a plain IRI
-    (``<...>``) and a plain literal without language or datatype (``"..."``), exactly as
-    its regular expressions take them; ``None`` for any other shape (the caller asks the
-    adapter). Most terms of a stream re-encoded from N-Triples strings take this path,
-    which needs no cache."""
-    cdef Py_ssize_t n = len(term)
-    cdef Py_ssize_t i
-    cdef Py_UCS4 c
-    if n < 2:
-        return None
-    cdef Py_UCS4 first = term[0]
-    cdef Py_UCS4 last = term[n - 1]
-    if first == u'<':
-        if last != u'>' or (n >= 4 and term[1] == u'_' and term[2] == u':'):
-            return None
-        for i in range(1, n - 1):
-            if not _iri_char(term[i]):
-                return None
-        return (_K_IRI, term[1:n - 1])
-    if first == u'"':
-        if last != u'"':
-            return None
-        for i in range(1, n - 1):
-            c = term[i]
-            if c == u'"' or c == u'\\' or c == u'\r' or c == u'\n':
-                return None
-        return (_K_LITERAL, term[1:n - 1], None, None)
-    return None
 
 
 cdef object _unpack(TermState t, object term, bint rdflib):

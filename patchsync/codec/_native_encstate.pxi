@@ -67,6 +67,51 @@ cdef class TermState:
     cdef public object _writes_same
 
 
+# The N-Triples adapter's type: its plain terms are unpacked here (_nt_plain).
+from patchsync.terms.ntriples import NTriplesTerms as _NTriplesTerms
+
+cdef object _NTRIPLES = _NTriplesTerms
+
+
+cdef inline bint _iri_char(Py_UCS4 c):
+    """Whether ``c`` may stand unescaped in an N-Triples IRI (terms/ntriples.py IRI_EXCLUDED)."""
+    return c > 0x20 and not (
+        c == u'<' or c == u'>' or c == u'"' or c == u'{' or c == u'}' or c == u'|' or c == u'^'
+        or c == u'`' or c == u'\\'
+    )
+
+
+cdef object _nt_plain(str term):
+    """NTriplesTerms.unpack of the two shapes most N-Triples terms have, a plain IRI
+    (``<...>``) and a plain literal without language or datatype (``"..."``), exactly as
+    its regular expressions take them; ``None`` for any other shape (the caller asks the
+    adapter). Most terms of a stream re-encoded from N-Triples strings take this path,
+    which needs no cache."""
+    cdef Py_ssize_t n = len(term)
+    cdef Py_ssize_t i
+    cdef Py_UCS4 c
+    if n < 2:
+        return None
+    cdef Py_UCS4 first = term[0]
+    cdef Py_UCS4 last = term[n - 1]
+    if first == u'<':
+        if last != u'>' or (n >= 4 and term[1] == u'_' and term[2] == u':'):
+            return None
+        for i in range(1, n - 1):
+            if not _iri_char(term[i]):
+                return None
+        return (_K_IRI, term[1:n - 1])
+    if first == u'"':
+        if last != u'"':
+            return None
+        for i in range(1, n - 1):
+            c = term[i]
+            if c == u'"' or c == u'\\' or c == u'\r' or c == u'\n':
+                return None
+        return (_K_LITERAL, term[1:n - 1], None, None)
+    return None
+
+
 class TermEncoder(TermState, _PureTermEncoder):
     """term_encoder.TermEncoder, its hot fields in C (see TermState)."""
 
