@@ -71,6 +71,24 @@ def wait_for_value(measure: Callable[[], object], goal: object, what: str, timeo
     wait_for(reached, timeout, f"{what} ({goal!r})", progress=lambda: seen[0] if seen else None, interval=0.1)
 
 
+def killed_index_rows(script: str, args: list[str], paused: Path, index: Path) -> int:
+    """Run ``script`` (an index build that touches ``paused`` once some rows are committed,
+    then waits), kill -9 it there, and answer how many rows the killed build committed."""
+    import sqlite3
+
+    proc = subprocess.Popen([sys.executable, "-c", script, *args])
+    try:
+        wait_for(lambda: paused.exists() or proc.poll() is not None, what="index rows")
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL, "the index was built before it could be killed"
+    with sqlite3.connect(index) as db:
+        [(committed,)] = db.execute("SELECT count(*) FROM patches").fetchall()
+    assert isinstance(committed, int)
+    return committed
+
+
 def read_until(proc: subprocess.Popen[str], text: str, timeout: float = 300.0) -> str:
     """Read the process's stderr until a line contains ``text``; returns what was read.
     (``timeout`` is for a process that hangs: a slow one still gets there.)"""

@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
 import sqlite3
-import subprocess
-import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -27,7 +24,7 @@ from patchsync.remote.errors import StreamUnavailable
 from patchsync.serve.nats_topic import NatsTopic
 from patchsync.serve.topics import Start
 
-from .process_helpers import wait_for
+from .process_helpers import killed_index_rows
 from .serve_helpers import patch_id, payload, run
 
 
@@ -332,18 +329,8 @@ def test_killed_while_writing_the_index(nats_stream: str, tmp_path: Path) -> Non
     url = parse_stream_url(nats_stream)
     count = 4000
     publish(url, 1, count)
-    proc = subprocess.Popen([sys.executable, "-c", _BUILD, nats_stream, str(tmp_path)])
-    index = index_file(tmp_path, url)
-    paused = tmp_path / "paused"
-    try:
-        # Killed once some rows were committed, with more still to write.
-        wait_for(lambda: paused.exists() or proc.poll() is not None, what="rows")
-        os.kill(proc.pid, signal.SIGKILL)
-    finally:
-        proc.wait()
-    assert proc.returncode == -signal.SIGKILL, "the index was built before it could be killed"
-    with sqlite3.connect(index) as db:  # what the killed writer committed: a part of the stream
-        [(committed,)] = db.execute("SELECT count(*) FROM patches").fetchall()
+    # Killed once some rows were committed, with more still to write: a part of the stream.
+    committed = killed_index_rows(_BUILD, [nats_stream, str(tmp_path)], tmp_path / "paused", index_file(tmp_path, url))
     assert 0 < committed < count
     ids = [patch_id(n) for n in range(1, count + 1)]
 

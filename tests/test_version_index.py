@@ -11,10 +11,7 @@ from __future__ import annotations
 
 import os
 import random
-import signal
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +25,7 @@ from patchsync.serve.file_topic import FileLogTopic
 from patchsync.serve.topics import Start
 
 from .helpers import content, encode, write_log
-from .process_helpers import wait_for
+from .process_helpers import killed_index_rows
 from .serve_helpers import patch_events, patch_id, payload, run
 
 
@@ -299,17 +296,8 @@ log.open()
 def test_killed_while_writing_the_index(tmp_path: Path) -> None:
     path = segment(tmp_path / "log.jellyp", 1, 6000)
     index = tmp_path / ".idx"
-    proc = subprocess.Popen([sys.executable, "-c", _BUILD, str(path), str(index)])
-    paused = index.with_name(".idx.paused")
-    try:
-        # Killed once some rows were committed, with more still to write.
-        wait_for(lambda: paused.exists() or proc.poll() is not None, what="index rows")
-        os.kill(proc.pid, signal.SIGKILL)
-    finally:
-        proc.wait()
-    assert proc.returncode == -signal.SIGKILL, "the index was built before it could be killed"
-    with sqlite3.connect(index) as db:  # what the killed writer committed: a part of the log
-        [(committed,)] = db.execute("SELECT count(*) FROM patches").fetchall()
+    # Killed once some rows were committed, with more still to write: a part of the log.
+    committed = killed_index_rows(_BUILD, [str(path), str(index)], index.with_name(".idx.paused"), index)
     assert 0 < committed < 6000
     log = indexed([path], index)
     try:
