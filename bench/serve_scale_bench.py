@@ -183,17 +183,23 @@ def main_fetch(segment: Path, rotate: int, samples: int, rng: random.Random) -> 
     return percentiles(times)
 
 
-def delta_sync(url: str, name: str, count: int) -> tuple[float, float]:
-    """Seconds for the rdf-delta client to fetch ``count`` patches one by one, and for the
-    JSON change feed to carry the same patches."""
+def _one_by_one(url: str, name: str, count: int) -> float:
+    """Seconds for the rdf-delta client to fetch versions 1 to ``count`` of ``name`` one by one."""
     from rdf_delta import DeltaClient
 
     client = DeltaClient(url)
     started = time.perf_counter()
     for version in range(1, count + 1):
         client.get_log(version, name)
-    one_by_one = time.perf_counter() - started
+    took = time.perf_counter() - started
     client.close()
+    return took
+
+
+def delta_sync(url: str, name: str, count: int) -> tuple[float, float]:
+    """Seconds for the rdf-delta client to fetch ``count`` patches one by one, and for the
+    JSON change feed to carry the same patches."""
+    one_by_one = _one_by_one(url, name, count)
     started = time.perf_counter()
     after = 0
     with httpx.Client(timeout=120) as http:
@@ -223,8 +229,6 @@ def delta_floor(url: str, name: str, count: int) -> float:
     aiohttp cost per request on this machine, the floor of the one-by-one sync."""
     import socket
 
-    from rdf_delta import DeltaClient
-
     body = httpx.get(f"{url}/{name}/1").content
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -241,13 +245,7 @@ def delta_floor(url: str, name: str, count: int) -> float:
                 break
             except httpx.TransportError:
                 time.sleep(0.05)
-        client = DeltaClient(base)
-        started = time.perf_counter()
-        for version in range(1, count + 1):
-            client.get_log(version, name)
-        took = time.perf_counter() - started
-        client.close()
-        return took
+        return _one_by_one(base, name, count)
     finally:
         proc.terminate()
         proc.wait(timeout=60)
