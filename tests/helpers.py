@@ -1,4 +1,5 @@
-"""Shared test helpers: encode/decode pipes, event comparison, log files, names on shared servers."""
+"""Shared test helpers: encode/decode pipes, event comparison, log files, names on shared servers,
+spoilt index files."""
 
 from __future__ import annotations
 
@@ -87,3 +88,25 @@ def worker_tag() -> str:
     """
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     return f"{worker}_{os.getpid()}" if worker else str(os.getpid())
+
+
+def spoil_index(index: Path, how: str) -> bool:
+    """Break the SQLite index file ``index`` the ways any index can be broken: ``deleted``,
+    ``truncated``, ``garbage`` written over its start, or a ``format`` it was not written in.
+    Whether ``how`` is one of those (the caller breaks it its own ways otherwise)."""
+    import sqlite3
+
+    if how == "deleted":
+        index.unlink()
+    elif how == "truncated":
+        with open(index, "r+b") as f:
+            f.truncate(os.path.getsize(index) // 3)
+    elif how == "garbage":
+        with open(index, "r+b") as f:
+            f.write(b"not an index" * 100)
+    elif how == "format":
+        with sqlite3.connect(index) as db:
+            db.execute("UPDATE meta SET value = 'patchsync-version-index 0' WHERE key = 'format'")
+    else:
+        return False
+    return True

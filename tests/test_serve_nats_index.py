@@ -8,7 +8,6 @@ stream whole.
 from __future__ import annotations
 
 import asyncio
-import os
 import sqlite3
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -24,6 +23,7 @@ from patchsync.remote.errors import StreamUnavailable
 from patchsync.serve.nats_topic import NatsTopic
 from patchsync.serve.topics import Start
 
+from .helpers import spoil_index
 from .process_helpers import killed_index_rows
 from .serve_helpers import patch_id, payload, run
 
@@ -185,18 +185,9 @@ def test_a_stream_appended_to_by_another_writer_while_served(nats_stream: str, t
 
 
 def _break(how: str, index: Path, url: StreamURL) -> None:
-    if how == "deleted":
-        index.unlink()
-    elif how == "truncated":
-        with open(index, "r+b") as f:
-            f.truncate(os.path.getsize(index) // 3)
-    elif how == "garbage":
-        with open(index, "r+b") as f:
-            f.write(b"not an index" * 100)
-    elif how == "format":
-        with sqlite3.connect(index) as db:
-            db.execute("UPDATE meta SET value = 'patchsync-version-index 0' WHERE key = 'format'")
-    elif how == "record":  # the record no longer matches the last row
+    if spoil_index(index, how):
+        return
+    if how == "record":  # the record no longer matches the last row
         with sqlite3.connect(index) as db:
             db.execute("DELETE FROM patches WHERE version = (SELECT max(version) FROM patches)")
     elif how == "recreated":  # the same name, another stream: other patches at the same sequences

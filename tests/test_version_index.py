@@ -24,7 +24,7 @@ from patchsync.logs.version_index import INDEX_FORMAT, IndexCorrupt, index_path
 from patchsync.serve.file_topic import FileLogTopic
 from patchsync.serve.topics import Start
 
-from .helpers import content, encode, write_log
+from .helpers import content, encode, spoil_index, write_log
 from .process_helpers import killed_index_rows
 from .serve_helpers import patch_events, patch_id, payload, run
 
@@ -170,24 +170,14 @@ def test_a_log_grown_while_the_server_was_down_is_indexed_from_its_tail(tmp_path
 
 
 def _break_index(index: Path, how: str) -> None:
-    if how == "deleted":
-        index.unlink()
-    elif how == "truncated":
-        with open(index, "r+b") as f:
-            f.truncate(os.path.getsize(index) // 3)
-    elif how == "garbage":
-        with open(index, "r+b") as f:
-            f.seek(0)
-            f.write(b"not an index" * 100)
-    elif how == "row":  # a value changed behind the checksum's back
+    if spoil_index(index, how):
+        return
+    if how == "row":  # a value changed behind the checksum's back
         with sqlite3.connect(index) as db:
             db.execute("UPDATE patches SET offset = offset + 7 WHERE version = 33")
     elif how == "checkpoints":
         with sqlite3.connect(index) as db:
             db.execute("UPDATE checkpoints SET offset = offset + 3 WHERE version > 20")
-    elif how == "format":
-        with sqlite3.connect(index) as db:
-            db.execute("UPDATE meta SET value = 'patchsync-version-index 0' WHERE key = 'format'")
 
 
 @pytest.mark.parametrize("how", ["deleted", "truncated", "garbage", "row", "checkpoints", "format"])
