@@ -339,6 +339,17 @@ def _entries_of(decoder: PatchDecoder[Any]) -> list[tuple[list[tuple[int, int]],
     return [(list(t.runs), list(t.values)) for t in (terms.names, terms.prefixes, terms.datatypes)]
 
 
+def _state_of_a_rich_log(tmp_path: Path) -> tuple[PatchDecoder[Any], dict[str, Any], bytes]:
+    """A decoder five frames into a rich log, and its saved state: the JSON head and the columns."""
+    data = _rich_log(tmp_path)
+    decoder: PatchDecoder[Any] = PatchDecoder(NTriplesTerms(), source="s")
+    decoder.feed(data[: frame_ends(data)[5]])
+    list(decoder)
+    blob = encode_resume_point(decoder, source="s", fingerprint="f", checkpoint=(1, 0), anchor=b"")
+    doc, columns = _split(blob)
+    return decoder, doc, columns
+
+
 @pytest.mark.parametrize(
     "columns",
     [
@@ -356,12 +367,7 @@ def _entries_of(decoder: PatchDecoder[Any]) -> list[tuple[list[tuple[int, int]],
     ],
 )
 def test_invalid_lookup_columns_are_rejected_not_trusted(tmp_path: Path, columns: Any) -> None:
-    data = _rich_log(tmp_path)
-    decoder: PatchDecoder[Any] = PatchDecoder(NTriplesTerms(), source="s")
-    decoder.feed(data[: frame_ends(data)[5]])
-    list(decoder)
-    blob = encode_resume_point(decoder, source="s", fingerprint="f", checkpoint=(1, 0), anchor=b"")
-    doc, good = _split(blob)
+    decoder, doc, good = _state_of_a_rich_log(tmp_path)
     entries = _entries_of(decoder)
     assert good == _columns(*entries)
     decode_resume_point(_forge(json.dumps(doc).encode(), good), NTriplesTerms(), source="s", limits=Limits())
@@ -387,12 +393,7 @@ def test_invalid_lookup_columns_are_rejected_not_trusted(tmp_path: Path, columns
     ],
 )
 def test_invalid_fields_are_rejected_not_trusted(tmp_path: Path, edit: Any) -> None:
-    data = _rich_log(tmp_path)
-    decoder: PatchDecoder[Any] = PatchDecoder(NTriplesTerms(), source="s")
-    decoder.feed(data[: frame_ends(data)[5]])
-    list(decoder)
-    blob = encode_resume_point(decoder, source="s", fingerprint="f", checkpoint=(1, 0), anchor=b"")
-    doc, columns = _split(blob)
+    _, doc, columns = _state_of_a_rich_log(tmp_path)
     edit(doc)
     forged = _forge(json.dumps(doc).encode(), columns)
     with pytest.raises(ResumePointError):
