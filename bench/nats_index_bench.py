@@ -3,7 +3,7 @@
 
     .venv/bin/python -m bench.nats_index_bench                       # 100,000 messages
     .venv/bin/python -m bench.nats_index_bench --messages 10000
-    .venv/bin/python -m bench.nats_index_bench --main /work/main     # + an older checkout
+    .venv/bin/python -m bench.nats_index_bench --main ../main-old    # + an older checkout
 
 Needs NATS JetStream (``--nats``, default ``$PATCHSYNC_NATS_URL`` or
 ``nats://127.0.0.1:4222``). A stream of ``--messages`` patches (one patch a message, 5

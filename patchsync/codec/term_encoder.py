@@ -151,6 +151,17 @@ class TermEncoder(Generic[T]):
         self.names = lookup("name", entry_tags[0], max_names, fresh=fresh)
         self.prefixes = lookup("prefix", entry_tags[1], max_prefixes, fresh=fresh) if max_prefixes else None
         self.datatypes = lookup("datatype", entry_tags[2], max_datatypes, fresh=fresh) if max_datatypes else None
+        self._splits: dict[str, tuple[str, str]] = {}
+        self._unpacked: dict[Any, Unpacked] = {}
+        self._by_id: dict[int, tuple[Any, Unpacked]] = {}
+        # Text the three caches above keep alive (see ENCODER_CACHE_CHARS); the compiled core
+        # counts its IRI splits here too.
+        self._cache_chars = 0
+        self._begin(max_names, max_prefixes, generalized, rdf_star, fresh)
+
+    def _begin(self, max_names: int, max_prefixes: int, generalized: bool, rdf_star: bool, fresh: bool) -> None:
+        """The state of a stream's start besides its lookups: a new encoder's and, with
+        ``fresh``, a restarted one's (:meth:`restart`)."""
         self.generalized = generalized
         self.rdf_star = rdf_star
         self.last_prefix = 0 if fresh else UNKNOWN
@@ -159,12 +170,6 @@ class TermEncoder(Generic[T]):
         self.last_p: Any = None
         self.last_o: Any = None
         self.last_g: Any = None
-        self._splits: dict[str, tuple[str, str]] = {}
-        self._unpacked: dict[Any, Unpacked] = {}
-        self._by_id: dict[int, tuple[Any, Unpacked]] = {}
-        # Text the three caches above keep alive (see ENCODER_CACHE_CHARS); the compiled core
-        # counts its IRI splits here too.
-        self._cache_chars = 0
         # The RdfIri fields for every possible id, precomputed (ids are bounded by the options)
         # and shared: a stream writer starts an encoder per message.
         self._prefix_fields = _id_fields(wire.IRI_PREFIX, max_prefixes)
@@ -186,14 +191,7 @@ class TermEncoder(Generic[T]):
         self.names = self._reset(self.names, "name", 0, max_names)
         self.prefixes = self._reset(self.prefixes, "prefix", 1, max_prefixes)
         self.datatypes = self._reset(self.datatypes, "datatype", 2, max_datatypes)
-        self.generalized = generalized
-        self.rdf_star = rdf_star
-        self.last_prefix = self.last_name = 0
-        self.last_s = self.last_p = self.last_o = self.last_g = None
-        self._prefix_fields = _id_fields(wire.IRI_PREFIX, max_prefixes)
-        self._name_fields = _id_fields(wire.IRI_NAME, max_names)
-        self.used_generalized = self.used_rdf_star = self.no_split = False
-        self.may_overflow = self.prefixes is not None and (max_prefixes < 4 or rdf_star)
+        self._begin(max_names, max_prefixes, generalized, rdf_star, fresh=True)
 
     def _reset(self, lookup: Any, kind: str, tag: int, size: int) -> Any:
         """``lookup`` emptied for a new stream with ``size`` entries (``None`` for 0)."""
