@@ -201,9 +201,9 @@ def decode_resume_point(data: bytes, adapter: TermAdapter[Any], *, source: str, 
     body = memoryview(data)[end + 1 :]
     if hashlib.sha256(body).hexdigest().encode("ascii") != parts[2][len(b"sha256=") :]:
         raise ResumePointError("checksum mismatch (a truncated or corrupted snapshot)")
-    if len(body) < _U32.size or _U32.size + _U32.unpack_from(body)[0] > len(body):
+    head_end = _U32.size + (_U32.unpack_from(body)[0] if len(body) >= _U32.size else len(body))
+    if head_end > len(body):
         raise ResumePointError("the head is cut short")
-    head_end = _U32.size + _U32.unpack_from(body)[0]
     try:
         doc = json.loads(str(body[_U32.size : head_end], "utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
